@@ -1,0 +1,43 @@
+"""jflow: an eager tensor library on JAX, built the way OneFlow builds its op system.
+
+``import jflow as flow``: tensors and eager ops (``flow.tensor``, ``flow.add``...), the
+functional API generated from api.yaml (``flow._C``), ops as JAX primitives
+(``flow.ops``), kernels (``flow.kernels``), and interop with JAX (``flow.utils``).
+"""
+
+from . import _jax_setup  # noqa: F401  (x64 on, before anything touches JAX)
+from . import dtypes
+from .device import device
+from .dtypes import (bfloat16, float16, float32, float64, get_default_dtype, int8, int16, int32,
+                     int64, set_default_dtype, uint8)
+from .dtypes import bool_ as bool  # noqa: A001  (flow.bool, as OneFlow/PyTorch)
+from .dtypes import dtype
+from .tensor import Size, Tensor, is_tensor
+
+float = float32  # noqa: A001
+double = float64
+half = float16
+long = int64
+int = int32  # noqa: A001
+short = int16
+
+from . import kernels, ops  # noqa: E402
+from . import functional  # noqa: E402
+from . import _C  # noqa: E402
+from . import tensor_methods as _tensor_methods  # noqa: E402,F401
+from . import utils  # noqa: E402
+from .creation import (arange, as_tensor, empty, empty_like, eye, from_numpy, full,  # noqa: E402
+                       full_like, linspace, ones, ones_like, rand, rand_like, randint,
+                       randint_like, randn, randn_like, tensor, zeros, zeros_like)
+from .random import (Generator, default_generator, get_rng_state, initial_seed,  # noqa: E402
+                     manual_seed, seed, set_rng_state)
+from .sharding import placement, sbp  # noqa: E402
+
+# flow.<op>(...) for every public functional API function not shadowed above
+_g = globals()
+for _name in _C.__all__:
+    if _name not in _g:
+        _g[_name] = getattr(_C, _name)
+del _g, _name
+
+__version__ = "0.1.0"

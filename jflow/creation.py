@@ -1,0 +1,237 @@
+"""Tensor creation: ``flow.tensor``, ``from_numpy``, and the PyTorch-style factories.
+
+Factories accept sizes as varargs or one sequence (``zeros(2, 3)`` / ``zeros((2, 3))``) and
+call the ``flow._C`` factory functions; defaults are float32 / int64 as in PyTorch.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+
+from . import dtypes as _dt
+from .device import device as _device
+from .tensor import Tensor, _wrap
+
+__all__ = ["tensor", "from_numpy", "as_tensor", "zeros", "ones", "full", "empty", "arange",
+           "linspace", "eye", "rand", "randn", "randint", "zeros_like", "ones_like",
+           "full_like", "empty_like", "rand_like", "randn_like", "randint_like"]
+
+
+def _F() -> Any:
+    from .functional import F
+    return F
+
+
+def _place(value: jax.Array, device: Any) -> jax.Array:
+    if device is None:
+        return value
+    return jax.device_put(value, _device(device).jax_device())
+
+
+def _tensor_value(data: Any, dtype: _dt.dtype | None, device: Any, fname: str,
+                  copy: bool = True) -> jax.Array:
+    """Convert data to a jax.Array: dtype kept for arrays, PyTorch defaults for Python data."""
+    if isinstance(data, Tensor):
+        v = data._value
+        if dtype is not None and v.dtype != dtype.np:
+            v = v.astype(dtype.np)
+        return _place(v, device)
+    if isinstance(data, jax.Array):
+        v = data if dtype is None else data.astype(dtype.np)
+        return _place(v, device)
+    if isinstance(data, (np.ndarray, np.generic)):
+        arr = data
+        if dtype is None:
+            _dt.from_numpy_dtype(arr.dtype)  # raises a clear error for unsupported dtypes
+    else:
+        try:
+            arr = np.asarray(data)
+        except (ValueError, TypeError) as e:
+            raise TypeError(f"{fname}: could not convert {type(data).__name__} to a tensor: "
+                            f"{e}") from None
+        if arr.dtype == object or arr.dtype.kind not in "biuf":
+            raise TypeError(f"{fname}: could not convert data of type {type(data).__name__} "
+                            f"(NumPy infers {arr.dtype}) to a tensor")
+        if dtype is None:
+            dtype = {"b": _dt.bool_, "i": _dt.int64, "u": _dt.int64}.get(
+                arr.dtype.kind, _dt.get_default_dtype())
+    np_dtype = arr.dtype if dtype is None else dtype.np
+    with jax.ensure_compile_time_eval():
+        value = jnp.array(arr, dtype=np_dtype, copy=copy)
+    return _place(value, device)
+
+
+def _zeros_value(shape: tuple, dtype: _dt.dtype, device: Any, fname: str) -> jax.Array:
+    _sizes((shape,), fname)
+    return _place(jnp.zeros(shape, dtype.np), device)
+
+
+def tensor(data: Any, dtype: Any = None, device: Any = None,
+           requires_grad: bool = False) -> Tensor:
+    """A new tensor holding a copy of ``data`` (nested lists, scalars, NumPy or JAX arrays,
+    tensors). Python floats become float32, ints int64, bools bool; arrays keep their dtype."""
+    d = None if dtype is None else _dt.as_dtype(dtype)
+    t = _wrap(_tensor_value(data, d, device, "flow.tensor"))
+    if requires_grad:
+        if not t.is_floating_point():
+            raise RuntimeError("flow.tensor: only floating point tensors can require gradients")
+        t.requires_grad = True
+    return t
+
+
+def as_tensor(data: Any, dtype: Any = None, device: Any = None) -> Tensor:
+    if isinstance(data, Tensor) and dtype is None and device is None:
+        return data
+    d = None if dtype is None else _dt.as_dtype(dtype)
+    return _wrap(_tensor_value(data, d, device, "flow.as_tensor", copy=False))
+
+
+def from_numpy(ndarray: np.ndarray) -> Tensor:
+    """A tensor from a NumPy array, keeping its dtype (no copy where JAX can alias)."""
+    if not isinstance(ndarray, np.ndarray):
+        raise TypeError(f"from_numpy: expected np.ndarray, got {type(ndarray).__name__}")
+    return _wrap(_tensor_value(ndarray, None, None, "flow.from_numpy", copy=False))
+
+
+def _sizes(size: tuple, fname: str) -> tuple[int, ...]:
+    if len(size) == 1 and isinstance(size[0], (tuple, list)):
+        size = tuple(size[0])
+    out = []
+    for s in size:
+        if isinstance(s, bool) or not isinstance(s, (int, np.integer)):
+            raise TypeError(f"{fname}(): size must be a sequence of ints, got "
+                            f"{type(s).__name__} in {size!r}")
+        if s < 0:
+            raise ValueError(f"{fname}(): sizes must be non-negative, got {list(size)}")
+        out.append(int(s))
+    return tuple(out)
+
+
+def _finish(t: Tensor, requires_grad: bool) -> Tensor:
+    if requires_grad:
+        t.requires_grad = True
+    return t
+
+
+def full(size: Any, fill_value: Any, *, dtype: Any = None, device: Any = None,
+         requires_grad: bool = False) -> Tensor:
+    d = None if dtype is None else _dt.as_dtype(dtype)
+    return _finish(_F().full(_sizes((size,), "full"), fill_value, dtype=d, device=device),
+                   requires_grad)
+
+
+def zeros(*size: Any, dtype: Any = None, device: Any = None,
+          requires_grad: bool = False) -> Tensor:
+    d = _dt.get_default_dtype() if dtype is None else _dt.as_dtype(dtype)
+    return _finish(_F().full(_sizes(size, "zeros"), 0, dtype=d, device=device), requires_grad)
+
+
+def ones(*size: Any, dtype: Any = None, device: Any = None,
+         requires_grad: bool = False) -> Tensor:
+    d = _dt.get_default_dtype() if dtype is None else _dt.as_dtype(dtype)
+    return _finish(_F().full(_sizes(size, "ones"), 1, dtype=d, device=device), requires_grad)
+
+
+def empty(*size: Any, dtype: Any = None, device: Any = None,
+          requires_grad: bool = False) -> Tensor:
+    """Uninitialised memory does not exist for immutable arrays: ``empty`` is ``zeros``."""
+    return zeros(*size, dtype=dtype, device=device, requires_grad=requires_grad)
+
+
+def arange(start: Any, end: Any = None, step: Any = 1, *, dtype: Any = None,
+           device: Any = None, requires_grad: bool = False) -> Tensor:
+    d = None if dtype is None else _dt.as_dtype(dtype)
+    if end is None:
+        start, end = 0, start
+    return _finish(_F().arange(start, end, step, dtype=d, device=device), requires_grad)
+
+
+def linspace(start: Any, end: Any, steps: int, *, dtype: Any = None, device: Any = None,
+             requires_grad: bool = False) -> Tensor:
+    d = None if dtype is None else _dt.as_dtype(dtype)
+    return _finish(_F().linspace(start, end, steps, dtype=d, device=device), requires_grad)
+
+
+def eye(n: int, m: int | None = None, *, dtype: Any = None, device: Any = None,
+        requires_grad: bool = False) -> Tensor:
+    d = None if dtype is None else _dt.as_dtype(dtype)
+    return _finish(_F().eye(n, m, dtype=d, device=device), requires_grad)
+
+
+def rand(*size: Any, generator: Any = None, dtype: Any = None, device: Any = None,
+         requires_grad: bool = False) -> Tensor:
+    d = None if dtype is None else _dt.as_dtype(dtype)
+    return _finish(_F().rand(_sizes(size, "rand"), generator=generator, dtype=d, device=device),
+                   requires_grad)
+
+
+def randn(*size: Any, generator: Any = None, dtype: Any = None, device: Any = None,
+          requires_grad: bool = False) -> Tensor:
+    d = None if dtype is None else _dt.as_dtype(dtype)
+    return _finish(_F().randn(_sizes(size, "randn"), generator=generator, dtype=d,
+                              device=device), requires_grad)
+
+
+def randint(low: int, high: Any = None, size: Any = None, *, generator: Any = None,
+            dtype: Any = None, device: Any = None) -> Tensor:
+    """``randint(high, size)`` or ``randint(low, high, size)``, as PyTorch."""
+    if size is None:
+        if high is None:
+            raise TypeError("randint() missing required argument 'size'")
+        low, high, size = 0, low, high
+    d = None if dtype is None else _dt.as_dtype(dtype)
+    return _F().randint(low, high, _sizes((size,), "randint"), generator=generator, dtype=d,
+                        device=device)
+
+
+def _like(input: Tensor, dtype: Any) -> tuple[tuple[int, ...], Any]:
+    if not isinstance(input, Tensor):
+        raise TypeError(f"expected a Tensor as input, got {type(input).__name__}")
+    return tuple(input.shape), input.dtype if dtype is None else _dt.as_dtype(dtype)
+
+
+def zeros_like(input: Tensor, *, dtype: Any = None, device: Any = None,
+               requires_grad: bool = False) -> Tensor:
+    shape, d = _like(input, dtype)
+    return zeros(shape, dtype=d, device=device, requires_grad=requires_grad)
+
+
+def ones_like(input: Tensor, *, dtype: Any = None, device: Any = None,
+              requires_grad: bool = False) -> Tensor:
+    shape, d = _like(input, dtype)
+    return ones(shape, dtype=d, device=device, requires_grad=requires_grad)
+
+
+def empty_like(input: Tensor, *, dtype: Any = None, device: Any = None,
+               requires_grad: bool = False) -> Tensor:
+    return zeros_like(input, dtype=dtype, device=device, requires_grad=requires_grad)
+
+
+def full_like(input: Tensor, fill_value: Any, *, dtype: Any = None, device: Any = None,
+              requires_grad: bool = False) -> Tensor:
+    shape, d = _like(input, dtype)
+    return full(shape, fill_value, dtype=d, device=device, requires_grad=requires_grad)
+
+
+def rand_like(input: Tensor, *, generator: Any = None, dtype: Any = None,
+              device: Any = None) -> Tensor:
+    shape, d = _like(input, dtype)
+    return rand(shape, generator=generator, dtype=d, device=device)
+
+
+def randn_like(input: Tensor, *, generator: Any = None, dtype: Any = None,
+               device: Any = None) -> Tensor:
+    shape, d = _like(input, dtype)
+    return randn(shape, generator=generator, dtype=d, device=device)
+
+
+def randint_like(input: Tensor, low: int, high: Any = None, *, generator: Any = None,
+                 dtype: Any = None, device: Any = None) -> Tensor:
+    shape, d = _like(input, dtype)
+    if high is None:
+        low, high = 0, low
+    return randint(low, high, shape, generator=generator, dtype=d, device=device)

@@ -1,0 +1,160 @@
+"""Dispatch of one op call: local eager (cached executable) or traced (``primitive.bind``).
+
+For every op, :func:`make_apply` generates at definition time a small Python function with
+the op's own signature (inputs positional, attrs keyword). A call does only this:
+
+1. look up ``(attrs...)`` in the op's bounded cache -> a ``jax.jit`` of the bind (built, with
+   attr validation and the check fn, on the first call with those attrs);
+2. if no input is a tracer, call that jitted function (JAX's C++ fast path) and wrap the
+   result in a Tensor — otherwise bind the primitive on the tracers (inside ``jax.jit``,
+   ``jax.vmap``, ``jax.grad`` of user code), which JAX stages like any primitive.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+import jax
+from jax.core import Tracer
+
+from .ops.attrs import REQUIRED
+from .tensor import _wrap as _new_tensor
+
+__all__ = ["make_apply", "primitive_impl", "CACHE_SIZE"]
+
+#: Executables kept per op (distinct attr values); the oldest are dropped beyond this.
+CACHE_SIZE = 512
+
+
+def _make_executable(op: Any, params: dict[str, Any]) -> Callable[..., Any]:
+    prim = op.primitive
+    if len(op.outputs) == 1 and not op.outputs[0].variadic:
+        def run(*args: Any) -> Any:
+            return prim.bind(*args, **params)[0]
+    else:
+        def run(*args: Any) -> Any:
+            return prim.bind(*args, **params)
+    run.__name__ = op.name
+    run.__qualname__ = f"jflow.{op.name}"
+    return jax.jit(run)
+
+
+def _store(cache: dict, key: Any, value: Any) -> None:
+    if len(cache) >= CACHE_SIZE:
+        del cache[next(iter(cache))]
+    cache[key] = value
+
+
+def primitive_impl(op: Any) -> Callable[..., Any]:
+    """The primitive's impl: ``bind`` on concrete arrays runs the cached executable."""
+    cache: dict[Any, Any] = {}
+
+    def impl(*args: Any, **params: Any) -> Any:
+        key = tuple(params.items())
+        f = cache.get(key)
+        if f is None:
+            prim = op.primitive
+            f = jax.jit(lambda *a: prim.bind(*a, **params))
+            _store(cache, key, f)
+        return f(*args)
+
+    return impl
+
+
+def _builder(op: Any, cache: dict) -> Callable[..., Any]:
+    attr_names = [a.name for a in op.attrs]
+
+    def build(key: Any, layout: Any, **given: Any) -> tuple[Callable[..., Any], dict]:
+        attrs = op.normalize_attrs(given)
+        nkey = (layout, *attrs.values()) if op.structured else tuple(attrs[n] for n in attr_names)
+        hit = cache.get(nkey)
+        if hit is None:
+            params = dict(attrs)
+            if op.structured:
+                params["_layout"] = layout
+            hit = (_make_executable(op, params), params)
+            _store(cache, nkey, hit)
+        try:
+            if key != nkey:
+                _store(cache, key, hit)
+        except TypeError:  # unhashable raw attrs (e.g. lists): only the normalised key is kept
+            pass
+        return hit
+
+    return build
+
+
+def _traced(prim: Any, params: dict, vals: list, single: bool) -> Any:
+    outs = prim.bind(*vals, **params)
+    if single:
+        return _new_tensor(outs[0])
+    return tuple(_new_tensor(o) for o in outs)
+
+
+def make_apply(op: Any) -> Callable[..., Any]:
+    """Generate the op's eager/traced entry ``apply(*inputs, **attrs)``."""
+    cache: dict[Any, Any] = {}
+    ins = op.inputs
+    single = len(op.outputs) == 1 and not op.outputs[0].variadic
+    sig = []
+    for i in ins:
+        sig.append(f"{i.name}=None" if i.optional else i.name)
+    ns: dict[str, Any] = {"_cache": cache, "_build": _builder(op, cache), "_Tracer": Tracer,
+                          "_wrap": _new_tensor, "_traced": _traced, "_prim": op.primitive,
+                          "_layout_of": op.layout_of}
+    attr_sig = []
+    for a in op.attrs:
+        if a.default is REQUIRED:
+            attr_sig.append(a.name)
+        else:
+            ns[f"_D_{a.name}"] = a.default
+            attr_sig.append(f"{a.name}=_D_{a.name}")
+    head = ", ".join(sig + (["*"] + attr_sig if attr_sig else []))
+    names = [a.name for a in op.attrs]
+    lines = [f"def apply({head}):"]
+    if op.structured:
+        lines.append(f"    layout = _layout_of(({''.join(i.name + ', ' for i in ins)}))")
+        key = f"(layout, {''.join(n + ', ' for n in names)})"
+    else:
+        lines.append("    layout = None")
+        key = f"({''.join(n + ', ' for n in names)})"
+    lines += [
+        "    try:",
+        f"        f, params = _cache[{key}]",
+        "    except (KeyError, TypeError):",
+        f"        f, params = _build({key}, layout{''.join(f', {n}={n}' for n in names)})",
+    ]
+    if op.structured:
+        lines.append("    vals = []")
+        for i in ins:
+            if i.variadic:
+                lines.append(f"    vals += [t._value for t in {i.name}]")
+            elif i.optional:
+                lines.append(f"    if {i.name} is not None: vals.append({i.name}._value)")
+            else:
+                lines.append(f"    vals.append({i.name}._value)")
+        lines.append("    if not any(isinstance(v, _Tracer) for v in vals):")
+        call = "f(*vals)"
+        traced_vals = "vals"
+    else:
+        for k, i in enumerate(ins):
+            lines.append(f"    v{k} = {i.name}._value")
+        vs = [f"v{k}" for k in range(len(ins))]
+        cond = " or ".join(f"isinstance({v}, _Tracer)" for v in vs) or "False"
+        lines.append(f"    if not ({cond}):")
+        call = f"f({', '.join(vs)})"
+        traced_vals = f"[{', '.join(vs)}]"
+    if single:
+        lines.append(f"        return _wrap({call})")
+    else:
+        lines.append(f"        return tuple(map(_wrap, {call}))")
+    lines.append(f"    return _traced(_prim, params, {traced_vals}, {single})")
+    src = "\n".join(lines) + "\n"
+    exec(compile(src, f"<jflow apply {op.name}>", "exec"), ns)
+    fn = ns["apply"]
+    fn.__name__ = op.name
+    fn.__qualname__ = f"{op.name}.apply"
+    fn.__doc__ = f"Apply op {op.signature()}"
+    fn._source = src  # for debugging: print(op.apply._source)
+    return fn

@@ -1,0 +1,187 @@
+"""jflow dtypes (``flow.float32`` ...) and PyTorch's type-promotion rules.
+
+A :class:`dtype` wraps a NumPy dtype (what JAX arrays carry). Promotion follows PyTorch:
+categories bool < integer < floating; within a category the wider type wins; uint8 with a
+signed type goes to the next signed type that holds both; float16 with bfloat16 is float32.
+:func:`result_type` adds PyTorch's three priority tiers: dimensioned tensors, zero-dim
+tensors, and Python scalars ("wrapped numbers").
+"""
+
+from __future__ import annotations
+
+import builtins
+
+import ml_dtypes
+import numpy as np
+
+__all__ = [
+    "dtype", "bool_", "uint8", "int8", "int16", "int32", "int64", "float16", "bfloat16",
+    "float32", "float64", "all_dtypes", "as_dtype", "promote_types", "result_type",
+    "get_default_dtype", "set_default_dtype", "scalar_category",
+]
+
+_BOOL, _INT, _FLOAT = 0, 1, 2
+
+
+class dtype:
+    """A tensor element type. Compare with ``==``; ``flow.float32.is_floating_point``."""
+
+    __slots__ = ("name", "np", "category", "itemsize", "_hash")
+
+    def __init__(self, name: str, np_dtype: np.dtype, category: int) -> None:
+        self.name = name
+        self.np = np.dtype(np_dtype)
+        self.category = category
+        self.itemsize = self.np.itemsize
+        self._hash = hash(("jflow.dtype", name))
+
+    @property
+    def is_floating_point(self) -> builtins.bool:
+        return self.category == _FLOAT
+
+    @property
+    def is_signed(self) -> builtins.bool:
+        return self.name not in ("bool", "uint8")
+
+    def __repr__(self) -> str:
+        return f"flow.{self.name}"
+
+    def __hash__(self) -> int:
+        return self._hash
+
+    def __eq__(self, other: object) -> builtins.bool:
+        return self is other
+
+    def __reduce__(self):
+        return (as_dtype, (self.name,))
+
+
+bool_ = dtype("bool", np.bool_, _BOOL)
+uint8 = dtype("uint8", np.uint8, _INT)
+int8 = dtype("int8", np.int8, _INT)
+int16 = dtype("int16", np.int16, _INT)
+int32 = dtype("int32", np.int32, _INT)
+int64 = dtype("int64", np.int64, _INT)
+float16 = dtype("float16", np.float16, _FLOAT)
+bfloat16 = dtype("bfloat16", ml_dtypes.bfloat16, _FLOAT)
+float32 = dtype("float32", np.float32, _FLOAT)
+float64 = dtype("float64", np.float64, _FLOAT)
+
+all_dtypes = (bool_, uint8, int8, int16, int32, int64, float16, bfloat16, float32, float64)
+_BY_NP = {d.np: d for d in all_dtypes}
+_BY_NAME = {d.name: d for d in all_dtypes}
+_ALIASES = {"float": float32, "double": float64, "half": float16, "long": int64, "int": int32,
+            "short": int16, "char": int8, "byte": uint8}
+_PY_TYPES = {builtins.bool: bool_, builtins.int: int64, builtins.float: float32}
+
+_default_float = float32
+
+
+def get_default_dtype() -> dtype:
+    return _default_float
+
+
+def set_default_dtype(d: dtype) -> None:
+    """Set the default floating dtype (float32 unless changed), as ``torch.set_default_dtype``."""
+    global _default_float
+    d = as_dtype(d)
+    if not d.is_floating_point:
+        raise TypeError(f"set_default_dtype: expected a floating dtype, got {d}")
+    _default_float = d
+
+
+def as_dtype(x: object) -> dtype:
+    """Convert a jflow dtype, NumPy dtype, dtype name, or Python type to a jflow dtype."""
+    if type(x) is dtype:
+        return x  # type: ignore[return-value]
+    if isinstance(x, str):
+        d = _BY_NAME.get(x) or _ALIASES.get(x)
+        if d is not None:
+            return d
+    elif x in _PY_TYPES:  # type: ignore[operator]
+        return _default_float if x is builtins.float else _PY_TYPES[x]  # type: ignore[index]
+    else:
+        try:
+            d = _BY_NP.get(np.dtype(x))  # type: ignore[arg-type]
+        except TypeError:
+            d = None
+        if d is not None:
+            return d
+    raise TypeError(f"unsupported dtype {x!r}; jflow supports "
+                    + ", ".join(d.name for d in all_dtypes))
+
+
+def from_numpy_dtype(np_dtype: np.dtype) -> dtype:
+    """The jflow dtype of a NumPy dtype (fast path used for every tensor's ``.dtype``)."""
+    d = _BY_NP.get(np_dtype)
+    if d is None:
+        raise TypeError(f"jflow does not support the NumPy dtype {np_dtype}")
+    return d
+
+
+def _rank(d: dtype) -> tuple[int, int]:
+    return (d.category, d.itemsize)
+
+
+def _promote_pair(a: dtype, b: dtype) -> dtype:
+    if a is b:
+        return a
+    if a.category != b.category:
+        return a if a.category > b.category else b
+    if a.category == _BOOL:
+        return a
+    if a.category == _FLOAT:
+        if {a, b} == {float16, bfloat16}:
+            return float32
+        return a if a.itemsize > b.itemsize else b
+    # integers: uint8 is the only unsigned type
+    if uint8 in (a, b):
+        other = b if a is uint8 else a
+        return int16 if other is int8 else other
+    return a if a.itemsize > b.itemsize else b
+
+
+_PROMOTE = {(a, b): _promote_pair(a, b) for a in all_dtypes for b in all_dtypes}
+
+
+def promote_types(a: dtype, b: dtype) -> dtype:
+    """PyTorch's ``promote_types`` for two dtypes."""
+    return _PROMOTE[(as_dtype(a), as_dtype(b))]
+
+
+def scalar_category(value: object) -> int:
+    """Category of a Python / NumPy scalar: 0 bool, 1 integer, 2 floating."""
+    if isinstance(value, (builtins.bool, np.bool_)):
+        return _BOOL
+    if isinstance(value, (builtins.int, np.integer)):
+        return _INT
+    return _FLOAT
+
+
+def _scalar_dtype(category: int) -> dtype:
+    return (bool_, int64, _default_float)[category]
+
+
+def result_type(dims: list[dtype], zero_dims: list[dtype], scalars: list[int]) -> dtype:
+    """PyTorch's result type from three tiers of operands.
+
+    ``dims``: dtypes of tensors with ndim > 0; ``zero_dims``: of 0-dim tensors; ``scalars``:
+    categories of Python scalars. A lower tier only decides when its category is higher
+    than every higher tier's.
+    """
+    result: dtype | None = None
+    for tier in (dims, zero_dims):
+        if not tier:
+            continue
+        t = tier[0]
+        for d in tier[1:]:
+            t = _PROMOTE[(t, d)]
+        if result is None or t.category > result.category:
+            result = t
+    if scalars:
+        cat = max(scalars)
+        if result is None or cat > result.category:
+            result = _scalar_dtype(cat)
+    if result is None:
+        raise ValueError("result_type needs at least one operand")
+    return result

@@ -1,0 +1,1 @@
+"""Functor implementations, one module per op family."""

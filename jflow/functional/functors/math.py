@@ -1,0 +1,276 @@
+"""Functors of the elementwise math and activation ops: dtype promotion, then the op.
+
+Binary ops come in three forms built by one factory: tensor-tensor (``Add``), tensor-scalar
+(``ScalarAdd``) and scalar-tensor (``ScalarRAdd``, for reflected Python operators).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+
+from ...ops import get
+from ...tensor import Tensor
+from ..promotion import (assign_inplace, cast, default_float_np, promote, result_dtype,
+                         scalar_result_dtype, scalar_tensor, to_float)
+from ..registry import functor
+
+_BOOL = np.dtype(np.bool_)
+
+
+def _camel(name: str) -> str:
+    return "".join(p.capitalize() for p in name.split("_"))
+
+
+def _prepare(style: str, a: Tensor, b: Tensor) -> tuple[Tensor, Tensor]:
+    if style == "logical":
+        return cast(a, _BOOL), cast(b, _BOOL)
+    a, b = promote(a, b)
+    if style == "true_div" and a._value.dtype.kind in "iub":
+        f = default_float_np()
+        return cast(a, f), cast(b, f)
+    return a, b
+
+
+def _scalar_dtype(style: str, t: Tensor, s: Any) -> np.dtype:
+    if style == "logical":
+        return _BOOL
+    d = scalar_result_dtype(t, s)
+    if style == "true_div" and d.kind in "iub":
+        return default_float_np()
+    return d
+
+
+def _binary_functors(op_name: str, style: str) -> None:
+    apply = get(op_name).apply
+    name = _camel(op_name)
+
+    def tensor_tensor(input: Tensor, other: Tensor) -> Tensor:
+        if input._value.dtype == other._value.dtype and style != "logical" and (
+                style != "true_div" or input._value.dtype.kind == "f"):
+            return apply(input, other)
+        return apply(*_prepare(style, input, other))
+
+    def tensor_scalar(input: Tensor, other: Any) -> Tensor:
+        d = _scalar_dtype(style, input, other)
+        return apply(cast(input, d), scalar_tensor(other, d))
+
+    def scalar_tensor_(input: Any, other: Tensor) -> Tensor:
+        d = _scalar_dtype(style, other, input)
+        return apply(scalar_tensor(input, d), cast(other, d))
+
+    tensor_tensor.__name__, tensor_scalar.__name__ = name, f"Scalar{name}"
+    functor(name)(tensor_tensor)
+    functor(f"Scalar{name}")(tensor_scalar)
+    functor(f"ScalarR{name}")(scalar_tensor_)
+
+
+for _op, _style in [("mul", "arith"), ("floor_divide", "arith"), ("trunc_divide", "arith"),
+                    ("remainder", "arith"), ("fmod", "arith"), ("pow", "arith"),
+                    ("maximum", "arith"), ("minimum", "arith"), ("atan2", "true_div"),
+                    ("div", "true_div"), ("eq", "arith"), ("ne", "arith"), ("lt", "arith"),
+                    ("le", "arith"), ("gt", "arith"), ("ge", "arith"),
+                    ("logical_and", "logical"), ("logical_or", "logical"),
+                    ("logical_xor", "logical"), ("bitwise_and", "arith"),
+                    ("bitwise_or", "arith"), ("bitwise_xor", "arith"), ("add", "arith"),
+                    ("sub", "arith")]:
+    _binary_functors(_op, _style)
+
+from ..registry import FUNCTORS as _F  # noqa: E402
+
+_add_tt, _add_ts, _sub_tt, _sub_ts = _F["Add"], _F["ScalarAdd"], _F["Sub"], _F["ScalarSub"]
+_mul_tt, _mul_ts = _F["Mul"], _F["ScalarMul"]
+_div_tt, _div_ts, _rdiv = _F["Div"], _F["ScalarDiv"], _F["ScalarRDiv"]
+_fdiv_tt, _fdiv_ts, _tdiv_tt, _tdiv_ts = (_F["FloorDivide"], _F["ScalarFloorDivide"],
+                                          _F["TruncDivide"], _F["ScalarTruncDivide"])
+_rfdiv, _rtdiv = _F["ScalarRFloorDivide"], _F["ScalarRTruncDivide"]
+
+
+def _finish(input: Tensor, out: Tensor, inplace: bool, fname: str) -> Tensor:
+    return assign_inplace(input, out, fname) if inplace else out
+
+
+@functor("AddAlpha")
+def add(input: Tensor, other: Tensor, alpha: Any = 1, inplace: bool = False) -> Tensor:
+    if alpha != 1:
+        other = _mul_ts(other, alpha)
+    return _finish(input, _add_tt(input, other), inplace, "add")
+
+
+@functor("ScalarAddAlpha")
+def scalar_add(input: Tensor, other: Any, alpha: Any = 1, inplace: bool = False) -> Tensor:
+    return _finish(input, _add_ts(input, other * alpha if alpha != 1 else other), inplace, "add")
+
+
+@functor("SubAlpha")
+def sub(input: Tensor, other: Tensor, alpha: Any = 1, inplace: bool = False) -> Tensor:
+    if alpha != 1:
+        other = _mul_ts(other, alpha)
+    return _finish(input, _sub_tt(input, other), inplace, "sub")
+
+
+@functor("ScalarSubAlpha")
+def scalar_sub(input: Tensor, other: Any, alpha: Any = 1, inplace: bool = False) -> Tensor:
+    return _finish(input, _sub_ts(input, other * alpha if alpha != 1 else other), inplace, "sub")
+
+
+@functor("MulInplace")
+def mul(input: Tensor, other: Tensor, inplace: bool = False) -> Tensor:
+    return _finish(input, _mul_tt(input, other), inplace, "mul")
+
+
+@functor("ScalarMulInplace")
+def scalar_mul(input: Tensor, other: Any, inplace: bool = False) -> Tensor:
+    return _finish(input, _mul_ts(input, other), inplace, "mul")
+
+
+_ROUNDING = {None: (_div_tt, _div_ts, _rdiv), "floor": (_fdiv_tt, _fdiv_ts, _rfdiv),
+             "trunc": (_tdiv_tt, _tdiv_ts, _rtdiv)}
+
+
+def _rounding(mode: Any) -> tuple:
+    try:
+        return _ROUNDING[mode]
+    except KeyError:
+        raise ValueError(f"div(): rounding_mode must be None, 'floor' or 'trunc', got {mode!r}") \
+            from None
+
+
+@functor("DivMode")
+def div(input: Tensor, other: Tensor, rounding_mode: Any = None, inplace: bool = False) -> Tensor:
+    return _finish(input, _rounding(rounding_mode)[0](input, other), inplace, "div")
+
+
+@functor("ScalarDivMode")
+def scalar_div(input: Tensor, other: Any, rounding_mode: Any = None,
+               inplace: bool = False) -> Tensor:
+    return _finish(input, _rounding(rounding_mode)[1](input, other), inplace, "div")
+
+
+@functor("ScalarRDivMode")
+def scalar_rdiv(input: Any, other: Tensor, rounding_mode: Any = None) -> Tensor:
+    return _rounding(rounding_mode)[2](input, other)
+
+
+# -- unary ----------------------------------------------------------------------------------
+
+def _unary_functor(op_name: str, float_only: bool, int_identity: bool = False) -> None:
+    apply = get(op_name).apply
+
+    if float_only:
+        def fn(input: Tensor) -> Tensor:
+            if input._value.dtype.kind in "iub":
+                if int_identity:
+                    return input
+                input = to_float(input)
+            return apply(input)
+    else:
+        def fn(input: Tensor) -> Tensor:
+            return apply(input)
+    fn.__name__ = _camel(op_name)
+    functor(_camel(op_name))(fn)
+
+
+for _op in ["exp", "log", "log1p", "expm1", "sqrt", "rsqrt", "reciprocal", "sin", "cos", "tan",
+            "tanh", "sigmoid", "erf", "silu"]:
+    _unary_functor(_op, True)
+for _op in ["floor", "ceil", "round"]:
+    _unary_functor(_op, True, int_identity=True)
+for _op in ["abs", "neg", "square", "sign", "relu", "logical_not"]:
+    _unary_functor(_op, False)
+
+_bitwise_not = get("bitwise_not").apply
+_logical_not = get("logical_not").apply
+
+
+@functor("BitwiseNot")
+def bitwise_not(input: Tensor) -> Tensor:
+    if input._value.dtype == _BOOL:
+        return _logical_not(input)
+    return _bitwise_not(input)
+
+
+_leaky_relu = get("leaky_relu").apply
+_elu = get("elu").apply
+_gelu = get("gelu").apply
+_softplus = get("softplus").apply
+_hardtanh = get("hardtanh").apply
+_clamp = get("clamp").apply
+_where = get("where").apply
+
+
+@functor("LeakyRelu")
+def leaky_relu(x: Tensor, alpha: float = 0.01, inplace: bool = False) -> Tensor:
+    return _finish(x, _leaky_relu(x, alpha=alpha), inplace, "leaky_relu")
+
+
+@functor("Elu")
+def elu(x: Tensor, alpha: float = 1.0) -> Tensor:
+    return _elu(x, alpha=alpha)
+
+
+@functor("Gelu")
+def gelu(x: Tensor, approximate: str = "none") -> Tensor:
+    return _gelu(x, approximate=approximate)
+
+
+@functor("Softplus")
+def softplus(x: Tensor, beta: float = 1.0, threshold: float = 20.0) -> Tensor:
+    return _softplus(x, beta=beta, threshold=threshold)
+
+
+@functor("Hardtanh")
+def hardtanh(x: Tensor, min_val: float = -1.0, max_val: float = 1.0) -> Tensor:
+    return _hardtanh(x, min_val=min_val, max_val=max_val)
+
+
+@functor("Clamp")
+def clamp(input: Tensor, min: Any = None, max: Any = None, inplace: bool = False) -> Tensor:  # noqa: A002
+    if min is None and max is None:
+        raise ValueError("clamp(): at least one of 'min' or 'max' must not be None")
+    x = input
+    bounds = [b for b in (min, max) if b is not None]
+    d = x._value.dtype
+    for b in bounds:
+        d = np.promote_types(d, scalar_result_dtype(cast(x, d), b))
+    x = cast(x, np.dtype(d))
+    return _finish(input, _clamp(x, min=min, max=max), inplace, "clamp")
+
+
+@functor("Where")
+def where(condition: Tensor, input: Tensor, other: Tensor) -> Tensor:
+    if condition._value.dtype != _BOOL:
+        raise TypeError(f"where(): argument 'condition' must be a bool tensor, got "
+                        f"{condition.dtype}")
+    a, b = promote(input, other)
+    return _where(condition, a, b)
+
+
+@functor("ScalarWhere")
+def scalar_where(condition: Tensor, input: Any, other: Any) -> Tensor:
+    if condition._value.dtype != _BOOL:
+        raise TypeError(f"where(): argument 'condition' must be a bool tensor, got "
+                        f"{condition.dtype}")
+    a = input if isinstance(input, Tensor) else None
+    b = other if isinstance(other, Tensor) else None
+    ref = a if a is not None else b
+    if ref is not None:
+        d = scalar_result_dtype(ref, other if a is not None else input)
+    else:
+        from ... import dtypes as _dt
+        d = _dt.result_type([], [], [_dt.scalar_category(input), _dt.scalar_category(other)]).np
+    a = cast(a, d) if a is not None else scalar_tensor(input, d)
+    b = cast(b, d) if b is not None else scalar_tensor(other, d)
+    return _where(condition, a, b)
+
+
+_cast_op = get("cast").apply
+
+
+@functor("Cast")
+def to_dtype(input: Tensor, dtype: Any) -> Tensor:
+    return cast(input, dtype.np)
+
+
+__all__ = ["result_dtype"]

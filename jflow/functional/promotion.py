@@ -1,0 +1,106 @@
+"""Type promotion and operand preparation for functors (ops themselves are dtype-strict).
+
+Hot path: the common case (same dtypes) costs one dtype comparison.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import jax.numpy as jnp
+import numpy as np
+
+from .. import dtypes as _dt
+from ..ops import get as _get_op
+from ..tensor import Tensor, _wrap
+
+__all__ = ["result_dtype", "cast", "promote", "scalar_tensor", "scalar_result_dtype",
+           "to_float", "assign_inplace", "default_float_np"]
+
+_cast = _get_op("cast").apply
+_SCALAR_CACHE: dict[Any, Tensor] = {}
+_SCALAR_CACHE_SIZE = 1024
+
+
+def default_float_np() -> np.dtype:
+    return _dt.get_default_dtype().np
+
+
+def cast(t: Tensor, np_dtype: np.dtype) -> Tensor:
+    """``t`` as ``np_dtype`` (itself when it already is)."""
+    if t._value.dtype == np_dtype:
+        return t
+    return _cast(t, dtype=np_dtype)
+
+
+def result_dtype(*tensors: Tensor, scalars: tuple[Any, ...] = ()) -> np.dtype:
+    """PyTorch's result type of tensors (0-dim ones in their own tier) and Python scalars."""
+    dims, zero = [], []
+    for t in tensors:
+        d = _dt.from_numpy_dtype(t._value.dtype)
+        (dims if t._value.ndim else zero).append(d)
+    return _dt.result_type(dims, zero, [_dt.scalar_category(s) for s in scalars]).np
+
+
+def promote(a: Tensor, b: Tensor) -> tuple[Tensor, Tensor]:
+    """Cast two tensors to their PyTorch result type."""
+    da, db = a._value.dtype, b._value.dtype
+    if da == db:
+        return a, b
+    rt = result_dtype(a, b)
+    return cast(a, rt), cast(b, rt)
+
+
+def scalar_result_dtype(t: Tensor, s: Any) -> np.dtype:
+    """Result type of a tensor and a Python scalar (the tensor wins unless the scalar's
+    category is higher: int tensor * 0.5 -> default float, bool tensor + 1 -> int64)."""
+    d = t._value.dtype
+    cat = _dt.scalar_category(s)
+    tcat = _dt.from_numpy_dtype(d).category
+    if cat <= tcat:
+        return d
+    return (np.dtype(np.bool_), np.dtype(np.int64), default_float_np())[cat]
+
+
+def scalar_tensor(value: Any, np_dtype: np.dtype) -> Tensor:
+    """A cached 0-dim tensor holding ``value`` as ``np_dtype`` (bounded cache)."""
+    key = (type(value), value, np_dtype)
+    t = _SCALAR_CACHE.get(key)
+    if t is None:
+        if isinstance(value, float) and np.dtype(np_dtype).kind in "iub" and value != int(value):
+            raise TypeError(f"cannot use the float {value} as a {np.dtype(np_dtype).name} scalar")
+        t = _wrap(jnp.asarray(value, dtype=np_dtype))
+        if len(_SCALAR_CACHE) >= _SCALAR_CACHE_SIZE:
+            _SCALAR_CACHE.clear()
+        _SCALAR_CACHE[key] = t
+    return t
+
+
+def to_float(t: Tensor) -> Tensor:
+    """Integer/bool tensors become the default float dtype (for float-only math)."""
+    d = t._value.dtype
+    if d.kind in "iub":
+        return _cast(t, dtype=default_float_np())
+    return t
+
+
+def _can_cast(src: np.dtype, dst: np.dtype) -> bool:
+    """PyTorch's can_cast for in-place results: no float->int, no number->bool."""
+    s, d = _dt.from_numpy_dtype(src).category, _dt.from_numpy_dtype(dst).category
+    return s <= d
+
+
+def assign_inplace(target: Tensor, result: Tensor, fname: str) -> Tensor:
+    """Write ``result`` into ``target`` (dtype kept, shape must match), bump its version."""
+    tv, rv = target._value, result._value
+    if tuple(rv.shape) != tuple(tv.shape):
+        raise RuntimeError(f"{fname}: output with shape {list(tv.shape)} doesn't match the "
+                           f"broadcast shape {list(rv.shape)}")
+    if rv.dtype != tv.dtype:
+        if not _can_cast(rv.dtype, tv.dtype):
+            raise RuntimeError(f"{fname}: result type {_dt.from_numpy_dtype(rv.dtype)} can't be "
+                               f"cast to the desired output type {_dt.from_numpy_dtype(tv.dtype)}")
+        result = _cast(result, dtype=tv.dtype)
+    target._value = result._value
+    target._version += 1
+    return target

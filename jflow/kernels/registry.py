@@ -1,0 +1,227 @@
+"""Kernel registry (OneFlow's ``REGISTER_USER_KERNEL`` + ``SetIsMatchedHob`` + priority).
+
+A kernel is a JAX-traceable function ``fn(*inputs, **attrs) -> array | tuple`` registered for
+an op with a match on platform, on the dtypes of named inputs/outputs, an optional extra
+condition, and a priority. Each op's primitive gets one lowering per platform; at lowering
+time the registry picks the highest-priority matching kernel, builds it with its *backend*
+(xla: call it; python: run NumPy through ``jax.pure_callback``; pallas / ffi plug in through
+:func:`register_backend`) and lowers it with ``mlir.lower_fun``. Kernel outputs are checked
+against the op's inference, so a kernel that disagrees with its op fails loudly.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import jax
+import numpy as np
+from jax.interpreters import mlir
+
+__all__ = ["Kernel", "register_kernel", "register_backend", "kernels_for", "select_kernel",
+           "PLATFORMS", "FALLBACK", "DEFAULT", "OPTIMIZED", "KernelNotFoundError"]
+
+PLATFORMS = ("cpu", "cuda", "rocm", "tpu")
+FALLBACK, DEFAULT, OPTIMIZED = 0, 10, 20
+_PRIORITY_NAMES = {FALLBACK: "fallback", DEFAULT: "default", OPTIMIZED: "optimized"}
+
+
+class KernelNotFoundError(RuntimeError):
+    """No registered kernel matches the platform / dtypes an op is lowered for."""
+
+
+@dataclass(eq=False)
+class Kernel:
+    """One registered kernel and the conditions under which it is chosen."""
+
+    op_name: str
+    fn: Callable[..., Any]
+    backend: str
+    platforms: frozenset[str]
+    dtypes: dict[str, frozenset[np.dtype]]
+    priority: int
+    condition: Callable[..., bool] | None
+    name: str
+
+    def matches(self, platform: str, dtype_of: dict[str, list[np.dtype]],
+                in_avals: Sequence[Any]) -> bool:
+        if platform not in self.platforms:
+            return False
+        for arg, allowed in self.dtypes.items():
+            if any(d not in allowed for d in dtype_of.get(arg, ())):
+                return False
+        return self.condition is None or bool(self.condition(*in_avals))
+
+    def describe(self) -> str:
+        dt = "; ".join(f"{k} in {{{', '.join(sorted(str(d) for d in v))}}}"
+                       for k, v in self.dtypes.items())
+        pr = _PRIORITY_NAMES.get(self.priority, str(self.priority))
+        cond = "; with a condition" if self.condition else ""
+        return (f"{self.backend} kernel '{self.name}' (platforms {','.join(sorted(self.platforms))}"
+                f"{'; ' + dt if dt else ''}; priority {pr}{cond})")
+
+
+_KERNELS: dict[str, list[Kernel]] = {}
+Builder = Callable[[Kernel, Any, dict, list, Any], Callable[..., Any]]
+_BACKENDS: dict[str, Builder] = {}
+
+
+def register_backend(name: str, builder: Builder) -> None:
+    """Add a kernel backend: ``builder(kernel, op, attrs, out_avals, layout)`` returns a
+    traceable ``f(*flat_inputs) -> outputs`` for one lowering."""
+    _BACKENDS[name] = builder
+
+
+def register_kernel(
+    op_name: str,
+    fn: Callable[..., Any] | None = None,
+    *,
+    backend: str = "xla",
+    platforms: Iterable[str] = PLATFORMS,
+    dtypes: dict[str, Iterable[Any]] | None = None,
+    priority: int = DEFAULT,
+    condition: Callable[..., bool] | None = None,
+    name: str | None = None,
+) -> Any:
+    """Register ``fn`` as a kernel of ``op_name``; usable as a decorator.
+
+    ``dtypes`` maps input/output names to the dtypes the kernel accepts; ``condition``
+    receives the per-example input avals and may refuse (e.g. shape alignment).
+    """
+    if fn is None:
+        return lambda f: register_kernel(op_name, f, backend=backend, platforms=platforms,
+                                         dtypes=dtypes, priority=priority,
+                                         condition=condition, name=name)
+    from ..dtypes import as_dtype
+    from ..ops.registry import get
+
+    try:
+        op = get(op_name)
+    except KeyError as e:
+        raise KeyError(f"cannot register a kernel for unknown op '{op_name}': {e.args[0]}") from None
+    if backend not in _BACKENDS:
+        raise ValueError(f"kernel for op '{op_name}': unknown backend '{backend}'; "
+                         f"known backends are {sorted(_BACKENDS)}")
+    plats = frozenset(platforms)
+    bad = plats - set(PLATFORMS)
+    if bad:
+        raise ValueError(f"kernel for op '{op_name}': unknown platform(s) {sorted(bad)}; "
+                         f"known platforms are {list(PLATFORMS)}")
+    if op.has_trait("CpuOnly"):
+        plats = plats & {"cpu"}
+    names = {x.name for x in (*op.inputs, *op.outputs)}
+    dt: dict[str, frozenset[np.dtype]] = {}
+    for arg, allowed in (dtypes or {}).items():
+        if arg not in names:
+            raise ValueError(f"kernel for op '{op_name}': dtypes names '{arg}', which is not an "
+                             f"input or output of the op ({sorted(names)})")
+        dt[arg] = frozenset(as_dtype(d).np for d in allowed)
+    k = Kernel(op_name, fn, backend, plats, dt, priority, condition,
+               name or getattr(fn, "__name__", op_name))
+    _KERNELS.setdefault(op_name, []).append(k)
+    return fn
+
+
+def kernels_for(op_name: str) -> list[Kernel]:
+    """The kernels registered for an op, in registration order."""
+    return list(_KERNELS.get(op_name, ()))
+
+
+def select_kernel(op: Any, platform: str, in_avals: Sequence[Any], out_avals: Sequence[Any],
+                  layout: Any) -> Kernel:
+    """The highest-priority kernel matching ``platform`` and the dtypes (later wins ties)."""
+    dtype_of: dict[str, list[np.dtype]] = {}
+    for spec, x in zip(op.inputs, op.unflatten(in_avals, layout)):
+        items = x if isinstance(x, list) else ([] if x is None else [x])
+        dtype_of[spec.name] = [a.dtype for a in items]
+    outs = list(out_avals)
+    for spec in op.outputs:
+        if spec.variadic:
+            dtype_of[spec.name] = [a.dtype for a in outs]
+        elif outs:
+            dtype_of[spec.name] = [outs.pop(0).dtype]
+    per_input = op.unflatten(in_avals, layout)
+    best: Kernel | None = None
+    for k in _KERNELS.get(op.name, ()):
+        if k.matches(platform, dtype_of, per_input) and (best is None
+                                                          or k.priority >= best.priority):
+            best = k
+    if best is None:
+        got = ", ".join(f"{n}: {'/'.join(str(d) for d in ds)}" for n, ds in dtype_of.items() if ds)
+        regs = "\n  ".join(k.describe() for k in _KERNELS.get(op.name, ())) or "(none)"
+        raise KernelNotFoundError(
+            f"op '{op.name}': no kernel for platform '{platform}' and dtypes ({got}); "
+            f"registered kernels:\n  {regs}")
+    return best
+
+
+def _normalize_outputs(res: Any) -> list[Any]:
+    return list(res) if isinstance(res, (list, tuple)) else [res]
+
+
+def _check_outputs(op: Any, kernel: Kernel, outs: Sequence[Any], expected: Sequence[Any]) -> None:
+    if len(outs) != len(expected):
+        raise ValueError(f"op '{op.name}': {kernel.describe()} returned {len(outs)} outputs, "
+                         f"the op's inference gives {len(expected)}")
+    for i, (o, e) in enumerate(zip(outs, expected)):
+        shape, dtype = tuple(np.shape(o)), np.dtype(o.dtype)
+        if shape != tuple(e.shape) or dtype != e.dtype:
+            raise ValueError(f"op '{op.name}': {kernel.describe()} returned output {i} with "
+                             f"shape {shape} dtype {dtype}; the op's inference says shape "
+                             f"{tuple(e.shape)} dtype {e.dtype}")
+
+
+def _build_xla(kernel: Kernel, op: Any, attrs: dict, out_avals: list, layout: Any):
+    def run(*flat: Any) -> list[Any]:
+        return _normalize_outputs(kernel.fn(*op.unflatten(flat, layout), **attrs))
+    return run
+
+
+def _build_python(kernel: Kernel, op: Any, attrs: dict, out_avals: list, layout: Any):
+    """OneFlow's "python kernel": NumPy in, NumPy out, through ``jax.pure_callback``."""
+    shapes = [jax.ShapeDtypeStruct(a.shape, a.dtype) for a in out_avals]
+
+    def host(*flat: np.ndarray) -> list[np.ndarray]:
+        res = _normalize_outputs(kernel.fn(*op.unflatten([np.asarray(a) for a in flat], layout),
+                                           **attrs))
+        res = [np.asarray(r) for r in res]
+        _check_outputs(op, kernel, res, out_avals)
+        return res
+
+    def run(*flat: Any) -> list[Any]:
+        return list(jax.pure_callback(host, shapes, *flat, vmap_method="sequential"))
+    return run
+
+
+register_backend("xla", _build_xla)
+register_backend("python", _build_python)
+
+
+def _make_lowering(op: Any, platform: str) -> Callable[..., Any]:
+    from ..ops.registry import _strip_batch
+
+    def lowering(ctx: Any, *args: Any, **params: Any) -> Any:
+        attrs, layout, vmap = op.split_params(params)
+        per_in, _ = _strip_batch(ctx.avals_in, vmap)
+        per_out = op.infer_descs(per_in, layout, attrs)
+        kernel = select_kernel(op, platform, per_in, per_out, layout)
+        body = _BACKENDS[kernel.backend](kernel, op, attrs, per_out, layout)
+
+        def checked(*flat: Any) -> list[Any]:
+            outs = body(*flat)
+            _check_outputs(op, kernel, outs, per_out)
+            return outs
+
+        f = checked
+        for axes in reversed(vmap):
+            f = jax.vmap(f, in_axes=axes)
+        return mlir.lower_fun(f, multiple_results=True)(ctx, *args)
+
+    return lowering
+
+
+def install_lowerings(op: Any) -> None:
+    """Register one lowering per platform for ``op``'s primitive (kernel chosen at lowering)."""
+    for p in PLATFORMS:
+        mlir.register_lowering(op.primitive, _make_lowering(op, p), platform=p)

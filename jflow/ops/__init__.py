@@ -1,0 +1,13 @@
+"""Op definitions (DESIGN §2): the registry and the built-in op families.
+
+``jflow.ops.get(name)`` looks an op up, ``jflow.ops.list_ops()`` lists them, and
+``op.signature()`` shows one. Each family module defines its ops, their xla kernels and
+SBP signatures together.
+"""
+
+from . import activation, factory, math  # noqa: F401  (registers the built-in ops)
+from .registry import (TRAITS, Attr, Input, OpDef, OpDefinitionError, Output, define_op, get,
+                       list_ops)
+
+__all__ = ["Attr", "Input", "Output", "OpDef", "OpDefinitionError", "TRAITS", "define_op", "get",
+           "list_ops"]

@@ -1,0 +1,123 @@
+"""Factory ops (no tensor inputs, or only a PRNG key): full, arange, linspace, eye and the
+random draws. Random ops take the generator's key and a draw counter as inputs, so a new
+draw never recompiles and the same (seed, counter) always gives the same numbers."""
+
+from __future__ import annotations
+
+import math
+
+import jax
+import jax.numpy as jnp
+
+from ..kernels.registry import register_kernel
+from .infer import FLOAT, INT, check_dtype, desc
+from .registry import Attr, define_op
+
+_FACTORY = ("NoSideEffect", "NoGrad")
+
+
+def _check_shape(shape, **_):
+    if any(s < 0 for s in shape):
+        raise ValueError(f"sizes must be non-negative, got {list(shape)}")
+
+
+define_op("full", outputs=["out"], traits=_FACTORY, check=_check_shape,
+          attrs=[Attr("shape", "shape"), Attr("value", "double"), Attr("dtype", "dtype")],
+          infer=lambda shape, value, dtype: desc(shape, dtype))
+register_kernel("full", lambda shape, value, dtype: jnp.full(shape, value, dtype), name="full_xla")
+
+
+def _arange_len(start, end, step):
+    return max(0, math.ceil((end - start) / step))
+
+
+def _arange_check(start, end, step, dtype):
+    if step == 0:
+        raise ValueError("step must be nonzero")
+    if (end - start) * step < 0:
+        raise ValueError(f"upper bound and larger bound inconsistent with step sign "
+                         f"(start={start}, end={end}, step={step})")
+
+
+def _arange_kernel(start, end, step, dtype):
+    n = _arange_len(start, end, step)
+    if jnp.issubdtype(dtype, jnp.integer) and all(float(v).is_integer() for v in (start, step)):
+        return (int(start) + int(step) * jnp.arange(n, dtype=jnp.int64)).astype(dtype)
+    return (start + step * jnp.arange(n, dtype=jnp.float64)).astype(dtype)
+
+
+define_op("arange", outputs=["out"], traits=_FACTORY, check=_arange_check,
+          attrs=[Attr("start", "double"), Attr("end", "double"), Attr("step", "double"),
+                 Attr("dtype", "dtype")],
+          infer=lambda start, end, step, dtype: desc((_arange_len(start, end, step),), dtype))
+register_kernel("arange", _arange_kernel, name="arange_xla")
+
+
+def _linspace_check(start, end, steps, dtype):
+    if steps < 0:
+        raise ValueError(f"number of steps must be non-negative, got {steps}")
+
+
+define_op("linspace", outputs=["out"], traits=_FACTORY, check=_linspace_check,
+          attrs=[Attr("start", "double"), Attr("end", "double"), Attr("steps", "int64"),
+                 Attr("dtype", "dtype")],
+          infer=lambda start, end, steps, dtype: desc((steps,), dtype))
+register_kernel("linspace", lambda start, end, steps, dtype:
+                jnp.linspace(start, end, steps, dtype=jnp.float64).astype(dtype),
+                name="linspace_xla")
+
+
+def _eye_check(n, m, dtype):
+    if n < 0 or m < 0:
+        raise ValueError(f"n and m must be non-negative, got n={n}, m={m}")
+
+
+define_op("eye", outputs=["out"], traits=_FACTORY, check=_eye_check,
+          attrs=[Attr("n", "int64"), Attr("m", "int64"), Attr("dtype", "dtype")],
+          infer=lambda n, m, dtype: desc((n, m), dtype))
+register_kernel("eye", lambda n, m, dtype: jnp.eye(n, m, dtype=dtype), name="eye_xla")
+
+
+# -- random: inputs (key uint32[2], counter int64[]) ----------------------------------------
+
+def _key_of(key, counter):
+    return jax.random.fold_in(key, counter.astype(jnp.uint32))
+
+
+def _random_infer(allowed):
+    def infer(key, counter, shape, dtype, **_):
+        if tuple(key.shape) != (2,) or key.dtype != jnp.uint32:
+            raise TypeError(f"key must be a uint32[2] PRNG key, got {key.dtype}{list(key.shape)}")
+        check_dtype(desc((), dtype), allowed, "dtype")
+        return desc(shape, dtype)
+    return infer
+
+
+define_op("uniform", inputs=["key", "counter"], outputs=["out"], traits=_FACTORY,
+          check=lambda shape, dtype, low, high: _check_shape(shape),
+          attrs=[Attr("shape", "shape"), Attr("dtype", "dtype"), Attr("low", "double", 0.0),
+                 Attr("high", "double", 1.0)], infer=_random_infer(FLOAT))
+register_kernel("uniform", lambda key, counter, shape, dtype, low, high: jax.random.uniform(
+    _key_of(key, counter), shape, dtype, low, high), name="uniform_xla")
+
+define_op("normal", inputs=["key", "counter"], outputs=["out"], traits=_FACTORY,
+          check=lambda shape, dtype, mean, std: _check_shape(shape),
+          attrs=[Attr("shape", "shape"), Attr("dtype", "dtype"), Attr("mean", "double", 0.0),
+                 Attr("std", "double", 1.0)], infer=_random_infer(FLOAT))
+register_kernel("normal", lambda key, counter, shape, dtype, mean, std: (
+    mean + std * jax.random.normal(_key_of(key, counter), shape, jnp.float32 if dtype in (
+        jnp.float16, jnp.bfloat16) else dtype)).astype(dtype), name="normal_xla")
+
+
+def _randint_check(shape, dtype, low, high):
+    _check_shape(shape)
+    if low >= high:
+        raise ValueError(f"low ({low}) must be less than high ({high})")
+
+
+define_op("randint", inputs=["key", "counter"], outputs=["out"], traits=_FACTORY,
+          check=_randint_check,
+          attrs=[Attr("shape", "shape"), Attr("dtype", "dtype"), Attr("low", "int64"),
+                 Attr("high", "int64")], infer=_random_infer(INT))
+register_kernel("randint", lambda key, counter, shape, dtype, low, high: jax.random.randint(
+    _key_of(key, counter), shape, low, high, dtype), name="randint_xla")

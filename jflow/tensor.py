@@ -1,0 +1,212 @@
+"""The jflow ``Tensor``: a thin, mutable handle on an immutable ``jax.Array`` (or tracer).
+
+In-place operations replace ``_value`` and bump ``_version``; everything else is a pure
+function of values, which is what lets a Tensor flow through ``jax.jit`` / ``jax.vmap`` as a
+pytree. Operators and op-backed methods are attached by :mod:`jflow.tensor_methods`, after
+the op library is loaded; this module holds only what needs no op.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from typing import Any
+
+import jax
+import numpy as np
+from jax.core import Tracer
+
+from . import dtypes as _dt
+from .device import device as _device
+
+__all__ = ["Tensor", "Size", "is_tensor"]
+
+
+class Size(tuple):
+    """A tensor's shape: a tuple of ints printed as ``flow.Size([2, 3])``."""
+
+    __slots__ = ()
+
+    def __repr__(self) -> str:
+        return f"flow.Size({list(self)})"
+
+    def numel(self) -> int:
+        n = 1
+        for s in self:
+            n *= s
+        return n
+
+
+class Tensor:
+    """A multi-dimensional array with autograd metadata (see ``flow.tensor`` to create one)."""
+
+    __slots__ = ("_value", "requires_grad", "grad", "grad_fn", "_version", "__weakref__")
+
+    def __init__(self, *args: Any, dtype: Any = None, device: Any = None,
+                 requires_grad: bool = False) -> None:
+        """``flow.Tensor(data)`` copies data as the default float dtype (as ``torch.Tensor``);
+        ``flow.Tensor(2, 3)`` makes an (uninitialised, here zero) tensor of that shape."""
+        from .creation import _tensor_value, _zeros_value
+        d = _dt.get_default_dtype() if dtype is None else _dt.as_dtype(dtype)
+        if len(args) == 1 and not isinstance(args[0], (int, np.integer)):
+            value = _tensor_value(args[0], d, device, "flow.Tensor")
+        else:
+            shape = args[0] if len(args) == 1 and isinstance(args[0], (tuple, list)) else args
+            value = _zeros_value(tuple(shape), d, device, "flow.Tensor")
+        self._value = value
+        self.requires_grad = bool(requires_grad)
+        self.grad = None
+        self.grad_fn = None
+        self._version = 0
+
+    # -- metadata -----------------------------------------------------------------------
+    @property
+    def shape(self) -> Size:
+        return Size(self._value.shape)
+
+    @property
+    def dtype(self) -> _dt.dtype:
+        return _dt.from_numpy_dtype(self._value.dtype)
+
+    @property
+    def ndim(self) -> int:
+        return self._value.ndim
+
+    def dim(self) -> int:
+        return self._value.ndim
+
+    def numel(self) -> int:
+        return int(np.prod(self._value.shape, dtype=np.int64))
+
+    def nelement(self) -> int:
+        return self.numel()
+
+    def element_size(self) -> int:
+        return self._value.dtype.itemsize
+
+    def size(self, dim: int | None = None) -> Any:
+        if dim is None:
+            return Size(self._value.shape)
+        nd = self._value.ndim
+        if not -nd <= dim < max(nd, 1):
+            raise IndexError(f"Tensor.size: dim {dim} out of range for a {nd}-d tensor")
+        return self._value.shape[dim]
+
+    @property
+    def device(self) -> _device:
+        v = self._value
+        if isinstance(v, Tracer):
+            return _device(_device.from_jax(jax.devices()[0]))
+        devs = v.devices()
+        return _device.from_jax(next(iter(devs)))
+
+    @property
+    def is_leaf(self) -> bool:
+        return self.grad_fn is None
+
+    def is_floating_point(self) -> bool:
+        return self._value.dtype.kind == "f" or self._value.dtype.name == "bfloat16"
+
+    # -- conversion ----------------------------------------------------------------------
+    def _concrete(self, what: str) -> jax.Array:
+        v = self._value
+        if isinstance(v, Tracer):
+            raise RuntimeError(f"Tensor.{what}() needs a concrete value, but this tensor is "
+                               f"being traced (inside jax.jit / vmap / grad); return it instead")
+        return v
+
+    def numpy(self) -> np.ndarray:
+        """The value as a NumPy array (read-only view where JAX allows)."""
+        return np.asarray(self._concrete("numpy"))
+
+    def item(self) -> Any:
+        v = self._concrete("item")
+        if v.size != 1:
+            raise ValueError(f"Tensor.item: only one-element tensors can be converted to "
+                             f"Python scalars, this one has {v.size} elements")
+        return np.asarray(v).reshape(()).item()
+
+    def tolist(self) -> Any:
+        return np.asarray(self._concrete("tolist")).tolist()
+
+    def __array__(self, dtype: Any = None, copy: Any = None) -> np.ndarray:
+        a = np.asarray(self._concrete("__array__"))
+        return a if dtype is None else a.astype(dtype)
+
+    def __len__(self) -> int:
+        if self._value.ndim == 0:
+            raise TypeError("len() of a 0-d tensor")
+        return self._value.shape[0]
+
+    def __iter__(self) -> Iterator[Tensor]:
+        if self._value.ndim == 0:
+            raise TypeError("iteration over a 0-d tensor")
+        for i in range(self._value.shape[0]):
+            yield self[i]  # type: ignore[index]
+
+    def __bool__(self) -> bool:
+        v = self._concrete("__bool__")
+        if v.size != 1:
+            raise RuntimeError(f"Boolean value of a tensor with {v.size} elements is ambiguous")
+        return bool(np.asarray(v).reshape(()))
+
+    def __float__(self) -> float:
+        return float(self.item())
+
+    def __int__(self) -> int:
+        return int(self.item())
+
+    def __index__(self) -> int:
+        if self._value.dtype.kind not in "iub":
+            raise TypeError(f"only integer tensors can be used as an index, got {self.dtype}")
+        return int(self.item())
+
+    __hash__ = object.__hash__
+
+    def __repr__(self) -> str:
+        v = self._value
+        extra = ""
+        if self.grad_fn is not None:
+            extra += f", grad_fn=<{type(self.grad_fn).__name__}>"
+        elif self.requires_grad:
+            extra += ", requires_grad=True"
+        if isinstance(v, Tracer):
+            return f"tensor(<traced {tuple(v.shape)}>, dtype={self.dtype}{extra})"
+        a = np.asarray(v)
+        body = np.array2string(a, separator=", ", prefix="tensor(",
+                               threshold=1000, edgeitems=3)
+        if a.size == 0:
+            body = f"[], size={tuple(a.shape)}"
+        return f"tensor({body}, dtype={self.dtype}{extra})"
+
+    __str__ = __repr__
+
+
+def is_tensor(x: object) -> bool:
+    return isinstance(x, Tensor)
+
+
+_new = object.__new__
+
+
+def _wrap(value: Any) -> Tensor:
+    """A Tensor around an existing ``jax.Array`` / tracer, without copying (hot path)."""
+    t = _new(Tensor)
+    t._value = value
+    t.requires_grad = False
+    t.grad = None
+    t.grad_fn = None
+    t._version = 0
+    return t
+
+
+def _flatten(t: Tensor) -> tuple[tuple[Any], bool]:
+    return (t._value,), t.requires_grad
+
+
+def _unflatten(requires_grad: bool, children: Any) -> Tensor:
+    t = _wrap(children[0])
+    t.requires_grad = requires_grad
+    return t
+
+
+jax.tree_util.register_pytree_node(Tensor, _flatten, _unflatten)

@@ -1,0 +1,27 @@
+"""Interop helpers: zero-copy hand-over between jflow tensors and ``jax.Array``."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import jax
+
+from ..tensor import Tensor, _wrap
+
+__all__ = ["from_jax", "to_jax"]
+
+
+def from_jax(array: Any) -> Tensor:
+    """Wrap a ``jax.Array`` (or tracer) as a Tensor without copying."""
+    if not isinstance(array, jax.Array):
+        raise TypeError(f"from_jax: expected a jax.Array, got {type(array).__name__}")
+    from ..dtypes import from_numpy_dtype
+    from_numpy_dtype(array.dtype)  # a clear error for dtypes jflow does not have
+    return _wrap(array)
+
+
+def to_jax(tensor: Tensor) -> jax.Array:
+    """The tensor's ``jax.Array`` itself (no copy)."""
+    if not isinstance(tensor, Tensor):
+        raise TypeError(f"to_jax: expected a jflow Tensor, got {type(tensor).__name__}")
+    return tensor._value
