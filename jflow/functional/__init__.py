@@ -26,4 +26,14 @@ def api_yaml_path() -> Path:
     raise FileNotFoundError(f"jflow: api.yaml not found next to {here} or in {here.parent}")
 
 
-F = load_api(os.fspath(api_yaml_path()), name="jflow")
+def _api_text() -> str:
+    # TEMPORARY during parallel development: parts in functional/api_parts/*.yaml are appended
+    # to api.yaml; they are merged into api.yaml before this lands.
+    text = api_yaml_path().read_text(encoding="utf-8")
+    parts = Path(__file__).resolve().parent / "api_parts"
+    for p in sorted(parts.glob("*.yaml")) if parts.exists() else ():
+        text += "\n" + p.read_text(encoding="utf-8")
+    return text
+
+
+F = load_api(_api_text(), name="jflow")

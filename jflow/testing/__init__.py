@@ -1,0 +1,7 @@
+"""Verification tools (DESIGN §9): the op checker and its sample registry."""
+
+from .checker import CheckFailure, check_op, check_sample
+from .samples import ErrorSample, Sample, get_samples, register_samples, samples_registered
+
+__all__ = ["Sample", "ErrorSample", "register_samples", "get_samples", "samples_registered",
+           "check_op", "check_sample", "CheckFailure"]

@@ -1,0 +1,78 @@
+"""The checker's sample registry: inputs, attrs and an independent NumPy reference per op."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+__all__ = ["Sample", "ErrorSample", "OpSamples", "register_samples", "get_samples",
+           "samples_registered"]
+
+
+@dataclass
+class Sample:
+    """One call of an op: NumPy ``inputs`` (``None`` for an absent optional input, a list for
+    a variadic one) and ``attrs``.
+
+    ``batch``: optional second set of inputs for the vmap check (default: floats scaled by
+    0.5, other dtypes repeated). ``vmap=False`` skips vmap for this sample.
+    """
+
+    inputs: Sequence[Any]
+    attrs: dict[str, Any] = field(default_factory=dict)
+    rtol: float | None = None
+    atol: float | None = None
+    batch: Sequence[Any] | None = None
+    vmap: bool = True
+    name: str = ""
+
+
+@dataclass
+class ErrorSample:
+    """A bad call that must raise ``exc`` with ``match`` (a regex) in its message."""
+
+    inputs: Sequence[Any]
+    attrs: dict[str, Any]
+    exc: type[BaseException]
+    match: str
+
+
+@dataclass
+class OpSamples:
+    op: str
+    samples: list[Sample]
+    reference: Callable[..., Any] | None
+    verify: Callable[..., None] | None
+    errors: list[ErrorSample]
+
+
+_SAMPLES: dict[str, OpSamples] = {}
+
+
+def register_samples(op: str, samples: Sequence[Sample], reference: Callable[..., Any] | None = None,
+                     *, verify: Callable[..., None] | None = None,
+                     errors: Sequence[ErrorSample] = ()) -> None:
+    """Register checker samples for ``op``.
+
+    ``reference(*numpy_inputs, **attrs)`` returns the expected output(s), computed
+    independently (NumPy). Ops whose values cannot be predicted (random draws) give instead
+    ``verify(outputs, *numpy_inputs, **attrs)``, which asserts properties of the outputs.
+    """
+    if (reference is None) == (verify is None):
+        raise ValueError(f"register_samples('{op}'): give exactly one of reference= or verify=")
+    if not samples:
+        raise ValueError(f"register_samples('{op}'): at least one sample is needed")
+    _SAMPLES[op] = OpSamples(op, list(samples), reference, verify, list(errors))
+
+
+def get_samples(op: str) -> OpSamples:
+    try:
+        return _SAMPLES[op]
+    except KeyError:
+        raise KeyError(f"op '{op}' has no checker samples; register them with "
+                       f"jflow.testing.register_samples") from None
+
+
+def samples_registered() -> list[str]:
+    return sorted(_SAMPLES)
