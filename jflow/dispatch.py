@@ -19,6 +19,7 @@ import jax
 from jax.core import Tracer
 
 from .ops.attrs import REQUIRED
+from .tensor import Tensor as _Tensor
 from .tensor import _wrap as _new_tensor
 
 __all__ = ["make_apply", "primitive_impl", "CACHE_SIZE"]
@@ -102,7 +103,7 @@ def make_apply(op: Any) -> Callable[..., Any]:
         sig.append(f"{i.name}=None" if i.optional else i.name)
     ns: dict[str, Any] = {"_cache": cache, "_build": _builder(op, cache), "_Tracer": Tracer,
                           "_wrap": _new_tensor, "_traced": _traced, "_prim": op.primitive,
-                          "_layout_of": op.layout_of}
+                          "_layout_of": op.layout_of, "_new": object.__new__, "_T": _Tensor}
     attr_sig = []
     for a in op.attrs:
         if a.default is REQUIRED:
@@ -145,8 +146,10 @@ def make_apply(op: Any) -> Callable[..., Any]:
         lines.append(f"    if not ({cond}):")
         call = f"f({', '.join(vs)})"
         traced_vals = f"[{', '.join(vs)}]"
-    if single:
-        lines.append(f"        return _wrap({call})")
+    if single:  # Tensor construction inlined (this is the hot path)
+        lines += ["        t = _new(_T)", f"        t._value = {call}", "        t.requires_grad = False",
+                  "        t.grad = None", "        t.grad_fn = None", "        t._version = 0",
+                  "        return t"]
     else:
         lines.append(f"        return tuple(map(_wrap, {call}))")
     lines.append(f"    return _traced(_prim, params, {traced_vals}, {single})")

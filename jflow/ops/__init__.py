@@ -5,9 +5,12 @@
 SBP signatures together.
 """
 
-from . import activation, factory, math  # noqa: F401  (registers the built-in ops)
 from .registry import (TRAITS, Attr, Input, OpDef, OpDefinitionError, Output, define_op, get,
                        list_ops)
+from .registry import builtin_definitions as _builtin_definitions
+
+with _builtin_definitions():
+    from . import activation, factory, math  # noqa: F401  (registers the built-in ops)
 
 __all__ = ["Attr", "Input", "Output", "OpDef", "OpDefinitionError", "TRAITS", "define_op", "get",
            "list_ops"]

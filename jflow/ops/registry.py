@@ -109,6 +109,8 @@ class OpDef:
     apply: Callable[..., Any] = field(repr=False, default=None)  # type: ignore[assignment]
     #: True when some input is optional or variadic, so binds carry ``_layout``.
     structured: bool = False
+    #: True for the ops jflow itself defines (the checker requires samples for all of them).
+    builtin: bool = False
 
     # -- introspection ---------------------------------------------------------------
     def signature(self) -> str:
@@ -199,18 +201,57 @@ class OpDef:
             if not msg.startswith(f"op '{self.name}'"):
                 msg = f"op '{self.name}': {msg}"
             raise type(e)(msg) from None
-        items = list(res) if isinstance(res, (list, tuple)) else [res]
-        flat: list[Any] = []
-        if any(o.variadic for o in self.outputs):
-            for spec, item in zip(self.outputs, items):
-                flat.extend(item if spec.variadic else [item])
+        return self._flatten_inferred(res)
+
+    def _flatten_inferred(self, res: Any) -> list[core.ShapedArray]:
+        """One desc per declared output (a list for a variadic one) -> flat ShapedArrays.
+
+        A single declared output may be returned bare (or as a 1-tuple when not variadic);
+        several outputs come as a tuple/list with one item per declared output.
+        """
+        def bad(msg: str) -> ValueError:
+            return ValueError(f"op '{self.name}': inference function {msg} (outputs: "
+                              f"{', '.join(o.describe() for o in self.outputs)})")
+
+        outs = self.outputs
+        if len(outs) == 1:
+            if outs[0].variadic:
+                if not isinstance(res, (list, tuple)):
+                    raise bad(f"must return a list for the variadic output, got "
+                              f"{type(res).__name__}")
+                per_output: list[Any] = [list(res)]
+            elif isinstance(res, (list, tuple)):
+                if len(res) != 1:
+                    raise bad(f"returned {len(res)} outputs, the op declares 1")
+                per_output = [res[0]]
+            else:
+                per_output = [res]
         else:
-            if len(items) != len(self.outputs):
-                raise ValueError(f"op '{self.name}': inference returned {len(items)} outputs, "
-                                 f"the op declares {len(self.outputs)}")
-            flat = items
-        return [core.ShapedArray(tuple(int(s) for s in d.shape), _to_np_dtype(d.dtype))
-                for d in flat]
+            if not isinstance(res, (list, tuple)) or len(res) != len(outs):
+                got = len(res) if isinstance(res, (list, tuple)) else 1
+                raise bad(f"returned {got} outputs, the op declares {len(outs)}")
+            per_output = list(res)
+        flat: list[Any] = []
+        for spec, item in zip(outs, per_output):
+            if spec.variadic:
+                if not isinstance(item, (list, tuple)):
+                    raise bad(f"must return a list for variadic output '{spec.name}', got "
+                              f"{type(item).__name__}")
+                flat.extend(item)
+            else:
+                flat.append(item)
+        result = []
+        for d in flat:
+            if not (hasattr(d, "shape") and hasattr(d, "dtype")):
+                raise bad(f"must return objects with .shape and .dtype (e.g. "
+                          f"jax.ShapeDtypeStruct), got {type(d).__name__}")
+            try:
+                dt = _to_np_dtype(d.dtype)
+            except TypeError as e:
+                raise TypeError(f"op '{self.name}': inference function returned an output "
+                                f"of dtype {d.dtype}: {e}") from None
+            result.append(core.ShapedArray(tuple(int(s) for s in d.shape), dt))
+        return result
 
     # -- primitive rules -------------------------------------------------------------------
     def _abstract_eval(self, *avals: core.ShapedArray, **params: Any) -> list[core.ShapedArray]:
@@ -246,6 +287,19 @@ def _strip_batch(avals: Sequence[Any], vmap: tuple) -> tuple[list[Any], list[int
 
 
 _REGISTRY: dict[str, OpDef] = {}
+_defining_builtins = False
+
+
+class builtin_definitions:
+    """Context in which jflow's own op modules are imported: their ops are marked builtin."""
+
+    def __enter__(self) -> None:
+        global _defining_builtins
+        _defining_builtins = True
+
+    def __exit__(self, *exc: object) -> None:
+        global _defining_builtins
+        _defining_builtins = False
 
 
 def get(name: str) -> OpDef:
@@ -335,7 +389,8 @@ def define_op(
 
     op = OpDef(name=name, inputs=ins, outputs=outs, attrs=attrs_t, infer=infer,
                traits=traits_f, check=check, sbp=sbp, doc=doc,
-               structured=any(i.optional or i.variadic for i in ins))
+               structured=any(i.optional or i.variadic for i in ins),
+               builtin=_defining_builtins)
     prim = Primitive(f"jflow.{name}")
     prim.multiple_results = True
     prim.def_abstract_eval(op._abstract_eval)

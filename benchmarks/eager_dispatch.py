@@ -1,0 +1,121 @@
+"""Eager dispatch overhead: jflow eager vs a bare cached ``jax.jit`` vs eager ``jax.numpy``
+(and PyTorch CPU when installed), median µs per call on small tensors, in one run.
+
+    python benchmarks/eager_dispatch.py [--repeat 7] [--number 2000]
+
+Targets (issue 2): jflow eager <= 1.3x the bare cached jax.jit call, and faster than the
+eager jax.numpy call.
+"""
+
+from __future__ import annotations
+
+import argparse
+import platform
+import statistics
+import time
+from collections.abc import Callable
+from typing import Any
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+
+import jflow as flow
+
+
+def bench(fn: Callable[[], Any], number: int, repeat: int) -> float:
+    """Median µs per call over ``repeat`` runs of ``number`` calls (after a warm-up)."""
+    for _ in range(max(50, number // 20)):
+        fn()
+    runs = []
+    for _ in range(repeat):
+        t0 = time.perf_counter()
+        for _ in range(number):
+            fn()
+        runs.append((time.perf_counter() - t0) / number * 1e6)
+    return statistics.median(runs)
+
+
+def cases() -> list[tuple[str, dict[str, Callable[[], Any]]]]:
+    rng = np.random.default_rng(0)
+    x6 = rng.standard_normal(6).astype(np.float32)
+    a16 = rng.standard_normal((16, 16)).astype(np.float32)
+    b16 = rng.standard_normal((16, 16)).astype(np.float32)
+
+    fx6, fa, fb = flow.tensor(x6), flow.tensor(a16), flow.tensor(b16)
+    jx6, ja, jb = jnp.asarray(x6), jnp.asarray(a16), jnp.asarray(b16)
+
+    jit_lrelu = jax.jit(lambda x: jnp.where(x > 0, x, x * 0.2))
+    jit_add = jax.jit(jnp.add)
+    jit_mm = jax.jit(jnp.matmul)
+    jit_sum = jax.jit(jnp.sum)
+    out: list[tuple[str, dict[str, Callable[[], Any]]]] = [
+        ("leaky_relu (6)", {
+            "jflow": lambda: flow._C.leaky_relu(fx6, 0.2),
+            "jax.jit": lambda: jit_lrelu(jx6),
+            "jnp eager": lambda: jnp.where(jx6 > 0, jx6, jx6 * 0.2),
+        }),
+        ("add (16x16)", {
+            "jflow": lambda: flow.add(fa, fb),
+            "jax.jit": lambda: jit_add(ja, jb),
+            "jnp eager": lambda: jnp.add(ja, jb),
+        }),
+        ("a + b operator (16x16)", {
+            "jflow": lambda: fa + fb,
+            "jax.jit": lambda: jit_add(ja, jb),
+            "jnp eager": lambda: ja + jb,
+        }),
+    ]
+    if hasattr(flow, "matmul"):
+        out.append(("matmul (16x16)", {
+            "jflow": lambda: flow.matmul(fa, fb),
+            "jax.jit": lambda: jit_mm(ja, jb),
+            "jnp eager": lambda: jnp.matmul(ja, jb),
+        }))
+    if hasattr(flow, "sum"):
+        out.append(("sum (16x16)", {
+            "jflow": lambda: flow.sum(fa),
+            "jax.jit": lambda: jit_sum(ja),
+            "jnp eager": lambda: jnp.sum(ja),
+        }))
+    try:
+        import torch
+        torch.set_num_threads(1)
+        tx6, ta, tb = torch.tensor(x6), torch.tensor(a16), torch.tensor(b16)
+        torch_fns = {
+            "leaky_relu (6)": lambda: torch.nn.functional.leaky_relu(tx6, 0.2),
+            "add (16x16)": lambda: torch.add(ta, tb),
+            "a + b operator (16x16)": lambda: ta + tb,
+            "matmul (16x16)": lambda: torch.matmul(ta, tb),
+            "sum (16x16)": lambda: torch.sum(ta),
+        }
+        for name, fns in out:
+            fns["torch"] = torch_fns[name]
+    except ImportError:
+        pass
+    return out
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--repeat", type=int, default=7)
+    ap.add_argument("--number", type=int, default=2000)
+    args = ap.parse_args()
+    print(f"jflow {flow.__version__}, jax {jax.__version__}, {platform.processor() or platform.machine()}, "
+          f"backend {jax.default_backend()}; median µs per call")
+    header = f"{'case':24s} {'jflow':>8s} {'jax.jit':>8s} {'jnp':>8s} {'torch':>8s}   " \
+             f"{'jflow/jit':>9s} {'jflow/jnp':>9s} {'jflow/torch':>11s}"
+    print(header)
+    print("-" * len(header))
+    for name, fns in cases():
+        r = {k: bench(f, args.number, args.repeat) for k, f in fns.items()}
+        t = r.get("torch")
+        torch_col = f"{t:8.2f}" if t else f"{'-':>8s}"
+        torch_ratio = f"{r['jflow'] / t:11.2f}" if t else f"{'-':>11s}"
+        print(f"{name:24s} {r['jflow']:8.2f} {r['jax.jit']:8.2f} {r['jnp eager']:8.2f} "
+              f"{torch_col}   {r['jflow'] / r['jax.jit']:9.2f} "
+              f"{r['jflow'] / r['jnp eager']:9.2f} {torch_ratio}")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,59 @@
+"""jflow quickstart: tensors, eager ops, the functional API and jax.jit — checked as it goes.
+
+    python examples/quickstart.py
+"""
+
+import jax
+import numpy as np
+
+import jflow as flow
+
+# -- tensors --------------------------------------------------------------------------------
+x = flow.tensor([[-1.0, 2.0, -3.0], [4.0, -5.0, 6.0]])
+print("x =", x)
+print("shape", x.shape, "dtype", x.dtype, "device", x.device)
+assert x.shape == (2, 3) and x.dtype == flow.float32
+
+i = flow.arange(6)
+assert i.dtype == flow.int64  # PyTorch's defaults: float32 and int64
+flow.manual_seed(0)
+r1 = flow.randn(2, 3)
+flow.manual_seed(0)
+assert np.array_equal(r1.numpy(), flow.randn(2, 3).numpy())  # same seed, same numbers
+
+# -- eager ops, PyTorch promotion ----------------------------------------------------------
+y = x * 2 + 1
+print("x * 2 + 1 =", y)
+assert np.allclose(y.numpy(), x.numpy() * 2 + 1)
+z = flow.tensor([1, 2, 3]) / 2  # int tensor / int scalar -> float32, as in PyTorch
+print("int / 2 =", z)
+assert z.dtype == flow.float32
+assert np.allclose(flow.exp(x).numpy(), np.exp(x.numpy()), rtol=1e-6)
+
+# -- the functional API generated from api.yaml -------------------------------------------
+lr = flow._C.leaky_relu(x, 0.2)
+print("flow._C.leaky_relu(x, 0.2) =", lr)
+assert np.allclose(lr.numpy(), np.where(x.numpy() > 0, x.numpy(), 0.2 * x.numpy()))
+try:
+    flow._C.leaky_relu(x, "0.2")
+except TypeError as e:
+    print("bad call ->", e)
+
+# -- a function of jflow ops under jax.jit (Tensors are pytrees) ---------------------------
+
+
+@jax.jit
+def step(t: flow.Tensor) -> flow.Tensor:
+    return flow.tanh(flow._C.leaky_relu(t, 0.1) * 0.5) + 1
+
+
+out = step(x)
+print("jax.jit(step)(x) =", out)
+want = np.tanh(np.where(x.numpy() > 0, x.numpy(), 0.1 * x.numpy()) * 0.5) + 1
+assert isinstance(out, flow.Tensor) and np.allclose(out.numpy(), want, rtol=1e-6)
+print(jax.make_jaxpr(lambda t: step(t))(x))
+
+# -- every op is a registered JAX primitive -------------------------------------------------
+print(flow.ops.get("leaky_relu").signature())
+print(len(flow.ops.list_ops()), "ops registered")
+print("quickstart OK")
