@@ -1,0 +1,80 @@
+"""Gradient mode: ``flow.no_grad()``, ``flow.enable_grad()``, ``flow.set_grad_enabled()``.
+
+Thread-local, like PyTorch's. The eager tape records an op only while grad mode is enabled
+(the tape itself arrives with the autograd milestone and reads :func:`is_grad_enabled`).
+"""
+
+from __future__ import annotations
+
+import functools
+import threading
+from collections.abc import Callable
+from typing import Any
+
+__all__ = ["is_grad_enabled", "no_grad", "enable_grad", "set_grad_enabled"]
+
+_state = threading.local()
+
+
+def is_grad_enabled() -> bool:
+    return getattr(_state, "enabled", True)
+
+
+def _set(enabled: bool) -> None:
+    _state.enabled = enabled
+
+
+class _GradMode:
+    """Base of the grad-mode context managers; also usable as function decorators."""
+
+    _mode: bool
+
+    def __enter__(self) -> None:
+        self._prev = is_grad_enabled()
+        _set(self._mode)
+
+    def __exit__(self, *exc: object) -> None:
+        _set(self._prev)
+
+    def __call__(self, fn: Callable[..., Any]) -> Callable[..., Any]:
+        @functools.wraps(fn)
+        def wrapper(*args: Any, **kwargs: Any) -> Any:
+            with type(self)():
+                return fn(*args, **kwargs)
+        return wrapper
+
+
+class no_grad(_GradMode):
+    """Disable gradient recording inside the block (or the decorated function)."""
+
+    _mode = False
+
+
+class enable_grad(_GradMode):
+    """Enable gradient recording inside the block (e.g. within ``no_grad``)."""
+
+    _mode = True
+
+
+class set_grad_enabled(_GradMode):
+    """``set_grad_enabled(False)`` as a context manager, or called to set the mode."""
+
+    def __init__(self, mode: bool) -> None:
+        if not isinstance(mode, bool):
+            raise TypeError(f"set_grad_enabled(): mode must be a bool, got {type(mode).__name__}")
+        self._prev = is_grad_enabled()
+        self._mode = mode
+        _set(mode)
+
+    def __enter__(self) -> None:
+        pass
+
+    def __call__(self, fn: Callable[..., Any]) -> Callable[..., Any]:
+        mode = self._mode
+        _set(self._prev)
+
+        @functools.wraps(fn)
+        def wrapper(*args: Any, **kwargs: Any) -> Any:
+            with set_grad_enabled(mode):
+                return fn(*args, **kwargs)
+        return wrapper
