@@ -101,7 +101,8 @@ def main() -> None:
     ap.add_argument("--repeat", type=int, default=7)
     ap.add_argument("--number", type=int, default=2000)
     args = ap.parse_args()
-    print(f"jflow {flow.__version__}, jax {jax.__version__}, {platform.processor() or platform.machine()}, "
+    cpu = platform.processor() or platform.machine()
+    print(f"jflow {flow.__version__}, jax {jax.__version__}, {cpu}, "
           f"backend {jax.default_backend()}; median µs per call")
     header = f"{'case':24s} {'jflow':>8s} {'jax.jit':>8s} {'jnp':>8s} {'torch':>8s}   " \
              f"{'jflow/jit':>9s} {'jflow/jnp':>9s} {'jflow/torch':>11s}"

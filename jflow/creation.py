@@ -35,13 +35,12 @@ def _place(value: jax.Array, device: Any) -> jax.Array:
 def _tensor_value(data: Any, dtype: _dt.dtype | None, device: Any, fname: str,
                   copy: bool = True) -> jax.Array:
     """Convert data to a jax.Array: dtype kept for arrays, PyTorch defaults for Python data."""
-    if isinstance(data, Tensor):
-        v = data._value
-        if dtype is not None and v.dtype != dtype.np:
+    if isinstance(data, (Tensor, jax.Array)):
+        v = data._value if isinstance(data, Tensor) else data
+        if dtype is None:
+            _dt.from_numpy_dtype(v.dtype)  # a clear error for dtypes jflow does not have
+        elif v.dtype != dtype.np:
             v = v.astype(dtype.np)
-        return _place(v, device)
-    if isinstance(data, jax.Array):
-        v = data if dtype is None else data.astype(dtype.np)
         return _place(v, device)
     if isinstance(data, (np.ndarray, np.generic)):
         arr = data
@@ -53,16 +52,51 @@ def _tensor_value(data: Any, dtype: _dt.dtype | None, device: Any, fname: str,
         except (ValueError, TypeError) as e:
             raise TypeError(f"{fname}: could not convert {type(data).__name__} to a tensor: "
                             f"{e}") from None
+        kind = arr.dtype.kind
+        if kind in "uO" or (kind == "f" and np.abs(arr).max(initial=0) >= 2.0**63):
+            arr, dtype = _big_ints(data, arr, dtype, fname)
         if arr.dtype == object or arr.dtype.kind not in "biuf":
             raise TypeError(f"{fname}: could not convert data of type {type(data).__name__} "
                             f"(NumPy infers {arr.dtype}) to a tensor")
         if dtype is None:
             dtype = {"b": _dt.bool_, "i": _dt.int64, "u": _dt.int64}.get(
                 arr.dtype.kind, _dt.get_default_dtype())
+        elif dtype.category == 1 and arr.dtype.kind in "iu" and arr.size:
+            info = np.iinfo(dtype.np)  # Python ints that the integer dtype cannot hold
+            lo, hi = int(arr.min()), int(arr.max())
+            if lo < info.min or hi > info.max:
+                raise OverflowError(f"{fname}: the value {lo if lo < info.min else hi} cannot "
+                                    f"be converted to {dtype} without overflow (range "
+                                    f"[{info.min}, {info.max}])")
     np_dtype = arr.dtype if dtype is None else dtype.np
     with jax.ensure_compile_time_eval():
         value = jnp.array(arr, dtype=np_dtype, copy=copy)
     return _place(value, device)
+
+
+_INT64_RANGE = (-(1 << 63), (1 << 63) - 1)
+
+
+def _big_ints(data: Any, arr: np.ndarray, dtype: _dt.dtype | None, fname: str
+              ) -> tuple[np.ndarray, _dt.dtype | None]:
+    """Python ints beyond int64 in ``data``: NumPy would wrap them to uint64, turn them to
+    float64 or give up (object); PyTorch refuses them unless the tensor is floating."""
+    has_float, big, stack = False, None, [data]
+    while stack:
+        x = stack.pop()
+        if isinstance(x, (list, tuple)):
+            stack.extend(x)
+        elif isinstance(x, float):
+            has_float = True
+        elif type(x) is int and big is None and not _INT64_RANGE[0] <= x <= _INT64_RANGE[1]:
+            big = x
+    if big is None:
+        return arr, dtype
+    if (dtype is None and not has_float) or (dtype is not None and not dtype.is_floating_point):
+        raise OverflowError(f"{fname}: the Python int {big} is out of range for "
+                            f"{dtype or _dt.int64} (an integer tensor); pass a floating "
+                            f"dtype to store it approximately")
+    return np.asarray(data, dtype=np.float64), dtype or _dt.get_default_dtype()
 
 
 def _zeros_value(shape: tuple, dtype: _dt.dtype, device: Any, fname: str) -> jax.Array:
@@ -91,7 +125,9 @@ def as_tensor(data: Any, dtype: Any = None, device: Any = None) -> Tensor:
 
 
 def from_numpy(ndarray: np.ndarray) -> Tensor:
-    """A tensor from a NumPy array, keeping its dtype (no copy where JAX can alias)."""
+    """A tensor from a NumPy array, keeping its dtype, without a copy where JAX can alias the
+    buffer (CPU, suitably aligned). As with ``torch.from_numpy`` later writes to the array may
+    then show in the tensor; in-place ops on the tensor never write back to the array."""
     if not isinstance(ndarray, np.ndarray):
         raise TypeError(f"from_numpy: expected np.ndarray, got {type(ndarray).__name__}")
     return _wrap(_tensor_value(ndarray, None, None, "flow.from_numpy", copy=False))
@@ -183,6 +219,8 @@ def randint(low: int, high: Any = None, size: Any = None, *, generator: Any = No
         if high is None:
             raise TypeError("randint() missing required argument 'size'")
         low, high, size = 0, low, high
+    elif high is None:  # randint(high, size=...)
+        low, high = 0, low
     d = None if dtype is None else _dt.as_dtype(dtype)
     return _F().randint(low, high, _sizes((size,), "randint"), generator=generator, dtype=d,
                         device=device)

@@ -147,9 +147,9 @@ def make_apply(op: Any) -> Callable[..., Any]:
         call = f"f({', '.join(vs)})"
         traced_vals = f"[{', '.join(vs)}]"
     if single:  # Tensor construction inlined (this is the hot path)
-        lines += ["        t = _new(_T)", f"        t._value = {call}", "        t.requires_grad = False",
-                  "        t.grad = None", "        t.grad_fn = None", "        t._version = 0",
-                  "        return t"]
+        lines += ["        t = _new(_T)", f"        t._value = {call}",
+                  "        t.requires_grad = False", "        t.grad = None",
+                  "        t.grad_fn = None", "        t._version = 0", "        return t"]
     else:
         lines.append(f"        return tuple(map(_wrap, {call}))")
     lines.append(f"    return _traced(_prim, params, {traced_vals}, {single})")

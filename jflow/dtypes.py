@@ -72,7 +72,7 @@ _BY_NP = {d.np: d for d in all_dtypes}
 _BY_NAME = {d.name: d for d in all_dtypes}
 _ALIASES = {"float": float32, "double": float64, "half": float16, "long": int64, "int": int32,
             "short": int16, "char": int8, "byte": uint8}
-_PY_TYPES = {builtins.bool: bool_, builtins.int: int64, builtins.float: float32}
+_PY_TYPES = {builtins.bool: bool_, builtins.int: int64, builtins.float: float64}
 
 _default_float = float32
 
@@ -91,19 +91,23 @@ def set_default_dtype(d: dtype) -> None:
 
 
 def as_dtype(x: object) -> dtype:
-    """Convert a jflow dtype, NumPy dtype, dtype name, or Python type to a jflow dtype."""
+    """Convert a jflow dtype, NumPy dtype, dtype name, or Python type to a jflow dtype.
+
+    Python types map as in PyTorch: ``float`` -> float64, ``int`` -> int64, ``bool`` -> bool
+    (``torch.zeros(2, dtype=float)`` is float64 whatever the default dtype is).
+    """
     if type(x) is dtype:
         return x  # type: ignore[return-value]
     if isinstance(x, str):
         d = _BY_NAME.get(x) or _ALIASES.get(x)
         if d is not None:
             return d
-    elif x in _PY_TYPES:  # type: ignore[operator]
-        return _default_float if x is builtins.float else _PY_TYPES[x]  # type: ignore[index]
-    else:
+    elif isinstance(x, type) and x in _PY_TYPES:
+        return _PY_TYPES[x]
+    elif x is not None:
         try:
             d = _BY_NP.get(np.dtype(x))  # type: ignore[arg-type]
-        except TypeError:
+        except (TypeError, ValueError):
             d = None
         if d is not None:
             return d

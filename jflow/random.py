@@ -10,6 +10,7 @@ from typing import Any
 
 import jax
 import jax.numpy as jnp
+import numpy as np
 
 from .tensor import Tensor, _wrap
 
@@ -20,18 +21,28 @@ _DEFAULT_SEED = 67280421310721  # PyTorch's default, for familiarity
 
 
 class Generator:
-    """A source of random numbers: ``g = flow.Generator(); g.manual_seed(0)``."""
+    """A source of random numbers: ``g = flow.Generator(); g.manual_seed(0)``.
+
+    The state is a 64-bit seed and a draw counter. Draw ``n`` uses the PRNG key of the seed
+    folded with ``n`` (inside the random ops), so the same seed always replays the same
+    sequence, and generators never share state with each other or with JAX.
+    """
 
     __slots__ = ("_seed", "_counter", "_key", "device")
 
     def __init__(self, device: Any = "cpu") -> None:
-        self.device = device
+        from .device import device as _device
+        self.device = _device(device)
         self.manual_seed(_DEFAULT_SEED)
 
     def manual_seed(self, seed: int) -> Generator:
-        if isinstance(seed, bool) or not isinstance(seed, int):
+        """Reset to ``seed`` (any int in [-2**63, 2**64); negatives wrap as in PyTorch)."""
+        if isinstance(seed, (bool, np.bool_)) or not isinstance(seed, (int, np.integer)):
             raise TypeError(f"manual_seed: seed must be an int, got {type(seed).__name__}")
-        self._seed = int(seed) & 0xFFFFFFFFFFFFFFFF
+        seed = int(seed)
+        if not -(1 << 63) <= seed < (1 << 64):
+            raise ValueError(f"manual_seed: seed must be within [-2**63, 2**64), got {seed}")
+        self._seed = seed & 0xFFFFFFFFFFFFFFFF
         self._counter = 0
         self._key = None
         return self
@@ -47,21 +58,29 @@ class Generator:
         return s
 
     def get_state(self) -> Tensor:
-        import numpy as np
-        return _wrap(jnp.asarray(np.array([self._seed, self._counter], dtype=np.uint64)))
+        """The state as a uint8 tensor of 16 bytes (seed, draw counter), as PyTorch's
+        ByteTensor state; pass it to :meth:`set_state` to replay from this point."""
+        raw = np.array([self._seed, self._counter], dtype="<u8").view(np.uint8)
+        return _wrap(jnp.asarray(raw))
 
-    def set_state(self, state: Tensor) -> Generator:
-        import numpy as np
-        s, c = np.asarray(state._value).astype(np.uint64).tolist()
-        self.manual_seed(int(s))
-        self._counter = int(c)
+    def set_state(self, new_state: Tensor) -> Generator:
+        if not isinstance(new_state, Tensor):
+            raise TypeError(f"set_state: expected a Tensor from get_state(), got "
+                            f"{type(new_state).__name__}")
+        raw = np.asarray(new_state._value)
+        if raw.dtype != np.uint8 or raw.shape != (16,):
+            raise ValueError(f"set_state: expected a uint8 tensor of 16 bytes from "
+                             f"get_state(), got {raw.dtype}{list(raw.shape)}")
+        seed, counter = np.ascontiguousarray(raw).view("<u8").tolist()
+        self.manual_seed(int(seed))
+        self._counter = int(counter)
         return self
 
     def _next(self) -> tuple[Tensor, Tensor]:
         """(key, counter) tensors for one draw; advances the state."""
         if self._key is None:
             with jax.ensure_compile_time_eval():
-                self._key = _wrap(jax.random.PRNGKey(self._seed & 0x7FFFFFFFFFFFFFFF))
+                self._key = _wrap(jax.random.PRNGKey(np.uint64(self._seed)))
         c = self._counter
         self._counter += 1
         return self._key, _wrap(jnp.asarray(c, dtype=jnp.int64))

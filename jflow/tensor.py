@@ -44,19 +44,30 @@ class Tensor:
     def __init__(self, *args: Any, dtype: Any = None, device: Any = None,
                  requires_grad: bool = False) -> None:
         """``flow.Tensor(data)`` copies data as the default float dtype (as ``torch.Tensor``);
-        ``flow.Tensor(2, 3)`` makes an (uninitialised, here zero) tensor of that shape."""
-        from .creation import _tensor_value, _zeros_value
+        ``flow.Tensor(2, 3)`` / ``flow.Tensor(flow.Size([2, 3]))`` makes a zero-filled tensor of
+        that shape (immutable arrays have no uninitialised memory); ``flow.Tensor()`` is empty.
+        As in PyTorch, a list or tuple is data: ``flow.Tensor((2, 3))`` is ``[2., 3.]``."""
+        from .creation import _sizes, _tensor_value, _zeros_value
         d = _dt.get_default_dtype() if dtype is None else _dt.as_dtype(dtype)
-        if len(args) == 1 and not isinstance(args[0], (int, np.integer)):
-            value = _tensor_value(args[0], d, device, "flow.Tensor")
+        if not args:
+            value = _zeros_value((0,), d, device, "flow.Tensor")
+        elif len(args) == 1 and not isinstance(args[0], (int, np.integer, Size)):
+            data = args[0]
+            if isinstance(data, (bool, float, np.bool_, np.floating)):
+                raise TypeError(f"flow.Tensor(): data must be a sequence or an array, got "
+                                f"{type(data).__name__} (use flow.tensor({data!r}) for a "
+                                f"0-d tensor)")
+            value = _tensor_value(data, d, device, "flow.Tensor")
         else:
-            shape = args[0] if len(args) == 1 and isinstance(args[0], (tuple, list)) else args
-            value = _zeros_value(tuple(shape), d, device, "flow.Tensor")
+            value = _zeros_value(_sizes(args, "flow.Tensor"), d, device, "flow.Tensor")
         self._value = value
         self.requires_grad = bool(requires_grad)
         self.grad = None
         self.grad_fn = None
         self._version = 0
+
+    #: NumPy defers ``ndarray <op> tensor`` to the tensor's reflected operator (as for torch).
+    __array_priority__ = 1000
 
     # -- metadata -----------------------------------------------------------------------
     @property
@@ -84,11 +95,19 @@ class Tensor:
         return self._value.dtype.itemsize
 
     def size(self, dim: int | None = None) -> Any:
+        """The shape (a :class:`Size`), or the length of dimension ``dim`` (negative allowed)."""
         if dim is None:
             return Size(self._value.shape)
+        if isinstance(dim, bool) or not isinstance(dim, (int, np.integer)):
+            raise TypeError(f"Tensor.size(): argument 'dim' must be int, not "
+                            f"{type(dim).__name__}")
         nd = self._value.ndim
-        if not -nd <= dim < max(nd, 1):
-            raise IndexError(f"Tensor.size: dim {dim} out of range for a {nd}-d tensor")
+        if nd == 0:
+            raise IndexError(f"Tensor.size(): dimension specified as {dim} but the tensor has "
+                             f"no dimensions")
+        if not -nd <= dim < nd:
+            raise IndexError(f"Tensor.size(): dimension out of range (expected to be in range "
+                             f"of [{-nd}, {nd - 1}], but got {dim})")
         return self._value.shape[dim]
 
     @property
@@ -129,8 +148,15 @@ class Tensor:
         return np.asarray(self._concrete("tolist")).tolist()
 
     def __array__(self, dtype: Any = None, copy: Any = None) -> np.ndarray:
+        """NumPy's view of the value: read-only and zero-copy unless ``dtype`` or ``copy=True``
+        asks for a new array (``copy=False`` with a dtype change is refused, as NumPy does)."""
         a = np.asarray(self._concrete("__array__"))
-        return a if dtype is None else a.astype(dtype)
+        if dtype is not None and np.dtype(dtype) != a.dtype:
+            if copy is False:
+                raise ValueError(f"Tensor.__array__: converting {a.dtype} to {np.dtype(dtype)} "
+                                 f"needs a copy, but copy=False was given")
+            return a.astype(dtype)
+        return a.copy() if copy else a
 
     def __len__(self) -> int:
         if self._value.ndim == 0:
@@ -138,10 +164,10 @@ class Tensor:
         return self._value.shape[0]
 
     def __iter__(self) -> Iterator[Tensor]:
+        """Rows along dim 0 (``self[i]``); a 0-d tensor refuses at ``iter()``, as PyTorch."""
         if self._value.ndim == 0:
             raise TypeError("iteration over a 0-d tensor")
-        for i in range(self._value.shape[0]):
-            yield self[i]  # type: ignore[index]
+        return (self[i] for i in range(self._value.shape[0]))  # type: ignore[index]
 
     def __bool__(self) -> bool:
         v = self._concrete("__bool__")
@@ -175,10 +201,16 @@ class Tensor:
         body = np.array2string(a, separator=", ", prefix="tensor(",
                                threshold=1000, edgeitems=3)
         if a.size == 0:
-            body = f"[], size={tuple(a.shape)}"
+            body = "[]" if a.ndim == 1 else f"[], size={tuple(a.shape)}"
         return f"tensor({body}, dtype={self.dtype}{extra})"
 
     __str__ = __repr__
+
+    def __format__(self, spec: str) -> str:
+        """``f"{t:.3f}"`` formats a 0-d tensor's value, as PyTorch; otherwise the repr."""
+        if self._value.ndim == 0 and not isinstance(self._value, Tracer):
+            return format(self.item(), spec)
+        return format(repr(self), spec)
 
 
 def is_tensor(x: object) -> bool:

@@ -18,6 +18,14 @@ from .tensor import Tensor
 _SCALARS = (bool, int, float, np.bool_, np.integer, np.floating)
 
 
+def _operand(x: Any) -> Any:
+    """A NumPy array operand becomes a tensor (dtype kept), as ``torch_tensor + ndarray``."""
+    if isinstance(x, np.ndarray):
+        from .creation import as_tensor
+        return as_tensor(x)
+    return x
+
+
 def _binary(name: str, reflected: bool = False, tensor_fn: str | None = None):
     tt = _FN[tensor_fn or name]
     ts = _FN[f"Scalar{name}"]
@@ -29,11 +37,15 @@ def _binary(name: str, reflected: bool = False, tensor_fn: str | None = None):
                 return tt(self, other)
             if isinstance(other, _SCALARS):
                 return ts(self, other.item() if isinstance(other, np.generic) else other)
+            if isinstance(other, np.ndarray):
+                return tt(self, _operand(other))
             return NotImplemented
     else:
         def op(self: Tensor, other: Any) -> Any:
             if isinstance(other, _SCALARS):
                 return tr(other.item() if isinstance(other, np.generic) else other, self)
+            if isinstance(other, np.ndarray):
+                return tt(_operand(other), self)
             return NotImplemented
     return op
 
@@ -55,6 +67,33 @@ for _m, (_name, _refl) in _OPERATORS.items():
     setattr(Tensor, _m, _binary(_name, _refl))
 Tensor.__hash__ = object.__hash__  # defining __eq__ must not make tensors unhashable
 
+
+def _matmul_ops() -> None:
+    """``a @ b`` / ``ndarray @ a`` through ``flow._C.matmul`` once the matmul family is loaded."""
+    fn = F.matmul
+
+    def matmul(self: Tensor, other: Any) -> Any:
+        if not isinstance(other, (Tensor, np.ndarray)):
+            return NotImplemented
+        return fn(self, _operand(other))
+
+    def rmatmul(self: Tensor, other: Any) -> Any:
+        if not isinstance(other, np.ndarray):
+            return NotImplemented
+        return fn(_operand(other), self)
+
+    def imatmul(self: Tensor, other: Any) -> Any:
+        from .functional.promotion import assign_inplace
+        if not isinstance(other, (Tensor, np.ndarray)):
+            return NotImplemented
+        return assign_inplace(self, fn(self, _operand(other)), "matmul")
+
+    Tensor.__matmul__, Tensor.__rmatmul__, Tensor.__imatmul__ = matmul, rmatmul, imatmul
+
+
+if hasattr(F, "matmul"):
+    _matmul_ops()
+
 Tensor.__neg__ = lambda self: _FN["Neg"](self)
 Tensor.__pos__ = lambda self: self
 Tensor.__abs__ = lambda self: _FN["Abs"](self)
@@ -65,9 +104,9 @@ def _inplace(fname: str):
     fn = getattr(F, fname)
 
     def op(self: Tensor, other: Any) -> Tensor:
-        if not isinstance(other, (Tensor, *_SCALARS)):
+        if not isinstance(other, (Tensor, np.ndarray, *_SCALARS)):
             return NotImplemented
-        return fn(self, other, inplace=True)
+        return fn(self, _operand(other), inplace=True)
     return op
 
 
@@ -81,6 +120,7 @@ def _assign_result(fname: str):
 
     def op(self: Tensor, *args: Any, **kwargs: Any) -> Tensor:
         from .functional.promotion import assign_inplace
+        args = tuple(_operand(a) for a in args)
         return assign_inplace(self, fn(self, *args, **kwargs), f"{fname}_")
     op.__name__ = f"{fname}_"
     return op
@@ -175,20 +215,24 @@ def copy_(self: Tensor, src: Any) -> Tensor:
 
 
 def to(self: Tensor, *args: Any, **kwargs: Any) -> Tensor:
-    """``to(dtype)``, ``to(device)``, ``to(device, dtype)``, ``to(other_tensor)``."""
+    """``to(dtype)``, ``to(device)``, ``to(device, dtype)``, ``to(other_tensor)``.
+
+    Returns ``self`` when neither the dtype nor the device changes (as PyTorch does), unless
+    ``copy=True``; in-place ops on a copy never reach the original.
+    """
+    from .device import device as _device
     dtype = kwargs.pop("dtype", None)
     device = kwargs.pop("device", None)
-    kwargs.pop("copy", None)
+    copy = bool(kwargs.pop("copy", False))
+    kwargs.pop("non_blocking", None)
     if kwargs:
         raise TypeError(f"to() got unexpected keyword argument(s) {sorted(kwargs)}")
     for a in args:
         if isinstance(a, Tensor):
             dtype, device = a.dtype, a.device
-        elif isinstance(a, _dt.dtype) or (isinstance(a, type) and a in (float, int, bool)):
-            dtype = a
-        elif isinstance(a, str) and a.partition(":")[0] in ("cpu", "cuda", "rocm", "tpu"):
+        elif isinstance(a, _device):
             device = a
-        elif a.__class__.__name__ == "device":
+        elif isinstance(a, str) and a.partition(":")[0] in ("cpu", "cuda", "rocm", "tpu"):
             device = a
         else:
             try:
@@ -199,12 +243,17 @@ def to(self: Tensor, *args: Any, **kwargs: Any) -> Tensor:
     if dtype is not None:
         out = F.cast(out, _dt.as_dtype(dtype))
     if device is not None:
-        from .functional.functors.creation import on_device
-        from .device import device as _device
-        if out is self:
-            from .tensor import _wrap
-            out = _wrap(self._value)
-        out = on_device(out, _device(device))
+        import jax
+        from jax.core import Tracer
+
+        from .tensor import _wrap
+        target = _device(device).jax_device()
+        v = out._value
+        if not isinstance(v, Tracer) and target not in v.devices():
+            out = _wrap(jax.device_put(v, target))
+    if copy and out is self:  # a new tensor; the immutable value itself needs no copy
+        from .tensor import _wrap
+        out = _wrap(self._value)
     return out
 
 

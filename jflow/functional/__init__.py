@@ -6,11 +6,13 @@
 
 from __future__ import annotations
 
-import os
 from pathlib import Path
 
 from .functors import creation as _creation  # noqa: F401  (registers functors)
 from .functors import math as _math  # noqa: F401
+from .functors import shape as _shape  # noqa: F401
+from .functors import reduce as _reduce  # noqa: F401
+from .functors import index as _index, matmul as _matmul, nn as _nn  # noqa: F401
 from .registry import FUNCTORS, functor, load_api
 from .signature import ApiYamlError
 

@@ -15,7 +15,7 @@ from typing import Any
 from .. import dtypes as _dt
 from ..tensor import Tensor
 from .signature import Entry, Signature
-from .types import FAST, NO_MATCH, convert, type_name
+from .types import CONVERTERS, EXACT, FAST, NO_MATCH, type_name
 
 __all__ = ["generate"]
 
@@ -39,12 +39,13 @@ def _describe_value(v: Any) -> str:
 
 
 def _bad_arg(fname: str, sig: Signature, pname: str, value: Any) -> TypeError:
+    """PyTorch's wording: ``f(): argument 'x' (position 1) must be Tensor, not str``."""
     idx = [p.name for p in sig.params].index(pname)
     p = sig.params[idx]
     where = f"argument '{pname}'" + ("" if p.kwonly else f" (position {idx + 1})")
-    t = type_name(p.type) + (f"[{p.size}]" if p.size else "")
     opt = " or None" if p.has_default and p.default is None else ""
-    return TypeError(f"{fname}(): {where} must be {t}{opt}, not {_describe_value(value)}")
+    return TypeError(f"{fname}(): {where} must be {type_name(p.type, p.size)}{opt}, "
+                     f"not {_describe_value(value)}")
 
 
 def _bad_call(fname: str, sigs: tuple[Signature, ...], args: tuple, kwargs: dict) -> TypeError:
@@ -55,17 +56,21 @@ def _bad_call(fname: str, sigs: tuple[Signature, ...], args: tuple, kwargs: dict
                      f"but expected one of:\n{lines}")
 
 
-def _param_list(sig: Signature, all_optional: bool) -> str:
+def _param_list(sig: Signature, k: int, all_optional: bool) -> str:
+    """The Python parameter list of signature ``k``'s parser (defaults ``_d<i>_<k>``).
+
+    ``all_optional`` (overload matchers): every parameter defaults to ``_MISSING`` and extra
+    positional / keyword arguments are caught, so a matcher can refuse instead of raising.
+    """
     parts, star = [], False
     for i, p in enumerate(sig.params):
         if p.kwonly and not star:
             parts.append("*_xa" if all_optional else "*")
             star = True
-        if all_optional:
-            default = f"_d{i}" if p.has_default else _MISSING_SRC
+        if p.has_default:
+            parts.append(f"{p.name}=_d{i}_{k}")
         else:
-            default = f"_d{i}" if p.has_default else None
-        parts.append(p.name if default is None else f"{p.name}={default}")
+            parts.append(f"{p.name}={_MISSING_SRC}" if all_optional else p.name)
     if all_optional:
         if not star:
             parts.append("*_xa")
@@ -73,17 +78,31 @@ def _param_list(sig: Signature, all_optional: bool) -> str:
     return ", ".join(parts)
 
 
-def _checks(sig: Signature, on_fail: Callable[[str], str], indent: str) -> list[str]:
+def _checks(sig: Signature, k: int, on_fail: Callable[[str], str], indent: str) -> list[str]:
+    """One inline check per parameter: a cheap test for values that need no conversion (the
+    default object itself included, converted at load time), else the parameter's converter
+    ``_c<i>_<k>``; a failed conversion reports the value as given."""
     lines = []
     for i, p in enumerate(sig.params):
         v = p.name
-        fast = FAST.get(p.type, "False").format(v=v)
-        if p.has_default and p.default is None:
-            fast = f"{v} is None or {fast}"
-        lines.append(f"{indent}if not ({fast}):")
-        lines.append(f"{indent}    {v} = _convert({p.type!r}, {v}, {p.size})")
-        lines.append(f"{indent}    if {v} is _NO:")
-        lines.append(f"{indent}        {on_fail(v)}")
+        tests = []
+        if p.has_default:
+            tests.append(f"{v} is None" if p.default is None else f"{v} is _d{i}_{k}")
+        if p.type in FAST:
+            tests.append(FAST[p.type].format(v=v))
+        test = " or ".join(tests)
+        if p.type in EXACT:  # the fast test is the whole check
+            lines.append(f"{indent}if not ({test}):")
+            lines.append(f"{indent}    {on_fail(v)}")
+            continue
+        body = indent
+        if tests:
+            lines.append(f"{indent}if not ({test}):")
+            body = indent + "    "
+        lines.append(f"{body}_c = _c{i}_{k}({v}, {p.size})")
+        lines.append(f"{body}if _c is _NO:")
+        lines.append(f"{body}    {on_fail(v)}")
+        lines.append(f"{body}{v} = _c")
     return lines
 
 
@@ -95,9 +114,9 @@ def _ret(sig: Signature, call: str, k: int) -> str:
 
 def generate(entry: Entry, functors: dict[str, Callable[..., Any]], where: str) -> Callable:
     """Build the parser function for one yaml entry (raises if a functor is unknown)."""
-    ns: dict[str, Any] = {"_Tensor": Tensor, "_dtype": _dt.dtype, "_convert": convert,
-                          "_NO": NO_MATCH, "_MISSING": _MISSING, "_bad_arg": _bad_arg,
-                          "_bad_call": _bad_call, "_sigs": entry.signatures}
+    ns: dict[str, Any] = {"_Tensor": Tensor, "_dtype": _dt.dtype, "_NO": NO_MATCH,
+                          "_MISSING": _MISSING, "_bad_arg": _bad_arg, "_bad_call": _bad_call,
+                          "_sigs": entry.signatures}
     for k, sig in enumerate(entry.signatures):
         fn = functors.get(sig.functor)
         if fn is None:
@@ -108,27 +127,25 @@ def generate(entry: Entry, functors: dict[str, Callable[..., Any]], where: str) 
         if sig.ret_names:
             ns[f"_R{k}"] = namedtuple(entry.name, sig.ret_names)  # type: ignore[misc]
         for i, p in enumerate(sig.params):
+            ns[f"_c{i}_{k}"] = CONVERTERS[p.type]
             if p.has_default:
                 ns[f"_d{i}_{k}"] = p.default
     name = entry.name
     lines: list[str] = []
     if len(entry.signatures) == 1:
         sig = entry.signatures[0]
-        params = _param_list(sig, False).replace("=_d", "=_d").split(", ") if sig.params else []
-        params = [_suffix_default(x, 0) for x in params]
-        lines.append(f"def {name}({', '.join(params)}):")
-        lines += _checks(sig, lambda v: f"raise _bad_arg({name!r}, _S0, {v!r}, {v})", "    ")
+        lines.append(f"def {name}({_param_list(sig, 0, False)}):")
+        lines += _checks(sig, 0, lambda v: f"raise _bad_arg({name!r}, _S0, {v!r}, {v})", "    ")
         call = f"_F0({', '.join(p.name for p in sig.params)})"
         lines.append(f"    return {_ret(sig, call, 0)}")
     else:
         for k, sig in enumerate(entry.signatures):
-            params = [_suffix_default(x, k) for x in _param_list(sig, True).split(", ")]
-            lines.append(f"def _m{k}({', '.join(params)}):")
+            lines.append(f"def _m{k}({_param_list(sig, k, True)}):")
             missing = [p.name for p in sig.params if not p.has_default]
             cond = " or ".join(["_xa", "_xk"] + [f"{m} is _MISSING" for m in missing])
             lines.append(f"    if {cond}:")
             lines.append("        return _NO")
-            lines += _checks(sig, lambda v: "return _NO", "    ")
+            lines += _checks(sig, k, lambda v: "return _NO", "    ")
             call = f"_F{k}({', '.join(p.name for p in sig.params)})"
             lines.append(f"    return {_ret(sig, call, k)}")
         lines.append(f"def {name}(*args, **kwargs):")
@@ -145,11 +162,3 @@ def generate(entry: Entry, functors: dict[str, Callable[..., Any]], where: str) 
     fn._source = src
     fn._entry = entry
     return fn
-
-
-def _suffix_default(param_src: str, k: int) -> str:
-    # "_d3" -> "_d3_k" so overloads keep separate defaults in one namespace
-    if "=_d" in param_src:
-        head, _, idx = param_src.rpartition("=_d")
-        return f"{head}=_d{idx}_{k}"
-    return param_src

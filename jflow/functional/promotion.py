@@ -5,6 +5,7 @@ Hot path: the common case (same dtypes) costs one dtype comparison.
 
 from __future__ import annotations
 
+import math
 from typing import Any
 
 import jax.numpy as jnp
@@ -63,16 +64,29 @@ def scalar_result_dtype(t: Tensor, s: Any) -> np.dtype:
 
 
 def scalar_tensor(value: Any, np_dtype: np.dtype) -> Tensor:
-    """A cached 0-dim tensor holding ``value`` as ``np_dtype`` (bounded cache)."""
-    key = (type(value), value, np_dtype)
+    """A cached 0-dim tensor holding ``value`` as ``np_dtype`` (bounded cache).
+
+    The key tells ``0.0`` from ``-0.0`` (equal and same hash, but ``x * -0.0`` differs) and
+    ``1`` from ``True``; NaN never equals itself and is simply not cached.
+    """
+    key = (type(value), value, np_dtype, math.copysign(1.0, value)
+           if type(value) is float else 0)
     t = _SCALAR_CACHE.get(key)
     if t is None:
-        if isinstance(value, float) and np.dtype(np_dtype).kind in "iub" and value != int(value):
-            raise TypeError(f"cannot use the float {value} as a {np.dtype(np_dtype).name} scalar")
+        nd = np.dtype(np_dtype)
+        if isinstance(value, float) and nd.kind in "iub" and value != int(value):
+            raise TypeError(f"cannot use the float {value} as a {nd.name} scalar")
+        if isinstance(value, int) and nd.kind in "iu":
+            info = np.iinfo(nd)
+            if not info.min <= value <= info.max:
+                raise OverflowError(f"the Python scalar {value} cannot be converted to "
+                                    f"{_dt.from_numpy_dtype(nd)} without overflow (range "
+                                    f"[{info.min}, {info.max}])")
         t = _wrap(jnp.asarray(value, dtype=np_dtype))
-        if len(_SCALAR_CACHE) >= _SCALAR_CACHE_SIZE:
-            _SCALAR_CACHE.clear()
-        _SCALAR_CACHE[key] = t
+        if value == value:
+            if len(_SCALAR_CACHE) >= _SCALAR_CACHE_SIZE:
+                _SCALAR_CACHE.clear()
+            _SCALAR_CACHE[key] = t
     return t
 
 
@@ -90,16 +104,28 @@ def _can_cast(src: np.dtype, dst: np.dtype) -> bool:
     return s <= d
 
 
+#: PyTorch's ScalarType names, used in messages that mirror PyTorch's.
+_TORCH_NAMES = {"bool": "Bool", "uint8": "Byte", "int8": "Char", "int16": "Short", "int32": "Int",
+                "int64": "Long", "float16": "Half", "bfloat16": "BFloat16", "float32": "Float",
+                "float64": "Double"}
+
+
 def assign_inplace(target: Tensor, result: Tensor, fname: str) -> Tensor:
-    """Write ``result`` into ``target`` (dtype kept, shape must match), bump its version."""
+    """Write ``result`` into ``target`` (dtype kept, shape must match), bump its version.
+
+    As in PyTorch the result is cast to the target's dtype, except from a higher category to a
+    lower one (bool < integer < floating), which is refused: ``int_tensor += 0.5`` raises
+    ``RuntimeError: result type Float can't be cast to the desired output type Long``.
+    """
     tv, rv = target._value, result._value
     if tuple(rv.shape) != tuple(tv.shape):
         raise RuntimeError(f"{fname}: output with shape {list(tv.shape)} doesn't match the "
                            f"broadcast shape {list(rv.shape)}")
     if rv.dtype != tv.dtype:
         if not _can_cast(rv.dtype, tv.dtype):
-            raise RuntimeError(f"{fname}: result type {_dt.from_numpy_dtype(rv.dtype)} can't be "
-                               f"cast to the desired output type {_dt.from_numpy_dtype(tv.dtype)}")
+            src, dst = _dt.from_numpy_dtype(rv.dtype).name, _dt.from_numpy_dtype(tv.dtype).name
+            raise RuntimeError(f"{fname}: result type {_TORCH_NAMES[src]} can't be cast to the "
+                               f"desired output type {_TORCH_NAMES[dst]}")
         result = _cast(result, dtype=tv.dtype)
     target._value = result._value
     target._version += 1

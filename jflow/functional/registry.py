@@ -11,7 +11,7 @@ from typing import Any
 import yaml
 
 from .codegen import generate
-from .signature import Entry, parse_entries
+from .signature import ApiYamlError, Entry, parse_entries
 
 __all__ = ["functor", "FUNCTORS", "load_api", "load_entries"]
 
@@ -20,6 +20,9 @@ FUNCTORS: dict[str, Callable[..., Any]] = {}
 
 def functor(name: str) -> Callable[[Callable[..., Any]], Callable[..., Any]]:
     """Register a functor under ``name`` (the name after ``=>`` in yaml signatures)."""
+    if not isinstance(name, str) or not name.isidentifier():
+        raise ValueError(f"functor name must be an identifier, got {name!r}")
+
     def deco(fn: Callable[..., Any]) -> Callable[..., Any]:
         if name in FUNCTORS and FUNCTORS[name] is not fn:
             raise KeyError(f"a functor named '{name}' is already registered")
@@ -28,30 +31,43 @@ def functor(name: str) -> Callable[[Callable[..., Any]], Callable[..., Any]]:
     return deco
 
 
-def load_entries(source: str | os.PathLike[str]) -> tuple[list[Entry], str]:
-    """Parse a yaml file (path) or yaml text into entries."""
-    text, where = None, "yaml"
+def load_entries(source: str | os.PathLike[str], name: str = "yaml"
+                 ) -> tuple[list[Entry], str]:
+    """Parse a yaml file (a path, or a one-line string ending in .yaml/.yml) or yaml text
+    into entries. Errors name the file (or ``name`` for text) and the entry."""
     if isinstance(source, os.PathLike) or (isinstance(source, str) and "\n" not in source
-                                           and source.endswith((".yaml", ".yml"))):
-        where = os.fspath(source)
+                                           and source.strip().endswith((".yaml", ".yml"))):
+        where = os.fspath(source).strip()
         with open(where, encoding="utf-8") as f:
             text = f.read()
+    elif isinstance(source, str):
+        text, where = source, name
     else:
-        text = str(source)
+        raise TypeError(f"load_api: expected yaml text or a path, got {type(source).__name__}")
     loader = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
-    return parse_entries(yaml.load(text, Loader=loader), where), where
+    try:
+        data = yaml.load(text, Loader=loader)
+    except yaml.YAMLError as e:
+        raise ApiYamlError(f"{where}: invalid yaml: {e}") from None
+    return parse_entries(data, where), where
 
 
 def load_api(source: str | os.PathLike[str], functors: dict[str, Callable[..., Any]] | None = None,
              name: str = "functional") -> types.SimpleNamespace:
     """Generate functions for every entry of a yaml file or text.
 
-    ``functors`` adds to (and may not override) the registered functor library. Returns a
-    namespace with every function; ``.public`` lists the ``bind_python: True`` names.
+    ``functors`` adds to the registered functor library for this yaml only; a name that is
+    also a registered functor means the given one here (so a functor jflow adds later cannot
+    change what a user's yaml calls), and the built-in functions are unaffected. ``name``
+    labels errors for yaml given as text. Returns a namespace with every function;
+    ``.public`` lists the ``bind_python: True`` names, ``.entries`` the parsed entries.
     """
-    entries, where = load_entries(source)
+    entries, where = load_entries(source, name)
     lib = dict(FUNCTORS)
     for k, v in (functors or {}).items():
+        if not callable(v):
+            raise TypeError(f"load_api({where}): functor '{k}' must be callable, "
+                            f"got {type(v).__name__}")
         lib[k] = v
     ns = types.SimpleNamespace()
     public = []

@@ -8,6 +8,7 @@ size) and the functor name. A malformed entry raises :class:`ApiYamlError` namin
 from __future__ import annotations
 
 import ast
+import keyword
 import re
 from dataclasses import dataclass
 from typing import Any
@@ -21,6 +22,13 @@ TYPES = frozenset({
     "Placement", "Sbp", "SbpList",
 })
 RETURN_TYPES = frozenset({"Tensor", "TensorTuple", "Void", "Bool", "Int64", "Double", "Shape"})
+#: Types that take a size ``[N]`` (a single value is then accepted and repeated N times).
+LIST_TYPES = frozenset({"Int32List", "Int64List", "FloatList"})
+#: OneFlow's DataType default names (``DataType dtype=kInt64``).
+DTYPE_DEFAULTS = {"kBool": "bool", "kUInt8": "uint8", "kInt8": "int8", "kChar": "int8",
+                  "kInt16": "int16", "kInt32": "int32", "kInt64": "int64",
+                  "kFloat16": "float16", "kHalf": "float16", "kBFloat16": "bfloat16",
+                  "kFloat": "float32", "kDouble": "float64"}
 
 
 class ApiYamlError(ValueError):
@@ -37,11 +45,15 @@ NO_DEFAULT: Any = _NoDefault()
 
 @dataclass(frozen=True)
 class Param:
+    """One parameter. ``default`` is already converted to what the functor receives (e.g.
+    ``Int32List[2] k=1`` -> ``(1, 1)``); ``default_src`` is its yaml text."""
+
     type: str
     name: str
     default: Any = NO_DEFAULT
     kwonly: bool = False
     size: int | None = None  # N of Int32List[N]
+    default_src: str | None = None
 
     @property
     def has_default(self) -> bool:
@@ -49,7 +61,12 @@ class Param:
 
     def describe(self) -> str:
         t = self.type + (f"[{self.size}]" if self.size is not None else "")
-        d = f"={self.default!r}" if self.has_default else ""
+        if not self.has_default:
+            d = ""
+        elif self.default_src is not None:
+            d = f"={self.default_src}"
+        else:
+            d = f"={self.default!r}"
         return f"{t} {self.name}{d}"
 
 
@@ -73,8 +90,8 @@ class Signature:
 
 _SIG = re.compile(r"^\s*(?P<ret>\w+)(?:\[(?P<names>[\w\s,]*)\])?\s*\((?P<params>.*)\)\s*"
                   r"=>\s*(?P<functor>\w+)\s*$", re.S)
-_PARAM = re.compile(r"^(?P<type>\w+)(?:\[(?P<size>\d+)\])?\s+(?P<name>\w+)\s*(?:=\s*(?P<default>.+))?$",
-                    re.S)
+_PARAM = re.compile(r"^(?P<type>\w+)(?:\[(?P<size>\d+)\])?\s+(?P<name>\w+)\s*"
+                    r"(?:=\s*(?P<default>.+))?$", re.S)
 
 
 def _split_params(s: str) -> list[str]:
@@ -104,7 +121,38 @@ def _literal(text: str) -> Any:
     return ast.literal_eval(t)
 
 
+def _convert_default(where: str, ptype: str, name: str, size: int | None, src: str) -> Any:
+    """The default's literal, converted as an argument of this type would be (None = optional);
+    a default the type cannot accept is an error at load time, not at the first call."""
+    from .types import NO_MATCH, convert, type_name
+
+    src = src.strip()
+    if ptype == "DataType" and src in DTYPE_DEFAULTS:
+        from .. import dtypes
+        return dtypes.as_dtype(DTYPE_DEFAULTS[src])
+    try:
+        raw = _literal(src)
+    except (ValueError, SyntaxError, TypeError, RecursionError):
+        raise ApiYamlError(f"{where}: bad default {src!r} for parameter '{name}'") from None
+    if raw is None:
+        return None
+    if ptype == "DataType" and isinstance(raw, str):
+        from .. import dtypes
+        try:
+            return dtypes.as_dtype(raw)
+        except TypeError:
+            pass
+    value = convert(ptype, raw, size)
+    if value is NO_MATCH:
+        raise ApiYamlError(f"{where}: default {src} of parameter '{name}' is not a valid "
+                           f"{type_name(ptype, size)}")
+    return value
+
+
 def parse_signature(text: str, where: str = "signature") -> Signature:
+    """Parse one signature string; ``where`` (e.g. "api.yaml entry 'add'") prefixes errors."""
+    if not isinstance(text, str):
+        raise ApiYamlError(f"{where}: a signature must be a string, got {type(text).__name__}")
     m = _SIG.match(text)
     if not m:
         raise ApiYamlError(f"{where}: cannot parse signature {text!r}; expected "
@@ -112,9 +160,14 @@ def parse_signature(text: str, where: str = "signature") -> Signature:
     ret = m["ret"]
     if ret not in RETURN_TYPES:
         raise ApiYamlError(f"{where}: unknown return type '{ret}' in {text!r}")
-    names = tuple(n.strip() for n in m["names"].split(",")) if m["names"] else None
-    if names is not None and ret != "TensorTuple":
-        raise ApiYamlError(f"{where}: only TensorTuple returns can be named, in {text!r}")
+    names = tuple(n.strip() for n in m["names"].split(",")) if m["names"] is not None else None
+    if names is not None:
+        if ret != "TensorTuple":
+            raise ApiYamlError(f"{where}: only TensorTuple returns can be named, in {text!r}")
+        if (not all(n.isidentifier() and not keyword.iskeyword(n) and not n.startswith("_")
+                    for n in names) or len(set(names)) != len(names)):
+            raise ApiYamlError(f"{where}: return names {list(names)} must be distinct "
+                               f"identifiers not starting with '_', in {text!r}")
     params, kwonly, seen = [], False, set()
     for raw in _split_params(m["params"]):
         if raw == "*":
@@ -125,24 +178,32 @@ def parse_signature(text: str, where: str = "signature") -> Signature:
         pm = _PARAM.match(raw)
         if not pm:
             raise ApiYamlError(f"{where}: cannot parse parameter {raw!r} in {text!r}")
+        name = pm["name"]
         if pm["type"] not in TYPES:
             raise ApiYamlError(f"{where}: unknown type '{pm['type']}' of parameter "
-                               f"'{pm['name']}'; known types are {sorted(TYPES)}")
-        if pm["name"] in seen:
-            raise ApiYamlError(f"{where}: parameter '{pm['name']}' appears twice")
-        seen.add(pm["name"])
-        default = NO_DEFAULT
-        if pm["default"] is not None:
-            try:
-                default = _literal(pm["default"])
-            except (ValueError, SyntaxError):
-                raise ApiYamlError(f"{where}: bad default {pm['default']!r} for parameter "
-                                   f"'{pm['name']}'") from None
-        elif params and params[-1].has_default and not kwonly:
-            raise ApiYamlError(f"{where}: parameter '{pm['name']}' without a default follows "
-                               f"one with a default in {text!r}")
+                               f"'{name}'; known types are {sorted(TYPES)}")
+        # parameter names become Python parameters of the generated parser; '_' names are
+        # reserved for the parser's own helpers
+        if keyword.iskeyword(name) or name.startswith("_"):
+            raise ApiYamlError(f"{where}: parameter name '{name}' is a Python keyword or "
+                               f"starts with '_' (reserved), in {text!r}")
+        if name in seen:
+            raise ApiYamlError(f"{where}: parameter '{name}' appears twice")
+        seen.add(name)
         size = int(pm["size"]) if pm["size"] else None
-        params.append(Param(pm["type"], pm["name"], default, kwonly, size))
+        if size is not None and pm["type"] not in LIST_TYPES:
+            raise ApiYamlError(f"{where}: parameter '{name}': only {sorted(LIST_TYPES)} take a "
+                               f"size [N], not {pm['type']}")
+        if size is not None and size < 1:
+            raise ApiYamlError(f"{where}: parameter '{name}': size [N] must be >= 1")
+        default, src = NO_DEFAULT, None
+        if pm["default"] is not None:
+            src = pm["default"].strip()
+            default = _convert_default(where, pm["type"], name, size, src)
+        elif params and params[-1].has_default and not kwonly:
+            raise ApiYamlError(f"{where}: parameter '{name}' without a default follows "
+                               f"one with a default in {text!r}")
+        params.append(Param(pm["type"], name, default, kwonly, size, src))
     return Signature(ret, names, tuple(params), m["functor"], text.strip())
 
 
@@ -159,14 +220,18 @@ def parse_entries(data: Any, source: str = "api.yaml") -> list[Entry]:
     if not isinstance(data, list):
         raise ApiYamlError(f"{source}: expected a list of entries, got {type(data).__name__}")
     out, names = [], set()
+    reserved = {"public", "entries"}  # attributes of the namespace load_api returns
     for i, e in enumerate(data):
         where = f"{source} entry {i}"
         if not isinstance(e, dict) or "name" not in e or "signature" not in e:
             raise ApiYamlError(f"{where}: each entry needs 'name' and 'signature', got {e!r}")
         name = e["name"]
         where = f"{source} entry '{name}'"
-        if not isinstance(name, str) or not name.isidentifier():
-            raise ApiYamlError(f"{where}: name must be an identifier")
+        if (not isinstance(name, str) or not name.isidentifier() or keyword.iskeyword(name)
+                or name.startswith("_") or name in reserved):
+            raise ApiYamlError(f"{where}: name must be an identifier that is not a Python "
+                               f"keyword, does not start with '_' and is not one of "
+                               f"{sorted(reserved)}")
         if name in names:
             raise ApiYamlError(f"{where}: defined twice")
         names.add(name)
@@ -177,6 +242,16 @@ def parse_entries(data: Any, source: str = "api.yaml") -> list[Entry]:
         sigs = [sigs] if isinstance(sigs, str) else sigs
         if not isinstance(sigs, list) or not sigs or not all(isinstance(s, str) for s in sigs):
             raise ApiYamlError(f"{where}: signature must be a string or a list of strings")
-        out.append(Entry(name, tuple(parse_signature(s, where) for s in sigs),
-                         bool(e.get("bind_python", False)), str(e.get("doc", ""))))
+        bind = e.get("bind_python", False)
+        if not isinstance(bind, bool):
+            raise ApiYamlError(f"{where}: bind_python must be True or False, got {bind!r}")
+        doc = e.get("doc", "")
+        if not isinstance(doc, str):
+            raise ApiYamlError(f"{where}: doc must be a string, got {type(doc).__name__}")
+        parsed = tuple(parse_signature(s, where) for s in sigs)
+        described = [p.describe() for p in parsed]
+        dup = {d for d in described if described.count(d) > 1}
+        if dup:
+            raise ApiYamlError(f"{where}: overload {sorted(dup)[0]} is listed twice")
+        out.append(Entry(name, parsed, bind, doc))
     return out

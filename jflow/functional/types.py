@@ -17,7 +17,7 @@ from ..sharding.placement import placement as _placement
 from ..sharding.sbp import SbpParallel
 from ..tensor import Tensor
 
-__all__ = ["NO_MATCH", "FAST", "convert", "type_name", "PY_TYPES"]
+__all__ = ["NO_MATCH", "FAST", "CONVERTERS", "EXACT", "convert", "type_name", "PY_TYPES"]
 
 
 class _NoMatch:
@@ -42,24 +42,34 @@ FAST = {
     "DataType": "type({v}) is _dtype",
 }
 
-#: Python annotation used in the generated ``_C.pyi`` stub.
+#: Python annotation of each parameter type in the generated ``_C.pyi`` stub. A sized list
+#: type (``Int32List[2]``) also accepts one element: the stub adds ``PY_ELEMENT[t] | ``.
 PY_TYPES = {
-    "Tensor": "Tensor", "TensorTuple": "Sequence[Tensor]", "Scalar": "Number", "Int32": "int",
-    "Int64": "int", "Float": "float", "Double": "float", "Bool": "bool", "String": "str",
-    "Int32List": "int | Sequence[int]", "Int64List": "int | Sequence[int]",
-    "FloatList": "float | Sequence[float]", "Shape": "Sequence[int]", "DataType": "dtype",
+    "Tensor": "Tensor", "TensorTuple": "Sequence[Tensor]", "Scalar": "int | float",
+    "Int32": "int", "Int64": "int", "Float": "float", "Double": "float", "Bool": "bool",
+    "String": "str", "Int32List": "Sequence[int]", "Int64List": "Sequence[int]",
+    "FloatList": "Sequence[float]", "Shape": "Sequence[int]", "DataType": "dtype",
     "Device": "str | device", "Generator": "Generator", "Placement": "placement",
     "Sbp": "SbpParallel", "SbpList": "SbpParallel | Sequence[SbpParallel]",
 }
+PY_ELEMENT = {"Int32List": "int", "Int64List": "int", "FloatList": "float"}
+#: Python annotation of each return type in the stub (named TensorTuples get a NamedTuple).
+PY_RETURN_TYPES = {"Tensor": "Tensor", "TensorTuple": "tuple[Tensor, ...]", "Void": "None",
+                   "Bool": "bool", "Int64": "int", "Double": "float", "Shape": "tuple[int, ...]"}
 
 _NAMES = {"Scalar": "Number", "Int32": "int", "Int64": "int", "Float": "float",
           "Double": "float", "Bool": "bool", "String": "str", "Int32List": "tuple of ints",
           "Int64List": "tuple of ints", "FloatList": "tuple of floats", "Shape": "tuple of ints",
           "DataType": "flow.dtype", "Device": "flow.device", "TensorTuple": "tuple of Tensors",
-          "Placement": "flow.placement", "Sbp": "flow.sbp", "SbpList": "tuple of flow.sbp"}
+          "Placement": "flow.placement", "Sbp": "flow.sbp", "SbpList": "tuple of flow.sbp",
+          "Generator": "flow.Generator"}
+_ELEMENT_NAMES = {"Int32List": "int", "Int64List": "int", "FloatList": "float"}
 
 
-def type_name(t: str) -> str:
+def type_name(t: str, size: int | None = None) -> str:
+    """How error messages name a parameter type (PyTorch's wording: "tuple of ints")."""
+    if size is not None and t in _ELEMENT_NAMES:
+        return f"{_ELEMENT_NAMES[t]} or {_NAMES[t]}"
     return _NAMES.get(t, t)
 
 
@@ -67,8 +77,20 @@ def _is_int(v: Any) -> bool:
     return isinstance(v, _INTS) and not isinstance(v, _BOOLS)
 
 
+def _is_float(v: Any) -> bool:
+    """A real number that a Float parameter accepts: ints and floats, never bools."""
+    return isinstance(v, (int, float, np.integer, np.floating)) and not isinstance(v, _BOOLS)
+
+
 def _int_list(v: Any, size: int | None) -> Any:
     """A list/tuple of ints; a single int only when the type has a size N (repeated N times)."""
+    t = type(v)
+    if t is tuple or t is list:  # fast path: plain Python ints (bools are not ints here)
+        for e in v:
+            if type(e) is not int:
+                break
+        else:
+            return v if t is tuple else tuple(v)
     if _is_int(v):
         return (int(v),) * size if size is not None else NO_MATCH
     if isinstance(v, (list, tuple)) and all(_is_int(e) for e in v):
@@ -76,67 +98,111 @@ def _int_list(v: Any, size: int | None) -> Any:
     return NO_MATCH
 
 
+def _tensor(v: Any, size: int | None) -> Any:
+    return v if isinstance(v, Tensor) else NO_MATCH
+
+
+def _tensor_tuple(v: Any, size: int | None) -> Any:
+    if isinstance(v, (list, tuple)) and all(isinstance(e, Tensor) for e in v):
+        return tuple(v)
+    return NO_MATCH
+
+
+def _scalar(v: Any, size: int | None) -> Any:
+    if isinstance(v, (bool, int, float, np.bool_, np.integer, np.floating)):
+        return v.item() if isinstance(v, np.generic) else v
+    return NO_MATCH
+
+
+def _int(v: Any, size: int | None) -> Any:
+    return int(v) if _is_int(v) else NO_MATCH
+
+
+def _float(v: Any, size: int | None) -> Any:
+    return float(v) if _is_float(v) else NO_MATCH
+
+
+def _bool(v: Any, size: int | None) -> Any:
+    return bool(v) if isinstance(v, _BOOLS) else NO_MATCH
+
+
+def _string(v: Any, size: int | None) -> Any:
+    return v if isinstance(v, str) else NO_MATCH
+
+
+def _shape(v: Any, size: int | None) -> Any:
+    return _int_list(v, None) if not _is_int(v) else NO_MATCH
+
+
+def _float_list(v: Any, size: int | None) -> Any:
+    # as Int32List: a single number only when the type has a size N (repeated N times)
+    if _is_float(v):
+        return (float(v),) * size if size is not None else NO_MATCH
+    if isinstance(v, (list, tuple)) and all(_is_float(e) for e in v):
+        return tuple(float(e) for e in v)
+    return NO_MATCH
+
+
+def _data_type(v: Any, size: int | None) -> Any:
+    if isinstance(v, _dt.dtype):
+        return v
+    if isinstance(v, (type, np.dtype)):
+        try:
+            return _dt.as_dtype(v)
+        except TypeError:
+            return NO_MATCH
+    return NO_MATCH
+
+
+def _device_arg(v: Any, size: int | None) -> Any:
+    if isinstance(v, _device):
+        return v
+    if isinstance(v, str):
+        try:
+            return _device(v)
+        except ValueError:
+            return NO_MATCH
+    return NO_MATCH
+
+
+def _generator(v: Any, size: int | None) -> Any:
+    from ..random import Generator
+    return v if isinstance(v, Generator) else NO_MATCH
+
+
+def _placement_arg(v: Any, size: int | None) -> Any:
+    return v if isinstance(v, _placement) else NO_MATCH
+
+
+def _sbp(v: Any, size: int | None) -> Any:
+    return v if isinstance(v, SbpParallel) else NO_MATCH
+
+
+def _sbp_list(v: Any, size: int | None) -> Any:
+    if isinstance(v, SbpParallel):
+        return (v,)
+    if isinstance(v, (list, tuple)) and v and all(isinstance(e, SbpParallel) for e in v):
+        return tuple(v)
+    return NO_MATCH
+
+
+#: ``CONVERTERS[type](value, size)`` -> the converted value or NO_MATCH. Generated parsers
+#: hold the converter of each parameter directly (no per-call lookup by type name).
+CONVERTERS = {
+    "Tensor": _tensor, "TensorTuple": _tensor_tuple, "Scalar": _scalar, "Int32": _int,
+    "Int64": _int, "Float": _float, "Double": _float, "Bool": _bool, "String": _string,
+    "Int32List": _int_list, "Int64List": _int_list, "FloatList": _float_list, "Shape": _shape,
+    "DataType": _data_type, "Device": _device_arg, "Generator": _generator,
+    "Placement": _placement_arg, "Sbp": _sbp, "SbpList": _sbp_list,
+}
+#: Types whose FAST test accepts exactly what the converter accepts: no converter call needed.
+EXACT = frozenset({"Tensor"})
+
+
 def convert(t: str, v: Any, size: int | None = None) -> Any:
     """Convert ``v`` to type ``t`` or return NO_MATCH."""
-    if t == "Tensor":
-        return v if isinstance(v, Tensor) else NO_MATCH
-    if t == "TensorTuple":
-        if isinstance(v, (list, tuple)) and all(isinstance(e, Tensor) for e in v):
-            return tuple(v)
-        return NO_MATCH
-    if t == "Scalar":
-        if isinstance(v, (bool, int, float, np.bool_, np.integer, np.floating)):
-            return v.item() if isinstance(v, np.generic) else v
-        return NO_MATCH
-    if t in ("Int32", "Int64"):
-        return int(v) if _is_int(v) else NO_MATCH
-    if t in ("Float", "Double"):
-        if isinstance(v, (int, float, np.integer, np.floating)) and not isinstance(v, _BOOLS):
-            return float(v)
-        return NO_MATCH
-    if t == "Bool":
-        return bool(v) if isinstance(v, _BOOLS) else NO_MATCH
-    if t == "String":
-        return v if isinstance(v, str) else NO_MATCH
-    if t in ("Int32List", "Int64List"):
-        return _int_list(v, size)
-    if t == "Shape":
-        return _int_list(v, None) if not _is_int(v) else NO_MATCH
-    if t == "FloatList":
-        if isinstance(v, (int, float)) and not isinstance(v, bool):
-            return (float(v),) * (size or 1)
-        if isinstance(v, (list, tuple)) and all(isinstance(e, (int, float)) for e in v):
-            return tuple(float(e) for e in v)
-        return NO_MATCH
-    if t == "DataType":
-        if isinstance(v, _dt.dtype):
-            return v
-        if isinstance(v, (type, np.dtype)):
-            try:
-                return _dt.as_dtype(v)
-            except TypeError:
-                return NO_MATCH
-        return NO_MATCH
-    if t == "Device":
-        if isinstance(v, _device):
-            return v
-        if isinstance(v, str):
-            try:
-                return _device(v)
-            except ValueError:
-                return NO_MATCH
-        return NO_MATCH
-    if t == "Generator":
-        from ..random import Generator
-        return v if isinstance(v, Generator) else NO_MATCH
-    if t == "Placement":
-        return v if isinstance(v, _placement) else NO_MATCH
-    if t == "Sbp":
-        return v if isinstance(v, SbpParallel) else NO_MATCH
-    if t == "SbpList":
-        if isinstance(v, SbpParallel):
-            return (v,)
-        if isinstance(v, (list, tuple)) and v and all(isinstance(e, SbpParallel) for e in v):
-            return tuple(v)
-        return NO_MATCH
-    raise AssertionError(f"unknown functional type {t}")
+    try:
+        conv = CONVERTERS[t]
+    except KeyError:
+        raise AssertionError(f"unknown functional type {t}") from None
+    return conv(v, size)

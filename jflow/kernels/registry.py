@@ -51,7 +51,13 @@ class Kernel:
         for arg, allowed in self.dtypes.items():
             if any(d not in allowed for d in dtype_of.get(arg, ())):
                 return False
-        return self.condition is None or bool(self.condition(*in_avals))
+        if self.condition is None:
+            return True
+        try:
+            return bool(self.condition(*in_avals))
+        except Exception as e:
+            raise RuntimeError(f"op '{self.op_name}': the condition of {self.describe()} raised "
+                               f"{type(e).__name__}: {e}") from e
 
     def describe(self) -> str:
         dt = "; ".join(f"{k} in {{{', '.join(sorted(str(d) for d in v))}}}"
@@ -63,13 +69,29 @@ class Kernel:
 
 
 _KERNELS: dict[str, list[Kernel]] = {}
+#: Ops lowered at least once: JAX caches those lowerings (in every jit, the eager executables
+#: included), so a kernel registered later must clear the caches to be selected.
+_LOWERED: set[str] = set()
 Builder = Callable[[Kernel, Any, dict, list, Any], Callable[..., Any]]
 _BACKENDS: dict[str, Builder] = {}
 
 
 def register_backend(name: str, builder: Builder) -> None:
     """Add a kernel backend: ``builder(kernel, op, attrs, out_avals, layout)`` returns a
-    traceable ``f(*flat_inputs) -> outputs`` for one lowering."""
+    traceable ``f(*flat_inputs) -> list of outputs`` for one lowering.
+
+    ``out_avals`` are the per-example outputs the op's inference gives; ``op.unflatten(flat,
+    layout)`` regroups the flat inputs per declared input. Registering a different builder
+    under an existing name is an error (it would silently change every kernel of it).
+    """
+    if not isinstance(name, str) or not name:
+        raise TypeError(f"register_backend: name must be a non-empty string, got {name!r}")
+    if not callable(builder):
+        raise TypeError(f"register_backend('{name}'): builder must be callable, "
+                        f"got {type(builder).__name__}")
+    old = _BACKENDS.get(name)
+    if old is not None and old is not builder:
+        raise ValueError(f"register_backend: a backend named '{name}' is already registered")
     _BACKENDS[name] = builder
 
 
@@ -99,7 +121,17 @@ def register_kernel(
     try:
         op = get(op_name)
     except KeyError as e:
-        raise KeyError(f"cannot register a kernel for unknown op '{op_name}': {e.args[0]}") from None
+        raise KeyError(f"cannot register a kernel for unknown op '{op_name}': "
+                       f"{e.args[0]}") from None
+    if not callable(fn):
+        raise TypeError(f"kernel for op '{op_name}': fn must be callable, got {type(fn).__name__}")
+    if isinstance(priority, bool) or not isinstance(priority, int):
+        raise TypeError(f"kernel for op '{op_name}': priority must be an int, got {priority!r}")
+    if condition is not None and not callable(condition):
+        raise TypeError(f"kernel for op '{op_name}': condition must be callable, "
+                        f"got {type(condition).__name__}")
+    if isinstance(platforms, str):
+        platforms = (platforms,)
     if backend not in _BACKENDS:
         raise ValueError(f"kernel for op '{op_name}': unknown backend '{backend}'; "
                          f"known backends are {sorted(_BACKENDS)}")
@@ -108,18 +140,31 @@ def register_kernel(
     if bad:
         raise ValueError(f"kernel for op '{op_name}': unknown platform(s) {sorted(bad)}; "
                          f"known platforms are {list(PLATFORMS)}")
+    if not plats:
+        raise ValueError(f"kernel for op '{op_name}': platforms is empty")
     if op.has_trait("CpuOnly"):
-        plats = plats & {"cpu"}
+        if "cpu" not in plats:
+            raise ValueError(f"kernel for op '{op_name}': the op is CpuOnly but the kernel's "
+                             f"platforms {sorted(plats)} do not include 'cpu'")
+        plats = frozenset({"cpu"})
     names = {x.name for x in (*op.inputs, *op.outputs)}
     dt: dict[str, frozenset[np.dtype]] = {}
     for arg, allowed in (dtypes or {}).items():
         if arg not in names:
             raise ValueError(f"kernel for op '{op_name}': dtypes names '{arg}', which is not an "
                              f"input or output of the op ({sorted(names)})")
-        dt[arg] = frozenset(as_dtype(d).np for d in allowed)
+        if isinstance(allowed, str) or not hasattr(allowed, "__iter__"):
+            allowed = (allowed,)
+        try:
+            dt[arg] = frozenset(as_dtype(d).np for d in allowed)
+        except TypeError as e:
+            raise TypeError(f"kernel for op '{op_name}': dtypes of '{arg}': {e}") from None
     k = Kernel(op_name, fn, backend, plats, dt, priority, condition,
                name or getattr(fn, "__name__", op_name))
     _KERNELS.setdefault(op_name, []).append(k)
+    if op_name in _LOWERED:
+        _LOWERED.clear()
+        jax.clear_caches()
     return fn
 
 
@@ -136,11 +181,12 @@ def select_kernel(op: Any, platform: str, in_avals: Sequence[Any], out_avals: Se
         items = x if isinstance(x, list) else ([] if x is None else [x])
         dtype_of[spec.name] = [a.dtype for a in items]
     outs = list(out_avals)
+    n_variadic = len(outs) - sum(not o.variadic for o in op.outputs)  # at most one is variadic
+    i = 0
     for spec in op.outputs:
-        if spec.variadic:
-            dtype_of[spec.name] = [a.dtype for a in outs]
-        elif outs:
-            dtype_of[spec.name] = [outs.pop(0).dtype]
+        n = n_variadic if spec.variadic else 1
+        dtype_of[spec.name] = [a.dtype for a in outs[i:i + n]]
+        i += n
     per_input = op.unflatten(in_avals, layout)
     best: Kernel | None = None
     for k in _KERNELS.get(op.name, ()):
@@ -183,9 +229,14 @@ def _build_python(kernel: Kernel, op: Any, attrs: dict, out_avals: list, layout:
     shapes = [jax.ShapeDtypeStruct(a.shape, a.dtype) for a in out_avals]
 
     def host(*flat: np.ndarray) -> list[np.ndarray]:
-        res = _normalize_outputs(kernel.fn(*op.unflatten([np.asarray(a) for a in flat], layout),
-                                           **attrs))
-        res = [np.asarray(r) for r in res]
+        # JAX re-raises an exception from a callback as a JaxRuntimeError whose text ends with
+        # this message: make sure it names the op and the kernel.
+        try:
+            res = kernel.fn(*op.unflatten([np.asarray(a) for a in flat], layout), **attrs)
+        except Exception as e:
+            raise RuntimeError(f"op '{op.name}': {kernel.describe()} raised "
+                               f"{type(e).__name__}: {e}") from e
+        res = [np.asarray(r) for r in _normalize_outputs(res)]
         _check_outputs(op, kernel, res, out_avals)
         return res
 
@@ -201,10 +252,11 @@ register_backend("python", _build_python)
 def _make_lowering(op: Any, platform: str) -> Callable[..., Any]:
     from ..ops.registry import _strip_batch
 
-    def lowering(ctx: Any, *args: Any, **params: Any) -> Any:
+    def lowering(ctx: Any, /, *args: Any, **params: Any) -> Any:  # any attr name, even 'ctx'
         attrs, layout, vmap = op.split_params(params)
         per_in, _ = _strip_batch(ctx.avals_in, vmap)
         per_out = op.infer_descs(per_in, layout, attrs)
+        _LOWERED.add(op.name)
         kernel = select_kernel(op, platform, per_in, per_out, layout)
         body = _BACKENDS[kernel.backend](kernel, op, attrs, per_out, layout)
 

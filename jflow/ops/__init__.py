@@ -10,7 +10,7 @@ from .registry import (TRAITS, Attr, Input, OpDef, OpDefinitionError, Output, de
 from .registry import builtin_definitions as _builtin_definitions
 
 with _builtin_definitions():
-    from . import activation, factory, math  # noqa: F401  (registers the built-in ops)
+    from . import activation, factory, index, math, matmul, nn, reduce, shape  # noqa: F401  (registers the built-in ops)
 
 __all__ = ["Attr", "Input", "Output", "OpDef", "OpDefinitionError", "TRAITS", "define_op", "get",
            "list_ops"]

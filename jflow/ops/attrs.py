@@ -62,6 +62,8 @@ def _string(v: Any) -> str:
 
 
 def _dtype(v: Any) -> np.dtype:
+    if v is None:  # np.dtype(None) is float64: never let None pass as a dtype
+        raise TypeError("expected a dtype, got None")
     return _dtypes.as_dtype(v).np
 
 

@@ -14,8 +14,18 @@ from jax import lax
 
 from ..kernels.registry import register_kernel
 from ..sharding.sbp import elementwise
-from .infer import (ANY, BOOL, FLOAT, INTEGRAL, NUMBER, broadcast_binary, broadcast_shapes,
-                    check_dtype, desc, same_as_input)
+from .infer import (
+    ANY,
+    BOOL,
+    FLOAT,
+    INTEGRAL,
+    NUMBER,
+    broadcast_binary,
+    broadcast_shapes,
+    check_dtype,
+    desc,
+    same_as_input,
+)
 from .registry import Attr, define_op
 
 _ELEMENTWISE = elementwise("none")

@@ -17,6 +17,7 @@ Params of a bind are the normalised attrs plus, when needed, two private params:
 
 from __future__ import annotations
 
+import keyword
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -34,6 +35,11 @@ __all__ = ["Input", "Output", "Attr", "OpDef", "define_op", "get", "list_ops", "
 
 TRAITS = frozenset({"NoSideEffect", "NoGrad", "CpuOnly"})
 _PRIVATE_PARAMS = ("_layout", "_vmap")
+#: Attr names JAX (0.10) itself passes as keyword arguments next to a primitive's params
+#: (``Primitive.bind(self, ...)``, lowering-cache helpers): an attr with one of these names
+#: would fail inside JAX with "got multiple values for argument".
+JAX_RESERVED_PARAMS = frozenset({"self", "primitive", "effects", "ctx", "eqn", "cache_key",
+                                 "avals_in", "avals_out", "inline"})
 
 
 class OpDefinitionError(ValueError):
@@ -124,15 +130,22 @@ class OpDef:
     def has_trait(self, trait: str) -> bool:
         return trait in self.traits
 
-    def __call__(self, *inputs: Any, **attrs: Any) -> Any:
+    def __call__(self, /, *inputs: Any, **attrs: Any) -> Any:
         """Run the op on jflow tensors (checked entry; functors use the faster ``apply``)."""
         from ..tensor import Tensor
-        for i, x in enumerate(inputs):
-            items = x if isinstance(x, (list, tuple)) else [x]
-            for t in items:
-                if t is not None and not isinstance(t, Tensor):
-                    raise TypeError(f"op '{self.name}': input {i} must be a jflow Tensor, "
-                                    f"got {type(t).__name__}")
+        for i, (spec, x) in enumerate(zip(self.inputs, inputs)):
+            where = f"op '{self.name}': input {i} ('{spec.name}')"
+            if spec.variadic:
+                if not isinstance(x, (list, tuple)):
+                    raise TypeError(f"{where} is variadic: pass a list of jflow Tensors, "
+                                    f"got {type(x).__name__}")
+                bad = [type(t).__name__ for t in x if not isinstance(t, Tensor)]
+                if bad:
+                    raise TypeError(f"{where} must be a list of jflow Tensors, got an item of "
+                                    f"type {bad[0]}")
+            elif not isinstance(x, Tensor) and not (spec.optional and x is None):
+                raise TypeError(f"{where} must be a jflow Tensor"
+                                f"{' or None' if spec.optional else ''}, got {type(x).__name__}")
         return self.apply(*inputs, **attrs)
 
     def __repr__(self) -> str:
@@ -157,8 +170,8 @@ class OpDef:
         if self.check is not None:
             try:
                 self.check(**out)
-            except (TypeError, ValueError) as e:
-                raise type(e)(f"op '{self.name}': {e}") from None
+            except (TypeError, ValueError, IndexError) as e:
+                raise _renamed(e, self.name) from None
         return out
 
     # -- structure ---------------------------------------------------------------------
@@ -166,6 +179,9 @@ class OpDef:
         lay = []
         for spec, x in zip(self.inputs, structured_inputs):
             if spec.variadic:
+                if not isinstance(x, (list, tuple)):  # a Tensor would iterate over its rows
+                    raise TypeError(f"op '{self.name}': variadic input '{spec.name}' must be a "
+                                    f"list of tensors, got {type(x).__name__}")
                 if len(x) < spec.min:
                     raise ValueError(f"op '{self.name}': input '{spec.name}' needs at least "
                                      f"{spec.min} tensors, got {len(x)}")
@@ -196,11 +212,8 @@ class OpDef:
         """Run the inference function on per-example avals; normalise what it returns."""
         try:
             res = self.infer(*self.unflatten(in_avals, layout), **attrs)
-        except (TypeError, ValueError) as e:
-            msg = str(e)
-            if not msg.startswith(f"op '{self.name}'"):
-                msg = f"op '{self.name}': {msg}"
-            raise type(e)(msg) from None
+        except (TypeError, ValueError, IndexError) as e:
+            raise _renamed(e, self.name) from None
         return self._flatten_inferred(res)
 
     def _flatten_inferred(self, res: Any) -> list[core.ShapedArray]:
@@ -254,7 +267,10 @@ class OpDef:
         return result
 
     # -- primitive rules -------------------------------------------------------------------
-    def _abstract_eval(self, *avals: core.ShapedArray, **params: Any) -> list[core.ShapedArray]:
+    # Their own arguments are positional-only: attrs arrive as keyword params and may have any
+    # name (an attr called ``dims`` or ``self`` must not collide with a rule's argument).
+    def _abstract_eval(self, /, *avals: core.ShapedArray, **params: Any
+                       ) -> list[core.ShapedArray]:
         attrs, layout, vmap = self.split_params(params)
         per_example, sizes = _strip_batch(avals, vmap)
         outs = self.infer_descs(per_example, layout, attrs)
@@ -262,7 +278,12 @@ class OpDef:
             outs = [core.ShapedArray(tuple(sizes) + o.shape, o.dtype) for o in outs]
         return outs
 
-    def _batch_rule(self, args: Sequence[Any], dims: Sequence[Any], **params: Any):
+    def _batch_rule(self, axis_data: Any, args: Sequence[Any], dims: Sequence[Any], /,
+                    **params: Any) -> tuple[Any, list[Any]]:
+        """JAX's (fancy) batching rule: record this vmap level's axes in ``_vmap``."""
+        if all(d is None for d in dims):
+            outs = self.primitive.bind(*args, **params)
+            return outs, [None] * len(outs)
         axes = tuple(None if d is None else 0 for d in dims)
         moved = [a if d is None or d == 0 else jax.numpy.moveaxis(a, d, 0)
                  for a, d in zip(args, dims)]
@@ -270,6 +291,24 @@ class OpDef:
         new["_vmap"] = (axes,) + tuple(params.get("_vmap", ()))
         outs = self.primitive.bind(*moved, **new)
         return outs, [0] * len(outs)
+
+
+def _renamed(e: Exception, op_name: str) -> Exception:
+    """``e`` with its message prefixed by ``op 'name': `` (kept as is if it already is); an
+    exception class that cannot be rebuilt from a message becomes its builtin base class."""
+    msg = str(e)
+    if not msg.startswith(f"op '{op_name}'"):
+        msg = f"op '{op_name}': {msg}"
+    try:
+        new = type(e)(msg)
+        if str(new) == msg:
+            return new
+    except Exception:  # a constructor that takes other arguments
+        pass
+    for base in (IndexError, TypeError, ValueError):
+        if isinstance(e, base):
+            return base(msg)
+    return ValueError(msg)
 
 
 def _strip_batch(avals: Sequence[Any], vmap: tuple) -> tuple[list[Any], list[int]]:
@@ -318,8 +357,9 @@ def list_ops() -> list[str]:
     return sorted(_REGISTRY)
 
 
-def _check_definition(name: str, inputs: tuple[Input, ...], outputs: tuple[Output, ...],
-                      attrs: tuple[Attr, ...], traits: frozenset[str], infer: Any) -> None:
+def _check_definition(name: str, inputs: tuple[Any, ...], outputs: tuple[Any, ...],
+                      attrs: tuple[Any, ...], traits: frozenset[str], infer: Any,
+                      check: Any) -> None:
     def fail(msg: str) -> None:
         raise OpDefinitionError(f"cannot define op '{name}': {msg}")
 
@@ -329,23 +369,47 @@ def _check_definition(name: str, inputs: tuple[Input, ...], outputs: tuple[Outpu
         fail("an op with this name is already registered")
     if not callable(infer):
         fail("an inference function (infer=) is required")
+    if check is not None and not callable(check):
+        fail(f"check= must be a function of the attrs, got {type(check).__name__}")
     unknown = traits - TRAITS
     if unknown:
         fail(f"unknown trait(s) {sorted(unknown)}; known traits are {sorted(TRAITS)}")
+    for kind, items, cls in (("input", inputs, Input), ("output", outputs, Output),
+                             ("attr", attrs, Attr)):
+        for x in items:
+            if not isinstance(x, cls):
+                fail(f"each {kind} must be a name or a jflow.ops.{cls.__name__}, got {x!r}")
     names = [x.name for x in (*inputs, *outputs, *attrs)]
+    for n in names:
+        # they become Python parameter names of the op's generated ``apply``
+        if not isinstance(n, str) or not n.isidentifier() or keyword.iskeyword(n):
+            fail(f"input/output/attr names must be Python identifiers (not keywords), got {n!r}")
+        if n.startswith("_"):
+            fail(f"names starting with '_' are reserved: '{n}'")
     dup = {n for n in names if names.count(n) > 1}
     if dup:
         fail(f"duplicate input/output/attr name(s) {sorted(dup)}")
-    for n in names:
-        if n.startswith("_"):
-            fail(f"names starting with '_' are reserved: '{n}'")
+    for a in attrs:
+        if a.name in JAX_RESERVED_PARAMS:
+            fail(f"attr name '{a.name}' is reserved: JAX passes an argument of that name next "
+                 f"to primitive params (reserved: {sorted(JAX_RESERVED_PARAMS)})")
+    seen_optional = None
     for i in inputs:
+        if i.optional:
+            seen_optional = i.name
+        elif seen_optional is not None:
+            # inputs are Python parameters of the op's ``apply``; optional ones default to None
+            fail(f"input '{i.name}' follows optional input '{seen_optional}'; put optional "
+                 f"inputs last")
         if i.variadic and i.optional:
             fail(f"input '{i.name}' cannot be both optional and variadic")
-        if i.variadic and i.min < 0:
-            fail(f"input '{i.name}': variadic minimum must be >= 0")
+        if i.variadic and (isinstance(i.min, bool) or not isinstance(i.min, int) or i.min < 0):
+            fail(f"input '{i.name}': variadic minimum must be an int >= 0, got {i.min!r}")
     if not outputs:
         fail("an op needs at least one output")
+    if sum(o.variadic for o in outputs) > 1:
+        # outputs are flat at the primitive level: two variadic counts could not be told apart
+        fail("at most one output can be variadic")
     for a in attrs:
         if a.type not in ATTR_TYPES:
             fail(f"attr '{a.name}' has unknown type '{a.type}'; "
@@ -381,11 +445,16 @@ def define_op(
     from .. import dispatch
     from ..kernels import registry as kernels
 
+    for what, v in (("inputs", inputs), ("outputs", outputs), ("attrs", attrs),
+                    ("traits", traits)):
+        if isinstance(v, str):
+            raise OpDefinitionError(f"cannot define op '{name}': {what}= must be a list, "
+                                    f"got the string {v!r}")
     ins = tuple(_as_input(i) for i in inputs)
     outs = tuple(_as_output(o) for o in outputs)
     attrs_t = tuple(attrs)
     traits_f = frozenset(traits)
-    _check_definition(name, ins, outs, attrs_t, traits_f, infer)
+    _check_definition(name, ins, outs, attrs_t, traits_f, infer, check)
 
     op = OpDef(name=name, inputs=ins, outputs=outs, attrs=attrs_t, infer=infer,
                traits=traits_f, check=check, sbp=sbp, doc=doc,
@@ -395,7 +464,9 @@ def define_op(
     prim.multiple_results = True
     prim.def_abstract_eval(op._abstract_eval)
     prim.def_impl(dispatch.primitive_impl(op))
-    batching.primitive_batchers[prim] = op._batch_rule
+    # registered directly as a "fancy" rule: JAX's primitive_batchers wrapper takes a keyword
+    # ``dims`` of its own, which an attr of that name would collide with
+    batching.fancy_primitive_batchers[prim] = op._batch_rule
     op.primitive = prim
     kernels.install_lowerings(op)
     op.apply = dispatch.make_apply(op)

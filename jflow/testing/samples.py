@@ -50,8 +50,9 @@ class OpSamples:
 _SAMPLES: dict[str, OpSamples] = {}
 
 
-def register_samples(op: str, samples: Sequence[Sample], reference: Callable[..., Any] | None = None,
-                     *, verify: Callable[..., None] | None = None,
+def register_samples(op: str, samples: Sequence[Sample],
+                     reference: Callable[..., Any] | None = None, *,
+                     verify: Callable[..., None] | None = None,
                      errors: Sequence[ErrorSample] = ()) -> None:
     """Register checker samples for ``op``.
 

@@ -11,9 +11,17 @@ from typing import Any
 import numpy as np
 
 from ...ops import get
-from ...tensor import Tensor
-from ..promotion import (assign_inplace, cast, default_float_np, promote, result_dtype,
-                         scalar_result_dtype, scalar_tensor, to_float)
+from ...tensor import Tensor, _wrap
+from ..promotion import (
+    assign_inplace,
+    cast,
+    default_float_np,
+    promote,
+    result_dtype,
+    scalar_result_dtype,
+    scalar_tensor,
+    to_float,
+)
 from ..registry import functor
 
 _BOOL = np.dtype(np.bool_)
@@ -42,25 +50,50 @@ def _scalar_dtype(style: str, t: Tensor, s: Any) -> np.dtype:
     return d
 
 
+_SUB_BOOL = ("sub: Subtraction, the `-` operator, with a bool tensor is not supported. If you are "
+             "trying to invert a mask, use the `~` or `logical_not()` operator instead.")
+#: Integer division ops whose Python-scalar form checks for a zero divisor (the kernels follow
+#: XLA, which returns an unspecified value for an integer division by zero).
+_INT_DIVISION = ("floor_divide", "trunc_divide", "remainder", "fmod")
+
+
+def _sub_check(a: Any, b: Any) -> None:
+    """PyTorch refuses ``-`` on bools (a bool tensor or a bool scalar): RuntimeError."""
+    for v in (a, b):
+        if (v._value.dtype == _BOOL) if isinstance(v, Tensor) else isinstance(v, bool):
+            raise RuntimeError(_SUB_BOOL)
+
+
 def _binary_functors(op_name: str, style: str) -> None:
     apply = get(op_name).apply
     name = _camel(op_name)
+    is_sub = op_name == "sub"
+    int_div = op_name in _INT_DIVISION
 
     def tensor_tensor(input: Tensor, other: Tensor) -> Tensor:
+        if is_sub:
+            _sub_check(input, other)
         if input._value.dtype == other._value.dtype and style != "logical" and (
                 style != "true_div" or input._value.dtype.kind == "f"):
             return apply(input, other)
         return apply(*_prepare(style, input, other))
 
     def tensor_scalar(input: Tensor, other: Any) -> Tensor:
+        if is_sub:
+            _sub_check(input, other)
         d = _scalar_dtype(style, input, other)
+        if int_div and other == 0 and d.kind in "iu":
+            raise ZeroDivisionError(f"{op_name}: integer division by zero")
         return apply(cast(input, d), scalar_tensor(other, d))
 
     def scalar_tensor_(input: Any, other: Tensor) -> Tensor:
+        if is_sub:
+            _sub_check(input, other)
         d = _scalar_dtype(style, other, input)
         return apply(scalar_tensor(input, d), cast(other, d))
 
     tensor_tensor.__name__, tensor_scalar.__name__ = name, f"Scalar{name}"
+    scalar_tensor_.__name__ = f"ScalarR{name}"
     functor(name)(tensor_tensor)
     functor(f"Scalar{name}")(tensor_scalar)
     functor(f"ScalarR{name}")(scalar_tensor_)
@@ -161,8 +194,8 @@ def _unary_functor(op_name: str, float_only: bool, int_identity: bool = False) -
     if float_only:
         def fn(input: Tensor) -> Tensor:
             if input._value.dtype.kind in "iub":
-                if int_identity:
-                    return input
+                if int_identity:  # a new tensor (never the input: in-place ops on the
+                    return _wrap(input._value)  # result must not touch it); values are shared
                 input = to_float(input)
             return apply(input)
     else:
@@ -177,8 +210,27 @@ for _op in ["exp", "log", "log1p", "expm1", "sqrt", "rsqrt", "reciprocal", "sin"
     _unary_functor(_op, True)
 for _op in ["floor", "ceil", "round"]:
     _unary_functor(_op, True, int_identity=True)
-for _op in ["abs", "neg", "square", "sign", "relu", "logical_not"]:
+for _op in ["abs", "neg", "relu", "logical_not"]:
     _unary_functor(_op, False)
+
+_square, _sign = get("square").apply, get("sign").apply
+_INT64 = np.dtype(np.int64)
+
+
+@functor("Square")
+def square(input: Tensor) -> Tensor:
+    """As PyTorch (``pow(x, 2)``): a bool tensor squares as int64."""
+    if input._value.dtype == _BOOL:
+        input = cast(input, _INT64)
+    return _square(input)
+
+
+@functor("Sign")
+def sign(input: Tensor) -> Tensor:
+    """The sign of a bool is the bool itself (as PyTorch); the op covers numbers."""
+    if input._value.dtype == _BOOL:
+        return _wrap(input._value)  # a new tensor, not the input (see _unary_functor)
+    return _sign(input)
 
 _bitwise_not = get("bitwise_not").apply
 _logical_not = get("logical_not").apply
@@ -229,13 +281,9 @@ def hardtanh(x: Tensor, min_val: float = -1.0, max_val: float = 1.0) -> Tensor:
 def clamp(input: Tensor, min: Any = None, max: Any = None, inplace: bool = False) -> Tensor:  # noqa: A002
     if min is None and max is None:
         raise ValueError("clamp(): at least one of 'min' or 'max' must not be None")
-    x = input
-    bounds = [b for b in (min, max) if b is not None]
-    d = x._value.dtype
-    for b in bounds:
-        d = np.promote_types(d, scalar_result_dtype(cast(x, d), b))
-    x = cast(x, np.dtype(d))
-    return _finish(input, _clamp(x, min=min, max=max), inplace, "clamp")
+    # PyTorch: result_type(input, min, max) with the bounds as Python scalars
+    d = result_dtype(input, scalars=tuple(b for b in (min, max) if b is not None))
+    return _finish(input, _clamp(cast(input, d), min=min, max=max), inplace, "clamp")
 
 
 @functor("Where")

@@ -121,7 +121,8 @@ for _name, _ref in [("bitwise_and", np.bitwise_and), ("bitwise_or", np.bitwise_o
     register_samples(_name, [Sample([_I, _J]), Sample([_X > 0, _Y > 0])], _ref,
                      errors=[ErrorSample([_X, _Y], {}, TypeError, "integer or bool")])
 
-register_samples("where", [Sample([_X > 0, _X, _Y]), Sample([_COL > 0, _ROW, _I.astype(np.float32)])],
+register_samples("where", [Sample([_X > 0, _X, _Y]),
+                           Sample([_COL > 0, _ROW, _I.astype(np.float32)])],
                  np.where, errors=[ErrorSample([_X, _X, _Y], {}, TypeError, "bool")])
 register_samples(
     "clamp", [Sample([_X], {"min": -0.5, "max": 0.5}), Sample([_I], {"min": 0.0}),

@@ -1,0 +1,118 @@
+"""Functors of the matrix products: ``matmul`` (torch.matmul's cases), ``mm``, ``bmm``, ``dot``,
+``mv``, ``outer``. (``a @ b`` is ``flow._C.matmul``, attached in jflow/tensor_methods.py.)
+
+``torch.matmul`` dispatches on the operands' ranks; each case is one op (see
+:mod:`jflow.ops.matmul`), so no reshape is ever needed:
+
+* 1-D @ 1-D -> ``dot`` (0-d); N-d @ 1-D -> ``matrix_vector_product``;
+  1-D @ N-d -> ``vector_matrix_product``; 2-D @ 2-D -> ``matmul``;
+  otherwise -> ``batch_matmul`` (batch dims broadcast).
+
+Like PyTorch, matrix products do not promote: both operands must have the same dtype
+(``outer`` is the exception, it promotes as PyTorch's does). ``transpose_a`` / ``transpose_b``
+/ ``alpha`` are OneFlow's keyword extensions of ``matmul``.
+"""
+
+from __future__ import annotations
+
+from ...ops import get
+from ...tensor import Tensor
+from ..promotion import promote, scalar_tensor
+from ..registry import functor
+
+_matmul = get("matmul").apply
+_batch_matmul = get("batch_matmul").apply
+_mv = get("matrix_vector_product").apply
+_vm = get("vector_matrix_product").apply
+_dot = get("dot").apply
+_outer = get("outer").apply
+_mul = get("mul").apply
+
+
+def _same_dtype(fname: str, a: Tensor, b: Tensor) -> None:
+    if a._value.dtype != b._value.dtype:
+        raise TypeError(f"{fname}(): expected both operands to have the same dtype, got "
+                        f"{a.dtype} and {b.dtype} (matrix products do not promote; cast one)")
+
+
+def _require_ndim(fname: str, arg: str, t: Tensor, ndim: int) -> None:
+    if t._value.ndim != ndim:
+        raise ValueError(f"{fname}(): argument '{arg}' must be a {ndim}-D tensor, got a "
+                         f"{t._value.ndim}-D tensor of shape {tuple(t.shape)}")
+
+
+@functor("MatMul")
+def matmul(input: Tensor, other: Tensor, transpose_a: bool = False, transpose_b: bool = False,
+           alpha: float = 1.0) -> Tensor:
+    """torch.matmul: the product of two tensors, by the operands' ranks (module docstring)."""
+    _same_dtype("matmul", input, other)
+    na, nb = input._value.ndim, other._value.ndim
+    if na == 0 or nb == 0:
+        raise ValueError(f"matmul(): both arguments need to be at least 1-D, but they are "
+                         f"{na}-D and {nb}-D")
+    if alpha != 1.0 and input._value.dtype.kind in "iub":
+        raise TypeError(f"matmul(): alpha must be 1 for {input.dtype} operands, got {alpha}")
+    if na >= 2 and nb >= 2:
+        op = _matmul if na == 2 and nb == 2 else _batch_matmul
+        return op(input, other, transpose_a=transpose_a, transpose_b=transpose_b, alpha=alpha)
+    if (na == 1 and transpose_a) or (nb == 1 and transpose_b):
+        raise ValueError("matmul(): transpose_a / transpose_b apply to matrices and cannot be "
+                         "set for a 1-D operand")
+    if na == 1 and nb == 1:
+        out = _dot(input, other)
+    elif nb == 1:
+        out = _mv(input, other, transpose_a=transpose_a)
+    else:
+        out = _vm(input, other, transpose_b=transpose_b)
+    if alpha != 1.0:
+        out = _mul(out, scalar_tensor(alpha, out._value.dtype))
+    return out
+
+
+@functor("Mm")
+def mm(input: Tensor, mat2: Tensor) -> Tensor:
+    """torch.mm: the product of two 2-D matrices (no broadcasting)."""
+    _require_ndim("mm", "input", input, 2)
+    _require_ndim("mm", "mat2", mat2, 2)
+    _same_dtype("mm", input, mat2)
+    return _matmul(input, mat2)
+
+
+@functor("Bmm")
+def bmm(input: Tensor, mat2: Tensor) -> Tensor:
+    """torch.bmm: batched product of (b, n, m) and (b, m, p) tensors (no broadcasting)."""
+    _require_ndim("bmm", "input", input, 3)
+    _require_ndim("bmm", "mat2", mat2, 3)
+    _same_dtype("bmm", input, mat2)
+    b1, b2 = input._value.shape[0], mat2._value.shape[0]
+    if b1 != b2:
+        raise ValueError(f"bmm(): batch sizes must match, got {b1} (input {tuple(input.shape)}) "
+                         f"and {b2} (mat2 {tuple(mat2.shape)})")
+    return _batch_matmul(input, mat2)
+
+
+@functor("Dot")
+def dot(input: Tensor, tensor: Tensor) -> Tensor:
+    """torch.dot: the inner product of two 1-D tensors with the same number of elements."""
+    _require_ndim("dot", "input", input, 1)
+    _require_ndim("dot", "tensor", tensor, 1)
+    _same_dtype("dot", input, tensor)
+    return _dot(input, tensor)
+
+
+@functor("Mv")
+def mv(input: Tensor, vec: Tensor) -> Tensor:
+    """torch.mv: a 2-D matrix times a 1-D vector."""
+    _require_ndim("mv", "input", input, 2)
+    _require_ndim("mv", "vec", vec, 1)
+    _same_dtype("mv", input, vec)
+    return _mv(input, vec)
+
+
+@functor("Outer")
+def outer(input: Tensor, vec2: Tensor) -> Tensor:
+    """torch.outer: out[i, j] = input[i] * vec2[j]; dtypes promote as in multiplication."""
+    _require_ndim("outer", "input", input, 1)
+    _require_ndim("outer", "vec2", vec2, 1)
+    return _outer(*promote(input, vec2))
+

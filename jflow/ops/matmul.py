@@ -1,0 +1,292 @@
+"""Matrix products — definition, xla kernel and SBP signatures side by side.
+
+OneFlow splits ``torch.matmul`` into several ops, and so does jflow, so that every case has
+exact SBP signatures and the functor never needs a reshape:
+
+=========================  ==========================================  =====================
+op                         operands                                     result
+=========================  ==========================================  =====================
+``matmul``                 a (m, k), b (k, n); ``transpose_a/b``, alpha  (m, n)
+``batch_matmul``           a (..., m, k), b (..., k, n), one >= 3-D;    (broadcast(...), m, n)
+                           batch dims broadcast (OneFlow's batch_matmul
+                           + broadcast_matmul); ``transpose_a/b``, alpha
+``matrix_vector_product``  a (..., m, k), b (k,); ``transpose_a``       (..., m)
+``vector_matrix_product``  a (k,), b (..., k, n); ``transpose_b``       (..., n)
+``dot``                    a (k,), b (k,)                               ()
+``outer``                  a (n,), b (m,)                               (n, m)
+=========================  ==========================================  =====================
+
+``transpose_a`` / ``transpose_b`` transpose the last two dims of that operand before the product
+(XLA folds the transpose into the dot). Ops are dtype-strict: both operands have the same dtype
+(``torch.matmul`` does not promote either). Float products run at ``Precision.HIGHEST`` so GPUs
+and TPUs compute in full fp32 like PyTorch's default, not in TF32/bf16 passes.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import jax.numpy as jnp
+import numpy as np
+from jax import lax
+
+from ..kernels.registry import register_kernel
+from ..sharding.sbp import B, P, S, Signature
+from .infer import ANY, NUMBER, broadcast_shapes, check_dtype, desc, kind
+from .registry import Attr, define_op
+
+_HIGHEST = lax.Precision.HIGHEST
+
+
+# -- shared inference helpers ----------------------------------------------------------------
+
+def _same_dtype(a: Any, b: Any) -> None:
+    if np.dtype(a.dtype) != np.dtype(b.dtype):
+        raise TypeError(f"a and b must have the same dtype (matrix products do not promote), "
+                        f"got {np.dtype(a.dtype).name} and {np.dtype(b.dtype).name}")
+
+
+def _check_alpha(a: Any, alpha: float) -> None:
+    if alpha != 1.0 and kind(a.dtype) != "float":
+        raise TypeError(f"alpha must be 1 for {np.dtype(a.dtype).name} inputs (a scale factor "
+                        f"needs floating inputs), got alpha={alpha}")
+
+
+def _mat(shape: tuple[int, ...], transpose: bool) -> tuple[int, int]:
+    """(rows, cols) of the last two dims of ``shape`` after the optional transpose."""
+    r, c = shape[-2], shape[-1]
+    return (c, r) if transpose else (r, c)
+
+
+def _tag(transpose: bool) -> str:
+    return "^T" if transpose else ""
+
+
+def _contract(m: int, k: int, k2: int, n: int, ta: bool, tb: bool) -> None:
+    if k != k2:
+        raise ValueError(f"shapes cannot be multiplied (a{_tag(ta)} is {m}x{k}, "
+                         f"b{_tag(tb)} is {k2}x{n}; the inner sizes {k} and {k2} differ)")
+
+
+def _shape(x: Any) -> tuple[int, ...]:
+    return tuple(int(s) for s in x.shape)
+
+
+# -- kernels ---------------------------------------------------------------------------------
+
+def _t(x: Any, transpose: bool) -> Any:
+    return jnp.swapaxes(x, -1, -2) if transpose else x
+
+
+def _scale(out: Any, alpha: float) -> Any:
+    return out if alpha == 1.0 else out * jnp.asarray(alpha, out.dtype)
+
+
+def _matmul_kernel(a: Any, b: Any, transpose_a: bool, transpose_b: bool, alpha: float) -> Any:
+    return _scale(jnp.matmul(_t(a, transpose_a), _t(b, transpose_b), precision=_HIGHEST), alpha)
+
+
+# -- matmul (2-D) ----------------------------------------------------------------------------
+
+def _matmul_infer(a: Any, b: Any, transpose_a: bool, transpose_b: bool, alpha: float) -> Any:
+    _same_dtype(a, b)
+    check_dtype(a, NUMBER, "a")
+    _check_alpha(a, alpha)
+    sa, sb = _shape(a), _shape(b)
+    if len(sa) != 2 or len(sb) != 2:
+        raise ValueError(f"a and b must be 2-D matrices (batch_matmul takes batched inputs), "
+                         f"got shapes {sa} and {sb}")
+    m, k = _mat(sa, transpose_a)
+    k2, n = _mat(sb, transpose_b)
+    _contract(m, k, k2, n, transpose_a, transpose_b)
+    return desc((m, n), a.dtype)
+
+
+def _matmul_sbp(in_shapes: Any, n_out: int = 1, transpose_a: bool = False,
+                transpose_b: bool = False, **_: Any) -> list[Signature]:
+    """OneFlow's matmul: (S(m), B) -> S(0), (B, S(n)) -> S(1), (S(k), S(k)) -> P,
+    (P, B) -> P, (B, P) -> P, where the m/k/n axes move with the transpose flags."""
+    a_m, a_k = (1, 0) if transpose_a else (0, 1)
+    b_k, b_n = (1, 0) if transpose_b else (0, 1)
+    return [Signature((S(a_m), B), (S(0),)), Signature((B, S(b_n)), (S(1),)),
+            Signature((S(a_k), S(b_k)), (P,)), Signature((P, B), (P,)),
+            Signature((B, P), (P,))]
+
+
+_MM_ATTRS = [Attr("transpose_a", "bool", False), Attr("transpose_b", "bool", False),
+             Attr("alpha", "double", 1.0)]
+
+define_op("matmul", inputs=["a", "b"], outputs=["out"], attrs=_MM_ATTRS, infer=_matmul_infer,
+          sbp=_matmul_sbp, doc="alpha * op(a) @ op(b) for 2-D a and b (op = optional transpose)")
+register_kernel("matmul", _matmul_kernel, name="matmul_xla")
+
+
+# -- batch_matmul (N-d, broadcast batch dims) --------------------------------------------------
+
+def _batch_matmul_infer(a: Any, b: Any, transpose_a: bool, transpose_b: bool,
+                        alpha: float) -> Any:
+    _same_dtype(a, b)
+    check_dtype(a, NUMBER, "a")
+    _check_alpha(a, alpha)
+    sa, sb = _shape(a), _shape(b)
+    if len(sa) < 2 or len(sb) < 2 or max(len(sa), len(sb)) < 3:
+        raise ValueError(f"a and b must be at least 2-D and one of them at least 3-D (matmul "
+                         f"takes two matrices), got shapes {sa} and {sb}")
+    try:
+        batch = broadcast_shapes(sa[:-2], sb[:-2])
+    except ValueError:
+        raise ValueError(f"the batch dimensions {sa[:-2]} of a and {sb[:-2]} of b cannot be "
+                         f"broadcast together (shapes {sa} and {sb})") from None
+    m, k = _mat(sa, transpose_a)
+    k2, n = _mat(sb, transpose_b)
+    _contract(m, k, k2, n, transpose_a, transpose_b)
+    return desc(batch + (m, n), a.dtype)
+
+
+def _batch_axis_sbp(shapes: list[tuple[int, ...]], ranks: list[int], nb: int, j: int) -> list:
+    """SBP of each operand for a split of output batch axis ``j`` (broadcast operands: B)."""
+    out_d = 1
+    for s, r in zip(shapes, ranks):
+        i = j - (nb - r)
+        if i >= 0 and s[i] != 1:
+            out_d = s[i]
+    res = []
+    for s, r in zip(shapes, ranks):
+        i = j - (nb - r)
+        res.append(B if i < 0 or (s[i] == 1 and out_d != 1) else S(i))
+    return res
+
+
+def _batch_matmul_sbp(in_shapes: Any, n_out: int = 1, transpose_a: bool = False,
+                      transpose_b: bool = False, **_: Any) -> list[Signature]:
+    """Each output batch axis splits the operands that have it (broadcast ones stay B); the
+    matrix axes follow matmul's signatures, shifted past the batch dims."""
+    sa, sb = (tuple(s) for s in in_shapes)
+    ra, rb = len(sa) - 2, len(sb) - 2
+    nb = max(ra, rb)
+    sigs = []
+    for j in range(nb):
+        ins = _batch_axis_sbp([sa[:-2], sb[:-2]], [ra, rb], nb, j)
+        sigs.append(Signature(tuple(ins), (S(j),)))
+    a_m, a_k = (ra + 1, ra) if transpose_a else (ra, ra + 1)
+    b_k, b_n = (rb + 1, rb) if transpose_b else (rb, rb + 1)
+    sigs += [Signature((S(a_m), B), (S(nb),)), Signature((B, S(b_n)), (S(nb + 1),)),
+             Signature((S(a_k), S(b_k)), (P,)), Signature((P, B), (P,)),
+             Signature((B, P), (P,))]
+    return sigs
+
+
+define_op("batch_matmul", inputs=["a", "b"], outputs=["out"], attrs=_MM_ATTRS,
+          infer=_batch_matmul_infer, sbp=_batch_matmul_sbp,
+          doc="alpha * op(a) @ op(b) over broadcast batch dims (torch.matmul for N-d inputs)")
+register_kernel("batch_matmul", _matmul_kernel, name="batch_matmul_xla")
+
+
+# -- matrix_vector_product / vector_matrix_product --------------------------------------------
+
+def _mv_infer(a: Any, b: Any, transpose_a: bool) -> Any:
+    _same_dtype(a, b)
+    check_dtype(a, NUMBER, "a")
+    sa, sb = _shape(a), _shape(b)
+    if len(sa) < 2 or len(sb) != 1:
+        raise ValueError(f"a must be at least 2-D and b 1-D, got shapes {sa} and {sb}")
+    m, k = _mat(sa, transpose_a)
+    _contract(m, k, sb[0], 1, transpose_a, False)
+    return desc(sa[:-2] + (m,), a.dtype)
+
+
+def _mv_sbp(in_shapes: Any, n_out: int = 1, transpose_a: bool = False,
+            **_: Any) -> list[Signature]:
+    """Batch axes of a split the output; the m axis of a -> S(last); k -> P; linear in each."""
+    ra = len(in_shapes[0]) - 2
+    sigs = [Signature((S(j), B), (S(j),)) for j in range(ra)]
+    a_m, a_k = (ra + 1, ra) if transpose_a else (ra, ra + 1)
+    sigs += [Signature((S(a_m), B), (S(ra),)), Signature((S(a_k), S(0)), (P,)),
+             Signature((P, B), (P,)), Signature((B, P), (P,))]
+    return sigs
+
+
+def _mv_kernel(a: Any, b: Any, transpose_a: bool) -> Any:
+    return jnp.matmul(_t(a, transpose_a), b, precision=_HIGHEST)
+
+
+define_op("matrix_vector_product", inputs=["a", "b"], outputs=["out"],
+          attrs=[Attr("transpose_a", "bool", False)], infer=_mv_infer, sbp=_mv_sbp,
+          doc="op(a) @ b for a (..., m, k) and a vector b (k,): (..., m)")
+register_kernel("matrix_vector_product", _mv_kernel, name="matrix_vector_product_xla")
+
+
+def _vm_infer(a: Any, b: Any, transpose_b: bool) -> Any:
+    _same_dtype(a, b)
+    check_dtype(a, NUMBER, "a")
+    sa, sb = _shape(a), _shape(b)
+    if len(sa) != 1 or len(sb) < 2:
+        raise ValueError(f"a must be 1-D and b at least 2-D, got shapes {sa} and {sb}")
+    k2, n = _mat(sb, transpose_b)
+    _contract(1, sa[0], k2, n, False, transpose_b)
+    return desc(sb[:-2] + (n,), a.dtype)
+
+
+def _vm_sbp(in_shapes: Any, n_out: int = 1, transpose_b: bool = False,
+            **_: Any) -> list[Signature]:
+    """Batch axes of b split the output; the n axis of b -> S(last); k -> P; linear in each."""
+    rb = len(in_shapes[1]) - 2
+    sigs = [Signature((B, S(j)), (S(j),)) for j in range(rb)]
+    b_k, b_n = (rb + 1, rb) if transpose_b else (rb, rb + 1)
+    sigs += [Signature((B, S(b_n)), (S(rb),)), Signature((S(0), S(b_k)), (P,)),
+             Signature((P, B), (P,)), Signature((B, P), (P,))]
+    return sigs
+
+
+def _vm_kernel(a: Any, b: Any, transpose_b: bool) -> Any:
+    return jnp.matmul(a, _t(b, transpose_b), precision=_HIGHEST)
+
+
+define_op("vector_matrix_product", inputs=["a", "b"], outputs=["out"],
+          attrs=[Attr("transpose_b", "bool", False)], infer=_vm_infer, sbp=_vm_sbp,
+          doc="a @ op(b) for a vector a (k,) and b (..., k, n): (..., n)")
+register_kernel("vector_matrix_product", _vm_kernel, name="vector_matrix_product_xla")
+
+
+# -- dot / outer -------------------------------------------------------------------------------
+
+def _dot_infer(a: Any, b: Any) -> Any:
+    _same_dtype(a, b)
+    check_dtype(a, NUMBER, "a")
+    sa, sb = _shape(a), _shape(b)
+    if len(sa) != 1 or len(sb) != 1:
+        raise ValueError(f"a and b must be 1-D, got shapes {sa} and {sb}")
+    if sa != sb:
+        raise ValueError(f"a and b must have the same number of elements, got {sa[0]} and "
+                         f"{sb[0]}")
+    return desc((), a.dtype)
+
+
+def _dot_sbp(in_shapes: Any, n_out: int = 1, **_: Any) -> list[Signature]:
+    """(S0, S0) -> P (each rank sums its slice), and linear in each operand."""
+    return [Signature((S(0), S(0)), (P,)), Signature((P, B), (P,)), Signature((B, P), (P,))]
+
+
+define_op("dot", inputs=["a", "b"], outputs=["out"], infer=_dot_infer, sbp=_dot_sbp,
+          doc="sum(a * b) of two vectors")
+register_kernel("dot", lambda a, b: jnp.dot(a, b, precision=_HIGHEST), name="dot_xla")
+
+
+def _outer_infer(a: Any, b: Any) -> Any:
+    _same_dtype(a, b)
+    check_dtype(a, ANY, "a")
+    sa, sb = _shape(a), _shape(b)
+    if len(sa) != 1 or len(sb) != 1:
+        raise ValueError(f"a and b must be 1-D, got shapes {sa} and {sb}")
+    return desc((sa[0], sb[0]), a.dtype)
+
+
+def _outer_sbp(in_shapes: Any, n_out: int = 1, **_: Any) -> list[Signature]:
+    """(S0, B) -> S0, (B, S0) -> S1, and linear in each operand."""
+    return [Signature((S(0), B), (S(0),)), Signature((B, S(0)), (S(1),)),
+            Signature((P, B), (P,)), Signature((B, P), (P,))]
+
+
+define_op("outer", inputs=["a", "b"], outputs=["out"], infer=_outer_infer, sbp=_outer_sbp,
+          doc="a[i] * b[j] of two vectors (bool: logical and)")
+register_kernel("outer", lambda a, b: jnp.multiply(a[:, None], b[None, :]), name="outer_xla")

@@ -1,0 +1,383 @@
+"""Tensor indexing (``x[...]`` and ``x[...] = v``) and the shape methods that take varargs.
+
+An index is split into a static part — ints, slices, None, Ellipsis, bools, written into the
+``spec`` string attr of the ``getitem`` / ``setitem`` ops (grammar in :mod:`jflow.ops.shape`)
+— and index tensors passed as op inputs. So indexing is one primitive per call: cached per
+spec, traceable under ``jax.jit`` / ``jax.vmap``, and it gets autograd and SBP like any op.
+
+Semantics are PyTorch's: ints, slices, None, Ellipsis and 0-d integer tensors are applied
+first (as views), then n-d integer tensors with NumPy's advanced-indexing rules (broadcast
+together; their dims replace the indexed dims when those are adjacent, else go first). Python
+lists and NumPy arrays are index tensors too (a nested list is an n-d index, as in NumPy and
+PyTorch >= 2.9, not the legacy "list as tuple"). Bool masks are converted eagerly with
+``nonzero`` (their result shape depends on the data, so they cannot be traced) — except for
+``x[mask] = value`` with a value that broadcasts over the non-masked dims, which is a traceable
+``where``. Eager integer indices are bounds-checked on the host (JAX would clamp silently);
+inside a trace they cannot be checked and out-of-range indices follow JAX (clamped on read,
+dropped on write).
+
+``__setitem__`` is a functional update: it replaces the tensor's value and bumps its version.
+"""
+
+from __future__ import annotations
+
+import operator
+from collections.abc import Sequence
+from typing import Any
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+from jax.core import Tracer
+
+from . import dtypes as _dt
+from .functional import F
+from .functional.promotion import cast, scalar_tensor
+from .ops import get as _get_op
+from .ops.shape import _value_fits
+from .tensor import Size, Tensor, _wrap
+
+__all__ = ["getitem", "setitem"]
+
+_getitem = _get_op("getitem").apply
+_setitem = _get_op("setitem").apply
+
+_INTS = (int, np.integer)
+_BOOLS = (bool, np.bool_)
+_SCALARS = (bool, int, float, np.bool_, np.integer, np.floating)
+
+
+def _traced(t: Tensor) -> bool:
+    return isinstance(t._value, Tracer)
+
+
+def _slice_bound(v: Any, what: str) -> int | None:
+    if v is None:
+        return None
+    if isinstance(v, _BOOLS):
+        raise TypeError(f"slice {what} must be an integer or None, got a bool")
+    if isinstance(v, Tensor):
+        if _traced(v):
+            raise TypeError(f"slice {what} must be a concrete integer: a traced tensor (inside "
+                            f"jax.jit / vmap / grad) would give the result a data-dependent "
+                            f"shape; use narrow() with a Python int or index with a tensor")
+        if v._value.dtype.kind not in "iu" or v._value.ndim:
+            raise TypeError(f"slice {what} must be an integer, got a {v.dtype} tensor of shape "
+                            f"{list(v.shape)}")
+        return int(v.item())
+    try:
+        return operator.index(v)
+    except TypeError:
+        raise TypeError(f"slice {what} must be an integer or None, got "
+                        f"{type(v).__name__}") from None
+
+
+def _as_index_array(obj: Any) -> np.ndarray:
+    """A Python list / tuple / NumPy array used as an index -> an int64 or bool array."""
+    a = np.asarray(obj)
+    if a.size == 0 and a.dtype.kind not in "iub":
+        return a.astype(np.int64)
+    if a.dtype.kind == "b":
+        return a
+    if a.dtype.kind in "iu":
+        return a.astype(np.int64)
+    raise IndexError(f"tensors used as indices must be long, int or bool tensors, got an "
+                     f"index of dtype {a.dtype} ({obj!r})")
+
+
+def _classify(index: Any) -> list[tuple[Any, ...]]:
+    """Index -> items ('n',) | ('e',) | ('b', bool) | ('i', int) | ('s', a, b, c) |
+    ('t', Tensor) | ('mask', Tensor | np.ndarray)."""
+    if isinstance(index, list) and any(e is None or e is Ellipsis or isinstance(e, slice)
+                                       for e in index):
+        index = tuple(index)  # cannot be an array: PyTorch's legacy "sequence as tuple"
+    if not isinstance(index, tuple):
+        index = (index,)
+    items: list[tuple[Any, ...]] = []
+    for obj in index:
+        if isinstance(obj, jax.Array):  # a raw JAX array (or tracer) indexes like a tensor
+            obj = _wrap(obj)
+        if obj is None:
+            items.append(("n",))
+        elif obj is Ellipsis:
+            items.append(("e",))
+        elif isinstance(obj, _BOOLS):
+            items.append(("b", bool(obj)))
+        elif isinstance(obj, _INTS):
+            items.append(("i", int(obj)))
+        elif isinstance(obj, slice):
+            step = _slice_bound(obj.step, "step")
+            if step is not None and step <= 0:
+                raise ValueError("step must be greater than zero")
+            items.append(("s", _slice_bound(obj.start, "start"), _slice_bound(obj.stop, "stop"),
+                          step))
+        elif isinstance(obj, Tensor):
+            k = obj._value.dtype.kind
+            if k == "b":
+                if obj._value.ndim == 0 and not _traced(obj):
+                    items.append(("b", bool(obj.item())))
+                else:
+                    items.append(("mask", obj))
+            elif obj._value.dtype == np.uint8:
+                raise IndexError("uint8 index tensors are ambiguous (PyTorch treats them as "
+                                 "masks, NumPy as integers): cast the index to bool or int64")
+            elif k in "iu":
+                items.append(("t", obj))
+            else:
+                raise IndexError(f"tensors used as indices must be long, int or bool tensors, "
+                                 f"got {obj.dtype}")
+        elif isinstance(obj, (list, tuple, np.ndarray)):
+            a = _as_index_array(obj)
+            if a.dtype.kind == "b":
+                items.append(("mask", a) if a.ndim else ("b", bool(a)))
+            else:
+                items.append(("t", a))
+        else:
+            try:
+                items.append(("i", operator.index(obj)))
+            except TypeError:
+                raise TypeError(f"only integers, slices (`:`), ellipsis (`...`), None and long "
+                                f"or bool tensors are valid indices (got "
+                                f"{type(obj).__name__})") from None
+    return items
+
+
+def _ndim_of(v: Any) -> int:
+    return v._value.ndim if isinstance(v, Tensor) else np.ndim(v)
+
+
+def _mask_shape_check(mask_shape: Sequence[int], shape: Sequence[int], start: int) -> None:
+    for j, m in enumerate(mask_shape):
+        if start + j >= len(shape) or m != shape[start + j]:
+            raise IndexError(f"the shape of the mask {list(mask_shape)} at index {j} does not "
+                             f"match the shape of the indexed tensor {list(shape)} at index "
+                             f"{start + j}")
+
+
+def _bounds_check(a: np.ndarray, size: int, dim: int) -> None:
+    if a.size == 0:
+        return
+    lo, hi = int(a.min()), int(a.max())
+    if lo < -size or hi >= size:
+        bad = hi if hi >= size else lo
+        raise IndexError(f"index {bad} is out of bounds for dimension {dim} with size {size}")
+
+
+def _compile(x: Tensor, index: Any, fname: str) -> tuple[str, list[Tensor]]:
+    """The op spec and index tensors of ``x[index]`` (masks expanded with nonzero)."""
+    items = _classify(index)
+    shape = tuple(x._value.shape)
+    nd = len(shape)
+    used = 0
+    for it in items:
+        if it[0] in ("i", "s", "t"):
+            used += 1
+        elif it[0] == "mask":
+            used += max(_ndim_of(it[1]), 1)
+    if sum(1 for it in items if it[0] == "e") > 1:
+        raise IndexError("an index can only have a single ellipsis ('...')")
+    if used > nd:
+        raise IndexError(f"too many indices for tensor of dimension {nd}")
+    toks: list[str] = []
+    tensors: list[Tensor] = []
+    d = 0
+    for it in items:
+        kind = it[0]
+        if kind == "n":
+            toks.append("n")
+        elif kind == "e":
+            toks.append("e")
+            d += nd - used
+        elif kind == "b":
+            toks.append("b1" if it[1] else "b0")
+        elif kind == "i":
+            toks.append(f"i{it[1]}")
+            d += 1
+        elif kind == "s":
+            a, b, c = it[1], it[2], it[3]
+            toks.append(f"s{'' if a is None else a}:{'' if b is None else b}:"
+                        f"{'' if c is None else c}")
+            d += 1
+        elif kind == "t":
+            v = it[1]
+            if isinstance(v, Tensor):
+                if not _traced(v):
+                    _bounds_check(np.asarray(v._value), shape[d], d)
+                tensors.append(v)
+            else:
+                _bounds_check(v, shape[d], d)
+                tensors.append(_wrap(jnp.asarray(v)))
+            toks.append("t")
+            d += 1
+        else:  # a bool mask of k dims -> k index arrays (needs its values: eager only)
+            m = it[1]
+            if isinstance(m, Tensor):
+                if _traced(m):
+                    raise TypeError(
+                        f"{fname}: boolean mask indexing has a data-dependent result shape and "
+                        f"cannot be traced (inside jax.jit / vmap / grad). Use "
+                        f"flow.where(mask, x, other) or masked_fill, or index outside the "
+                        f"trace")
+                m = np.asarray(m._value)
+            _mask_shape_check(m.shape, shape, d)
+            for arr in np.nonzero(m):
+                tensors.append(_wrap(jnp.asarray(arr.astype(np.int64))))
+                toks.append("t")
+            d += m.ndim
+    return ",".join(toks), tensors
+
+
+def getitem(self: Tensor, index: Any) -> Tensor:
+    """``x[index]`` with PyTorch semantics (see the module docstring)."""
+    spec, tensors = _compile(self, index, "Tensor.__getitem__")
+    return _getitem(self, tensors, spec=spec)
+
+
+def _value_tensor(value: Any, like: Tensor) -> Tensor:
+    """``value`` as a tensor of ``like``'s dtype (PyTorch casts the assigned value)."""
+    dt = like._value.dtype
+    if isinstance(value, jax.Array):
+        value = _wrap(value)
+    if isinstance(value, Tensor):
+        return cast(value, dt)
+    if isinstance(value, _SCALARS):
+        v = value.item() if isinstance(value, np.generic) else value
+        if isinstance(v, float) and dt.kind in "iub" and v == v and v != int(v):
+            return cast(scalar_tensor(v, np.dtype(np.float64)), dt)  # truncates, as torch
+        return scalar_tensor(v, dt)
+    try:
+        a = np.asarray(value)
+    except Exception:  # noqa: BLE001  (any failure means: not array-like)
+        a = np.asarray(None)
+    if a.dtype == object or a.dtype.kind not in "biuf":
+        raise TypeError(f"can't assign a {type(value).__name__} to a {like.dtype} tensor; the "
+                        f"value must be a number, a Tensor or array-like")
+    return cast(_wrap(jnp.asarray(a)), dt)
+
+
+def _single_mask(index: Any) -> Any:
+    """The mask of ``x[mask] = v`` when the index is exactly one n-d bool tensor/array."""
+    if isinstance(index, tuple):
+        if len(index) != 1:
+            return None
+        index = index[0]
+    if isinstance(index, Tensor) and index._value.dtype.kind == "b" and index._value.ndim:
+        return index
+    if isinstance(index, np.ndarray) and index.dtype.kind == "b" and index.ndim:
+        return _wrap(jnp.asarray(index))
+    return None
+
+
+def setitem(self: Tensor, index: Any, value: Any) -> None:
+    """``x[index] = value``: ``value`` is cast to x's dtype and broadcast to the indexed shape;
+    x's value is replaced and its version bumped."""
+    v = _value_tensor(value, self)
+    mask = _single_mask(index)
+    shape = tuple(self._value.shape)
+    if mask is not None:
+        k = mask._value.ndim
+        if k > len(shape):
+            raise IndexError(f"too many indices for tensor of dimension {len(shape)}")
+        _mask_shape_check(mask._value.shape, shape, 0)
+        if _value_fits(v._value.shape, shape[k:]):
+            out = _setitem(self, v, [mask], spec="m")
+            self._value = out._value
+            self._version += 1
+            return
+    spec, tensors = _compile(self, index, "Tensor.__setitem__")
+    out = _setitem(self, v, tensors, spec=spec)
+    self._value = out._value
+    self._version += 1
+
+
+# -- shape methods with varargs ---------------------------------------------------------------
+
+def _sizes(fname: str, args: tuple, kwargs: dict, kw: str) -> Any:
+    """``f(2, 3)``, ``f((2, 3))``, ``f([2, 3])``, ``f(flow.Size(...))`` or ``f(kw=(2, 3))``."""
+    if kwargs:
+        if args or set(kwargs) != {kw}:
+            raise TypeError(f"Tensor.{fname}() takes the sizes positionally or as '{kw}=', got "
+                            f"{len(args)} positional and keywords {sorted(kwargs)}")
+        return kwargs[kw]
+    if len(args) == 1 and isinstance(args[0], (tuple, list, Size)):
+        return tuple(args[0])
+    return args
+
+
+def reshape(self: Tensor, *shape: Any, **kwargs: Any) -> Tensor:
+    """``x.reshape(2, 3)`` or ``x.reshape((2, 3))``; one size may be -1."""
+    return F.reshape(self, _sizes("reshape", shape, kwargs, "shape"))
+
+
+def view(self: Tensor, *shape: Any, **kwargs: Any) -> Tensor:
+    """``x.view(2, 3)`` / ``x.view(-1)``: as reshape (JAX values are immutable, so writing into
+    the result does not write into ``x``). ``view(dtype)`` is not supported."""
+    if len(shape) == 1 and not kwargs and (isinstance(shape[0], _dt.dtype)
+                                           or isinstance(shape[0], type)):
+        raise TypeError("Tensor.view(dtype) (a bit cast) is not supported; use "
+                        "Tensor.to(dtype) to convert values")
+    return F.view(self, _sizes("view", shape, kwargs, "shape"))
+
+
+def permute(self: Tensor, *dims: Any, **kwargs: Any) -> Tensor:
+    """``x.permute(1, 0)`` or ``x.permute((1, 0))``."""
+    return F.permute(self, _sizes("permute", dims, kwargs, "dims"))
+
+
+def expand(self: Tensor, *sizes: Any, **kwargs: Any) -> Tensor:
+    """``x.expand(2, 3)`` / ``x.expand(-1, 4)``; new dims go in front."""
+    return F.expand(self, _sizes("expand", sizes, kwargs, "size"))
+
+
+def repeat(self: Tensor, *repeats: Any, **kwargs: Any) -> Tensor:
+    """``x.repeat(2, 1)``: tile ``x`` that many times per dim (new dims in front)."""
+    return F.repeat(self, _sizes("repeat", repeats, kwargs, "repeats"))
+
+
+def tile(self: Tensor, *dims: Any, **kwargs: Any) -> Tensor:
+    """``x.tile(2, 1)`` or ``x.tile((2,))``: as repeat, with missing leading reps = 1."""
+    return F.tile(self, _sizes("tile", dims, kwargs, "dims"))
+
+
+def flip(self: Tensor, *dims: Any, **kwargs: Any) -> Tensor:
+    """``x.flip(0)``, ``x.flip(0, 1)`` or ``x.flip([0, 1])``."""
+    if not dims and not kwargs:
+        raise TypeError("Tensor.flip() missing 1 required positional argument: 'dims'")
+    return F.flip(self, _sizes("flip", dims, kwargs, "dims"))
+
+
+def expand_as(self: Tensor, other: Tensor) -> Tensor:
+    """``x.expand(other.shape)``."""
+    return F.expand(self, tuple(other.shape))
+
+
+def view_as(self: Tensor, other: Tensor) -> Tensor:
+    """``x.view(other.shape)``."""
+    return F.view(self, tuple(other.shape))
+
+
+def reshape_as(self: Tensor, other: Tensor) -> Tensor:
+    """``x.reshape(other.shape)``."""
+    return F.reshape(self, tuple(other.shape))
+
+
+def _T(self: Tensor) -> Tensor:
+    """All dims reversed (``x.permute(n-1, ..., 0)``)."""
+    return F.permute(self, tuple(range(self._value.ndim - 1, -1, -1)))
+
+
+def _mT(self: Tensor) -> Tensor:
+    """The last two dims swapped (batched matrix transpose)."""
+    if self._value.ndim < 2:
+        raise ValueError(f"tensor.mT is only supported on matrices or batches of matrices, "
+                         f"got a {self._value.ndim}-d tensor")
+    return F.transpose(self, -2, -1)
+
+
+Tensor.__getitem__ = getitem  # type: ignore[method-assign]
+Tensor.__setitem__ = setitem  # type: ignore[method-assign]
+Tensor.T = property(_T)  # type: ignore[attr-defined]
+Tensor.mT = property(_mT)  # type: ignore[attr-defined]
+for _fn in (reshape, view, permute, expand, repeat, tile, flip, expand_as, view_as, reshape_as):
+    setattr(Tensor, _fn.__name__, _fn)
+del _fn

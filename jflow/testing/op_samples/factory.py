@@ -1,0 +1,237 @@
+"""Checker samples for jflow/ops/factory.py.
+
+The deterministic factories (full, arange, linspace, eye) have NumPy references. The random
+draws (uniform, normal, randint) cannot be predicted, so their ``verify`` functions check the
+properties that define them: shape and dtype, the value range, rough statistics on large
+draws, determinism for the same (key, counter), and that another counter or another key
+gives other numbers. Random inputs are ``[key uint32[2], counter int64[]]``.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import jax
+import ml_dtypes
+import numpy as np
+
+from ...ops import get as _get_op
+from ...tensor import _wrap
+from ..samples import ErrorSample, Sample, register_samples
+
+_BF16 = np.dtype(ml_dtypes.bfloat16)
+
+# -- full ----------------------------------------------------------------------------------
+
+register_samples(
+    "full",
+    [Sample([], {"shape": (2, 3), "value": 1.5, "dtype": np.float32}),
+     Sample([], {"shape": (4,), "value": -7.0, "dtype": np.int64}),
+     Sample([], {"shape": (2, 2), "value": 3.0, "dtype": np.uint8}),
+     Sample([], {"shape": (3,), "value": 1.0, "dtype": np.bool_}),
+     Sample([], {"shape": (2,), "value": 0.0, "dtype": np.bool_}),
+     Sample([], {"shape": (2, 1), "value": 0.1, "dtype": np.float16}),
+     Sample([], {"shape": (3,), "value": 2.5, "dtype": _BF16}),
+     Sample([], {"shape": (), "value": -0.25, "dtype": np.float64}),
+     Sample([], {"shape": (0, 3), "value": 1.0, "dtype": np.float32})],
+    lambda shape, value, dtype: np.full(shape, value, dtype=dtype),
+    errors=[ErrorSample([], {"shape": (2, -1), "value": 0.0, "dtype": np.float32}, ValueError,
+                        "non-negative"),
+            ErrorSample([], {"shape": (2,), "value": 0.0, "dtype": "complex64"}, TypeError,
+                        "dtype")])
+
+# -- arange --------------------------------------------------------------------------------
+
+
+def _arange_ref(start: float, end: float, step: float, dtype: Any) -> np.ndarray:
+    n = max(0, int(np.ceil((end - start) / step)))
+    return (np.float64(start) + np.float64(step) * np.arange(n, dtype=np.float64)).astype(dtype)
+
+
+register_samples(
+    "arange",
+    [Sample([], {"start": 0.0, "end": 5.0, "step": 1.0, "dtype": np.int64}),
+     Sample([], {"start": -3.0, "end": 10.0, "step": 4.0, "dtype": np.int32}),
+     Sample([], {"start": 0.0, "end": 1.0, "step": 0.25, "dtype": np.float32}),
+     Sample([], {"start": 5.0, "end": 0.0, "step": -1.5, "dtype": np.float64}),
+     Sample([], {"start": 0.0, "end": 0.3, "step": 0.1, "dtype": np.float64}),
+     Sample([], {"start": 2.0, "end": 2.0, "step": 1.0, "dtype": np.float32}),
+     Sample([], {"start": 0.0, "end": 4.0, "step": 1.0, "dtype": np.float16})],
+    _arange_ref,
+    errors=[ErrorSample([], {"start": 0.0, "end": 5.0, "step": 0.0, "dtype": np.int64},
+                        ValueError, "step must be nonzero"),
+            ErrorSample([], {"start": 0.0, "end": 5.0, "step": -1.0, "dtype": np.float32},
+                        ValueError, "inconsistent with step sign")])
+
+# -- linspace ------------------------------------------------------------------------------
+
+
+def _linspace_ref(start: float, end: float, steps: int, dtype: Any) -> np.ndarray:
+    if steps == 1:
+        return np.array([start], dtype=np.float64).astype(dtype)
+    i = np.arange(steps, dtype=np.float64)
+    return (start + (end - start) * i / max(steps - 1, 1)).astype(dtype)
+
+
+register_samples(
+    "linspace",
+    [Sample([], {"start": 0.0, "end": 1.0, "steps": 5, "dtype": np.float32}),
+     Sample([], {"start": -2.0, "end": 3.0, "steps": 11, "dtype": np.float64}),
+     Sample([], {"start": 0.0, "end": 10.0, "steps": 5, "dtype": np.int64}),
+     Sample([], {"start": 4.0, "end": -4.0, "steps": 3, "dtype": np.float16}),
+     Sample([], {"start": 1.5, "end": 9.0, "steps": 1, "dtype": np.float32}),
+     Sample([], {"start": 0.0, "end": 1.0, "steps": 0, "dtype": np.float32})],
+    _linspace_ref,
+    errors=[ErrorSample([], {"start": 0.0, "end": 1.0, "steps": -1, "dtype": np.float32},
+                        ValueError, "non-negative")])
+
+# -- eye -----------------------------------------------------------------------------------
+
+
+def _eye_ref(n: int, m: int, dtype: Any) -> np.ndarray:
+    out = np.zeros((n, m), dtype=np.float64)
+    for i in range(min(n, m)):
+        out[i, i] = 1
+    return out.astype(dtype)
+
+
+register_samples(
+    "eye",
+    [Sample([], {"n": 3, "m": 3, "dtype": np.float32}),
+     Sample([], {"n": 2, "m": 4, "dtype": np.int64}),
+     Sample([], {"n": 4, "m": 2, "dtype": np.bool_}),
+     Sample([], {"n": 1, "m": 1, "dtype": _BF16}),
+     Sample([], {"n": 0, "m": 3, "dtype": np.float64})],
+    _eye_ref,
+    errors=[ErrorSample([], {"n": -1, "m": 2, "dtype": np.float32}, ValueError,
+                        "non-negative")])
+
+# -- random draws --------------------------------------------------------------------------
+
+
+def _key(seed: int) -> np.ndarray:
+    """A raw uint32[2] PRNG key (what ``flow.Generator`` hands the random ops)."""
+    return np.asarray(jax.random.PRNGKey(seed), dtype=np.uint32)
+
+
+_K0, _K1 = _key(0), _key(12345)
+_C0, _C1 = np.array(0, np.int64), np.array(7, np.int64)
+
+
+def _draw(op: str, key: np.ndarray, counter: np.ndarray, attrs: dict[str, Any]) -> np.ndarray:
+    out = _get_op(op)(_wrap(jax.numpy.asarray(key)), _wrap(jax.numpy.asarray(counter)),
+                      **attrs)
+    return np.asarray(out._value)
+
+
+def _check_common(op: str, out: np.ndarray, key: np.ndarray, counter: np.ndarray,
+                  attrs: dict[str, Any], varies: bool = True) -> None:
+    """Shape and dtype; same (key, counter) -> same numbers; another counter or key differs
+    (for draws of 16+ values that can vary at all)."""
+    shape, dtype = tuple(attrs["shape"]), np.dtype(attrs["dtype"])
+    assert out.shape == shape, f"{op}: shape {out.shape}, expected {shape}"
+    assert out.dtype == dtype, f"{op}: dtype {out.dtype}, expected {dtype}"
+    again = _draw(op, key, counter, attrs)
+    assert np.array_equal(out, again), f"{op}: the same key and counter gave other numbers"
+    if varies and out.size >= 16:
+        nxt = _draw(op, key, counter + 1, attrs)
+        assert not np.array_equal(out, nxt), f"{op}: counters {counter} and {counter + 1} " \
+                                             f"gave the same numbers"
+        other_key = key ^ np.array([0, 1], np.uint32)
+        assert not np.array_equal(out, _draw(op, other_key, counter, attrs)), \
+            f"{op}: two different keys gave the same numbers"
+
+
+def _verify_uniform(outs: list[np.ndarray], key: np.ndarray, counter: np.ndarray,
+                    shape: Any, dtype: Any, low: float = 0.0, high: float = 1.0) -> None:
+    attrs = {"shape": shape, "dtype": dtype, "low": low, "high": high}
+    out = outs[0]
+    _check_common("uniform", out, key, counter, attrs)
+    x = out.astype(np.float64)
+    assert np.all((x >= low) & (x < high)), \
+        f"uniform: values outside [{low}, {high}): min {x.min()}, max {x.max()}"
+    if x.size >= 1000:  # mean of U(low, high) within 6 standard errors
+        se = (high - low) / np.sqrt(12 * x.size)
+        assert abs(x.mean() - (low + high) / 2) < 6 * se, f"uniform: mean {x.mean()}"
+        assert x.max() - x.min() > 0.9 * (high - low), "uniform: values do not span the range"
+
+
+def _verify_normal(outs: list[np.ndarray], key: np.ndarray, counter: np.ndarray,
+                   shape: Any, dtype: Any, mean: float = 0.0, std: float = 1.0) -> None:
+    attrs = {"shape": shape, "dtype": dtype, "mean": mean, "std": std}
+    out = outs[0]
+    _check_common("normal", out, key, counter, attrs)
+    x = out.astype(np.float64)
+    assert np.all(np.isfinite(x)), "normal: non-finite values"
+    if x.size >= 1000:
+        n = x.size
+        assert abs(x.mean() - mean) < 6 * std / np.sqrt(n), f"normal: mean {x.mean()}"
+        assert abs(x.std() / std - 1) < 6 / np.sqrt(2 * n) + 0.01, f"normal: std {x.std()}"
+        z = (x - mean) / std  # about 68.3% within one sd
+        assert abs(np.mean(np.abs(z) < 1) - 0.6827) < 0.05, "normal: not bell-shaped"
+
+
+def _verify_randint(outs: list[np.ndarray], key: np.ndarray, counter: np.ndarray,
+                    shape: Any, dtype: Any, low: int, high: int) -> None:
+    attrs = {"shape": shape, "dtype": dtype, "low": low, "high": high}
+    out = outs[0]
+    _check_common("randint", out, key, counter, attrs, varies=high - low > 1)
+    x = out.astype(np.int64)
+    assert np.all((x >= low) & (x < high)), \
+        f"randint: values outside [{low}, {high}): min {x.min()}, max {x.max()}"
+    if x.size >= 50 * (high - low):  # every value is drawn
+        assert len(np.unique(x)) == high - low, f"randint: values drawn {np.unique(x)}"
+
+
+def _rand_samples(attrs_list: list[dict[str, Any]], no_vmap: int = 0) -> list[Sample]:
+    """Samples alternating two (key, counter) pairs; the last ``no_vmap`` skip the vmap check
+    (each compile of a PRNG kernel costs ~0.15 s, and vmap adds two)."""
+    out = []
+    for i, attrs in enumerate(attrs_list):
+        key, counter = (_K0, _C0) if i % 2 == 0 else (_K1, _C1)
+        out.append(Sample([key, counter], attrs, batch=[_key(99 + i), counter + 3],
+                          vmap=i < len(attrs_list) - no_vmap))
+    return out
+
+
+def _random_errors(attrs: dict[str, Any], bad_dtype: Any, dtype_msg: str) -> list[ErrorSample]:
+    return [ErrorSample([_K0, _C0], {**attrs, "dtype": bad_dtype}, TypeError, dtype_msg),
+            ErrorSample([_K0, _C0], {**attrs, "shape": (-1, 2)}, ValueError, "non-negative"),
+            ErrorSample([_K0.astype(np.int32), _C0], attrs, TypeError, "uint32"),
+            ErrorSample([np.zeros(3, np.uint32), _C0], attrs, TypeError, "uint32")]
+
+
+register_samples(
+    "uniform",
+    _rand_samples([{"shape": (2, 3), "dtype": np.float32},
+                   {"shape": (4000,), "dtype": np.float32, "low": -2.0, "high": 3.0},
+                   {"shape": (2000,), "dtype": _BF16, "low": -1.0, "high": 1.0},
+                   {"shape": (2000,), "dtype": np.float16},
+                   {"shape": (), "dtype": np.float64},
+                   {"shape": (0, 4), "dtype": np.float32}], no_vmap=4),
+    verify=_verify_uniform,
+    errors=_random_errors({"shape": (3,), "dtype": np.float32}, np.int64, "floating"))
+
+register_samples(
+    "normal",
+    _rand_samples([{"shape": (3, 2), "dtype": np.float32},
+                   {"shape": (4000,), "dtype": np.float64, "mean": 2.0, "std": 0.5},
+                   {"shape": (4000,), "dtype": np.float16},
+                   {"shape": (4000,), "dtype": _BF16, "mean": -1.0, "std": 3.0},
+                   {"shape": (), "dtype": np.float32}], no_vmap=3),
+    verify=_verify_normal,
+    errors=_random_errors({"shape": (3,), "dtype": np.float32}, np.int32, "floating"))
+
+register_samples(
+    "randint",
+    _rand_samples([{"shape": (2000,), "dtype": np.int64, "low": -5, "high": 5},
+                   {"shape": (20000,), "dtype": np.uint8, "low": 0, "high": 256},
+                   {"shape": (1000,), "dtype": np.int8, "low": -128, "high": 128},
+                   {"shape": (500,), "dtype": np.int32, "low": 7, "high": 8},
+                   {"shape": (), "dtype": np.int16, "low": -3, "high": 3},
+                   {"shape": (0,), "dtype": np.int64, "low": 0, "high": 2}], no_vmap=4),
+    verify=_verify_randint,
+    errors=[*_random_errors({"shape": (3,), "dtype": np.int64, "low": 0, "high": 5},
+                            np.float32, "integer"),
+            ErrorSample([_K0, _C0], {"shape": (3,), "dtype": np.int64, "low": 5, "high": 5},
+                        ValueError, "less than")])

@@ -1,0 +1,257 @@
+"""Checker samples for jflow/ops/reduce.py (independent NumPy references).
+
+Each reduction is sampled on several dtypes, on negative and repeated-free axis lists, with
+and without keepdim, on 0-d inputs, and on zero-size axes where the reduction has an
+identity (sum 0, prod 1, any False, all True, mean/var nan, logsumexp -inf, norm 0).
+"""
+
+from __future__ import annotations
+
+import math
+import warnings
+
+import numpy as np
+
+from ..samples import ErrorSample, Sample, register_samples
+
+_rng = np.random.default_rng(1)
+
+
+def _f(*shape, lo=-2.0, hi=2.0, dtype=np.float32):
+    return _rng.uniform(lo, hi, shape).astype(dtype)
+
+
+def _i(*shape, lo=-5, hi=6, dtype=np.int64):
+    return _rng.integers(lo, hi, shape).astype(dtype)
+
+
+_X = _f(3, 4)
+_X3 = _f(2, 3, 4)
+_X64 = _f(3, 4, dtype=np.float64)
+_XH = _f(3, 4, dtype=np.float16)
+_I = _i(3, 4)
+_I32 = _i(2, 3, 4, dtype=np.int32)
+_U8 = _i(3, 4, lo=0, hi=4, dtype=np.uint8)
+_B = _rng.random((3, 4)) > 0.5
+_S = np.array(1.5, np.float32)  # 0-d
+_E = np.zeros((0, 3), np.float32)  # zero-size first axis
+_NAN = np.array([[1.0, np.nan, 3.0, np.nan], [2.0, 0.5, -1.0, 2.0]], np.float32)
+_TIES = np.array([[1, 3, 3, 2], [5, 5, 0, 5]], np.int64)
+
+
+def _axes(x, axis):
+    """The axes an op reduces, as a tuple NumPy accepts (() = all)."""
+    x = np.asarray(x)
+    if x.ndim == 0:
+        return None
+    if not axis:
+        return tuple(range(x.ndim))
+    return tuple(sorted(a % x.ndim for a in axis))
+
+
+def _int_dtype(x):
+    return x.dtype if x.dtype.kind in "iu" else None
+
+
+def _ref_sum(x, axis=(), keepdim=False):
+    return np.sum(x, axis=_axes(x, axis), keepdims=keepdim, dtype=_int_dtype(x))
+
+
+def _ref_prod(x, axis=(), keepdim=False):
+    return np.prod(x, axis=_axes(x, axis), keepdims=keepdim, dtype=_int_dtype(x))
+
+
+def _ref_mean(x, axis=(), keepdim=False):
+    with warnings.catch_warnings(), np.errstate(invalid="ignore", divide="ignore"):
+        warnings.simplefilter("ignore", RuntimeWarning)
+        return np.mean(x.astype(np.float64), axis=_axes(x, axis), keepdims=keepdim)
+
+
+def _ref_var(x, axis=(), keepdim=False, unbiased=True):
+    with warnings.catch_warnings(), np.errstate(invalid="ignore", divide="ignore"):
+        warnings.simplefilter("ignore", RuntimeWarning)
+        return np.var(x.astype(np.float64), axis=_axes(x, axis), keepdims=keepdim,
+                      ddof=int(unbiased))
+
+
+def _ref_logsumexp(x, axis=(), keepdim=False):
+    with np.errstate(invalid="ignore"):  # inf - inf inside logaddexp: the result is right
+        return np.logaddexp.reduce(x.astype(np.float64), axis=_axes(x, axis), keepdims=keepdim)
+
+
+def _ref_norm(x, ord=2.0, axis=(), keepdim=False):  # noqa: A002
+    """np.linalg.norm of the reduced axes moved last and flattened (a vector norm)."""
+    x = np.asarray(x, np.float64)
+    axes = _axes(x, axis)
+    if axes is None:
+        return np.asarray(np.linalg.norm(x.reshape(-1), ord))
+    kept = [a for a in range(x.ndim) if a not in axes]
+    moved = np.transpose(x, kept + list(axes))
+    flat = moved.reshape([x.shape[a] for a in kept] + [-1])
+    out = np.linalg.norm(flat, ord, axis=-1) if flat.shape[-1] else np.zeros(flat.shape[:-1])
+    if keepdim:
+        out = out.reshape([1 if a in axes else x.shape[a] for a in range(x.ndim)])
+    return out
+
+
+def _red(fn):
+    def ref(x, axis=(), keepdim=False):
+        return fn(x, axis=_axes(x, axis), keepdims=keepdim)
+    return ref
+
+
+def _axis_errors(x=_X):
+    return [ErrorSample([x], {"axis": (2,)}, ValueError, "out of range"),
+            ErrorSample([x], {"axis": (1, -1)}, ValueError, "repeats")]
+
+
+_COMMON = [Sample([_X]), Sample([_X], {"axis": (-1,)}), Sample([_X3], {"axis": (0, 2)}),
+           Sample([_X3], {"axis": (-2,), "keepdim": True}), Sample([_X], {"keepdim": True}),
+           Sample([_S]), Sample([_S], {"axis": (0,)})]
+
+register_samples(
+    "reduce_sum",
+    _COMMON + [Sample([_X64], {"axis": (0,)}), Sample([_XH], {"axis": (1,)}),
+               Sample([_I], {"axis": (0,)}), Sample([_I32]), Sample([_U8], {"axis": (1,)}),
+               Sample([_E], {"axis": (0,)}), Sample([_E]), Sample([_E], {"axis": (1,)})],
+    _ref_sum,
+    errors=_axis_errors() + [ErrorSample([_B], {}, TypeError, "numeric")])
+
+register_samples(
+    "reduce_prod",
+    _COMMON + [Sample([_X64], {"axis": (0,)}), Sample([_XH], {"axis": (1,)}),
+               Sample([_i(3, 4, lo=-3, hi=4)], {"axis": (1,)}), Sample([_I32], {"axis": (2,)}),
+               Sample([_E], {"axis": (0,)}), Sample([_E])],
+    _ref_prod,
+    errors=_axis_errors() + [ErrorSample([_B], {}, TypeError, "numeric")])
+
+register_samples(
+    "reduce_mean",
+    _COMMON + [Sample([_X64], {"axis": (0,)}), Sample([_XH], {"axis": (1,)}),
+               Sample([_E], {"axis": (0,)}), Sample([_E], {"axis": (1,)})],
+    _ref_mean,
+    errors=_axis_errors() + [ErrorSample([_I], {}, TypeError, "floating")])
+
+for _name, _fn in [("reduce_max", np.max), ("reduce_min", np.min)]:
+    register_samples(
+        _name,
+        _COMMON + [Sample([_I], {"axis": (0,)}), Sample([_U8]), Sample([_B], {"axis": (1,)}),
+                   Sample([_XH], {"axis": (-1,), "keepdim": True}), Sample([_NAN], {"axis": (1,)}),
+                   Sample([_E], {"axis": (1,)})],
+        _red(_fn),
+        errors=_axis_errors() + [ErrorSample([_E], {"axis": (0,)}, ValueError, "size 0"),
+                                 ErrorSample([_E], {}, ValueError, "no identity")])
+
+for _name, _fn in [("reduce_any", np.any), ("reduce_all", np.all)]:
+    register_samples(
+        _name,
+        [Sample([_B]), Sample([_B], {"axis": (-1,)}), Sample([_X > 0.5], {"axis": (0,),
+                                                                          "keepdim": True}),
+         Sample([np.where(_X > 0, _X, 0)], {"axis": (1,)}), Sample([_I], {"axis": (0,)}),
+         Sample([_NAN * 0], {"axis": (1,)}), Sample([np.array(True)]),
+         Sample([_E], {"axis": (0,)}), Sample([_E])],
+        _red(lambda x, axis, keepdims, _fn=_fn: _fn(x != 0, axis=axis, keepdims=keepdims)),
+        errors=_axis_errors(_B))
+
+register_samples(
+    "reduce_logsumexp",
+    _COMMON + [Sample([_X64 * 400], {"axis": (1,)}), Sample([_XH], {"axis": (0,)}),
+               Sample([np.array([[np.inf, 1.0], [-np.inf, -np.inf], [np.nan, 0.0]], np.float32)],
+                      {"axis": (1,)}),
+               Sample([_E], {"axis": (0,)})],
+    _ref_logsumexp,
+    errors=_axis_errors() + [ErrorSample([_I], {}, TypeError, "floating")])
+
+register_samples(
+    "reduce_var",
+    _COMMON + [Sample([_X], {"axis": (1,), "unbiased": False}),
+               Sample([_X64], {"axis": (0,), "keepdim": True}), Sample([_XH], {"axis": (1,)}),
+               Sample([_X3 + 1000], {"axis": (0, 1)}, rtol=1e-3),
+               Sample([_f(3, 1)], {"axis": (1,)}),
+               Sample([_E], {"axis": (0,)})],
+    _ref_var,
+    errors=_axis_errors() + [ErrorSample([_I], {}, TypeError, "floating")])
+
+register_samples(
+    "reduce_norm",
+    [Sample([_X]), Sample([_X], {"ord": 1.0, "axis": (-1,)}),
+     Sample([_X3], {"ord": math.inf, "axis": (0, 2)}),
+     Sample([_X3], {"ord": -math.inf, "axis": (1,), "keepdim": True}),
+     Sample([np.where(_X > 0, _X, 0)], {"ord": 0.0, "axis": (1,)}),
+     Sample([_X], {"ord": 3.0, "axis": (0,)}), Sample([_X], {"ord": 0.5}),
+     Sample([_X], {"ord": -2.0, "axis": (1,)}), Sample([_X64], {"keepdim": True}),
+     Sample([_XH], {"axis": (1,)}), Sample([_S]), Sample([_E], {"axis": (0,)}), Sample([_E])],
+    _ref_norm,
+    errors=_axis_errors() + [
+        ErrorSample([_I], {}, TypeError, "floating"),
+        ErrorSample([_X], {"ord": math.nan}, ValueError, "nan"),
+        ErrorSample([_E], {"ord": math.inf, "axis": (0,)}, ValueError, "inf norm")])
+
+
+# -- argmax / argmin / max_dim / min_dim ----------------------------------------------------------
+
+def _ref_arg(fn):
+    def ref(x, axis=None, keepdim=False):
+        x = np.asarray(x)
+        if axis is None:
+            i = fn(x.reshape(-1))
+            return np.asarray(i).reshape((1,) * x.ndim if keepdim else ())
+        if x.ndim == 0:
+            return np.asarray(0)
+        return fn(x, axis=axis, keepdims=keepdim)
+    return ref
+
+
+_ARG_SAMPLES = [Sample([_X]), Sample([_X], {"axis": 1}), Sample([_X3], {"axis": -2}),
+                Sample([_X3], {"axis": 0, "keepdim": True}), Sample([_X], {"keepdim": True}),
+                Sample([_TIES], {"axis": 1}), Sample([_TIES]), Sample([_NAN], {"axis": 1}),
+                Sample([_NAN]), Sample([_U8], {"axis": 0}), Sample([_B], {"axis": 1}),
+                Sample([_XH], {"axis": 0}), Sample([_S]), Sample([_S], {"axis": 0}),
+                Sample([_S], {"axis": -1, "keepdim": True}), Sample([_E], {"axis": 1})]
+for _name, _fn in [("argmax", np.argmax), ("argmin", np.argmin)]:
+    register_samples(
+        _name, _ARG_SAMPLES, _ref_arg(_fn),
+        errors=[ErrorSample([_X], {"axis": 2}, ValueError, "out of range"),
+                ErrorSample([_E], {}, ValueError, "empty"),
+                ErrorSample([_E], {"axis": 0}, ValueError, "size 0")])
+
+
+def _ref_dim(vfn, ifn):
+    def ref(x, axis, keepdim=False):
+        x = np.asarray(x)
+        if x.ndim == 0:
+            return x, np.asarray(0)
+        return vfn(x, axis=axis, keepdims=keepdim), ifn(x, axis=axis, keepdims=keepdim)
+    return ref
+
+
+_DIM_SAMPLES = [s for s in _ARG_SAMPLES if "axis" in s.attrs]
+for _name, _vfn, _ifn in [("max_dim", np.max, np.argmax), ("min_dim", np.min, np.argmin)]:
+    register_samples(
+        _name, _DIM_SAMPLES, _ref_dim(_vfn, _ifn),
+        errors=[ErrorSample([_X], {"axis": -3}, ValueError, "out of range"),
+                ErrorSample([_X], {}, TypeError, "missing.*axis"),
+                ErrorSample([_E], {"axis": 0}, ValueError, "size 0")])
+
+
+# -- scans --------------------------------------------------------------------------------------
+
+def _ref_scan(fn):
+    def ref(x, dim):
+        x = np.asarray(x)
+        if x.ndim == 0:
+            return x
+        return fn(x, axis=dim, dtype=_int_dtype(x))
+    return ref
+
+
+_SCAN_SAMPLES = [Sample([_X], {"dim": 0}), Sample([_X], {"dim": -1}), Sample([_X3], {"dim": 1}),
+                 Sample([_X64], {"dim": 1}), Sample([_XH], {"dim": 1}), Sample([_I], {"dim": 0}),
+                 Sample([_I32], {"dim": -1}), Sample([_U8], {"dim": 1}), Sample([_S], {"dim": 0}),
+                 Sample([_E], {"dim": 0}), Sample([_E], {"dim": 1})]
+for _name, _fn in [("cumsum", np.cumsum), ("cumprod", np.cumprod)]:
+    register_samples(
+        _name, _SCAN_SAMPLES, _ref_scan(_fn),
+        errors=[ErrorSample([_X], {"dim": 2}, ValueError, "out of range"),
+                ErrorSample([_X], {}, TypeError, "missing.*dim"),
+                ErrorSample([_B], {"dim": 0}, TypeError, "numeric")])
