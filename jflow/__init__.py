@@ -11,7 +11,7 @@ from .device import device
 from .dtypes import (bfloat16, float16, float32, float64, get_default_dtype, int8, int16, int32,
                      int64, set_default_dtype, uint8)
 from .dtypes import bool_ as bool  # noqa: A001  (flow.bool, as OneFlow/PyTorch)
-from .dtypes import dtype
+from .dtypes import dtype, promote_types
 from .tensor import Size, Tensor, is_tensor
 
 float = float32  # noqa: A001
@@ -25,6 +25,7 @@ from . import kernels, ops  # noqa: E402
 from . import functional  # noqa: E402
 from . import _C  # noqa: E402
 from . import tensor_methods as _tensor_methods  # noqa: E402,F401
+from . import tensor_indexing as _tensor_indexing  # noqa: E402,F401  (after: varargs forms win)
 from . import utils  # noqa: E402
 from .creation import (arange, as_tensor, empty, empty_like, eye, from_numpy, full,  # noqa: E402
                        full_like, linspace, ones, ones_like, rand, rand_like, randint,

@@ -66,7 +66,7 @@ def primitive_impl(op: Any) -> Callable[..., Any]:
 def _builder(op: Any, cache: dict) -> Callable[..., Any]:
     attr_names = [a.name for a in op.attrs]
 
-    def build(key: Any, layout: Any, **given: Any) -> tuple[Callable[..., Any], dict]:
+    def build(key: Any, layout: Any, /, **given: Any) -> tuple[Callable[..., Any], dict]:
         attrs = op.normalize_attrs(given)
         nkey = (layout, *attrs.values()) if op.structured else tuple(attrs[n] for n in attr_names)
         hit = cache.get(nkey)
@@ -103,7 +103,8 @@ def make_apply(op: Any) -> Callable[..., Any]:
         sig.append(f"{i.name}=None" if i.optional else i.name)
     ns: dict[str, Any] = {"_cache": cache, "_build": _builder(op, cache), "_Tracer": Tracer,
                           "_wrap": _new_tensor, "_traced": _traced, "_prim": op.primitive,
-                          "_layout_of": op.layout_of, "_new": object.__new__, "_T": _Tensor}
+                          "_layout_of": op.layout_of, "_new": object.__new__, "_T": _Tensor,
+                          "_any": any, "_isinstance": isinstance, "_tuple": tuple, "_map": map}
     attr_sig = []
     for a in op.attrs:
         if a.default is REQUIRED:
@@ -113,46 +114,48 @@ def make_apply(op: Any) -> Callable[..., Any]:
             attr_sig.append(f"{a.name}=_D_{a.name}")
     head = ", ".join(sig + (["*"] + attr_sig if attr_sig else []))
     names = [a.name for a in op.attrs]
+    # every local of the generated function starts with "_" (reserved: op argument names
+    # cannot), and builtins are reached through "_" aliases, so argument names never clash
     lines = [f"def apply({head}):"]
     if op.structured:
-        lines.append(f"    layout = _layout_of(({''.join(i.name + ', ' for i in ins)}))")
-        key = f"(layout, {''.join(n + ', ' for n in names)})"
+        lines.append(f"    _layout = _layout_of(({''.join(i.name + ', ' for i in ins)}))")
+        key = f"(_layout, {''.join(n + ', ' for n in names)})"
     else:
-        lines.append("    layout = None")
+        lines.append("    _layout = None")
         key = f"({''.join(n + ', ' for n in names)})"
     lines += [
         "    try:",
-        f"        f, params = _cache[{key}]",
+        f"        _f, _params = _cache[{key}]",
         "    except (KeyError, TypeError):",
-        f"        f, params = _build({key}, layout{''.join(f', {n}={n}' for n in names)})",
+        f"        _f, _params = _build({key}, _layout{''.join(f', {n}={n}' for n in names)})",
     ]
     if op.structured:
-        lines.append("    vals = []")
+        lines.append("    _vals = []")
         for i in ins:
             if i.variadic:
-                lines.append(f"    vals += [t._value for t in {i.name}]")
+                lines.append(f"    _vals += [_t._value for _t in {i.name}]")
             elif i.optional:
-                lines.append(f"    if {i.name} is not None: vals.append({i.name}._value)")
+                lines.append(f"    if {i.name} is not None: _vals.append({i.name}._value)")
             else:
-                lines.append(f"    vals.append({i.name}._value)")
-        lines.append("    if not any(isinstance(v, _Tracer) for v in vals):")
-        call = "f(*vals)"
-        traced_vals = "vals"
+                lines.append(f"    _vals.append({i.name}._value)")
+        lines.append("    if not _any(_isinstance(_v, _Tracer) for _v in _vals):")
+        call = "_f(*_vals)"
+        traced_vals = "_vals"
     else:
         for k, i in enumerate(ins):
-            lines.append(f"    v{k} = {i.name}._value")
-        vs = [f"v{k}" for k in range(len(ins))]
-        cond = " or ".join(f"isinstance({v}, _Tracer)" for v in vs) or "False"
+            lines.append(f"    _v{k} = {i.name}._value")
+        vs = [f"_v{k}" for k in range(len(ins))]
+        cond = " or ".join(f"_isinstance({v}, _Tracer)" for v in vs) or "False"
         lines.append(f"    if not ({cond}):")
-        call = f"f({', '.join(vs)})"
+        call = f"_f({', '.join(vs)})"
         traced_vals = f"[{', '.join(vs)}]"
     if single:  # Tensor construction inlined (this is the hot path)
-        lines += ["        t = _new(_T)", f"        t._value = {call}",
-                  "        t.requires_grad = False", "        t.grad = None",
-                  "        t.grad_fn = None", "        t._version = 0", "        return t"]
+        lines += ["        _t = _new(_T)", f"        _t._value = {call}",
+                  "        _t.requires_grad = False", "        _t.grad = None",
+                  "        _t.grad_fn = None", "        _t._version = 0", "        return _t"]
     else:
-        lines.append(f"        return tuple(map(_wrap, {call}))")
-    lines.append(f"    return _traced(_prim, params, {traced_vals}, {single})")
+        lines.append(f"        return _tuple(_map(_wrap, {call}))")
+    lines.append(f"    return _traced(_prim, _params, {traced_vals}, {single})")
     src = "\n".join(lines) + "\n"
     exec(compile(src, f"<jflow apply {op.name}>", "exec"), ns)
     fn = ns["apply"]

@@ -152,6 +152,16 @@ METHODS = [
     "abs", "neg", "exp", "log", "log1p", "expm1", "sqrt", "rsqrt", "square", "reciprocal",
     "sign", "floor", "ceil", "round", "sin", "cos", "tan", "tanh", "sigmoid", "erf", "relu",
     "clamp",
+    # reductions and scans
+    "sum", "mean", "prod", "max", "min", "amax", "amin", "argmax", "argmin", "var", "std",
+    "logsumexp", "any", "all", "norm", "cumsum", "cumprod",
+    # matrix products, gather/scatter, sorting, softmax
+    "matmul", "mm", "bmm", "dot", "mv", "outer", "gather", "scatter", "scatter_add",
+    "index_select", "masked_fill", "sort", "argsort", "topk", "softmax", "log_softmax",
+    # shape ops (varargs forms such as reshape/permute live in tensor_indexing.py)
+    "flatten", "unflatten", "squeeze", "unsqueeze", "transpose", "swapaxes", "swapdims",
+    "movedim", "t", "broadcast_to", "split", "chunk", "unbind", "narrow", "roll", "tril",
+    "triu", "clone",
 ]
 for _name in METHODS:
     if hasattr(F, _name):
@@ -178,7 +188,8 @@ def _inplace_method(fname: str):
 for _name in ["add", "sub", "mul", "div", "clamp"]:
     setattr(Tensor, f"{_name}_", _inplace_method(_name))
 for _name in ["exp", "log", "sqrt", "abs", "neg", "relu", "sigmoid", "tanh", "floor", "ceil",
-              "round", "pow", "fmod", "remainder", "floor_divide"]:
+              "round", "pow", "fmod", "remainder", "floor_divide", "masked_fill", "scatter",
+              "scatter_add", "tril", "triu"]:
     setattr(Tensor, f"{_name}_", _assign_result(_name))
 
 

@@ -8,11 +8,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from .functors import creation as _creation  # noqa: F401  (registers functors)
-from .functors import math as _math  # noqa: F401
-from .functors import shape as _shape  # noqa: F401
-from .functors import reduce as _reduce  # noqa: F401
-from .functors import index as _index, matmul as _matmul, nn as _nn  # noqa: F401
+# importing the functor modules registers their functors
+from .functors import creation, index, math, matmul, nn, reduce, shape  # noqa: F401
 from .registry import FUNCTORS, functor, load_api
 from .signature import ApiYamlError
 
@@ -29,13 +26,8 @@ def api_yaml_path() -> Path:
 
 
 def _api_text() -> str:
-    # TEMPORARY during parallel development: parts in functional/api_parts/*.yaml are appended
-    # to api.yaml; they are merged into api.yaml before this lands.
-    text = api_yaml_path().read_text(encoding="utf-8")
-    parts = Path(__file__).resolve().parent / "api_parts"
-    for p in sorted(parts.glob("*.yaml")) if parts.exists() else ():
-        text += "\n" + p.read_text(encoding="utf-8")
-    return text
+    """The text of the built-in api.yaml."""
+    return api_yaml_path().read_text(encoding="utf-8")
 
 
 F = load_api(_api_text(), name="jflow")

@@ -112,6 +112,22 @@ def _ret(sig: Signature, call: str, k: int) -> str:
     return call
 
 
+def _tensor_fast_path(sig: Signature) -> list[str]:
+    """For overloads: a positional-only call whose leading Tensor params match the first
+    signature goes straight to its functor (it is tried first anyway, so order is kept)."""
+    req = [p for p in sig.params if not p.has_default]
+    if not req or any(p.type != "Tensor" or p.kwonly for p in req) or any(
+            p.has_default is False for p in sig.params[len(req):]) or sig.params[:len(req)] != \
+            tuple(req):
+        return []
+    n = len(req)
+    checks = " and ".join(f"isinstance(args[{i}], _Tensor)" for i in range(n))
+    rest = [f"_d{i}_0" for i in range(n, len(sig.params))]
+    call = f"_F0({', '.join([f'args[{i}]' for i in range(n)] + rest)})"
+    return [f"    if not kwargs and len(args) == {n} and {checks}:",
+            f"        return {_ret(sig, call, 0)}"]
+
+
 def generate(entry: Entry, functors: dict[str, Callable[..., Any]], where: str) -> Callable:
     """Build the parser function for one yaml entry (raises if a functor is unknown)."""
     ns: dict[str, Any] = {"_Tensor": Tensor, "_dtype": _dt.dtype, "_NO": NO_MATCH,
@@ -149,6 +165,7 @@ def generate(entry: Entry, functors: dict[str, Callable[..., Any]], where: str) 
             call = f"_F{k}({', '.join(p.name for p in sig.params)})"
             lines.append(f"    return {_ret(sig, call, k)}")
         lines.append(f"def {name}(*args, **kwargs):")
+        lines += _tensor_fast_path(entry.signatures[0])
         for k in range(len(entry.signatures)):
             lines.append(f"    r = _m{k}(*args, **kwargs)")
             lines.append("    if r is not _NO:")

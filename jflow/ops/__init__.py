@@ -5,12 +5,22 @@
 SBP signatures together.
 """
 
-from .registry import (TRAITS, Attr, Input, OpDef, OpDefinitionError, Output, define_op, get,
-                       list_ops)
+from .registry import (
+    TRAITS,
+    Attr,
+    Input,
+    OpDef,
+    OpDefinitionError,
+    Output,
+    define_op,
+    get,
+    list_ops,
+)
 from .registry import builtin_definitions as _builtin_definitions
 
 with _builtin_definitions():
-    from . import activation, factory, index, math, matmul, nn, reduce, shape  # noqa: F401  (registers the built-in ops)
+    # importing the family modules registers the built-in ops
+    from . import activation, factory, index, math, matmul, nn, reduce, shape  # noqa: F401
 
 __all__ = ["Attr", "Input", "Output", "OpDef", "OpDefinitionError", "TRAITS", "define_op", "get",
            "list_ops"]

@@ -70,7 +70,12 @@ def _binary_functors(op_name: str, style: str) -> None:
     is_sub = op_name == "sub"
     int_div = op_name in _INT_DIVISION
 
+    # same dtypes need no promotion, except where the op's dtype differs from the inputs'
+    same_ok = style == "arith" and not is_sub
+
     def tensor_tensor(input: Tensor, other: Tensor) -> Tensor:
+        if same_ok and input._value.dtype == other._value.dtype:  # the hot path
+            return apply(input, other)
         if is_sub:
             _sub_check(input, other)
         if input._value.dtype == other._value.dtype and style != "logical" and (
@@ -126,6 +131,8 @@ def _finish(input: Tensor, out: Tensor, inplace: bool, fname: str) -> Tensor:
 
 @functor("AddAlpha")
 def add(input: Tensor, other: Tensor, alpha: Any = 1, inplace: bool = False) -> Tensor:
+    if alpha == 1 and not inplace:  # the hot path: no extra call layers
+        return _add_tt(input, other)
     if alpha != 1:
         other = _mul_ts(other, alpha)
     return _finish(input, _add_tt(input, other), inplace, "add")
