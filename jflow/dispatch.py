@@ -18,6 +18,7 @@ from typing import Any
 import jax
 from jax.core import Tracer
 
+from .kernels.registry import take_host_error
 from .ops.attrs import REQUIRED
 from .tensor import Tensor as _Tensor
 from .tensor import _wrap as _new_tensor
@@ -68,7 +69,12 @@ def _builder(op: Any, cache: dict) -> Callable[..., Any]:
 
     def build(key: Any, layout: Any, /, **given: Any) -> tuple[Callable[..., Any], dict]:
         attrs = op.normalize_attrs(given)
-        nkey = (layout, *attrs.values()) if op.structured else tuple(attrs[n] for n in attr_names)
+        if op.structured:
+            nkey = (layout, *attrs.values())
+        elif len(attr_names) == 1:  # a single attr is its own key (no tuple on the hot path)
+            nkey = attrs[attr_names[0]]
+        else:
+            nkey = tuple(attrs[n] for n in attr_names)
         hit = cache.get(nkey)
         if hit is None:
             params = dict(attrs)
@@ -77,13 +83,21 @@ def _builder(op: Any, cache: dict) -> Callable[..., Any]:
             hit = (_make_executable(op, params), params)
             _store(cache, nkey, hit)
         try:
-            if key != nkey:
+            if key is not nkey and key != nkey:
                 _store(cache, key, hit)
-        except TypeError:  # unhashable raw attrs (e.g. lists): only the normalised key is kept
-            pass
+        except (TypeError, ValueError):  # unhashable raw attrs (lists, arrays): the
+            pass                         # normalised key alone is kept
         return hit
 
     return build
+
+
+def _reraise_host_error() -> None:
+    """Inside ``except JaxRuntimeError``: raise the python kernel's error if it caused it."""
+    err = take_host_error()
+    if err is None:
+        raise  # noqa: PLE0704  (re-raises the JaxRuntimeError being handled)
+    raise err.with_traceback(None) from None
 
 
 def _traced(prim: Any, params: dict, vals: list, single: bool) -> Any:
@@ -104,7 +118,9 @@ def make_apply(op: Any) -> Callable[..., Any]:
     ns: dict[str, Any] = {"_cache": cache, "_build": _builder(op, cache), "_Tracer": Tracer,
                           "_wrap": _new_tensor, "_traced": _traced, "_prim": op.primitive,
                           "_layout_of": op.layout_of, "_new": object.__new__, "_T": _Tensor,
-                          "_any": any, "_isinstance": isinstance, "_tuple": tuple, "_map": map}
+                          "_any": any, "_isinstance": isinstance, "_tuple": tuple, "_map": map,
+                          "_JaxRuntimeError": jax.errors.JaxRuntimeError,
+                          "_reraise_host_error": _reraise_host_error}
     attr_sig = []
     for a in op.attrs:
         if a.default is REQUIRED:
@@ -122,7 +138,7 @@ def make_apply(op: Any) -> Callable[..., Any]:
         key = f"(_layout, {''.join(n + ', ' for n in names)})"
     else:
         lines.append("    _layout = None")
-        key = f"({''.join(n + ', ' for n in names)})"
+        key = names[0] if len(names) == 1 else f"({''.join(n + ', ' for n in names)})"
     lines += [
         "    try:",
         f"        _f, _params = _cache[{key}]",
@@ -149,12 +165,16 @@ def make_apply(op: Any) -> Callable[..., Any]:
         lines.append(f"    if not ({cond}):")
         call = f"_f({', '.join(vs)})"
         traced_vals = f"[{', '.join(vs)}]"
+    # the try costs nothing unless the call fails: then a python kernel's own error is raised
+    # instead of JAX's runtime-error wrapper around it
     if single:  # Tensor construction inlined (this is the hot path)
-        lines += ["        _t = _new(_T)", f"        _t._value = {call}",
+        lines += ["        _t = _new(_T)", "        try:", f"            _t._value = {call}",
+                  "        except _JaxRuntimeError:", "            _reraise_host_error()",
                   "        _t.requires_grad = False", "        _t.grad = None",
                   "        _t.grad_fn = None", "        _t._version = 0", "        return _t"]
     else:
-        lines.append(f"        return _tuple(_map(_wrap, {call}))")
+        lines += ["        try:", f"            return _tuple(_map(_wrap, {call}))",
+                  "        except _JaxRuntimeError:", "            _reraise_host_error()"]
     lines.append(f"    return _traced(_prim, _params, {traced_vals}, {single})")
     src = "\n".join(lines) + "\n"
     exec(compile(src, f"<jflow apply {op.name}>", "exec"), ns)

@@ -26,8 +26,8 @@ def _operand(x: Any) -> Any:
     return x
 
 
-def _binary(name: str, reflected: bool = False, tensor_fn: str | None = None):
-    tt = _FN[tensor_fn or name]
+def _binary(name: str, reflected: bool = False):
+    tt = _FN[name]
     ts = _FN[f"Scalar{name}"]
     tr = _FN.get(f"ScalarR{name}")
 
@@ -69,7 +69,7 @@ Tensor.__hash__ = object.__hash__  # defining __eq__ must not make tensors unhas
 
 
 def _matmul_ops() -> None:
-    """``a @ b`` / ``ndarray @ a`` through ``flow._C.matmul`` once the matmul family is loaded."""
+    """``a @ b`` / ``ndarray @ a`` through ``flow._C.matmul``."""
     fn = F.matmul
 
     def matmul(self: Tensor, other: Any) -> Any:
@@ -91,8 +91,7 @@ def _matmul_ops() -> None:
     Tensor.__matmul__, Tensor.__rmatmul__, Tensor.__imatmul__ = matmul, rmatmul, imatmul
 
 
-if hasattr(F, "matmul"):
-    _matmul_ops()
+_matmul_ops()
 
 Tensor.__neg__ = lambda self: _FN["Neg"](self)
 Tensor.__pos__ = lambda self: self
@@ -144,7 +143,7 @@ def _method(fname: str):
     return method
 
 
-#: Methods that are exactly ``flow._C.<name>(self, ...)``; missing functions are skipped.
+#: Methods that are exactly ``flow._C.<name>(self, ...)``.
 METHODS = [
     "add", "sub", "mul", "div", "floor_divide", "remainder", "fmod", "pow", "maximum",
     "minimum", "atan2", "eq", "ne", "lt", "le", "gt", "ge", "logical_and", "logical_or",
@@ -164,8 +163,7 @@ METHODS = [
     "triu", "clone",
 ]
 for _name in METHODS:
-    if hasattr(F, _name):
-        setattr(Tensor, _name, _method(_name))
+    setattr(Tensor, _name, _method(_name))
 
 Tensor.clip = Tensor.clamp
 Tensor.negative = Tensor.neg
@@ -220,7 +218,7 @@ def copy_(self: Tensor, src: Any) -> Tensor:
     from .functional.promotion import assign_inplace, cast
     v = cast(src, self._value.dtype)
     if tuple(v.shape) != tuple(self.shape):
-        v = F.broadcast_to(v, tuple(self.shape)) if hasattr(F, "broadcast_to") else v
+        v = F.broadcast_to(v, tuple(self.shape))
     self._value = assign_inplace(self, v, "copy_")._value
     return self
 

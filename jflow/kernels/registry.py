@@ -11,6 +11,7 @@ against the op's inference, so a kernel that disagrees with its op fails loudly.
 
 from __future__ import annotations
 
+import threading
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -229,15 +230,20 @@ def _build_python(kernel: Kernel, op: Any, attrs: dict, out_avals: list, layout:
     shapes = [jax.ShapeDtypeStruct(a.shape, a.dtype) for a in out_avals]
 
     def host(*flat: np.ndarray) -> list[np.ndarray]:
-        # JAX re-raises an exception from a callback as a JaxRuntimeError whose text ends with
-        # this message: make sure it names the op and the kernel.
+        # JAX re-raises an exception from a callback as a JaxRuntimeError (its text ends with
+        # this message, which names the op and the kernel); the error itself is also kept
+        # for eager dispatch to raise instead (see take_host_error).
         try:
-            res = kernel.fn(*op.unflatten([np.asarray(a) for a in flat], layout), **attrs)
+            try:
+                res = kernel.fn(*op.unflatten([np.asarray(a) for a in flat], layout), **attrs)
+            except Exception as e:
+                raise RuntimeError(f"op '{op.name}': {kernel.describe()} raised "
+                                   f"{type(e).__name__}: {e}") from e
+            res = [np.asarray(r) for r in _normalize_outputs(res)]
+            _check_outputs(op, kernel, res, out_avals)
         except Exception as e:
-            raise RuntimeError(f"op '{op.name}': {kernel.describe()} raised "
-                               f"{type(e).__name__}: {e}") from e
-        res = [np.asarray(r) for r in _normalize_outputs(res)]
-        _check_outputs(op, kernel, res, out_avals)
+            _host_error.value = e
+            raise
         return res
 
     def run(*flat: Any) -> list[Any]:
@@ -247,6 +253,19 @@ def _build_python(kernel: Kernel, op: Any, attrs: dict, out_avals: list, layout:
 
 register_backend("xla", _build_xla)
 register_backend("python", _build_python)
+
+_host_error = threading.local()
+
+
+def take_host_error() -> BaseException | None:
+    """The error a python kernel raised in this thread since the last call (then cleared).
+
+    Eager dispatch raises it in place of JAX's ``JaxRuntimeError`` wrapper, so the user sees
+    the kernel's own error type and message.
+    """
+    e = getattr(_host_error, "value", None)
+    _host_error.value = None
+    return e
 
 
 def _make_lowering(op: Any, platform: str) -> Callable[..., Any]:
