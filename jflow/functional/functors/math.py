@@ -119,6 +119,7 @@ from ..registry import FUNCTORS as _F  # noqa: E402
 
 _add_tt, _add_ts, _sub_tt, _sub_ts = _F["Add"], _F["ScalarAdd"], _F["Sub"], _F["ScalarSub"]
 _mul_tt, _mul_ts = _F["Mul"], _F["ScalarMul"]
+_add_op = get("add").apply
 _div_tt, _div_ts, _rdiv = _F["Div"], _F["ScalarDiv"], _F["ScalarRDiv"]
 _fdiv_tt, _fdiv_ts, _tdiv_tt, _tdiv_ts = (_F["FloorDivide"], _F["ScalarFloorDivide"],
                                           _F["TruncDivide"], _F["ScalarTruncDivide"])
@@ -132,6 +133,8 @@ def _finish(input: Tensor, out: Tensor, inplace: bool, fname: str) -> Tensor:
 @functor("AddAlpha")
 def add(input: Tensor, other: Tensor, alpha: Any = 1, inplace: bool = False) -> Tensor:
     if alpha == 1 and not inplace:  # the hot path: no extra call layers
+        if input._value.dtype == other._value.dtype:
+            return _add_op(input, other)
         return _add_tt(input, other)
     if alpha != 1:
         other = _mul_ts(other, alpha)

@@ -45,8 +45,12 @@ def _require_ndim(fname: str, arg: str, t: Tensor, ndim: int) -> None:
 def matmul(input: Tensor, other: Tensor, transpose_a: bool = False, transpose_b: bool = False,
            alpha: float = 1.0) -> Tensor:
     """torch.matmul: the product of two tensors, by the operands' ranks (module docstring)."""
+    va, vb = input._value, other._value
+    na, nb = va.ndim, vb.ndim
+    if na == 2 and nb == 2 and va.dtype == vb.dtype and alpha == 1.0:  # the hot path
+        return _matmul(input, other, transpose_a=transpose_a, transpose_b=transpose_b,
+                       alpha=alpha)
     _same_dtype("matmul", input, other)
-    na, nb = input._value.ndim, other._value.ndim
     if na == 0 or nb == 0:
         raise ValueError(f"matmul(): both arguments need to be at least 1-D, but they are "
                          f"{na}-D and {nb}-D")

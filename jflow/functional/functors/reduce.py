@@ -143,6 +143,8 @@ def _float_input(x: Tensor, dtype: Any, fname: str, what: str) -> Tensor:
 def sum_(input: Tensor, dim: tuple[int, ...] | None = None, keepdim: bool = False,
          dtype: Any = None) -> Tensor:
     """flow.sum: bool/int -> int64 unless ``dtype`` is given; an empty reduction is 0."""
+    if dim is None and dtype is None and input._value.dtype.kind == "f":  # the hot path
+        return _sum(input, axis=(), keepdim=keepdim)
     x = _int_to_int64(input, dtype, "sum")
     return _sum(x, axis=_dims("sum", dim, x._value.ndim), keepdim=keepdim)
 
