@@ -162,6 +162,17 @@ def test_integer_division_by_a_zero_scalar():
     assert (x / 0).dtype is flow.float32  # true division is float
 
 
+def test_integer_division_by_a_tensor_holding_zero():
+    x, z = flow.tensor([4, 5, 6]), flow.tensor([2, 0, 1])
+    for f, name in ((lambda: x // z, "floor_divide"), (lambda: x % z, "remainder"),
+                    (lambda: flow.fmod(x, z), "fmod"), (lambda: 7 // z, "floor_divide"),
+                    (lambda: flow.trunc_divide(x, z.int()), "trunc_divide")):
+        with pytest.raises(ZeroDivisionError, match=name):
+            f()
+    assert (x // flow.tensor([2, 1, 1])).tolist() == [2, 5, 6]
+    assert np.isinf((flow.tensor([4.0]) // flow.tensor([0.0])).numpy()).all()
+
+
 def test_integer_scalar_overflow_is_an_error():
     with pytest.raises(OverflowError, match="2147483648 cannot be converted to flow.int32"):
         flow.tensor([1], dtype=flow.int32) + 2**31

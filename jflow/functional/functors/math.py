@@ -9,6 +9,7 @@ from __future__ import annotations
 from typing import Any
 
 import numpy as np
+from jax.core import Tracer
 
 from ...ops import get
 from ...tensor import Tensor, _wrap
@@ -64,6 +65,15 @@ def _sub_check(a: Any, b: Any) -> None:
             raise RuntimeError(_SUB_BOOL)
 
 
+def _check_int_divisor(op_name: str, divisor: Tensor) -> None:
+    """An integer divisor holding a zero raises ZeroDivisionError, as PyTorch on CPU (XLA would
+    return an unspecified value). Checked on the host for concrete values; under a trace it
+    cannot be, and XLA's result stands."""
+    v = divisor._value
+    if v.dtype.kind in "iu" and not isinstance(v, Tracer) and not np.all(np.asarray(v)):
+        raise ZeroDivisionError(f"{op_name}: integer division by zero")
+
+
 def _binary_functors(op_name: str, style: str) -> None:
     apply = get(op_name).apply
     name = _camel(op_name)
@@ -71,7 +81,7 @@ def _binary_functors(op_name: str, style: str) -> None:
     int_div = op_name in _INT_DIVISION
 
     # same dtypes need no promotion, except where the op's dtype differs from the inputs'
-    same_ok = style == "arith" and not is_sub
+    same_ok = style == "arith" and not is_sub and not int_div
 
     def tensor_tensor(input: Tensor, other: Tensor) -> Tensor:
         if same_ok and input._value.dtype == other._value.dtype:  # the hot path
@@ -80,8 +90,12 @@ def _binary_functors(op_name: str, style: str) -> None:
             _sub_check(input, other)
         if input._value.dtype == other._value.dtype and style != "logical" and (
                 style != "true_div" or input._value.dtype.kind == "f"):
-            return apply(input, other)
-        return apply(*_prepare(style, input, other))
+            a, b = input, other
+        else:
+            a, b = _prepare(style, input, other)
+        if int_div:
+            _check_int_divisor(op_name, b)
+        return apply(a, b)
 
     def tensor_scalar(input: Tensor, other: Any) -> Tensor:
         if is_sub:
@@ -95,7 +109,10 @@ def _binary_functors(op_name: str, style: str) -> None:
         if is_sub:
             _sub_check(input, other)
         d = _scalar_dtype(style, other, input)
-        return apply(scalar_tensor(input, d), cast(other, d))
+        b = cast(other, d)
+        if int_div:
+            _check_int_divisor(op_name, b)
+        return apply(scalar_tensor(input, d), b)
 
     tensor_tensor.__name__, tensor_scalar.__name__ = name, f"Scalar{name}"
     scalar_tensor_.__name__ = f"ScalarR{name}"
