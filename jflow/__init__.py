@@ -24,6 +24,7 @@ short = int16
 from . import kernels, ops  # noqa: E402
 from . import functional  # noqa: E402
 from . import _C  # noqa: E402
+from .autograd import rules as _grad_rules  # noqa: E402,F401  (needs the functional layer)
 from . import tensor_methods as _tensor_methods  # noqa: E402,F401
 from . import tensor_indexing as _tensor_indexing  # noqa: E402,F401  (after: varargs forms win)
 from . import utils  # noqa: E402
@@ -33,6 +34,7 @@ from .creation import (arange, as_tensor, empty, empty_like, eye, from_numpy, fu
 from .random import (Generator, default_generator, get_rng_state, initial_seed,  # noqa: E402
                      manual_seed, seed, set_rng_state)
 from .sharding import placement, sbp  # noqa: E402
+from . import autograd  # noqa: E402
 from .autograd import enable_grad, is_grad_enabled, no_grad, set_grad_enabled  # noqa: E402
 
 # flow.<op>(...) for every public functional API function not shadowed above

@@ -113,7 +113,7 @@ def tensor(data: Any, dtype: Any = None, device: Any = None,
     if requires_grad:
         if not t.is_floating_point():
             raise RuntimeError("flow.tensor: only floating point tensors can require gradients")
-        t.requires_grad = True
+        t._requires_grad = True
     return t
 
 
@@ -149,7 +149,7 @@ def _sizes(size: tuple, fname: str) -> tuple[int, ...]:
 
 def _finish(t: Tensor, requires_grad: bool) -> Tensor:
     if requires_grad:
-        t.requires_grad = True
+        t.requires_grad_()  # floating dtypes only (a clear error otherwise)
     return t
 
 

@@ -18,6 +18,7 @@ from typing import Any
 import jax
 from jax.core import Tracer
 
+from .autograd.graph import record
 from .kernels.registry import take_host_error
 from .ops.attrs import REQUIRED
 from .tensor import Tensor as _Tensor
@@ -120,7 +121,8 @@ def make_apply(op: Any) -> Callable[..., Any]:
                           "_layout_of": op.layout_of, "_new": object.__new__, "_T": _Tensor,
                           "_any": any, "_isinstance": isinstance, "_tuple": tuple, "_map": map,
                           "_JaxRuntimeError": jax.errors.JaxRuntimeError,
-                          "_reraise_host_error": _reraise_host_error}
+                          "_reraise_host_error": _reraise_host_error, "_record": record,
+                          "_op": op}
     attr_sig = []
     for a in op.attrs:
         if a.default is REQUIRED:
@@ -145,18 +147,29 @@ def make_apply(op: Any) -> Callable[..., Any]:
         "    except (KeyError, TypeError):",
         f"        _f, _params = _build({key}, _layout{''.join(f', {n}={n}' for n in names)})",
     ]
+    grad = bool(ins) and not op.has_trait("NoGrad")
     if op.structured:
         lines.append("    _vals = []")
+        if grad:
+            lines.append("    _ins = []")
         for i in ins:
             if i.variadic:
                 lines.append(f"    _vals += [_t._value for _t in {i.name}]")
+                if grad:
+                    lines.append(f"    _ins += {i.name}")
             elif i.optional:
                 lines.append(f"    if {i.name} is not None: _vals.append({i.name}._value)")
+                if grad:
+                    lines.append(f"    if {i.name} is not None: _ins.append({i.name})")
             else:
                 lines.append(f"    _vals.append({i.name}._value)")
+                if grad:
+                    lines.append(f"    _ins.append({i.name})")
         lines.append("    if not _any(_isinstance(_v, _Tracer) for _v in _vals):")
         call = "_f(*_vals)"
         traced_vals = "_vals"
+        needs_grad = "_any(_i._requires_grad for _i in _ins)"
+        ins_expr = "_ins"
     else:
         for k, i in enumerate(ins):
             lines.append(f"    _v{k} = {i.name}._value")
@@ -165,17 +178,22 @@ def make_apply(op: Any) -> Callable[..., Any]:
         lines.append(f"    if not ({cond}):")
         call = f"_f({', '.join(vs)})"
         traced_vals = f"[{', '.join(vs)}]"
+        needs_grad = " or ".join(f"{i.name}._requires_grad" for i in ins)
+        ins_expr = f"({''.join(i.name + ', ' for i in ins)})"
     # the try costs nothing unless the call fails: then a python kernel's own error is raised
     # instead of JAX's runtime-error wrapper around it
     if single:  # Tensor construction inlined (this is the hot path)
         lines += ["        _t = _new(_T)", "        try:", f"            _t._value = {call}",
                   "        except _JaxRuntimeError:", "            _reraise_host_error()",
-                  "        _t.requires_grad = False", "        _t.grad = None",
-                  "        _t.grad_fn = None", "        _t._version = 0", "        return _t"]
+                  "        _t._requires_grad = False", "        _t.grad = None",
+                  "        _t.grad_fn = None", "        _t._version = 0"]
     else:
-        lines += ["        try:", f"            return _tuple(_map(_wrap, {call}))",
+        lines += ["        try:", f"            _t = _tuple(_map(_wrap, {call}))",
                   "        except _JaxRuntimeError:", "            _reraise_host_error()"]
-    lines.append(f"    return _traced(_prim, _params, {traced_vals}, {single})")
+    lines += ["    else:", f"        _t = _traced(_prim, _params, {traced_vals}, {single})"]
+    if grad:  # the tape: record only when some input requires grad
+        lines += [f"    if {needs_grad}:", f"        return _record(_op, _params, {ins_expr}, _t)"]
+    lines.append("    return _t")
     src = "\n".join(lines) + "\n"
     exec(compile(src, f"<jflow apply {op.name}>", "exec"), ns)
     fn = ns["apply"]

@@ -39,7 +39,9 @@ class Size(tuple):
 class Tensor:
     """A multi-dimensional array with autograd metadata (see ``flow.tensor`` to create one)."""
 
-    __slots__ = ("_value", "requires_grad", "grad", "grad_fn", "_version", "__weakref__")
+    # ``_output_nr`` (which output of ``grad_fn`` this is) is set only together with grad_fn
+    __slots__ = ("_value", "_requires_grad", "grad", "grad_fn", "_version", "_output_nr",
+                 "__weakref__")
 
     def __init__(self, *args: Any, dtype: Any = None, device: Any = None,
                  requires_grad: bool = False) -> None:
@@ -61,10 +63,12 @@ class Tensor:
         else:
             value = _zeros_value(_sizes(args, "flow.Tensor"), d, device, "flow.Tensor")
         self._value = value
-        self.requires_grad = bool(requires_grad)
+        self._requires_grad = False
         self.grad = None
         self.grad_fn = None
         self._version = 0
+        if requires_grad:
+            self.requires_grad_()
 
     #: NumPy defers ``ndarray <op> tensor`` to the tensor's reflected operator (as for torch).
     __array_priority__ = 1000
@@ -118,9 +122,95 @@ class Tensor:
         devs = v.devices()
         return _device.from_jax(next(iter(devs)))
 
+    # -- autograd --------------------------------------------------------------------------
+    @property
+    def requires_grad(self) -> bool:
+        return self._requires_grad
+
+    @requires_grad.setter
+    def requires_grad(self, value: bool) -> None:
+        self.requires_grad_(value)
+
+    def requires_grad_(self, requires_grad: bool = True) -> Tensor:
+        """Make this leaf record operations for autograd (floating tensors only)."""
+        requires_grad = bool(requires_grad)
+        if self.grad_fn is not None:
+            if not requires_grad:
+                raise RuntimeError("you can only change requires_grad flags of leaf variables; "
+                                   "use detach() to get a tensor that does not require grad")
+            return self
+        if requires_grad and not self.is_floating_point():
+            raise RuntimeError(f"only Tensors of floating point dtype can require gradients, "
+                               f"got {self.dtype}")
+        self._requires_grad = requires_grad
+        return self
+
     @property
     def is_leaf(self) -> bool:
         return self.grad_fn is None
+
+    def detach(self) -> Tensor:
+        """The same value, cut from the graph (never requires grad)."""
+        return _wrap(self._value)
+
+    def detach_(self) -> Tensor:
+        self.grad_fn = None
+        self._requires_grad = False
+        return self
+
+    def backward(self, gradient: Tensor | None = None, retain_graph: bool | None = None,
+                 create_graph: bool = False, inputs: Any = None) -> None:
+        """Accumulate d(self)/d(leaf) into every leaf's ``.grad`` (``gradient`` is required
+        unless this tensor has one element). ``inputs`` restricts which leaves get it."""
+        from .autograd import engine
+        retain = create_graph if retain_graph is None else retain_graph
+        if inputs is None:
+            engine.run_backward([self], [gradient], retain, create_graph)
+            return
+        ins = [inputs] if isinstance(inputs, Tensor) else list(inputs)
+        grads = engine.run_backward([self], [gradient], retain, create_graph, inputs=ins,
+                                    allow_unused=True)
+        from .autograd.grad_mode import set_grad_enabled
+        with set_grad_enabled(create_graph):
+            for x, g in zip(ins, grads or ()):
+                if g is not None:
+                    x.grad = g if x.grad is None else x.grad + g
+
+    def retain_grad(self) -> None:
+        """Keep ``.grad`` for this non-leaf tensor too (leaves always keep theirs)."""
+        if self.grad_fn is None:
+            if not self._requires_grad:
+                raise RuntimeError("can't retain_grad on Tensor that has requires_grad=False")
+            return
+        node = self.grad_fn
+        if node.retained is None:
+            node.retained = {}
+        import weakref
+        node.retained[self._output_nr] = weakref.ref(self)
+
+    @property
+    def retains_grad(self) -> bool:
+        node = self.grad_fn
+        return bool(node is not None and node.retained and self._output_nr in node.retained)
+
+    def register_hook(self, hook: Any) -> Any:
+        """``hook(grad) -> grad or None`` runs when this tensor's gradient is computed; a
+        returned tensor replaces the gradient. Returns a handle with ``.remove()``."""
+        if not self._requires_grad:
+            raise RuntimeError("cannot register a hook on a tensor that doesn't require "
+                               "gradient")
+        if not callable(hook):
+            raise TypeError(f"register_hook: hook must be callable, got {type(hook).__name__}")
+        if self.grad_fn is None:
+            from .autograd.engine import register_leaf_hook
+            hooks = register_leaf_hook(self, hook)
+        else:
+            node = self.grad_fn
+            if node.hooks is None:
+                node.hooks = {}
+            hooks = node.hooks.setdefault(self._output_nr, [])
+            hooks.append(hook)
+        return _HookHandle(hooks, hook)
 
     def is_floating_point(self) -> bool:
         return self._value.dtype.kind == "f" or self._value.dtype.name == "bfloat16"
@@ -192,8 +282,8 @@ class Tensor:
         v = self._value
         extra = ""
         if self.grad_fn is not None:
-            extra += f", grad_fn=<{type(self.grad_fn).__name__}>"
-        elif self.requires_grad:
+            extra += f", grad_fn=<{self.grad_fn.name()}>"
+        elif self._requires_grad:
             extra += ", requires_grad=True"
         if isinstance(v, Tracer):
             return f"tensor(<traced {tuple(v.shape)}>, dtype={self.dtype}{extra})"
@@ -224,7 +314,7 @@ def _wrap(value: Any) -> Tensor:
     """A Tensor around an existing ``jax.Array`` / tracer, without copying (hot path)."""
     t = _new(Tensor)
     t._value = value
-    t.requires_grad = False
+    t._requires_grad = False
     t.grad = None
     t.grad_fn = None
     t._version = 0
@@ -232,13 +322,26 @@ def _wrap(value: Any) -> Tensor:
 
 
 def _flatten(t: Tensor) -> tuple[tuple[Any], bool]:
-    return (t._value,), t.requires_grad
+    return (t._value,), t._requires_grad
 
 
 def _unflatten(requires_grad: bool, children: Any) -> Tensor:
     t = _wrap(children[0])
-    t.requires_grad = requires_grad
+    t._requires_grad = requires_grad
     return t
+
+
+class _HookHandle:
+    """What ``register_hook`` returns: ``handle.remove()`` unregisters the hook."""
+
+    __slots__ = ("_hooks", "_hook")
+
+    def __init__(self, hooks: list, hook: Any) -> None:
+        self._hooks, self._hook = hooks, hook
+
+    def remove(self) -> None:
+        if self._hook in self._hooks:
+            self._hooks.remove(self._hook)
 
 
 jax.tree_util.register_pytree_node(Tensor, _flatten, _unflatten)

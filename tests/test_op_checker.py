@@ -1,12 +1,13 @@
 """The op checker over every built-in op (DESIGN §9): abstract eval, NumPy reference,
-jit, vmap and error samples. An op registered without samples fails here."""
+jit, vmap, error samples, and the gradient check. An op registered without samples, or a
+differentiable op without a backward rule, fails here."""
 
 from __future__ import annotations
 
 import pytest
 
 import jflow
-from jflow.testing import check_op, samples_registered
+from jflow.testing import check_op, check_op_grad, samples_registered
 from jflow.testing.op_samples import load_builtin
 
 load_builtin()
@@ -23,6 +24,18 @@ def test_samples_name_real_ops() -> None:
     assert not unknown, f"samples registered for unknown ops: {unknown}"
 
 
+def test_every_builtin_op_is_nograd_or_has_a_rule() -> None:
+    missing = sorted(n for n in BUILTIN if jflow.ops.get(n).grad_rule is None
+                     and not jflow.ops.get(n).has_trait("NoGrad"))
+    assert not missing, f"differentiable ops without a backward rule: {missing}"
+
+
 @pytest.mark.parametrize("op_name", [n for n in BUILTIN if n in samples_registered()])
 def test_op(op_name: str) -> None:
-    check_op(op_name)
+    check_op(op_name, grad=False)
+
+
+@pytest.mark.parametrize("op_name", [n for n in BUILTIN if n in samples_registered()
+                                     and not jflow.ops.get(n).has_trait("NoGrad")])
+def test_op_grad(op_name: str) -> None:
+    check_op_grad(op_name)

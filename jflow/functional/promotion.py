@@ -8,6 +8,7 @@ from __future__ import annotations
 import math
 from typing import Any
 
+import jax
 import jax.numpy as jnp
 import numpy as np
 
@@ -82,7 +83,8 @@ def scalar_tensor(value: Any, np_dtype: np.dtype) -> Tensor:
                 raise OverflowError(f"the Python scalar {value} cannot be converted to "
                                     f"{_dt.from_numpy_dtype(nd)} without overflow (range "
                                     f"[{info.min}, {info.max}])")
-        t = _wrap(jnp.asarray(value, dtype=np_dtype))
+        with jax.ensure_compile_time_eval():  # a concrete array even while tracing: it is
+            t = _wrap(jnp.asarray(value, dtype=np_dtype))  # cached, a tracer must not be
         if value == value:
             if len(_SCALAR_CACHE) >= _SCALAR_CACHE_SIZE:
                 _SCALAR_CACHE.clear()

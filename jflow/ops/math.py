@@ -65,12 +65,14 @@ for _name, _fn, _allowed, _sbp in [
 ]:
     _unary(_name, _fn, _allowed, _sbp)
 
-_unary("logical_not", jnp.logical_not, ANY, out_dtype=bool)
-_unary("bitwise_not", jnp.invert, INTEGRAL)
+_NOGRAD = ("NoSideEffect", "NoGrad")  # bool / integer results carry no gradient
+_unary("logical_not", jnp.logical_not, ANY, out_dtype=bool, traits=_NOGRAD)
+_unary("bitwise_not", jnp.invert, INTEGRAL, traits=_NOGRAD)
 
 
-def _binary(name: str, fn, allowed=NUMBER, sbp=_ELEMENTWISE, out_dtype=None) -> None:
-    define_op(name, inputs=["x", "y"], outputs=["z"], sbp=sbp,
+def _binary(name: str, fn, allowed=NUMBER, sbp=_ELEMENTWISE, out_dtype=None,
+            traits=("NoSideEffect",)) -> None:
+    define_op(name, inputs=["x", "y"], outputs=["z"], sbp=sbp, traits=traits,
               infer=broadcast_binary(allowed, out_dtype))
     register_kernel(name, fn, name=f"{name}_xla")
 
@@ -94,17 +96,18 @@ for _name, _fn, _allowed, _sbp in [
     ("maximum", jnp.maximum, ANY, _ELEMENTWISE),
     ("minimum", jnp.minimum, ANY, _ELEMENTWISE),
     ("atan2", jnp.arctan2, FLOAT, _ELEMENTWISE),
-    ("bitwise_and", jnp.bitwise_and, INTEGRAL, _ELEMENTWISE),
-    ("bitwise_or", jnp.bitwise_or, INTEGRAL, _ELEMENTWISE),
-    ("bitwise_xor", jnp.bitwise_xor, INTEGRAL, _ELEMENTWISE),
 ]:
     _binary(_name, _fn, _allowed, _sbp)
+
+for _name, _fn in [("bitwise_and", jnp.bitwise_and), ("bitwise_or", jnp.bitwise_or),
+                   ("bitwise_xor", jnp.bitwise_xor)]:
+    _binary(_name, _fn, INTEGRAL, _ELEMENTWISE, traits=_NOGRAD)
 
 for _name, _fn in [("eq", jnp.equal), ("ne", jnp.not_equal), ("lt", jnp.less),
                    ("le", jnp.less_equal), ("gt", jnp.greater), ("ge", jnp.greater_equal),
                    ("logical_and", jnp.logical_and), ("logical_or", jnp.logical_or),
                    ("logical_xor", jnp.logical_xor)]:
-    _binary(_name, _fn, ANY, _ELEMENTWISE, out_dtype=bool)
+    _binary(_name, _fn, ANY, _ELEMENTWISE, out_dtype=bool, traits=_NOGRAD)
 
 
 def _where_infer(condition, x, y):

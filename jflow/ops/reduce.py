@@ -257,7 +257,11 @@ for _name, _fn, _infer, _sbp, _doc in [
     ("reduce_logsumexp", _logsumexp, _reduce_infer(FLOAT), _PLAIN_SBP,
      "log(sum(exp(x))) over axis, computed stably; empty -> -inf"),
 ]:
-    define_op(_name, inputs=["x"], outputs=["y"], attrs=_AXES, infer=_infer, sbp=_sbp, doc=_doc)
+    # any/all give bools: no gradient
+    _traits = ("NoSideEffect", "NoGrad") if _name in ("reduce_any", "reduce_all") else \
+        ("NoSideEffect",)
+    define_op(_name, inputs=["x"], outputs=["y"], attrs=_AXES, infer=_infer, sbp=_sbp, doc=_doc,
+              traits=_traits)
     register_kernel(_name, _fn, name=f"{_name}_xla")
 
 define_op("reduce_var", inputs=["x"], outputs=["y"],
@@ -304,7 +308,7 @@ def _arg_kernel(fn: Any):
 for _name, _fn in [("argmax", jnp.argmax), ("argmin", jnp.argmin)]:
     define_op(_name, inputs=["x"], outputs=["y"],
               attrs=[Attr("axis", "int32", None), Attr("keepdim", "bool", False)],
-              infer=_arg_infer(_name), sbp=_one_axis_sbp,
+              infer=_arg_infer(_name), sbp=_one_axis_sbp, traits=("NoSideEffect", "NoGrad"),
               doc=f"int64 index of the first {_name[3:]} along axis (absent: of the flattened "
                   f"input); nan counts as the {_name[3:]}")
     register_kernel(_name, _arg_kernel(_fn), name=f"{_name}_xla")

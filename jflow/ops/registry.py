@@ -117,6 +117,10 @@ class OpDef:
     structured: bool = False
     #: True for the ops jflow itself defines (the checker requires samples for all of them).
     builtin: bool = False
+    #: The op's backward rule (:func:`jflow.autograd.register_backward`), if it has one.
+    grad_rule: Any = field(repr=False, default=None)
+    #: The linear primitive carrying the rule into JAX's autodiff (see autograd.jax_rules).
+    linear_primitive: Primitive = field(repr=False, default=None)  # type: ignore[assignment]
 
     # -- introspection ---------------------------------------------------------------
     def signature(self) -> str:
@@ -443,6 +447,7 @@ def define_op(
     ``sbp`` holds the op's SBP signatures (a list, or a function of the inputs' ndims).
     """
     from .. import dispatch
+    from ..autograd import jax_rules
     from ..kernels import registry as kernels
 
     for what, v in (("inputs", inputs), ("outputs", outputs), ("attrs", attrs),
@@ -469,6 +474,7 @@ def define_op(
     batching.fancy_primitive_batchers[prim] = op._batch_rule
     op.primitive = prim
     kernels.install_lowerings(op)
+    jax_rules.install(op)
     op.apply = dispatch.make_apply(op)
     _REGISTRY[name] = op
     return op

@@ -4,7 +4,9 @@
 * eager == an independent NumPy reference (values, and the dtype kind);
 * ``jax.jit`` == eager;
 * ``jax.vmap`` over a batch (all inputs batched, and only the first) == a Python loop;
-* each error sample raises the declared jflow error.
+* each error sample raises the declared jflow error;
+* for differentiable ops, the gradient check of :mod:`jflow.testing.grad_check` (tape and
+  ``jax.grad`` vs finite differences in float64, ``jax.jvp`` vs ``jax.vjp``).
 """
 
 from __future__ import annotations
@@ -17,9 +19,10 @@ import numpy as np
 
 from ..ops import get as get_op
 from ..tensor import Tensor, _wrap
+from .grad_check import check_grad, grad_applicable
 from .samples import OpSamples, Sample, get_samples
 
-__all__ = ["check_op", "check_sample", "CheckFailure"]
+__all__ = ["check_op", "check_op_grad", "check_sample", "CheckFailure"]
 
 
 class CheckFailure(AssertionError):
@@ -160,8 +163,28 @@ def check_sample(op_name: str, s: Sample, entry: OpSamples | None = None) -> Non
                               np.asarray(g[b]), loop2[b][i], s, False)
 
 
-def check_op(op_name: str) -> None:
-    """Check every sample and error sample registered for ``op_name``."""
+def check_op_grad(op_name: str) -> int:
+    """The gradient check on every applicable sample of ``op_name``; returns how many ran.
+    A differentiable op (not NoGrad) must have a backward rule and a sample to check it on."""
+    op = get_op(op_name)
+    if op.has_trait("NoGrad"):
+        return 0
+    if op.grad_rule is None:
+        raise CheckFailure(f"op '{op_name}' is neither NoGrad nor has a backward rule")
+    ran = 0
+    for s in get_samples(op_name).samples:
+        if grad_applicable(op_name, s):
+            check_grad(op_name, s)
+            ran += 1
+    if not ran:
+        raise CheckFailure(f"op '{op_name}' has a backward rule but no sample with floating "
+                           f"inputs to check it on")
+    return ran
+
+
+def check_op(op_name: str, grad: bool = True) -> None:
+    """Check every sample and error sample registered for ``op_name`` (and, with ``grad``,
+    its backward rule)."""
     entry = get_samples(op_name)
     for s in entry.samples:
         check_sample(op_name, s, entry)
@@ -179,3 +202,5 @@ def check_op(op_name: str) -> None:
         else:
             raise CheckFailure(f"op '{op_name}': expected {es.exc.__name__} for inputs "
                                f"{[np.shape(x) for x in es.inputs]} attrs {es.attrs}")
+    if grad:
+        check_op_grad(op_name)

@@ -17,6 +17,9 @@ class Sample:
 
     ``batch``: optional second set of inputs for the vmap check (default: floats scaled by
     0.5, other dtypes repeated). ``vmap=False`` skips vmap for this sample.
+    ``grad``: for a differentiable op the gradient check runs on the sample's floating inputs
+    (made float64): tape and ``jax.grad`` against central finite differences, and ``jax.jvp``
+    against ``jax.vjp``.
     """
 
     inputs: Sequence[Any]
@@ -26,6 +29,9 @@ class Sample:
     batch: Sequence[Any] | None = None
     vmap: bool = True
     name: str = ""
+    #: False skips the gradient check for this sample (say why in a comment: e.g. inputs at a
+    #: kink or jump on purpose, where finite differences are meaningless).
+    grad: bool = True
 
 
 @dataclass

@@ -1,0 +1,366 @@
+"""The backward engine: walks the tape in topological order and runs each node's rule.
+
+Two ways to run a rule, same rule:
+
+* **compiled** (the eager default): the rule is traced once per (op, attrs, needs, avals) into a
+  ``jax.jit`` — jflow ops bind on tracers, so a rule of five jflow ops costs one cached call;
+* **direct** (``create_graph=True``, or values that are tracers): the rule runs op by op on
+  Tensors; with ``create_graph`` the tape records it, which gives higher-order gradients, and
+  inside ``jax.jit`` it stages the backward into the compiled program (DESIGN §4, caller 3).
+"""
+
+from __future__ import annotations
+
+import weakref
+from collections.abc import Sequence
+from typing import Any
+
+import jax
+import jax.numpy as jnp
+from jax.core import Tracer
+
+from ..tensor import Tensor
+from ..tensor import _wrap as _wrap_value
+from .grad_mode import no_grad, set_grad_enabled
+from .graph import LEAF, Node
+from .rule import get_rule, is_differentiable_dtype, run_rule, structure_saved
+
+__all__ = ["run_backward", "backward", "grad", "register_leaf_hook", "CACHE_SIZE"]
+
+#: Compiled rules kept per op (distinct attrs / needs / shapes); the oldest are dropped.
+CACHE_SIZE = 256
+
+_compiled: dict[Any, dict[Any, Any]] = {}
+_leaf_hooks: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
+
+
+def register_leaf_hook(t: Tensor, hook: Any) -> Any:
+    hooks = _leaf_hooks.setdefault(t, [])
+    hooks.append(hook)
+    return hooks
+
+
+_FREED = ("Trying to backward through the graph a second time (or directly access saved tensors "
+          "after they have already been freed). Saved intermediate values of the graph are freed "
+          "when you call .backward() or autograd.grad(). Specify retain_graph=True if you need "
+          "to backward through the graph a second time or if you need to access saved tensors "
+          "after calling backward.")
+
+
+def _saved_tensors(node: Node, connect: bool) -> list[Any]:
+    """The node's saved values, after the version check; as graph-connected Tensors when
+    ``connect`` (create_graph), else as plain values."""
+    if node.freed:
+        raise RuntimeError(_FREED)
+    out = []
+    for value, ref, version, nr in node.saved:  # type: ignore[union-attr]
+        if nr == LEAF:
+            t = ref
+        else:
+            t = ref()
+        if t is not None and t._version != version:
+            what = f"input of shape {list(value.shape)}" if nr == LEAF else \
+                f"output {nr} of shape {list(value.shape)}"
+            raise RuntimeError(
+                f"one of the variables needed for gradient computation has been modified by an "
+                f"inplace operation: the {what} saved by op '{node.op.name}' is at version "
+                f"{t._version}; expected version {version} instead. Compute the gradient before "
+                f"modifying it, or modify a clone.")
+        if not connect:
+            out.append(value)
+        elif nr == LEAF:
+            out.append(t)
+        elif t is not None and t.grad_fn is node:
+            out.append(t)
+        else:  # the output tensor is gone: a new handle on its value, still on the graph
+            n = _wrap_value(value)
+            n.requires_grad = True
+            n.grad_fn = node
+            n._output_nr = nr
+            out.append(n)
+    return out
+
+
+def _build_compiled(node: Node, mask: tuple[bool, ...]) -> Any:
+    op, params = node.op, node.params
+    rule = op.grad_rule
+    layout = params.get("_layout")
+    attrs = {k: v for k, v in params.items() if k not in ("_layout", "_vmap")}
+    slots = rule.saved_slots(layout, len(node.out_avals))
+    needs, in_avals, out_avals = node.needs, node.in_avals, node.out_avals
+    n_saved = sum(s[2] for s in slots)
+
+    def backward_rule(*args: Any) -> tuple[Any, ...]:
+        saved = structure_saved(slots, [_wrap_value(v) for v in args[:n_saved]])
+        given = iter(args[n_saved:])
+        grads = []
+        for aval, m in zip(out_avals, mask):
+            if m:
+                grads.append(_wrap_value(next(given)))
+            elif is_differentiable_dtype(aval.dtype):
+                grads.append(_wrap_value(jnp.zeros(aval.shape, aval.dtype)))
+            else:
+                grads.append(None)
+        with no_grad():
+            res = run_rule(rule, attrs, layout, saved, needs, in_avals, out_avals, grads)
+        return tuple(None if g is None else g._value for g in res)
+
+    backward_rule.__name__ = f"{op.name}_backward"
+    return jax.jit(backward_rule)
+
+
+def _run_compiled(node: Node, grads: list[Any]) -> list[Any]:
+    mask = tuple(g is not None for g in grads)
+    try:
+        key = (tuple(node.params.items()), node.needs, mask, node.in_avals, node.out_avals)
+        cache = _compiled.setdefault(node.op.name, {})
+        f = cache.get(key)
+    except TypeError:  # unhashable attr values: trace each time (correct, slower)
+        key, cache, f = None, None, None
+    if f is None:
+        f = _build_compiled(node, mask)
+        if cache is not None:
+            if len(cache) >= CACHE_SIZE:
+                del cache[next(iter(cache))]
+            cache[key] = f
+    vals = _saved_tensors(node, False)
+    res = f(*vals, *(g._value for g in grads if g is not None))
+    return [None if r is None else _wrap_value(r) for r in res]
+
+
+def _run_direct(node: Node, grads: list[Any], create_graph: bool) -> list[Any]:
+    op, params = node.op, node.params
+    rule = op.grad_rule
+    layout = params.get("_layout")
+    attrs = {k: v for k, v in params.items() if k not in ("_layout", "_vmap")}
+    slots = rule.saved_slots(layout, len(node.out_avals))
+    saved_flat = _saved_tensors(node, create_graph)
+    if not create_graph:
+        saved_flat = [_wrap_value(v) for v in saved_flat]
+    saved = structure_saved(slots, saved_flat)
+    full = []
+    for g, aval in zip(grads, node.out_avals):
+        if g is None and is_differentiable_dtype(aval.dtype):
+            g = _wrap_value(jnp.zeros(aval.shape, aval.dtype))
+        full.append(g)
+    with set_grad_enabled(create_graph):
+        return run_rule(rule, attrs, layout, saved, node.needs, node.in_avals, node.out_avals,
+                        full)
+
+
+def _execute(node: Node, grads: list[Any], create_graph: bool) -> list[Any]:
+    if type(node) is not Node:  # a Function's node runs the user's backward
+        return node.run(grads, create_graph)  # type: ignore[attr-defined]
+    get_rule(node.op)
+    if create_graph or any(isinstance(g._value, Tracer) for g in grads if g is not None) or \
+            any(isinstance(s[0], Tracer) for s in (node.saved or ())):
+        return _run_direct(node, grads, create_graph)
+    return _run_compiled(node, grads)
+
+
+def _accumulate(a: Any, b: Any) -> Any:
+    return b if a is None else a + b
+
+
+def _topological(roots: Sequence[Node]) -> list[Node]:
+    """Nodes reachable from ``roots``, each after every node that sends it a gradient."""
+    deps: dict[Node, int] = {}
+    stack = list(dict.fromkeys(roots))
+    seen = set(stack)
+    while stack:
+        n = stack.pop()
+        for e in n.next_edges:
+            if e is not None and e[1] != LEAF:
+                m = e[0]
+                deps[m] = deps.get(m, 0) + 1
+                if m not in seen:
+                    seen.add(m)
+                    stack.append(m)
+    ready = [n for n in dict.fromkeys(roots) if deps.get(n, 0) == 0]
+    order = []
+    while ready:
+        n = ready.pop()
+        order.append(n)
+        for e in n.next_edges:
+            if e is not None and e[1] != LEAF:
+                m = e[0]
+                deps[m] -= 1
+                if deps[m] == 0:
+                    ready.append(m)
+    return order
+
+
+def _root_edge(t: Tensor, i: int) -> tuple[Any, int]:
+    if t.grad_fn is not None:
+        return t.grad_fn, t._output_nr
+    if t.requires_grad:
+        return t, LEAF
+    raise RuntimeError(f"element {i} of tensors does not require grad and does not have a "
+                       f"grad_fn")
+
+
+def _root_grad(t: Tensor, g: Any, i: int, create_graph: bool) -> Tensor:
+    if g is None:
+        if t._value.size != 1:
+            raise RuntimeError(f"grad can be implicitly created only for scalar outputs (output "
+                               f"{i} has shape {list(t._value.shape)}); pass a gradient")
+        return _wrap_value(jnp.ones(t._value.shape, t._value.dtype))
+    if not isinstance(g, Tensor):
+        raise TypeError(f"gradient {i} must be a jflow Tensor or None, got {type(g).__name__}")
+    if tuple(g._value.shape) != tuple(t._value.shape):
+        raise RuntimeError(f"Mismatch in shape: grad_output[{i}] has a shape of "
+                           f"{list(g._value.shape)} and output[{i}] has a shape of "
+                           f"{list(t._value.shape)}")
+    if g._value.dtype != t._value.dtype:
+        from ..functional.promotion import _cast
+        g = _cast(g, dtype=t._value.dtype)
+    return g if create_graph else g.detach()
+
+
+def run_backward(tensors: Sequence[Tensor], grad_tensors: Sequence[Any], retain_graph: bool,
+                 create_graph: bool, inputs: Sequence[Tensor] | None = None,
+                 allow_unused: bool = False) -> tuple[Any, ...] | None:
+    """Backpropagate from ``tensors``. Without ``inputs``: accumulate into leaves' ``.grad``
+    (``Tensor.backward``). With ``inputs``: return their gradients (``autograd.grad``)."""
+    roots: list[tuple[Any, int, Tensor]] = []
+    for i, (t, g) in enumerate(zip(tensors, grad_tensors)):
+        if not isinstance(t, Tensor):
+            raise TypeError(f"autograd: output {i} must be a jflow Tensor, got "
+                            f"{type(t).__name__}")
+        target, nr = _root_edge(t, i)
+        roots.append((target, nr, _root_grad(t, g, i, create_graph)))
+
+    capture = inputs is not None
+    leaf_targets: dict[int, int] = {}
+    node_targets: dict[tuple[Node, int], int] = {}
+    if capture:
+        for k, x in enumerate(inputs):  # type: ignore[arg-type]
+            if not isinstance(x, Tensor):
+                raise TypeError(f"autograd.grad: input {k} must be a jflow Tensor, got "
+                                f"{type(x).__name__}")
+            if not x.requires_grad:
+                raise RuntimeError(f"autograd.grad: input {k} does not require grad")
+            if x.grad_fn is None:
+                leaf_targets[id(x)] = k
+            else:
+                node_targets[(x.grad_fn, x._output_nr)] = k
+    results: list[Any] = [None] * (len(inputs) if capture else 0)
+
+    def deliver_leaf(leaf: Tensor, g: Any) -> None:
+        if capture:
+            k = leaf_targets.get(id(leaf))
+            if k is not None:
+                results[k] = _accumulate(results[k], g)
+            return
+        for hook in _leaf_hooks.get(leaf, ()):
+            r = hook(g)
+            if r is not None:
+                g = r
+        with set_grad_enabled(create_graph):
+            leaf.grad = g if leaf.grad is None else leaf.grad + g
+
+    buffers: dict[Node, list[Any]] = {}
+    root_nodes = []
+    with set_grad_enabled(create_graph):
+        for target, nr, g in roots:
+            if nr == LEAF:
+                deliver_leaf(target, g)
+                continue
+            buf = buffers.setdefault(target, [None] * len(target.out_avals))
+            buf[nr] = _accumulate(buf[nr], g)
+            root_nodes.append(target)
+
+    order = _topological(root_nodes)
+    needed: set[Node] | None = None
+    if capture:
+        needed = set()
+        for n in reversed(order):
+            for e in n.next_edges:
+                if e is None:
+                    continue
+                if (e[1] == LEAF and id(e[0]) in leaf_targets) or \
+                        (e[1] != LEAF and (e in node_targets or e[0] in needed)):
+                    needed.add(n)
+                    break
+
+    for node in order:
+        grads = buffers.pop(node, None)
+        if grads is None:
+            continue
+        for k in range(len(grads)):
+            g = grads[k]
+            if g is None:
+                continue
+            if node.hooks and k in node.hooks:
+                for hook in node.hooks[k]:
+                    r = hook(g)
+                    if r is not None:
+                        g = r
+                grads[k] = g
+            if capture:
+                ti = node_targets.get((node, k))
+                if ti is not None:
+                    results[ti] = _accumulate(results[ti], g)
+            elif node.retained and k in node.retained:
+                t = node.retained[k]()
+                if t is not None:
+                    with set_grad_enabled(create_graph):
+                        t.grad = g if t.grad is None else t.grad + g
+        if needed is not None and node not in needed:
+            continue
+        in_grads = _execute(node, grads, create_graph)
+        if not retain_graph:
+            node.release()
+        with set_grad_enabled(create_graph):
+            for e, g in zip(node.next_edges, in_grads):
+                if e is None or g is None:
+                    continue
+                target, nr = e
+                if nr == LEAF:
+                    deliver_leaf(target, g)
+                else:
+                    buf = buffers.setdefault(target, [None] * len(target.out_avals))
+                    buf[nr] = _accumulate(buf[nr], g)
+
+    if not capture:
+        return None
+    for k, r in enumerate(results):
+        if r is None and not allow_unused:
+            raise RuntimeError(f"autograd.grad: input {k} appears to not have been used in the "
+                               f"graph; set allow_unused=True if this is the desired behavior")
+        if r is not None and not create_graph:
+            results[k] = r.detach()
+    return tuple(results)
+
+
+def _as_list(x: Any, what: str) -> list[Any]:
+    if isinstance(x, Tensor) or x is None:
+        return [x]
+    if isinstance(x, (list, tuple)):
+        return list(x)
+    raise TypeError(f"autograd: {what} must be a Tensor or a sequence of Tensors, got "
+                    f"{type(x).__name__}")
+
+
+def backward(tensors: Any, grad_tensors: Any = None, retain_graph: bool | None = None,
+             create_graph: bool = False) -> None:
+    """``flow.autograd.backward``: accumulate gradients of ``tensors`` into the leaves."""
+    ts = _as_list(tensors, "tensors")
+    gs = _as_list(grad_tensors, "grad_tensors") if grad_tensors is not None else [None] * len(ts)
+    if len(gs) != len(ts):
+        raise ValueError(f"autograd.backward: got {len(gs)} grad_tensors for {len(ts)} tensors")
+    run_backward(ts, gs, create_graph if retain_graph is None else retain_graph, create_graph)
+
+
+def grad(outputs: Any, inputs: Any, grad_outputs: Any = None, retain_graph: bool | None = None,
+         create_graph: bool = False, allow_unused: bool = False) -> tuple[Any, ...]:
+    """``flow.autograd.grad``: gradients of ``outputs`` w.r.t. ``inputs`` (``.grad`` untouched)."""
+    outs = _as_list(outputs, "outputs")
+    ins = _as_list(inputs, "inputs")
+    gs = _as_list(grad_outputs, "grad_outputs") if grad_outputs is not None \
+        else [None] * len(outs)
+    if len(gs) != len(outs):
+        raise ValueError(f"autograd.grad: got {len(gs)} grad_outputs for {len(outs)} outputs")
+    res = run_backward(outs, gs, create_graph if retain_graph is None else retain_graph,
+                       create_graph, inputs=ins, allow_unused=allow_unused)
+    return res  # type: ignore[return-value]

@@ -1,0 +1,49 @@
+"""Helpers shared by the backward rules: direct op access and broadcast reduction."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from ...ops import registry as _registry
+from ...tensor import Tensor
+
+__all__ = ["O", "sum_to", "zeros_like", "ones_like", "scalar_like"]
+
+
+class _Ops:
+    """``O.mul(x, y)``: an op's ``apply`` (no functor promotion: rules know their dtypes)."""
+
+    def __getattr__(self, name: str) -> Any:
+        f = _registry.get(name).apply
+        setattr(self, name, f)
+        return f
+
+
+O = _Ops()
+
+
+def sum_to(g: Tensor, shape: tuple[int, ...]) -> Tensor:
+    """Reduce a broadcast gradient back to ``shape`` (sum over the broadcast dimensions)."""
+    gs = tuple(g._value.shape)
+    shape = tuple(shape)
+    if gs == shape:
+        return g
+    lead = len(gs) - len(shape)
+    axes = tuple(range(lead)) + tuple(lead + i for i, s in enumerate(shape)
+                                      if s == 1 and gs[lead + i] != 1)
+    r = O.reduce_sum(g, axis=axes, keepdim=True) if axes else g
+    return O.reshape(r, shape=shape) if tuple(r._value.shape) != shape else r
+
+
+def scalar_like(value: float, like: Tensor) -> Tensor:
+    """A 0-d tensor of ``like``'s dtype (cached per value/dtype: no recompiles)."""
+    from ...functional.promotion import scalar_tensor
+    return scalar_tensor(value, like._value.dtype)
+
+
+def zeros_like(t: Tensor) -> Tensor:
+    return O.full(shape=tuple(t._value.shape), value=0.0, dtype=t._value.dtype)
+
+
+def ones_like(t: Tensor) -> Tensor:
+    return O.full(shape=tuple(t._value.shape), value=1.0, dtype=t._value.dtype)

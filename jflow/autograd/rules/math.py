@@ -1,0 +1,285 @@
+"""Backward rules of the elementwise math and activation ops (``jflow/ops/math.py``,
+``jflow/ops/activation.py``). Binary ops broadcast, so their gradients are summed back to
+each input's shape (``sum_to``)."""
+
+from __future__ import annotations
+
+import math
+
+from ..rule import register_backward
+from ._util import O, scalar_like, sum_to
+
+
+def _c(v: float, like):  # a cached 0-d constant of like's dtype
+    return scalar_like(v, like)
+
+
+def _mask(cond, dy):
+    """dy where cond, else 0."""
+    return O.where(cond, dy, _c(0.0, dy))
+
+
+# -- unary -------------------------------------------------------------------------------------
+
+@register_backward("abs", save=["x"])
+def _abs(ctx, dy):
+    (x,) = ctx.saved_tensors
+    return O.mul(dy, O.sign(x))
+
+
+@register_backward("neg")
+def _neg(ctx, dy):
+    return O.neg(dy)
+
+
+@register_backward("exp", save=["y"])
+def _exp(ctx, dy):
+    (y,) = ctx.saved_tensors
+    return O.mul(dy, y)
+
+
+@register_backward("log", save=["x"])
+def _log(ctx, dy):
+    (x,) = ctx.saved_tensors
+    return O.div(dy, x)
+
+
+@register_backward("log1p", save=["x"])
+def _log1p(ctx, dy):
+    (x,) = ctx.saved_tensors
+    return O.div(dy, O.add(x, _c(1.0, x)))
+
+
+@register_backward("expm1", save=["y"])
+def _expm1(ctx, dy):
+    (y,) = ctx.saved_tensors
+    return O.mul(dy, O.add(y, _c(1.0, y)))
+
+
+@register_backward("sqrt", save=["y"])
+def _sqrt(ctx, dy):
+    (y,) = ctx.saved_tensors
+    return O.div(O.mul(dy, _c(0.5, dy)), y)
+
+
+@register_backward("rsqrt", save=["y"])
+def _rsqrt(ctx, dy):
+    (y,) = ctx.saved_tensors
+    return O.mul(O.mul(dy, _c(-0.5, dy)), O.mul(y, O.square(y)))
+
+
+@register_backward("square", save=["x"])
+def _square(ctx, dy):
+    (x,) = ctx.saved_tensors
+    return O.mul(dy, O.mul(x, _c(2.0, x)))
+
+
+@register_backward("reciprocal", save=["y"])
+def _reciprocal(ctx, dy):
+    (y,) = ctx.saved_tensors
+    return O.neg(O.mul(dy, O.square(y)))
+
+
+def _zero_grad(ctx, dy):
+    """Piecewise-constant ops: the gradient is zero almost everywhere (as PyTorch)."""
+    return O.mul(dy, _c(0.0, dy))
+
+
+for _name in ("sign", "floor", "ceil", "round"):
+    register_backward(_name)(_zero_grad)
+
+
+@register_backward("sin", save=["x"])
+def _sin(ctx, dy):
+    (x,) = ctx.saved_tensors
+    return O.mul(dy, O.cos(x))
+
+
+@register_backward("cos", save=["x"])
+def _cos(ctx, dy):
+    (x,) = ctx.saved_tensors
+    return O.neg(O.mul(dy, O.sin(x)))
+
+
+@register_backward("tan", save=["y"])
+def _tan(ctx, dy):
+    (y,) = ctx.saved_tensors
+    return O.mul(dy, O.add(O.square(y), _c(1.0, y)))
+
+
+@register_backward("tanh", save=["y"])
+def _tanh(ctx, dy):
+    (y,) = ctx.saved_tensors
+    return O.mul(dy, O.sub(_c(1.0, y), O.square(y)))
+
+
+@register_backward("sigmoid", save=["y"])
+def _sigmoid(ctx, dy):
+    (y,) = ctx.saved_tensors
+    return O.mul(dy, O.mul(y, O.sub(_c(1.0, y), y)))
+
+
+@register_backward("erf", save=["x"])
+def _erf(ctx, dy):
+    (x,) = ctx.saved_tensors
+    return O.mul(O.mul(dy, _c(2.0 / math.sqrt(math.pi), dy)), O.exp(O.neg(O.square(x))))
+
+
+@register_backward("relu", save=["y"])
+def _relu(ctx, dy):
+    (y,) = ctx.saved_tensors
+    return _mask(O.gt(y, _c(0.0, y)), dy)
+
+
+@register_backward("leaky_relu", save=["x"])
+def _leaky_relu(ctx, dy):
+    (x,) = ctx.saved_tensors
+    return O.where(O.gt(x, _c(0.0, x)), dy, O.mul(dy, _c(ctx.alpha, dy)))
+
+
+@register_backward("elu", save=["x", "y"])
+def _elu(ctx, dy):
+    x, y = ctx.saved_tensors
+    return O.where(O.gt(x, _c(0.0, x)), dy, O.mul(dy, O.add(y, _c(ctx.alpha, y))))
+
+
+@register_backward("gelu", save=["x"])
+def _gelu(ctx, dy):
+    (x,) = ctx.saved_tensors
+    if ctx.approximate == "tanh":
+        k = math.sqrt(2.0 / math.pi)
+        x2 = O.square(x)
+        inner = O.mul(O.mul(x, _c(k, x)), O.add(_c(1.0, x), O.mul(x2, _c(0.044715, x))))
+        t = O.tanh(inner)
+        dinner = O.mul(_c(k, x), O.add(_c(1.0, x), O.mul(x2, _c(3 * 0.044715, x))))
+        left = O.mul(_c(0.5, x), O.add(_c(1.0, x), t))
+        right = O.mul(O.mul(O.mul(_c(0.5, x), x), O.sub(_c(1.0, x), O.square(t))), dinner)
+        return O.mul(dy, O.add(left, right))
+    cdf = O.mul(_c(0.5, x), O.add(_c(1.0, x), O.erf(O.mul(x, _c(1 / math.sqrt(2.0), x)))))
+    pdf = O.mul(O.exp(O.mul(O.square(x), _c(-0.5, x))), _c(1 / math.sqrt(2 * math.pi), x))
+    return O.mul(dy, O.add(cdf, O.mul(x, pdf)))
+
+
+@register_backward("silu", save=["x"])
+def _silu(ctx, dy):
+    (x,) = ctx.saved_tensors
+    s = O.sigmoid(x)
+    return O.mul(dy, O.mul(s, O.add(_c(1.0, x), O.mul(x, O.sub(_c(1.0, x), s)))))
+
+
+@register_backward("softplus", save=["x"])
+def _softplus(ctx, dy):
+    (x,) = ctx.saved_tensors
+    bx = O.mul(x, _c(ctx.beta, x))
+    return O.where(O.gt(bx, _c(ctx.threshold, x)), dy, O.mul(dy, O.sigmoid(bx)))
+
+
+@register_backward("hardtanh", save=["x"])
+def _hardtanh(ctx, dy):
+    (x,) = ctx.saved_tensors
+    inside = O.logical_and(O.gt(x, _c(ctx.min_val, x)), O.lt(x, _c(ctx.max_val, x)))
+    return _mask(inside, dy)
+
+
+@register_backward("clamp", save=["x"])
+def _clamp(ctx, dy):
+    (x,) = ctx.saved_tensors
+    keep = None
+    if ctx.min is not None:
+        keep = O.ge(x, _c(ctx.min, x))
+    if ctx.max is not None:
+        le = O.le(x, _c(ctx.max, x))
+        keep = le if keep is None else O.logical_and(keep, le)
+    return _mask(keep, dy)
+
+
+@register_backward("cast")
+def _cast(ctx, dy):
+    return O.cast(dy, dtype=ctx.input_dtypes[0])
+
+
+@register_backward("clone")
+def _clone(ctx, dy):
+    return dy
+
+
+# -- binary (broadcasting) ---------------------------------------------------------------------
+
+def _binary_rule(name, save, fx, fy):
+    """Register a broadcasting binary rule from the two unreduced partial products."""
+    @register_backward(name, save=save)
+    def rule(ctx, dz):
+        saved = ctx.saved_tensors
+        xs, ys = ctx.input_shapes
+        gx = sum_to(fx(dz, *saved), xs) if ctx.needs_input_grad[0] else None
+        gy = sum_to(fy(dz, *saved), ys) if ctx.needs_input_grad[1] else None
+        return gx, gy
+    rule.__name__ = f"{name}_backward"
+    return rule
+
+
+_binary_rule("add", [], lambda dz: dz, lambda dz: dz)
+_binary_rule("sub", [], lambda dz: dz, lambda dz: O.neg(dz))
+_binary_rule("mul", ["x", "y"], lambda dz, x, y: O.mul(dz, y), lambda dz, x, y: O.mul(dz, x))
+_binary_rule("div", ["y", "z"], lambda dz, y, z: O.div(dz, y),
+             lambda dz, y, z: O.neg(O.div(O.mul(dz, z), y)))
+
+
+def _pow_dx(dz, x, y, z):
+    # y * x^(y-1); where y == 0 the gradient is 0 (also at x == 0), as PyTorch
+    d = O.mul(y, O.pow(x, O.sub(y, _c(1.0, y))))
+    return O.mul(dz, O.where(O.eq(y, _c(0.0, y)), _c(0.0, d), d))
+
+
+def _pow_dy(dz, x, y, z):
+    # z * log(x); where x == 0 (and y >= 0) the gradient is 0, as PyTorch
+    d = O.mul(z, O.log(x))
+    safe = O.logical_and(O.eq(x, _c(0.0, x)), O.ge(y, _c(0.0, y)))
+    return O.mul(dz, O.where(safe, _c(0.0, d), d))
+
+
+_binary_rule("pow", ["x", "y", "z"], _pow_dx, _pow_dy)
+
+
+def _extremum_rule(name, prefer):
+    # PyTorch: the larger (smaller) input gets the gradient; ties split it in half
+    def fx(dz, x, y):
+        half = O.mul(dz, _c(0.5, dz))
+        return O.where(O.eq(x, y), half, _mask(prefer(x, y), dz))
+
+    def fy(dz, x, y):
+        half = O.mul(dz, _c(0.5, dz))
+        return O.where(O.eq(x, y), half, _mask(prefer(y, x), dz))
+
+    _binary_rule(name, ["x", "y"], fx, fy)
+
+
+_extremum_rule("maximum", O.gt)
+_extremum_rule("minimum", O.lt)
+
+
+def _atan2_d(dz, x, y):
+    return O.div(dz, O.add(O.square(x), O.square(y)))
+
+
+_binary_rule("atan2", ["x", "y"], lambda dz, x, y: O.mul(_atan2_d(dz, x, y), y),
+             lambda dz, x, y: O.neg(O.mul(_atan2_d(dz, x, y), x)))
+_binary_rule("remainder", ["x", "y"], lambda dz, x, y: dz,
+             lambda dz, x, y: O.neg(O.mul(dz, O.floor(O.div(x, y)))))
+_binary_rule("fmod", ["x", "y"], lambda dz, x, y: dz,
+             lambda dz, x, y: O.neg(O.mul(dz, O.trunc_divide(x, y))))
+# integer-valued quotients: zero gradient almost everywhere
+_binary_rule("floor_divide", [], lambda dz: O.mul(dz, _c(0.0, dz)),
+             lambda dz: O.mul(dz, _c(0.0, dz)))
+_binary_rule("trunc_divide", [], lambda dz: O.mul(dz, _c(0.0, dz)),
+             lambda dz: O.mul(dz, _c(0.0, dz)))
+
+
+@register_backward("where", save=["condition"])
+def _where(ctx, dout):
+    (cond,) = ctx.saved_tensors
+    _, xs, ys = ctx.input_shapes
+    zero = _c(0.0, dout)
+    gx = sum_to(O.where(cond, dout, zero), xs) if ctx.needs_input_grad[1] else None
+    gy = sum_to(O.where(cond, zero, dout), ys) if ctx.needs_input_grad[2] else None
+    return None, gx, gy
