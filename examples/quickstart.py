@@ -53,6 +53,24 @@ want = np.tanh(np.where(x.numpy() > 0, x.numpy(), 0.1 * x.numpy()) * 0.5) + 1
 assert isinstance(out, flow.Tensor) and np.allclose(out.numpy(), want, rtol=1e-6)
 print(jax.make_jaxpr(lambda t: step(t))(x))
 
+# -- autograd: one backward rule per op, for the tape and for JAX ---------------------------
+w = flow.tensor([[0.5, -1.0, 2.0], [1.0, 0.25, -0.5]], requires_grad=True)
+loss = (w * x).tanh().sum()
+loss.backward()  # the eager tape
+t = np.tanh(w.detach().numpy() * x.numpy())
+print("d loss / d w =", w.grad)
+# float32: 1 - tanh^2 cancels, so compare loosely
+assert np.allclose(w.grad.numpy(), (1 - t ** 2) * x.numpy(), rtol=1e-4, atol=1e-5)
+
+
+def f(a: jax.Array) -> jax.Array:  # the same rules serve jax.grad / jax.hessian
+    return flow.tanh(flow.utils.from_jax(a) * x).sum()._value
+
+
+w0 = w.detach()._value
+assert np.allclose(jax.grad(f)(w0), w.grad.numpy(), rtol=1e-4, atol=1e-5)
+print("jax.hessian diagonal:", np.diag(np.asarray(jax.hessian(f)(w0)).reshape(6, 6)))
+
 # -- every op is a registered JAX primitive -------------------------------------------------
 print(flow.ops.get("leaky_relu").signature())
 print(len(flow.ops.list_ops()), "ops registered")

@@ -31,6 +31,7 @@ import numpy as np
 from jax.core import Tracer
 
 from . import dtypes as _dt
+from .autograd.graph import rebase_inplace
 from .functional import F
 from .functional.promotion import cast, scalar_tensor
 from .ops import get as _get_op
@@ -281,13 +282,11 @@ def setitem(self: Tensor, index: Any, value: Any) -> None:
         _mask_shape_check(mask._value.shape, shape, 0)
         if _value_fits(v._value.shape, shape[k:]):
             out = _setitem(self, v, [mask], spec="m")
-            self._value = out._value
-            self._version += 1
+            rebase_inplace(self, out, "Tensor.__setitem__")
             return
     spec, tensors = _compile(self, index, "Tensor.__setitem__")
     out = _setitem(self, v, tensors, spec=spec)
-    self._value = out._value
-    self._version += 1
+    rebase_inplace(self, out, "Tensor.__setitem__")
 
 
 # -- shape methods with varargs ---------------------------------------------------------------

@@ -11,6 +11,7 @@ from typing import Any
 import numpy as np
 
 from . import dtypes as _dt
+from .autograd.graph import rebase_inplace
 from .functional import F
 from .functional.registry import FUNCTORS as _FN
 from .tensor import Tensor
@@ -206,9 +207,7 @@ def fill_(self: Tensor, value: Any) -> Tensor:
     if not isinstance(value, _SCALARS):
         raise TypeError(f"fill_(): argument 'value' must be a Number, not {type(value).__name__}")
     filled = F.full(tuple(self.shape), value, dtype=self.dtype)
-    self._value = filled._value
-    self._version += 1
-    return self
+    return rebase_inplace(self, filled, "fill_")
 
 
 def copy_(self: Tensor, src: Any) -> Tensor:
@@ -219,8 +218,7 @@ def copy_(self: Tensor, src: Any) -> Tensor:
     v = cast(src, self._value.dtype)
     if tuple(v.shape) != tuple(self.shape):
         v = F.broadcast_to(v, tuple(self.shape))
-    self._value = assign_inplace(self, v, "copy_")._value
-    return self
+    return assign_inplace(self, v, "copy_")
 
 
 def to(self: Tensor, *args: Any, **kwargs: Any) -> Tensor:

@@ -1,5 +1,6 @@
 """The checker must fail on wrong ops: a kernel that disagrees with its reference, an
-inference that disagrees with its kernel, a batching bug, a missing error."""
+inference that disagrees with its kernel, a batching bug, a missing error, a missing or wrong
+backward rule."""
 
 from __future__ import annotations
 
@@ -10,7 +11,9 @@ import pytest
 from jflow.kernels import register_kernel
 from jflow.ops import Attr, define_op
 from jflow.ops.infer import desc, same_as_input
-from jflow.testing import CheckFailure, ErrorSample, Sample, check_op, register_samples
+from jflow.autograd import register_backward
+from jflow.testing import (CheckFailure, ErrorSample, GradCheckFailure, Sample, check_op,
+                           register_samples)
 
 X = np.linspace(-1, 1, 12, dtype=np.float32).reshape(3, 4)
 
@@ -38,7 +41,7 @@ def test_row_dependent_kernel_batches_exactly() -> None:
     define_op("test_chk_vmap", inputs=["x"], infer=same_as_input())
     register_kernel("test_chk_vmap", lambda x: x - x[0:1])
     register_samples("test_chk_vmap", [Sample([X])], lambda x: x - x[0:1])
-    check_op("test_chk_vmap")
+    check_op("test_chk_vmap", grad=False)
 
 
 def test_naive_batching_rule_is_caught() -> None:
@@ -71,4 +74,22 @@ def test_jnp_kernel_passes() -> None:
         np.broadcast_shapes(x.shape, y.shape), x.dtype))
     register_kernel("test_chk_ok", jnp.add)
     register_samples("test_chk_ok", [Sample([X, X[:1]])], np.add)
-    check_op("test_chk_ok")
+    check_op("test_chk_ok", grad=False)
+    with pytest.raises(CheckFailure, match="neither NoGrad nor has a backward rule"):
+        check_op("test_chk_ok")
+
+
+def test_wrong_backward_rule_is_caught() -> None:
+    define_op("test_chk_badgrad", inputs=["x"], infer=same_as_input())
+    register_kernel("test_chk_badgrad", jnp.sin)
+    register_samples("test_chk_badgrad", [Sample([X])], np.sin)
+
+    @register_backward("test_chk_badgrad", save=["x"])
+    def _(ctx, dy):  # d sin = cos, not -cos
+        (x,) = ctx.saved_tensors
+        return -(dy * x.cos())
+
+    check_op("test_chk_badgrad", grad=False)
+    with pytest.raises(GradCheckFailure, match="eager tape.*finite differences"):
+        check_op("test_chk_badgrad")
+

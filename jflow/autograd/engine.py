@@ -21,7 +21,8 @@ from jax.core import Tracer
 
 from ..tensor import Tensor
 from ..tensor import _wrap as _wrap_value
-from .grad_mode import no_grad, set_grad_enabled
+from .compiled_graph import GraphCache, traced_rule
+from .grad_mode import set_grad_enabled
 from .graph import LEAF, Node
 from .rule import get_rule, is_differentiable_dtype, run_rule, structure_saved
 
@@ -31,11 +32,17 @@ __all__ = ["run_backward", "backward", "grad", "register_leaf_hook", "CACHE_SIZE
 CACHE_SIZE = 256
 
 _compiled: dict[Any, dict[Any, Any]] = {}
-_leaf_hooks: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
+#: Hooks of leaf tensors, by id (Tensor's ``==`` is elementwise, so no WeakKeyDictionary); an
+#: entry goes away with its tensor.
+_leaf_hooks: dict[int, list[Any]] = {}
 
 
-def register_leaf_hook(t: Tensor, hook: Any) -> Any:
-    hooks = _leaf_hooks.setdefault(t, [])
+def register_leaf_hook(t: Tensor, hook: Any) -> list[Any]:
+    key = id(t)
+    hooks = _leaf_hooks.get(key)
+    if hooks is None:
+        hooks = _leaf_hooks[key] = []
+        weakref.finalize(t, _leaf_hooks.pop, key, None)
     hooks.append(hook)
     return hooks
 
@@ -72,9 +79,11 @@ def _saved_tensors(node: Node, connect: bool) -> list[Any]:
             out.append(t)
         elif t is not None and t.grad_fn is node:
             out.append(t)
+        elif not is_differentiable_dtype(value.dtype):  # e.g. saved indices: a constant
+            out.append(_wrap_value(value))
         else:  # the output tensor is gone: a new handle on its value, still on the graph
             n = _wrap_value(value)
-            n.requires_grad = True
+            n._requires_grad = True
             n.grad_fn = node
             n._output_nr = nr
             out.append(n)
@@ -82,28 +91,14 @@ def _saved_tensors(node: Node, connect: bool) -> list[Any]:
 
 
 def _build_compiled(node: Node, mask: tuple[bool, ...]) -> Any:
-    op, params = node.op, node.params
-    rule = op.grad_rule
-    layout = params.get("_layout")
-    attrs = {k: v for k, v in params.items() if k not in ("_layout", "_vmap")}
-    slots = rule.saved_slots(layout, len(node.out_avals))
-    needs, in_avals, out_avals = node.needs, node.in_avals, node.out_avals
-    n_saved = sum(s[2] for s in slots)
+    op, params, needs = node.op, node.params, node.needs
+    in_avals, out_avals = node.in_avals, node.out_avals
+    n_saved = len(node.saved or ())
 
     def backward_rule(*args: Any) -> tuple[Any, ...]:
-        saved = structure_saved(slots, [_wrap_value(v) for v in args[:n_saved]])
         given = iter(args[n_saved:])
-        grads = []
-        for aval, m in zip(out_avals, mask):
-            if m:
-                grads.append(_wrap_value(next(given)))
-            elif is_differentiable_dtype(aval.dtype):
-                grads.append(_wrap_value(jnp.zeros(aval.shape, aval.dtype)))
-            else:
-                grads.append(None)
-        with no_grad():
-            res = run_rule(rule, attrs, layout, saved, needs, in_avals, out_avals, grads)
-        return tuple(None if g is None else g._value for g in res)
+        grads = [next(given) if m else None for m in mask]
+        return tuple(traced_rule(op, params, needs, in_avals, out_avals, args[:n_saved], grads))
 
     backward_rule.__name__ = f"{op.name}_backward"
     return jax.jit(backward_rule)
@@ -158,6 +153,56 @@ def _execute(node: Node, grads: list[Any], create_graph: bool) -> list[Any]:
     return _run_compiled(node, grads)
 
 
+#: Structural keys of recorded graphs -> their whole-backward executables.
+graph_cache = GraphCache()
+
+
+def _run_graph_compiled(order: list[Node], node_roots: list[tuple[Node, int, Any]],
+                        node_targets: dict[tuple[Node, int], int], needed: Any,
+                        deliver_leaf: Any, results: list[Any], retain_graph: bool) -> bool:
+    """Run the whole backward as one executable when this graph was seen before; False when
+    the graph cannot be (hooks, Functions, tracers) or is new (the per-node path runs)."""
+    if any(isinstance(g._value, Tracer) for _, _, g in node_roots):
+        return False
+    for n in order:
+        for entry in n.saved or ():
+            if isinstance(entry[0], Tracer):
+                return False
+    made = GraphCache.key(order, node_roots, list(node_targets), needed)
+    if made is None:
+        return False
+    key, index, leaf_slot, leaves = made
+    for leaf in leaves:
+        if id(leaf) in _leaf_hooks:
+            return False
+    hit = graph_cache.lookup(key)
+    if hit is None:
+        return False
+    saved: list[Any] = []
+    for n in order:
+        saved.extend(_saved_tensors(n, False))
+    f, plan = hit or graph_cache.build(key, order, index, leaf_slot, needed)
+    leaf_grads, captured = f(saved, [g._value for _, _, g in node_roots])
+    if not retain_graph:
+        for n in order:
+            n.release()
+    for leaf, g in zip(leaves, leaf_grads):
+        if g is not None:
+            deliver_leaf(leaf, _wrap_value(g))
+    for (t, nr), g in zip(list(node_targets), captured_for(plan, index, node_targets, captured)):
+        if g is not None:
+            k = node_targets[(t, nr)]
+            results[k] = _accumulate(results[k], _wrap_value(g))
+    return True
+
+
+def captured_for(plan: Any, index: dict[Node, int], node_targets: dict[tuple[Node, int], int],
+                 captured: Sequence[Any]) -> list[Any]:
+    """The compiled plan's captured gradients, in ``node_targets`` order."""
+    by_pos = dict(zip(plan.targets, captured))
+    return [by_pos.get((index[t], nr)) if t in index else None for t, nr in node_targets]
+
+
 def _accumulate(a: Any, b: Any) -> Any:
     return b if a is None else a + b
 
@@ -199,12 +244,27 @@ def _root_edge(t: Tensor, i: int) -> tuple[Any, int]:
                        f"grad_fn")
 
 
+_ONES: dict[Any, Tensor] = {}
+
+
+def _ones(aval: Any) -> Tensor:
+    """The implicit gradient of a one-element output (cached: it is the same every step)."""
+    t = _ONES.get(aval)
+    if t is None:
+        with jax.ensure_compile_time_eval():
+            t = _wrap_value(jnp.ones(aval.shape, aval.dtype))
+        if len(_ONES) > 64:
+            _ONES.clear()
+        _ONES[aval] = t
+    return t
+
+
 def _root_grad(t: Tensor, g: Any, i: int, create_graph: bool) -> Tensor:
     if g is None:
         if t._value.size != 1:
             raise RuntimeError(f"grad can be implicitly created only for scalar outputs (output "
                                f"{i} has shape {list(t._value.shape)}); pass a gradient")
-        return _wrap_value(jnp.ones(t._value.shape, t._value.dtype))
+        return _ones(t._value.aval)
     if not isinstance(g, Tensor):
         raise TypeError(f"gradient {i} must be a jflow Tensor or None, got {type(g).__name__}")
     if tuple(g._value.shape) != tuple(t._value.shape):
@@ -252,7 +312,7 @@ def run_backward(tensors: Sequence[Tensor], grad_tensors: Sequence[Any], retain_
             if k is not None:
                 results[k] = _accumulate(results[k], g)
             return
-        for hook in _leaf_hooks.get(leaf, ()):
+        for hook in _leaf_hooks.get(id(leaf), ()):
             r = hook(g)
             if r is not None:
                 g = r
@@ -261,11 +321,13 @@ def run_backward(tensors: Sequence[Tensor], grad_tensors: Sequence[Any], retain_
 
     buffers: dict[Node, list[Any]] = {}
     root_nodes = []
+    node_roots = []
     with set_grad_enabled(create_graph):
         for target, nr, g in roots:
             if nr == LEAF:
                 deliver_leaf(target, g)
                 continue
+            node_roots.append((target, nr, g))
             buf = buffers.setdefault(target, [None] * len(target.out_avals))
             buf[nr] = _accumulate(buf[nr], g)
             root_nodes.append(target)
@@ -282,6 +344,11 @@ def run_backward(tensors: Sequence[Tensor], grad_tensors: Sequence[Any], retain_
                         (e[1] != LEAF and (e in node_targets or e[0] in needed)):
                     needed.add(n)
                     break
+
+    if not create_graph and order and _run_graph_compiled(order, node_roots, node_targets,
+                                                           needed, deliver_leaf, results,
+                                                           retain_graph):
+        return _finish(results, capture, create_graph, allow_unused)
 
     for node in order:
         grads = buffers.pop(node, None)
@@ -322,6 +389,11 @@ def run_backward(tensors: Sequence[Tensor], grad_tensors: Sequence[Any], retain_
                     buf = buffers.setdefault(target, [None] * len(target.out_avals))
                     buf[nr] = _accumulate(buf[nr], g)
 
+    return _finish(results, capture, create_graph, allow_unused)
+
+
+def _finish(results: list[Any], capture: bool, create_graph: bool, allow_unused: bool
+            ) -> tuple[Any, ...] | None:
     if not capture:
         return None
     for k, r in enumerate(results):

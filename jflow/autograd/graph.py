@@ -62,27 +62,36 @@ class Node:
         return tuple(e if e is not None else (None, 0) for e in self.next_edges)
 
 
-def _aval(v: Any) -> Any:
-    return v.aval
+_DIFF: dict[Any, bool] = {}
+
+
+def _differentiable(dtype: Any) -> bool:
+    r = _DIFF.get(dtype)
+    if r is None:
+        r = _DIFF[dtype] = is_differentiable_dtype(dtype)
+    return r
 
 
 def record(op: Any, params: dict[str, Any], ins: Any, out: Any) -> Any:
     """Attach a node to the outputs of an op call whose inputs (some) require grad."""
-    if not getattr(_state, "enabled", True) or op.has_trait("NoGrad"):
+    if not getattr(_state, "enabled", True) or "NoGrad" in op.traits:
         return out
-    needs = tuple(t.requires_grad for t in ins)
-    if not any(needs):
-        return out
-    outs = out if isinstance(out, tuple) else (out,)
-    edges = tuple(((t.grad_fn, t._output_nr) if t.grad_fn is not None else (t, LEAF))
-                  if n else None for t, n in zip(ins, needs))
-    node = Node(op, params, needs, edges, tuple(_aval(t._value) for t in ins),
-                tuple(_aval(t._value) for t in outs))
+    needs = tuple([t._requires_grad for t in ins])
+    outs = out if out.__class__ is tuple else (out,)
+    edges = []
+    for t, n in zip(ins, needs):
+        if not n:
+            edges.append(None)
+        elif t.grad_fn is not None:
+            edges.append((t.grad_fn, t._output_nr))
+        else:
+            edges.append((t, LEAF))
+    out_avals = tuple([t._value.aval for t in outs])
+    node = Node(op, params, needs, tuple(edges), tuple([t._value.aval for t in ins]), out_avals)
     rule = op.grad_rule
-    if rule is not None:
-        slots = rule.saved_slots(params.get("_layout"), len(outs))
+    if rule is not None and rule.save:
         saved = node.saved
-        for kind, start, count, _ in slots:
+        for kind, start, count, _ in rule.saved_slots(params.get("_layout"), len(outs)):
             if kind == "in":
                 for t in ins[start:start + count]:
                     saved.append((t._value, t, t._version, LEAF))
@@ -90,9 +99,40 @@ def record(op: Any, params: dict[str, Any], ins: Any, out: Any) -> Any:
                 for k in range(start, start + count):
                     t = outs[k]
                     saved.append((t._value, weakref.ref(t), 0, k))
-    for k, t in enumerate(outs):
-        if is_differentiable_dtype(t._value.dtype):
-            t.requires_grad = True
+    k = 0
+    for t in outs:
+        if _differentiable(out_avals[k].dtype):
+            t._requires_grad = True
             t.grad_fn = node
             t._output_nr = k
+        k += 1
     return out
+
+
+def rebase_inplace(target: Any, result: Any, fname: str) -> Any:
+    """An in-place op: ``target`` takes ``result``'s value (version bumped) and its history.
+
+    As in PyTorch, a leaf that requires grad cannot be modified in place while grad mode is on
+    (use ``flow.no_grad()``, as optimizers do); any other tensor becomes the op's output on the
+    tape. The node that computed ``result`` may have saved ``target`` itself as an input: that
+    one use of the old value is legitimate, so its saved version follows the bump.
+    """
+    enabled = getattr(_state, "enabled", True)
+    if enabled and target.grad_fn is None and target._requires_grad:
+        raise RuntimeError(f"{fname}: a leaf Variable that requires grad is being used in an "
+                           f"in-place operation (wrap it in flow.no_grad(), or clone it first)")
+    old = target._version
+    target._value = result._value
+    target._version = old + 1
+    node = result.grad_fn if enabled else None
+    if node is not None:
+        target.grad_fn = node
+        target._output_nr = result._output_nr
+        target._requires_grad = True
+        if node.saved:
+            node.saved = [(v, ref, old + 1, nr) if nr == LEAF and ref is target and ver == old
+                          else (v, ref, ver, nr) for v, ref, ver, nr in node.saved]
+    elif enabled and target.grad_fn is not None:  # overwritten by a constant: no history
+        target.grad_fn = None
+        target._requires_grad = False
+    return target

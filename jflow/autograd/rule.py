@@ -22,7 +22,7 @@ a floating output that received no gradient gets zeros) and returns one gradient
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
@@ -49,10 +49,21 @@ class BackwardRule:
     op: Any
     apply: Callable[..., Any]
     save: tuple[tuple[str, int], ...]
+    _slots: dict = field(default_factory=dict, compare=False, hash=False, repr=False)
 
     def saved_slots(self, layout: Any, n_flat_out: int) -> list[tuple[str, int, int, bool]]:
         """``(kind, flat_start, count, is_list)`` for each saved name, given the call's input
         layout (``None`` = one array per declared input) and number of flat outputs."""
+        key = (layout, n_flat_out)
+        hit = self._slots.get(key)
+        if hit is None:
+            hit = self._saved_slots(layout, n_flat_out)
+            if len(self._slots) > 256:
+                self._slots.clear()
+            self._slots[key] = hit
+        return hit
+
+    def _saved_slots(self, layout: Any, n_flat_out: int) -> list[tuple[str, int, int, bool]]:
         op = self.op
         slots = []
         for kind, i in self.save:

@@ -13,6 +13,7 @@ import jax.numpy as jnp
 import numpy as np
 
 from .. import dtypes as _dt
+from ..autograd.graph import rebase_inplace
 from ..ops import get as _get_op
 from ..tensor import Tensor, _wrap
 
@@ -129,6 +130,4 @@ def assign_inplace(target: Tensor, result: Tensor, fname: str) -> Tensor:
             raise RuntimeError(f"{fname}: result type {_TORCH_NAMES[src]} can't be cast to the "
                                f"desired output type {_TORCH_NAMES[dst]}")
         result = _cast(result, dtype=tv.dtype)
-    target._value = result._value
-    target._version += 1
-    return target
+    return rebase_inplace(target, result, fname)

@@ -86,6 +86,10 @@ register_samples("batch_matmul", [
     Sample([_f(2, 4, 3, dtype=np.float64), _f(2, 5, 4, dtype=np.float64)],
            {"transpose_a": True, "transpose_b": True, "alpha": -0.5}),
     Sample([_f(0, 3, 4), _f(0, 4, 5)], name="empty batch"),
+    Sample([_f(4, 3), _f(2, 1, 5, 4)], {"transpose_a": True, "transpose_b": True, "alpha": 1.5},
+           name="2-D a broadcast over 2 batch dims, transposes", **_F32_TOL),
+    Sample([_f(1, 3, 2, 4), _f(2, 1, 3, 4)], {"transpose_b": True},
+           name="size-1 batch dims broadcast on both sides", **_F32_TOL),
 ], _mm_ref, errors=[
     ErrorSample([_f(3, 4), _f(4, 5)], {}, ValueError, "3-D"),
     ErrorSample([_f(2, 3, 4), _f(3, 4, 5)], {}, ValueError, "broadcast"),
@@ -102,6 +106,8 @@ register_samples("matrix_vector_product", [
     Sample([_f(3, 4), _f(4)], **_F32_TOL),
     Sample([_f(2, 3, 4), _f(4)], name="batched matrix", **_F32_TOL),
     Sample([_f(4, 3), _f(4)], {"transpose_a": True}, **_F32_TOL),
+    Sample([_f(2, 4, 3), _f(4)], {"transpose_a": True}, name="batched, transposed",
+           **_F32_TOL),
     Sample([_i(3, 4), _i(4)]),
     Sample([_f(3, 0), _f(0)], name="empty inner dim"),
 ], _mv_ref, errors=[
@@ -119,6 +125,9 @@ register_samples("vector_matrix_product", [
     Sample([_f(4), _f(4, 5)], **_F32_TOL),
     Sample([_f(4), _f(2, 4, 5)], name="batched matrix", **_F32_TOL),
     Sample([_f(4), _f(5, 4)], {"transpose_b": True}, **_F32_TOL),
+    Sample([_f(4), _f(2, 3, 4)], {"transpose_b": True}, name="batched, transposed",
+           **_F32_TOL),
+    Sample([_f(0), _f(0, 3)], name="empty inner dim"),
     Sample([_i(4), _i(4, 2)]),
 ], _vm_ref, errors=[
     ErrorSample([_f(1, 4), _f(4, 5)], {}, ValueError, "1-D"),

@@ -53,10 +53,15 @@ def _log_softmax_row(row):
 
 _NEG_INF_ROW = np.array([[0.5, -np.inf, 1.0], [-np.inf, -np.inf, -np.inf]], np.float32)
 _BIG = np.array([[1000.0, 999.0, -1000.0], [88.0, 89.0, 90.0]], np.float32)
+_SOME_NEG_INF = np.array([[0.5, -np.inf, 1.0], [-np.inf, 2.0, -0.5]], np.float64)
 
 
-def _samples():
-    return [
+def _samples(log: bool = False):
+    extra = [] if log else [
+        # softmax is 0 at -inf with zero gradient: checkable (log_softmax is -inf there, and
+        # the loss with it, so its finite differences are nan)
+        Sample([_SOME_NEG_INF], {"dim": 1}, name="-inf entries, no all -inf row")]
+    return extra + [
         Sample([_f(3, 5)], {"dim": -1}),
         Sample([_f(3, 5)], {"dim": 0}),
         Sample([_f(2, 3, 4, dtype=np.float64)], {"dim": 1}),
@@ -64,7 +69,9 @@ def _samples():
         Sample([_f(4, 6).astype(ml_dtypes.bfloat16)], {"dim": 0}),
         Sample([_BIG], {"dim": 1}, name="large values (no overflow)"),
         Sample([_f(3, 7, scale=30.0)], {"dim": 1}),
-        Sample([_NEG_INF_ROW], {"dim": 1}, name="-inf entries; an all -inf row is NaN"),
+        # the outputs hold nan (and -inf for log_softmax): finite differences are nan
+        Sample([_NEG_INF_ROW], {"dim": 1}, name="-inf entries; an all -inf row is NaN",
+               grad=False),
         Sample([np.float32(1.5)], {"dim": 0}, name="0-d"),
         Sample([_f(2, 0)], {"dim": 1}, name="empty softmax axis"),
         Sample([_f(0, 3)], {"dim": 1}, name="no rows"),
@@ -80,5 +87,5 @@ def _errors():
 
 register_samples("softmax", _samples(), lambda x, dim=-1: _rows(x, dim, _softmax_row),
                  errors=_errors())
-register_samples("log_softmax", _samples(), lambda x, dim=-1: _rows(x, dim, _log_softmax_row),
-                 errors=_errors())
+register_samples("log_softmax", _samples(log=True),
+                 lambda x, dim=-1: _rows(x, dim, _log_softmax_row), errors=_errors())

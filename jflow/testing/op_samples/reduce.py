@@ -37,6 +37,12 @@ _S = np.array(1.5, np.float32)  # 0-d
 _E = np.zeros((0, 3), np.float32)  # zero-size first axis
 _NAN = np.array([[1.0, np.nan, 3.0, np.nan], [2.0, 0.5, -1.0, 2.0]], np.float32)
 _TIES = np.array([[1, 3, 3, 2], [5, 5, 0, 5]], np.int64)
+# float ties (two-way only: there the central difference is the even split, 1/2 each)
+_FTIES = np.array([[0.5, 1.5, 1.5, -0.25], [2.0, -3.0, -3.0, 1.0]], np.float64)
+_FTIES3 = np.array([[1.5, 1.5, 1.5, -0.25], [2.0, 2.0, 2.0, 1.0]], np.float64)
+# zeros for prod / cumprod / norm gradients: one zero, two zeros, an all-zero row
+_Z = np.array([[0.5, 0.0, -1.5, 2.0], [0.0, 1.25, 0.0, -0.75], [0.0, 0.0, 0.0, 0.0]],
+              np.float64)
 
 
 def _axes(x, axis):
@@ -121,6 +127,9 @@ register_samples(
     "reduce_prod",
     _COMMON + [Sample([_X64], {"axis": (0,)}), Sample([_XH], {"axis": (1,)}),
                Sample([_i(3, 4, lo=-3, hi=4)], {"axis": (1,)}), Sample([_I32], {"axis": (2,)}),
+               Sample([_Z], {"axis": (1,)}, name="zeros (one, two, all per row)"),
+               Sample([_Z], {"axis": (0,), "keepdim": True}), Sample([_Z[:2]]),
+               Sample([_Z[:1]]),
                Sample([_E], {"axis": (0,)}), Sample([_E])],
     _ref_prod,
     errors=_axis_errors() + [ErrorSample([_B], {}, TypeError, "numeric")])
@@ -136,7 +145,13 @@ for _name, _fn in [("reduce_max", np.max), ("reduce_min", np.min)]:
     register_samples(
         _name,
         _COMMON + [Sample([_I], {"axis": (0,)}), Sample([_U8]), Sample([_B], {"axis": (1,)}),
-                   Sample([_XH], {"axis": (-1,), "keepdim": True}), Sample([_NAN], {"axis": (1,)}),
+                   Sample([_XH], {"axis": (-1,), "keepdim": True}),
+                   # nan results: finite differences are nan
+                   Sample([_NAN], {"axis": (1,)}, grad=False),
+                   # two-way ties: the even split (torch.amax) equals the central difference
+                   Sample([_FTIES], {"axis": (1,)}), Sample([_FTIES], {"axis": (0,)}),
+                   # three-way ties: the split is 1/3 each, the central difference 1/2
+                   Sample([_FTIES3], {"axis": (1,)}, grad=False),
                    Sample([_E], {"axis": (1,)})],
         _red(_fn),
         errors=_axis_errors() + [ErrorSample([_E], {"axis": (0,)}, ValueError, "size 0"),
@@ -156,18 +171,25 @@ for _name, _fn in [("reduce_any", np.any), ("reduce_all", np.all)]:
 register_samples(
     "reduce_logsumexp",
     _COMMON + [Sample([_X64 * 400], {"axis": (1,)}), Sample([_XH], {"axis": (0,)}),
+               # inf / nan results: finite differences are nan
                Sample([np.array([[np.inf, 1.0], [-np.inf, -np.inf], [np.nan, 0.0]], np.float32)],
-                      {"axis": (1,)}),
+                      {"axis": (1,)}, grad=False),
+               Sample([np.array([[-np.inf, 1.0, 0.5], [0.25, -np.inf, -1.0]])], {"axis": (1,)},
+                      name="-inf entries, finite results"),
                Sample([_E], {"axis": (0,)})],
     _ref_logsumexp,
     errors=_axis_errors() + [ErrorSample([_I], {}, TypeError, "floating")])
 
 register_samples(
     "reduce_var",
-    _COMMON + [Sample([_X], {"axis": (1,), "unbiased": False}),
+    # unbiased over one element (the 0-d samples): 0 / 0 = nan; finite differences are nan
+    [Sample(s.inputs, s.attrs, grad=False) if s.inputs[0] is _S else s for s in _COMMON]
+    + [Sample([_X], {"axis": (1,), "unbiased": False}), Sample([_S], {"unbiased": False}),
                Sample([_X64], {"axis": (0,), "keepdim": True}), Sample([_XH], {"axis": (1,)}),
                Sample([_X3 + 1000], {"axis": (0, 1)}, rtol=1e-3),
-               Sample([_f(3, 1)], {"axis": (1,)}),
+               # n == 1 with unbiased: 0 / 0 = nan (as torch); finite differences are nan
+               Sample([_f(3, 1)], {"axis": (1,)}, grad=False),
+               Sample([_f(3, 1)], {"axis": (1,), "unbiased": False}),
                Sample([_E], {"axis": (0,)})],
     _ref_var,
     errors=_axis_errors() + [ErrorSample([_I], {}, TypeError, "floating")])
@@ -180,7 +202,12 @@ register_samples(
      Sample([np.where(_X > 0, _X, 0)], {"ord": 0.0, "axis": (1,)}),
      Sample([_X], {"ord": 3.0, "axis": (0,)}), Sample([_X], {"ord": 0.5}),
      Sample([_X], {"ord": -2.0, "axis": (1,)}), Sample([_X64], {"keepdim": True}),
-     Sample([_XH], {"axis": (1,)}), Sample([_S]), Sample([_E], {"axis": (0,)}), Sample([_E])],
+     Sample([_XH], {"axis": (1,)}), Sample([_S]), Sample([_E], {"axis": (0,)}), Sample([_E]),
+     # zero entries and an all-zero row: the subgradient 0 (the central difference there)
+     *[Sample([_Z], {"ord": o, "axis": (1,)}, name=f"zeros, ord {o}")
+       for o in (2.0, 1.0, 3.0, 1.5, 0.5, -2.0, math.inf, -math.inf, 0.0)],
+     Sample([_FTIES], {"ord": math.inf, "axis": (1,)}, name="two-way ties, inf norm"),
+     Sample([-_FTIES], {"ord": -math.inf, "axis": (0,)}, name="two-way ties, -inf norm")],
     _ref_norm,
     errors=_axis_errors() + [
         ErrorSample([_I], {}, TypeError, "floating"),
@@ -225,7 +252,12 @@ def _ref_dim(vfn, ifn):
     return ref
 
 
-_DIM_SAMPLES = [s for s in _ARG_SAMPLES if "axis" in s.attrs]
+_DIM_SAMPLES = [Sample(s.inputs, s.attrs, grad=False) if s.inputs[0] is _NAN else s
+                for s in _ARG_SAMPLES if "axis" in s.attrs]  # nan: finite differences are nan
+# ties: the gradient goes to the first (selected) index only, not the central difference
+_DIM_SAMPLES += [Sample([_FTIES], {"axis": 1}, grad=False),
+                 Sample([_FTIES3], {"axis": 0}, grad=False),
+                 Sample([_X64], {"axis": 0, "keepdim": True}), Sample([_X3], {"axis": 2})]
 for _name, _vfn, _ifn in [("max_dim", np.max, np.argmax), ("min_dim", np.min, np.argmin)]:
     register_samples(
         _name, _DIM_SAMPLES, _ref_dim(_vfn, _ifn),
@@ -248,7 +280,11 @@ def _ref_scan(fn):
 _SCAN_SAMPLES = [Sample([_X], {"dim": 0}), Sample([_X], {"dim": -1}), Sample([_X3], {"dim": 1}),
                  Sample([_X64], {"dim": 1}), Sample([_XH], {"dim": 1}), Sample([_I], {"dim": 0}),
                  Sample([_I32], {"dim": -1}), Sample([_U8], {"dim": 1}), Sample([_S], {"dim": 0}),
-                 Sample([_E], {"dim": 0}), Sample([_E], {"dim": 1})]
+                 Sample([_E], {"dim": 0}), Sample([_E], {"dim": 1}),
+                 Sample([_Z], {"dim": 1}, name="zeros along dim"),
+                 Sample([_Z], {"dim": 0}, name="zeros across dim"),
+                 Sample([np.array([1.5, 0.0, -2.0, 0.0, 0.5, 3.0])], {"dim": 0},
+                        name="two zeros")]
 for _name, _fn in [("cumsum", np.cumsum), ("cumprod", np.cumprod)]:
     register_samples(
         _name, _SCAN_SAMPLES, _ref_scan(_fn),

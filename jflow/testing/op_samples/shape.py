@@ -19,6 +19,14 @@ def _f(*shape, dtype=np.float32):
     return _rng.uniform(-2.0, 2.0, shape).astype(dtype)
 
 
+def _g(*shape):
+    """float64 data for the extra gradient samples (own generator: the data above is unchanged)."""
+    return _rng_g.uniform(-2.0, 2.0, shape)
+
+
+_rng_g = np.random.default_rng(3)
+
+
 def _i(*shape, lo=-5, hi=6, dtype=np.int64):
     return _rng.integers(lo, hi, shape).astype(dtype)
 
@@ -153,7 +161,8 @@ _reg("slice",
      [Sample([_X], {"start": (0, 1, 0), "stop": (2, 3, 4), "step": (1, 1, 2)}),
       Sample([_I], {"start": (-1, -3, 1), "stop": (100, -1, 4), "step": (1, 2, 3)}),
       Sample([_X64], {"start": (2, 0), "stop": (1, 4), "step": (1, 1)}),
-      Sample([_B], {"start": (0, 0), "stop": (2, 3), "step": (2, 5)})],
+      Sample([_B], {"start": (0, 0), "stop": (2, 3), "step": (2, 5)}),
+      Sample([_g(2, 3, 4)], {"start": (-1, -3, 1), "stop": (100, -1, 4), "step": (1, 2, 3)})],
      _slice_ref,
      [ErrorSample([_X], {"start": (0, 0, 0), "stop": (1, 1, 1), "step": (1, 0, 1)}, ValueError,
                   "positive"),
@@ -196,7 +205,8 @@ def _repeat_ref(x, repeats):
 
 _reg("repeat",
      [Sample([_X], {"repeats": (1, 2, 1)}), Sample([_I32], {"repeats": (2, 1, 3)}),
-      Sample([_S], {"repeats": (3,)}), Sample([_B], {"repeats": (0, 2)})],
+      Sample([_S], {"repeats": (3,)}), Sample([_B], {"repeats": (0, 2)}),
+      Sample([_g(2, 3)], {"repeats": (2, 3, 2)}), Sample([_g(2, 3)], {"repeats": (0, 2)})],
      _repeat_ref,
      [ErrorSample([_X], {"repeats": (2, 2)}, ValueError, "can not be smaller"),
       ErrorSample([_X], {"repeats": (1, -1, 1)}, ValueError, "non-negative")])
@@ -241,7 +251,11 @@ _reg("pad",
       Sample([_I], {"pad": (-1, 1, 2, -2), "value": -7.0}), Sample([_B], {"pad": (1, 1, 1, 0)}),
       Sample([_X], {"pad": (2, 1, 1, 1), "mode": "reflect"}),
       Sample([_I32], {"pad": (1, 3), "mode": "replicate"}),
-      Sample([_X64], {"pad": (2, 4, 1, 0), "mode": "circular"})],
+      Sample([_X64], {"pad": (2, 4, 1, 0), "mode": "circular"}),
+      # float versions of the int samples, for the gradient check (crop; replicate)
+      Sample([_g(2, 3, 4)], {"pad": (-1, 1, 2, -2), "value": -7.0}),
+      Sample([_g(3, 4)], {"pad": (1, 3, 2, 0), "mode": "replicate"}),
+      Sample([_g(2, 3, 4)], {"pad": (3, 1, 0, 2), "mode": "circular"})],
      _pad_ref,
      [ErrorSample([_X], {"pad": (1, 2, 3)}, ValueError, "divisible by 2"),
       ErrorSample([_X], {"pad": (4, 0), "mode": "reflect"}, ValueError, "less than"),
@@ -378,8 +392,16 @@ _DUP = np.array([1, -3, 1, 0, 1])  # repeated indices (dim 1, size 4)
 
 
 _reg("setitem",
-     [Sample([_Y, v, list(idx)], {"spec": spec}, name=f"set[{spec}]")
+     # _iy repeats indices (0 and -4): with accumulate=False only one of the duplicates is
+     # written, so finite differences see the value only there, while the gradient (as
+     # torch's index_put backward) goes to every duplicate: no gradient check on that sample
+     [Sample([_Y, v, list(idx)], {"spec": spec}, name=f"set[{spec}]",
+             grad=spec != "n,s::,t")
       for spec, (v, idx, _) in _SET.items()]
+     + [Sample([_g(4, 4, 6), _g(4, 1, 1, 6), [np.array([[0, -1, 1]])]], {"spec": "n,s::,t"},
+               name="set[n,s::,t] unique, broadcast value"),
+        Sample([_g(3, 4, 2), _g(1, 1, 2, 1), [np.array([2, 0])]], {"spec": "s::,t"},
+               name="set[s::,t] broadcast value")]
      + [Sample([_YI, np.array(7, np.int64), [_iy]], {"spec": "s::,t"}),
         Sample([_B, np.array(True), [np.array([1, 1])]], {"spec": "s::,t"}),
         Sample([_YI, _i(4, 6), [_YI[:, 0, 0] > 0]], {"spec": "m"}),

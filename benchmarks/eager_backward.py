@@ -1,0 +1,164 @@
+"""Eager autograd: forward + backward through the tape, jflow vs PyTorch CPU eager (when
+installed) vs a compiled ``jax.jit(jax.grad(...))``, median µs per step, in one run.
+
+    python benchmarks/eager_backward.py [--repeat 7] [--number 300]
+
+Cases (issue 3): a chain of 10 elementwise ops + sum + backward on a small tensor, and one
+forward+backward step of a 3-layer MLP (batch 32, width 128). Target: jflow eager within 2x
+of PyTorch eager for the chain.
+"""
+
+from __future__ import annotations
+
+import argparse
+import platform
+import statistics
+import time
+from collections.abc import Callable
+from typing import Any
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+
+import jflow as flow
+
+
+def bench(fn: Callable[[], Any], number: int, repeat: int) -> float:
+    """Median µs per call over ``repeat`` runs of ``number`` calls (after a warm-up)."""
+    for _ in range(max(20, number // 10)):
+        fn()
+    runs = []
+    for _ in range(repeat):
+        t0 = time.perf_counter()
+        for _ in range(number):
+            fn()
+        runs.append((time.perf_counter() - t0) / number * 1e6)
+    return statistics.median(runs)
+
+
+def chain(x: Any, c: Any) -> Any:
+    """10 elementwise ops, written once for jflow, torch and jnp (operators and methods)."""
+    y = x * c
+    y = y + c
+    y = y.tanh() if hasattr(y, "tanh") else jnp.tanh(y)
+    y = y * 2.0
+    y = y.sigmoid() if hasattr(y, "sigmoid") else jax.nn.sigmoid(y)
+    y = y.exp() if hasattr(y, "exp") else jnp.exp(y)
+    y = y - c
+    y = y.sin() if hasattr(y, "sin") else jnp.sin(y)
+    y = y * y
+    y = y / 3.0
+    return y.sum()
+
+
+def cases() -> list[tuple[str, dict[str, Callable[[], Any]]]]:
+    rng = np.random.default_rng(0)
+    x16 = rng.standard_normal(16).astype(np.float32)
+    c16 = rng.standard_normal(16).astype(np.float32)
+    batch = rng.standard_normal((32, 128)).astype(np.float32)
+    ws = [(rng.standard_normal((128, 128)) / np.sqrt(128)).astype(np.float32) for _ in range(3)]
+    bs = [np.zeros(128, np.float32) for _ in range(3)]
+
+    fx = flow.tensor(x16, requires_grad=True)
+    fc = flow.tensor(c16)
+
+    def jflow_chain() -> None:
+        fx.grad = None
+        chain(fx, fc).backward()
+
+    jx, jc = jnp.asarray(x16), jnp.asarray(c16)
+    jit_chain = jax.jit(jax.grad(lambda x: chain(x, jc)))
+
+    fws = [flow.tensor(w, requires_grad=True) for w in ws]
+    fbs = [flow.tensor(b, requires_grad=True) for b in bs]
+    fdata = flow.tensor(batch)
+
+    def jflow_mlp() -> None:
+        h = fdata
+        for i, (w, b) in enumerate(zip(fws, fbs)):
+            h = h @ w + b
+            if i < 2:
+                h = flow.relu(h)
+        loss = (h * h).mean()
+        for p in (*fws, *fbs):
+            p.grad = None
+        loss.backward()
+
+    def mlp_jnp(params: Any, data: Any) -> Any:
+        h = data
+        for i, (w, b) in enumerate(params):
+            h = h @ w + b
+            if i < 2:
+                h = jax.nn.relu(h)
+        return jnp.mean(h * h)
+
+    jparams = [(jnp.asarray(w), jnp.asarray(b)) for w, b in zip(ws, bs)]
+    jdata = jnp.asarray(batch)
+    jit_mlp = jax.jit(jax.grad(mlp_jnp))
+
+    out = [
+        ("chain of 10 ops + sum (16)", {
+            "jflow": jflow_chain,
+            "jax.jit(grad)": lambda: jax.block_until_ready(jit_chain(jx)),
+        }),
+        ("3-layer MLP step (32x128)", {
+            "jflow": jflow_mlp,
+            "jax.jit(grad)": lambda: jax.block_until_ready(jit_mlp(jparams, jdata)),
+        }),
+    ]
+    try:
+        import torch
+        torch.set_num_threads(1)
+        tx = torch.tensor(x16, requires_grad=True)
+        tc = torch.tensor(c16)
+
+        def torch_chain() -> None:
+            tx.grad = None
+            chain(tx, tc).backward()
+
+        tws = [torch.tensor(w, requires_grad=True) for w in ws]
+        tbs = [torch.tensor(b, requires_grad=True) for b in bs]
+        tdata = torch.tensor(batch)
+
+        def torch_mlp() -> None:
+            h = tdata
+            for i, (w, b) in enumerate(zip(tws, tbs)):
+                h = h @ w + b
+                if i < 2:
+                    h = torch.relu(h)
+            loss = (h * h).mean()
+            for p in (*tws, *tbs):
+                p.grad = None
+            loss.backward()
+
+        out[0][1]["torch"] = torch_chain
+        out[1][1]["torch"] = torch_mlp
+    except ImportError:
+        pass
+    return out
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--repeat", type=int, default=7)
+    ap.add_argument("--number", type=int, default=300)
+    args = ap.parse_args()
+    cpu = platform.processor() or platform.machine()
+    print(f"jflow {flow.__version__}, jax {jax.__version__}, {cpu}, "
+          f"backend {jax.default_backend()}; median µs per forward+backward step")
+    header = f"{'case':28s} {'jflow':>9s} {'torch':>9s} {'jit(grad)':>10s}   " \
+             f"{'jflow/torch':>11s} {'jflow/jit':>9s}"
+    print(header)
+    print("-" * len(header))
+    for name, fns in cases():
+        r = {k: bench(f, args.number, args.repeat) for k, f in fns.items()}
+        t = r.get("torch")
+        torch_col = f"{t:9.1f}" if t else f"{'-':>9s}"
+        torch_ratio = f"{r['jflow'] / t:11.2f}" if t else f"{'-':>11s}"
+        print(f"{name:28s} {r['jflow']:9.1f} {torch_col} {r['jax.jit(grad)']:10.1f}   "
+              f"{torch_ratio} {r['jflow'] / r['jax.jit(grad)']:9.2f}")
+
+
+if __name__ == "__main__":
+    main()

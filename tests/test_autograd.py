@@ -1,0 +1,360 @@
+"""The eager tape (caller 1 of the one backward rule): backward, autograd.grad, accumulation,
+retain_graph, hooks, retain_grad, detach, grad mode, version counters, autograd.Function,
+create_graph, memory. References are NumPy formulas or JAX's own jnp autodiff."""
+
+from __future__ import annotations
+
+import gc
+import weakref
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+import pytest
+
+import jflow as flow
+from jflow.autograd import GradientNotFoundError
+from jflow.autograd.graph import Node
+from jflow.kernels import register_kernel
+from jflow.ops import define_op
+from jflow.ops.infer import same_as_input
+
+X = np.array([[0.5, -1.0, 2.0], [1.5, 0.25, -0.75]])
+W = np.array([[0.2, -0.4, 0.6], [0.1, 0.3, -0.5]])
+
+# an op with a kernel but neither a backward rule nor NoGrad
+define_op("test_autograd_norule", inputs=["x"], outputs=["y"], infer=same_as_input("float"))
+register_kernel("test_autograd_norule", lambda x: x * 3)
+
+
+def leaf(a: np.ndarray) -> flow.Tensor:
+    return flow.tensor(a, requires_grad=True)
+
+
+def test_backward_matches_analytic_gradient() -> None:
+    x, w = leaf(X), leaf(W)
+    loss = (x * w).tanh().sum()
+    assert loss.grad_fn is not None and not loss.is_leaf
+    loss.backward()
+    t = np.tanh(X * W)
+    np.testing.assert_allclose(x.grad.numpy(), (1 - t ** 2) * W, rtol=1e-12)
+    np.testing.assert_allclose(w.grad.numpy(), (1 - t ** 2) * X, rtol=1e-12)
+    assert x.grad.grad_fn is None and not x.grad.requires_grad
+
+
+def test_broadcast_gradients_are_reduced_to_input_shapes() -> None:
+    a, b = leaf(np.ones((3, 1))), leaf(np.ones((1, 4)))
+    (a * 2.0 + b).sum().backward()
+    assert a.grad.shape == (3, 1) and b.grad.shape == (1, 4)
+    np.testing.assert_array_equal(a.grad.numpy(), np.full((3, 1), 8.0))
+    np.testing.assert_array_equal(b.grad.numpy(), np.full((1, 4), 3.0))
+
+
+def test_integer_inputs_get_no_gradient() -> None:
+    i = flow.tensor([1, 2, 3])
+    with pytest.raises(RuntimeError, match="floating point"):
+        i.requires_grad_()
+    with pytest.raises(RuntimeError, match="floating point"):
+        flow.tensor([1, 2], requires_grad=True)
+    x = leaf(np.array([1.0, 2.0, 3.0]))
+    y = (x * i).sum()  # int promoted to float: only x is differentiated
+    y.backward()
+    np.testing.assert_array_equal(x.grad.numpy(), [1.0, 2.0, 3.0])
+    assert i.grad is None
+    c = x > 1.5  # comparisons are NoGrad: a bool result that does not require grad
+    assert not c.requires_grad and c.grad_fn is None
+
+
+def test_autograd_grad_unused_inputs() -> None:
+    x, u = leaf(X), leaf(W)
+    y = (x * x).sum()
+    gx, gu = flow.autograd.grad(y, [x, u], allow_unused=True)
+    np.testing.assert_allclose(gx.numpy(), 2 * X)
+    assert gu is None
+    assert x.grad is None  # autograd.grad leaves .grad alone
+    with pytest.raises(RuntimeError, match="allow_unused"):
+        flow.autograd.grad((x * x).sum(), [x, u])
+
+
+def test_accumulation_and_retain_graph() -> None:
+    x = leaf(X)
+    y = x.tanh().sum()
+    y.backward(retain_graph=True)
+    y.backward()
+    np.testing.assert_allclose(x.grad.numpy(), 2 * (1 - np.tanh(X) ** 2), rtol=1e-12)
+    with pytest.raises(RuntimeError, match="backward through the graph a second time"):
+        y.backward()
+    x.grad = None
+    (x * 3.0).sum().backward()
+    (x * 3.0).sum().backward()  # fresh graphs: accumulates without retain_graph
+    np.testing.assert_array_equal(x.grad.numpy(), np.full(X.shape, 6.0))
+
+
+def test_non_scalar_backward_needs_a_gradient() -> None:
+    x = leaf(X)
+    y = x * 2.0
+    with pytest.raises(RuntimeError, match="implicitly created only for scalar"):
+        y.backward()
+    with pytest.raises(RuntimeError, match="Mismatch in shape"):
+        y.backward(flow.ones(3))
+    y.backward(flow.tensor(W))
+    np.testing.assert_allclose(x.grad.numpy(), 2 * W)
+    with pytest.raises(RuntimeError, match="does not require grad"):
+        flow.tensor(X).sum().backward()
+
+
+def test_retain_grad_and_hooks() -> None:
+    x = leaf(X)
+    y = x * 2.0
+    y.retain_grad()
+    assert y.retains_grad and not x.retains_grad
+    seen = []
+    h1 = y.register_hook(lambda g: seen.append(g.numpy().copy()))
+    h2 = x.register_hook(lambda g: g * 10.0)  # a returned tensor replaces the gradient
+    (y * y).sum().backward()
+    np.testing.assert_allclose(y.grad.numpy(), 4 * X)
+    np.testing.assert_allclose(seen[0], 4 * X)
+    np.testing.assert_allclose(x.grad.numpy(), 80 * X)
+    h1.remove()
+    h2.remove()
+    x.grad = None
+    (x * 2.0).sum().backward()
+    np.testing.assert_array_equal(x.grad.numpy(), np.full(X.shape, 2.0))
+    assert len(seen) == 1
+    with pytest.raises(RuntimeError, match="doesn't require"):
+        flow.tensor(X).register_hook(lambda g: g)
+
+
+def test_detach_and_requires_grad_flags() -> None:
+    x = leaf(X)
+    y = x * 2.0
+    d = y.detach()
+    assert not d.requires_grad and d.is_leaf and d.grad_fn is None
+    assert y.requires_grad and not y.is_leaf
+    with pytest.raises(RuntimeError, match="leaf variables"):
+        y.requires_grad_(False)
+    z = (d * x).sum()
+    z.backward()
+    np.testing.assert_allclose(x.grad.numpy(), 2 * X)  # no gradient through the detached path
+    t = flow.tensor(X)
+    t.requires_grad = True
+    assert t.requires_grad and t.is_leaf
+
+
+def test_grad_mode_controls_recording() -> None:
+    x = leaf(X)
+    with flow.no_grad():
+        y = x * 2.0
+        with flow.enable_grad():
+            z = x * 2.0
+    assert not y.requires_grad and y.grad_fn is None
+    assert z.requires_grad and z.grad_fn is not None
+    with flow.set_grad_enabled(False):
+        assert (x.exp()).grad_fn is None
+
+
+def test_version_counter_catches_in_place_after_save() -> None:
+    x = leaf(X)
+    y = x * 1.0
+    z = y * y  # mul saves both inputs (y)
+    y.add_(1.0)
+    with pytest.raises(RuntimeError, match="modified by an inplace operation"):
+        z.sum().backward()
+    e = x.exp()  # exp saves its output
+    e[0, 0] = 5.0
+    with pytest.raises(RuntimeError, match="output 0 .* saved by op 'exp'"):
+        e.sum().backward()
+
+
+def test_in_place_ops_join_the_tape() -> None:
+    x = leaf(X)
+    y = x * 2.0
+    y.mul_(y)  # d/dx (2x)^2 = 8x: the in-place op's own save is legitimate
+    y.sum().backward()
+    np.testing.assert_allclose(x.grad.numpy(), 8 * X)
+    with pytest.raises(RuntimeError, match="leaf Variable that requires grad"):
+        x.add_(1.0)
+    with flow.no_grad():
+        x.sub_(x.grad * 0.1)  # an optimizer step
+    assert x.is_leaf and x.requires_grad
+    np.testing.assert_allclose(x.numpy(), X - 0.8 * X)
+    b = flow.zeros(2, 3, dtype=flow.float64)
+    b[0] = x[1]  # setitem records: b now depends on x
+    b.sum().backward()
+    np.testing.assert_allclose(x.grad.numpy()[1], 8 * X[1] + 1)
+
+
+def test_missing_rule_raises_when_gradient_flows_in() -> None:
+    x = leaf(X)
+    op = flow.ops.get("test_autograd_norule")
+    y = op(x)
+    np.testing.assert_allclose(y.numpy(), 3 * X)  # forward works
+    with pytest.raises(GradientNotFoundError,
+                       match="the gradient function for op test_autograd_norule is not found"):
+        y.sum().backward()
+    with pytest.raises(GradientNotFoundError, match="test_autograd_norule"):
+        jax.grad(lambda a: op(flow.utils.from_jax(a)).sum()._value)(jnp.asarray(X))
+
+
+class _Exp(flow.autograd.Function):
+    @staticmethod
+    def forward(ctx, x, scale):
+        y = x.exp() * scale
+        ctx.save_for_backward(y)
+        ctx.scale = scale
+        return y
+
+    @staticmethod
+    def backward(ctx, dy):
+        (y,) = ctx.saved_tensors
+        return dy * y, None
+
+
+def test_autograd_function() -> None:
+    x = leaf(X)
+    y = _Exp.apply(x, 2.0)
+    assert y.grad_fn is not None and y.grad_fn.name() == "_Exp_backward"
+    y.sum().backward()
+    np.testing.assert_allclose(x.grad.numpy(), 2 * np.exp(X), rtol=1e-12)
+    # second derivative through a Function (its backward runs on the tape with create_graph)
+    x2 = leaf(X)
+    (g,) = flow.autograd.grad(_Exp.apply(x2, 1.0).sum(), x2, create_graph=True)
+    g.sum().backward()
+    np.testing.assert_allclose(x2.grad.numpy(), np.exp(X), rtol=1e-12)
+    # without grad-requiring inputs nothing is recorded
+    assert _Exp.apply(flow.tensor(X), 2.0).grad_fn is None
+
+
+def test_autograd_function_errors() -> None:
+    class Bad(flow.autograd.Function):
+        @staticmethod
+        def forward(ctx, x):
+            return x * 2.0
+
+        @staticmethod
+        def backward(ctx, dy):
+            return dy, dy
+
+    with pytest.raises(RuntimeError, match="returned 2 gradients"):
+        Bad.apply(leaf(X)).sum().backward()
+
+    class Wrong(flow.autograd.Function):
+        @staticmethod
+        def forward(ctx, x):
+            return x * 2.0
+
+        @staticmethod
+        def backward(ctx, dy):
+            return dy.sum()
+
+    with pytest.raises(RuntimeError, match="expected shape"):
+        Wrong.apply(leaf(X)).sum().backward()
+
+
+def _second_derivative_cases():
+    a = np.array([[0.3, -0.2, 0.5], [0.1, 0.4, -0.6]])
+    b = np.array([[0.2, 0.7], [-0.3, 0.1], [0.5, -0.4]])
+    pos = np.abs(a) + 0.5
+    return [
+        ("tanh", lambda t: t.tanh(), jnp.tanh, a),
+        ("sigmoid", lambda t: t.sigmoid(), jax.nn.sigmoid, a),
+        ("matmul", lambda t: (t @ flow.tensor(b)) @ (t @ flow.tensor(b)).transpose(0, 1),
+         lambda v: (v @ b) @ (v @ b).T, a),
+        ("softmax", lambda t: flow.softmax(t, dim=1), lambda v: jax.nn.softmax(v, axis=1), a),
+        ("log_softmax", lambda t: flow.log_softmax(t, dim=1),
+         lambda v: jax.nn.log_softmax(v, axis=1), a),
+        ("pow", lambda t: t ** t, lambda v: v ** v, pos),
+        ("mul", lambda t: t * t * t, lambda v: v * v * v, a),
+    ]
+
+
+@pytest.mark.parametrize("name,fn,ref,x0", _second_derivative_cases(),
+                         ids=[c[0] for c in _second_derivative_cases()])
+def test_second_derivatives_with_create_graph(name, fn, ref, x0) -> None:
+    c = np.linspace(-1.0, 1.0, fn(flow.tensor(x0)).numel()).reshape(fn(flow.tensor(x0)).shape)
+
+    def loss_ref(v):
+        return jnp.sum(ref(v) * c)
+
+    x = leaf(x0)
+    (g,) = flow.autograd.grad((fn(x) * flow.tensor(c)).sum(), x, create_graph=True)
+    assert g.requires_grad
+    np.testing.assert_allclose(g.numpy(), jax.grad(loss_ref)(x0), rtol=1e-10, atol=1e-12)
+    u = np.cos(np.arange(x0.size)).reshape(x0.shape)  # Hessian-vector product
+    (h,) = flow.autograd.grad((g * flow.tensor(u)).sum(), x)
+    want = jax.jvp(jax.grad(loss_ref), (jnp.asarray(x0),), (jnp.asarray(u),))[1]
+    np.testing.assert_allclose(h.numpy(), want, rtol=1e-9, atol=1e-12)
+
+
+def test_tape_holds_no_references_after_backward() -> None:
+    x = leaf(X)
+
+    def live_nodes() -> int:
+        return sum(isinstance(o, Node) for o in gc.get_objects())
+
+    gc.collect()
+    gc.disable()
+    try:
+        base = live_nodes()
+        for _ in range(30):
+            loss = ((x * 2.0).tanh() * x).sum()
+            loss.backward()
+            del loss
+        assert live_nodes() == base  # freed by refcounting alone: no cycles
+    finally:
+        gc.enable()
+    y = x.exp()
+    node = weakref.ref(y.grad_fn)
+    y.sum().backward()
+    assert y.grad_fn.saved is None  # saved values released after backward
+    del y
+    assert node() is None
+
+
+def test_tape_while_tracing_under_jit() -> None:
+    @jax.jit
+    def step(p: flow.Tensor, data: flow.Tensor) -> flow.Tensor:
+        loss = (p * data).tanh().sum()
+        loss.backward()
+        return p.grad
+
+    p = leaf(X)
+    g = step(p, flow.tensor(W))
+    t = np.tanh(X * W)
+    np.testing.assert_allclose(np.asarray(g._value), (1 - t ** 2) * W, rtol=1e-12)
+    assert p.grad is None  # the traced copy got the gradient, not the caller's tensor
+
+
+def test_grad_fn_introspection() -> None:
+    x = leaf(X)
+    y = x * 2.0
+    z = y.exp()
+    assert repr(z.grad_fn) == "<exp_backward>"
+    (edge,) = [e for e in z.grad_fn.next_functions if e[0] is not None]
+    assert edge[0] is y.grad_fn
+    assert "grad_fn=<exp_backward>" in repr(z)
+
+
+def test_a_repeated_graph_runs_as_one_compiled_backward() -> None:
+    from jflow.autograd.engine import graph_cache
+
+    x, w = leaf(X), leaf(W)
+    c = flow.tensor(W[:, :1])  # a (2, 1) operand: broadcasting inside the compiled backward
+    want_x = None
+    for step in range(3):
+        x.grad = w.grad = None
+        loss = ((x * w + c).tanh() * x).sum()
+        loss.backward()
+        t = np.tanh(X * W + W[:, :1])
+        want_x = (1 - t ** 2) * W * X + t
+        np.testing.assert_allclose(x.grad.numpy(), want_x, rtol=1e-12)
+        np.testing.assert_allclose(w.grad.numpy(), (1 - t ** 2) * X * X, rtol=1e-12)
+        if step == 0:
+            n_before = len(graph_cache.compiled)
+    assert len(graph_cache.compiled) == n_before + 1  # compiled on the second sighting
+    # autograd.grad through the compiled path, with a non-leaf input
+    for _ in range(2):
+        h = x * w
+        (gh, gx) = flow.autograd.grad((h.exp()).sum(), [h, x])
+        np.testing.assert_allclose(gh.numpy(), np.exp(X * W), rtol=1e-12)
+        np.testing.assert_allclose(gx.numpy(), np.exp(X * W) * W, rtol=1e-12)
