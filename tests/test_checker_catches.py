@@ -8,12 +8,18 @@ import jax.numpy as jnp
 import numpy as np
 import pytest
 
+from jflow.autograd import register_backward
 from jflow.kernels import register_kernel
 from jflow.ops import Attr, define_op
 from jflow.ops.infer import desc, same_as_input
-from jflow.autograd import register_backward
-from jflow.testing import (CheckFailure, ErrorSample, GradCheckFailure, Sample, check_op,
-                           register_samples)
+from jflow.testing import (
+    CheckFailure,
+    ErrorSample,
+    GradCheckFailure,
+    Sample,
+    check_op,
+    register_samples,
+)
 
 X = np.linspace(-1, 1, 12, dtype=np.float32).reshape(3, 4)
 
