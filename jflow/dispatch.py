@@ -18,7 +18,7 @@ from typing import Any
 import jax
 from jax.core import Tracer
 
-from .autograd.graph import record
+from .autograd.graph import record, record1, record2
 from .kernels.registry import take_host_error
 from .ops.attrs import REQUIRED
 from .tensor import Tensor as _Tensor
@@ -122,6 +122,7 @@ def make_apply(op: Any) -> Callable[..., Any]:
                           "_any": any, "_isinstance": isinstance, "_tuple": tuple, "_map": map,
                           "_JaxRuntimeError": jax.errors.JaxRuntimeError,
                           "_reraise_host_error": _reraise_host_error, "_record": record,
+                          "_record1": record1, "_record2": record2,
                           "_op": op}
     attr_sig = []
     for a in op.attrs:
@@ -192,7 +193,12 @@ def make_apply(op: Any) -> Callable[..., Any]:
                   "        except _JaxRuntimeError:", "            _reraise_host_error()"]
     lines += ["    else:", f"        _t = _traced(_prim, _params, {traced_vals}, {single})"]
     if grad:  # the tape: record only when some input requires grad
-        lines += [f"    if {needs_grad}:", f"        return _record(_op, _params, {ins_expr}, _t)"]
+        if single and not op.structured and len(ins) in (1, 2):  # loop-free recorders
+            names_ = ", ".join(i.name for i in ins)
+            rec = f"_record{len(ins)}(_op, _params, {names_}, _t)"
+        else:
+            rec = f"_record(_op, _params, {ins_expr}, _t)"
+        lines += [f"    if {needs_grad}:", f"        return {rec}"]
     lines.append("    return _t")
     src = "\n".join(lines) + "\n"
     exec(compile(src, f"<jflow apply {op.name}>", "exec"), ns)

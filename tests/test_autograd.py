@@ -358,3 +358,18 @@ def test_a_repeated_graph_runs_as_one_compiled_backward() -> None:
         (gh, gx) = flow.autograd.grad((h.exp()).sum(), [h, x])
         np.testing.assert_allclose(gh.numpy(), np.exp(X * W), rtol=1e-12)
         np.testing.assert_allclose(gx.numpy(), np.exp(X * W) * W, rtol=1e-12)
+
+
+@pytest.mark.parametrize("name,fn,ref,x0", _second_derivative_cases(),
+                         ids=[c[0] for c in _second_derivative_cases()])
+def test_second_derivatives_with_jax_hessian(name, fn, ref, x0) -> None:
+    c = np.linspace(-1.0, 1.0, fn(flow.tensor(x0)).numel()).reshape(fn(flow.tensor(x0)).shape)
+
+    def loss(v):
+        return (fn(flow.utils.from_jax(v)) * flow.tensor(c)).sum()._value
+
+    def loss_ref(v):
+        return jnp.sum(ref(v) * c)
+
+    np.testing.assert_allclose(jax.hessian(loss)(jnp.asarray(x0)),
+                               jax.hessian(loss_ref)(jnp.asarray(x0)), rtol=1e-9, atol=1e-12)

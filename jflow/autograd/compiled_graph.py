@@ -17,10 +17,11 @@ from typing import Any
 
 import jax
 import jax.numpy as jnp
+from jax.core import Tracer
 
 from ..tensor import _wrap
 from .grad_mode import no_grad
-from .graph import LEAF, Node
+from .graph import LEAF, Node, version_error
 from .rule import is_differentiable_dtype, run_rule, structure_saved
 
 __all__ = ["traced_rule", "GraphCache"]
@@ -126,18 +127,28 @@ class GraphCache:
         self.compiled.clear()
 
     @staticmethod
-    def key(order: list[Node], roots: Sequence[tuple[Node, int, Any]],
-            targets: Sequence[tuple[Node, int]], needed: Any
-            ) -> tuple[Any, dict[Node, int], dict[int, int], list[Any]] | None:
-        """The graph's structural key, node indices and leaf slots (None: not compilable)."""
+    def scan(order: list[Node], roots: Sequence[tuple[Node, int, Any]],
+             targets: Sequence[tuple[Node, int]], needed: Any, leaf_hooks: dict[int, Any]
+             ) -> tuple[Any, dict[Node, int], dict[int, int], list[Any], list[Any]] | None:
+        """One pass over the graph: its structural key, node indices, leaf slots and leaves,
+        and the saved values (version-checked) — or None when the graph cannot be compiled
+        (hooks, retained grads, Function nodes, tracers, freed or rule-less nodes)."""
         index = {n: i for i, n in enumerate(order)}
         leaf_slot: dict[int, int] = {}
         leaves: list[Any] = []
         parts: list[Any] = []
+        saved: list[Any] = []
         for n in order:
-            if n.__class__ is not Node or n.hooks or n.retained or n.freed \
+            if n.__class__ is not Node or n.hooks or n.retained or n.saved is None \
                     or n.op.grad_rule is None:
                 return None
+            for value, ref, version, nr in n.saved:
+                if isinstance(value, Tracer):
+                    return None
+                t = ref if nr == LEAF else ref()
+                if t is not None and t._version != version:
+                    raise version_error(n, value, nr, t._version, version)
+                saved.append(value)
             es = []
             for e in n.next_edges:
                 if e is None:
@@ -146,6 +157,8 @@ class GraphCache:
                     t = e[0]
                     s = leaf_slot.get(id(t))
                     if s is None:
+                        if id(t) in leaf_hooks:
+                            return None
                         s = leaf_slot[id(t)] = len(leaves)
                         leaves.append(t)
                     es.append(-1 - s)
@@ -155,7 +168,7 @@ class GraphCache:
                           needed is None or n in needed))
         rk = tuple((index[t], nr, g._value.aval) for t, nr, g in roots)
         tk = tuple((index[t], nr) for t, nr in targets if t in index)
-        return (tuple(parts), rk, tk), index, leaf_slot, leaves
+        return (tuple(parts), rk, tk), index, leaf_slot, leaves, saved
 
     def lookup(self, key: Any) -> tuple[Any, _Plan] | None:
         """The compiled backward for ``key``, compiling it on its second sighting."""

@@ -23,7 +23,7 @@ from ..tensor import Tensor
 from ..tensor import _wrap as _wrap_value
 from .compiled_graph import GraphCache, traced_rule
 from .grad_mode import set_grad_enabled
-from .graph import LEAF, Node
+from .graph import LEAF, Node, version_error
 from .rule import get_rule, is_differentiable_dtype, run_rule, structure_saved
 
 __all__ = ["run_backward", "backward", "grad", "register_leaf_hook", "CACHE_SIZE"]
@@ -61,18 +61,9 @@ def _saved_tensors(node: Node, connect: bool) -> list[Any]:
         raise RuntimeError(_FREED)
     out = []
     for value, ref, version, nr in node.saved:  # type: ignore[union-attr]
-        if nr == LEAF:
-            t = ref
-        else:
-            t = ref()
+        t = ref if nr == LEAF else ref()
         if t is not None and t._version != version:
-            what = f"input of shape {list(value.shape)}" if nr == LEAF else \
-                f"output {nr} of shape {list(value.shape)}"
-            raise RuntimeError(
-                f"one of the variables needed for gradient computation has been modified by an "
-                f"inplace operation: the {what} saved by op '{node.op.name}' is at version "
-                f"{t._version}; expected version {version} instead. Compute the gradient before "
-                f"modifying it, or modify a clone.")
+            raise version_error(node, value, nr, t._version, version)
         if not connect:
             out.append(value)
         elif nr == LEAF:
@@ -162,25 +153,16 @@ def _run_graph_compiled(order: list[Node], node_roots: list[tuple[Node, int, Any
                         deliver_leaf: Any, results: list[Any], retain_graph: bool) -> bool:
     """Run the whole backward as one executable when this graph was seen before; False when
     the graph cannot be (hooks, Functions, tracers) or is new (the per-node path runs)."""
-    if any(isinstance(g._value, Tracer) for _, _, g in node_roots):
-        return False
-    for n in order:
-        for entry in n.saved or ():
-            if isinstance(entry[0], Tracer):
-                return False
-    made = GraphCache.key(order, node_roots, list(node_targets), needed)
+    for _, _, g in node_roots:
+        if isinstance(g._value, Tracer):
+            return False
+    made = GraphCache.scan(order, node_roots, list(node_targets), needed, _leaf_hooks)
     if made is None:
         return False
-    key, index, leaf_slot, leaves = made
-    for leaf in leaves:
-        if id(leaf) in _leaf_hooks:
-            return False
+    key, index, leaf_slot, leaves, saved = made
     hit = graph_cache.lookup(key)
     if hit is None:
         return False
-    saved: list[Any] = []
-    for n in order:
-        saved.extend(_saved_tensors(n, False))
     f, plan = hit or graph_cache.build(key, order, index, leaf_slot, needed)
     leaf_grads, captured = f(saved, [g._value for _, _, g in node_roots])
     if not retain_graph:
@@ -209,28 +191,28 @@ def _accumulate(a: Any, b: Any) -> Any:
 
 def _topological(roots: Sequence[Node]) -> list[Node]:
     """Nodes reachable from ``roots``, each after every node that sends it a gradient."""
-    deps: dict[Node, int] = {}
-    stack = list(dict.fromkeys(roots))
-    seen = set(stack)
+    deps: dict[Node, int] = {}  # in-degree from reachable nodes; also the visited set
+    stack = list(roots)
     while stack:
-        n = stack.pop()
-        for e in n.next_edges:
-            if e is not None and e[1] != LEAF:
+        for e in stack.pop().next_edges:
+            if e is not None and e[1] >= 0:
                 m = e[0]
-                deps[m] = deps.get(m, 0) + 1
-                if m not in seen:
-                    seen.add(m)
+                if m in deps:
+                    deps[m] += 1
+                else:
+                    deps[m] = 1
                     stack.append(m)
-    ready = [n for n in dict.fromkeys(roots) if deps.get(n, 0) == 0]
+    ready = [n for n in dict.fromkeys(roots) if n not in deps]
     order = []
     while ready:
         n = ready.pop()
         order.append(n)
         for e in n.next_edges:
-            if e is not None and e[1] != LEAF:
+            if e is not None and e[1] >= 0:
                 m = e[0]
-                deps[m] -= 1
-                if deps[m] == 0:
+                d = deps[m] - 1
+                deps[m] = d
+                if not d:
                     ready.append(m)
     return order
 

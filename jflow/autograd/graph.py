@@ -28,7 +28,7 @@ class Node:
     for each flat input that needs a gradient, else ``None``."""
 
     __slots__ = ("op", "params", "saved", "next_edges", "needs", "in_avals", "out_avals",
-                 "hooks", "retained", "freed", "__weakref__")
+                 "hooks", "retained", "__weakref__")
 
     def __init__(self, op: Any, params: dict[str, Any], needs: tuple[bool, ...],
                  next_edges: tuple[Any, ...], in_avals: tuple[Any, ...],
@@ -42,7 +42,6 @@ class Node:
         self.saved: list[tuple[Any, Any, int, int]] | None = []
         self.hooks: dict[int, list[Callable]] | None = None
         self.retained: dict[int, Any] | None = None
-        self.freed = False
 
     def name(self) -> str:
         return f"{self.op.name}_backward"
@@ -54,12 +53,27 @@ class Node:
         """Drop saved values (after a backward without ``retain_graph``)."""
         if self.saved:
             self.saved = None
-            self.freed = True
+
+    @property
+    def freed(self) -> bool:
+        """True once the saved values were released (a node that saved nothing never is)."""
+        return self.saved is None
 
     @property
     def next_functions(self) -> tuple[tuple[Any, int], ...]:
         """PyTorch-style view of the edges: ``(node or leaf tensor or None, output_nr)``."""
         return tuple(e if e is not None else (None, 0) for e in self.next_edges)
+
+
+def version_error(node: Node, value: Any, nr: int, now: int, saved: int) -> RuntimeError:
+    """PyTorch's error for a saved tensor modified in place before the backward."""
+    what = f"input of shape {list(value.shape)}" if nr == LEAF else \
+        f"output {nr} of shape {list(value.shape)}"
+    return RuntimeError(
+        f"one of the variables needed for gradient computation has been modified by an "
+        f"inplace operation: the {what} saved by op '{node.op.name}' is at version {now}; "
+        f"expected version {saved} instead. Compute the gradient before modifying it, or "
+        f"modify a clone.")
 
 
 _DIFF: dict[Any, bool] = {}
@@ -136,3 +150,70 @@ def rebase_inplace(target: Any, result: Any, fname: str) -> Any:
         target.grad_fn = None
         target._requires_grad = False
     return target
+
+
+_new = object.__new__
+_TRUE = (True,)
+
+
+def _edge(t: Any) -> tuple[Any, int]:
+    return (t.grad_fn, t._output_nr) if t.grad_fn is not None else (t, LEAF)
+
+
+def _save(node: Node, rule: Any, ins: tuple[Any, ...], out: Any) -> None:
+    saved = node.saved
+    for is_out, i in rule.flat_save:
+        if is_out:
+            saved.append((out._value, weakref.ref(out), 0, 0))
+        else:
+            t = ins[i]
+            saved.append((t._value, t, t._version, LEAF))
+
+
+def record1(op: Any, params: dict[str, Any], x: Any, out: Any) -> Any:
+    """:func:`record` for a one-input, one-output op (x requires grad): no loops."""
+    if not getattr(_state, "enabled", True):
+        return out
+    node = _new(Node)
+    node.op = op
+    node.params = params
+    node.needs = _TRUE
+    node.next_edges = (_edge(x),)
+    node.in_avals = (x._value.aval,)
+    oa = out._value.aval
+    node.out_avals = (oa,)
+    node.hooks = node.retained = None
+    node.saved = []
+    rule = op.grad_rule
+    if rule is not None and rule.flat_save:
+        _save(node, rule, (x,), out)
+    if _differentiable(oa.dtype):
+        out._requires_grad = True
+        out.grad_fn = node
+        out._output_nr = 0
+    return out
+
+
+def record2(op: Any, params: dict[str, Any], x: Any, y: Any, out: Any) -> Any:
+    """:func:`record` for a two-input, one-output op (x or y requires grad): no loops."""
+    if not getattr(_state, "enabled", True):
+        return out
+    node = _new(Node)
+    node.op = op
+    node.params = params
+    nx, ny = x._requires_grad, y._requires_grad
+    node.needs = (nx, ny)
+    node.next_edges = (_edge(x) if nx else None, _edge(y) if ny else None)
+    node.in_avals = (x._value.aval, y._value.aval)
+    oa = out._value.aval
+    node.out_avals = (oa,)
+    node.hooks = node.retained = None
+    node.saved = []
+    rule = op.grad_rule
+    if rule is not None and rule.flat_save:
+        _save(node, rule, (x, y), out)
+    if _differentiable(oa.dtype):
+        out._requires_grad = True
+        out.grad_fn = node
+        out._output_nr = 0
+    return out

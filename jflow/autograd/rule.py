@@ -51,6 +51,16 @@ class BackwardRule:
     save: tuple[tuple[str, int], ...]
     _slots: dict = field(default_factory=dict, compare=False, hash=False, repr=False)
 
+    @property
+    def flat_save(self) -> tuple[tuple[bool, int], ...]:
+        """``(is_output, flat index)`` per saved tensor, for an op without optional/variadic
+        inputs or outputs (the fast recording path of one-output ops)."""
+        return self._flat_save
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "_flat_save",
+                           tuple((kind == "out", i) for kind, i in self.save))
+
     def saved_slots(self, layout: Any, n_flat_out: int) -> list[tuple[str, int, int, bool]]:
         """``(kind, flat_start, count, is_list)`` for each saved name, given the call's input
         layout (``None`` = one array per declared input) and number of flat outputs."""
