@@ -373,3 +373,17 @@ def test_second_derivatives_with_jax_hessian(name, fn, ref, x0) -> None:
 
     np.testing.assert_allclose(jax.hessian(loss)(jnp.asarray(x0)),
                                jax.hessian(loss_ref)(jnp.asarray(x0)), rtol=1e-9, atol=1e-12)
+
+
+def test_backward_inputs_and_function_under_jit() -> None:
+    x, w = leaf(X), leaf(W)
+    (x * w).sum().backward(inputs=[w])  # only w receives a gradient
+    np.testing.assert_allclose(w.grad.numpy(), X)
+    assert x.grad is None
+
+    @jax.jit
+    def step(p: flow.Tensor) -> flow.Tensor:
+        _Exp.apply(p, 3.0).sum().backward()  # a Function's backward staged into the program
+        return p.grad
+
+    np.testing.assert_allclose(np.asarray(step(leaf(X))._value), 3 * np.exp(X), rtol=1e-12)
