@@ -1,9 +1,11 @@
 """The backward engine: walks the tape in topological order and runs each node's rule.
 
-Two ways to run a rule, same rule:
+Three ways to run the rules, same rules:
 
-* **compiled** (the eager default): the rule is traced once per (op, attrs, needs, avals) into a
-  ``jax.jit`` — jflow ops bind on tracers, so a rule of five jflow ops costs one cached call;
+* **whole graph** (a graph seen before, e.g. every step of a training loop): the entire
+  backward is one cached ``jax.jit`` (:mod:`jflow.autograd.compiled_graph`);
+* **per node** (a graph seen for the first time): each rule is traced once per (op, attrs,
+  needs, avals) into a ``jax.jit`` — a rule of five jflow ops costs one cached call;
 * **direct** (``create_graph=True``, or values that are tracers): the rule runs op by op on
   Tensors; with ``create_graph`` the tape records it, which gives higher-order gradients, and
   inside ``jax.jit`` it stages the backward into the compiled program (DESIGN §4, caller 3).
