@@ -101,6 +101,11 @@ def _reraise_host_error() -> None:
     raise err.with_traceback(None) from None
 
 
+def _global_apply(op: Any, params: dict, ins: Any, single: bool) -> Any:
+    from .sharding.execute import global_apply
+    return global_apply(op, params, list(ins), single)
+
+
 def _traced(prim: Any, params: dict, vals: list, single: bool) -> Any:
     outs = prim.bind(*vals, **params)
     if single:
@@ -123,6 +128,7 @@ def make_apply(op: Any) -> Callable[..., Any]:
                           "_JaxRuntimeError": jax.errors.JaxRuntimeError,
                           "_reraise_host_error": _reraise_host_error, "_record": record,
                           "_record1": record1, "_record2": record2,
+                          "_global_apply": _global_apply,
                           "_op": op}
     attr_sig = []
     for a in op.attrs:
@@ -151,27 +157,31 @@ def make_apply(op: Any) -> Callable[..., Any]:
     grad = bool(ins) and not op.has_trait("NoGrad")
     if op.structured:
         lines.append("    _vals = []")
-        if grad:
-            lines.append("    _ins = []")
+        lines.append("    _ins = []")
         for i in ins:
             if i.variadic:
                 lines.append(f"    _vals += [_t._value for _t in {i.name}]")
-                if grad:
-                    lines.append(f"    _ins += {i.name}")
+                lines.append(f"    _ins += {i.name}")
             elif i.optional:
                 lines.append(f"    if {i.name} is not None: _vals.append({i.name}._value)")
-                if grad:
-                    lines.append(f"    if {i.name} is not None: _ins.append({i.name})")
+                lines.append(f"    if {i.name} is not None: _ins.append({i.name})")
             else:
                 lines.append(f"    _vals.append({i.name}._value)")
-                if grad:
-                    lines.append(f"    _ins.append({i.name})")
+                lines.append(f"    _ins.append({i.name})")
+        # global tensors (placement + SBP) run through the sharded executor
+        lines += ["    if _any(_i._global is not None for _i in _ins):",
+                  f"        return _global_apply(_op, _params, _ins, {single})"]
         lines.append("    if not _any(_isinstance(_v, _Tracer) for _v in _vals):")
         call = "_f(*_vals)"
         traced_vals = "_vals"
         needs_grad = "_any(_i._requires_grad for _i in _ins)"
         ins_expr = "_ins"
     else:
+        if ins:  # global tensors (placement + SBP) run through the sharded executor
+            is_global = " or ".join(f"{i.name}._global is not None" for i in ins)
+            args = "".join(i.name + ", " for i in ins)
+            lines += [f"    if {is_global}:",
+                      f"        return _global_apply(_op, _params, ({args}), {single})"]
         for k, i in enumerate(ins):
             lines.append(f"    _v{k} = {i.name}._value")
         vs = [f"_v{k}" for k in range(len(ins))]
@@ -187,7 +197,8 @@ def make_apply(op: Any) -> Callable[..., Any]:
         lines += ["        _t = _new(_T)", "        try:", f"            _t._value = {call}",
                   "        except _JaxRuntimeError:", "            _reraise_host_error()",
                   "        _t._requires_grad = False", "        _t.grad = None",
-                  "        _t.grad_fn = None", "        _t._version = 0"]
+                  "        _t.grad_fn = None", "        _t._version = 0",
+                  "        _t._global = None"]
     else:
         lines += ["        try:", f"            _t = _tuple(_map(_wrap, {call}))",
                   "        except _JaxRuntimeError:", "            _reraise_host_error()"]

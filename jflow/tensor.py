@@ -39,9 +39,10 @@ class Size(tuple):
 class Tensor:
     """A multi-dimensional array with autograd metadata (see ``flow.tensor`` to create one)."""
 
-    # ``_output_nr`` (which output of ``grad_fn`` this is) is set only together with grad_fn
+    # ``_output_nr`` (which output of ``grad_fn`` this is) is set only together with grad_fn;
+    # ``_global`` is None for a local tensor, else ``(placement, nd_sbp)`` (jflow.sharding)
     __slots__ = ("_value", "_requires_grad", "grad", "grad_fn", "_version", "_output_nr",
-                 "__weakref__")
+                 "_global", "__weakref__")
 
     def __init__(self, *args: Any, dtype: Any = None, device: Any = None,
                  requires_grad: bool = False) -> None:
@@ -67,6 +68,7 @@ class Tensor:
         self.grad = None
         self.grad_fn = None
         self._version = 0
+        self._global = None
         if requires_grad:
             self.requires_grad_()
 
@@ -221,7 +223,42 @@ class Tensor:
         if isinstance(v, Tracer):
             raise RuntimeError(f"Tensor.{what}() needs a concrete value, but this tensor is "
                                f"being traced (inside jax.jit / vmap / grad); return it instead")
+        if self._global is not None:  # the logical value: gathered / reduced to every rank
+            from .sharding.global_tensor import replicated_value
+            return replicated_value(self)
         return v
+
+    # -- global tensors (placement + SBP; jflow.sharding) -------------------------------------
+    @property
+    def is_global(self) -> bool:
+        return self._global is not None
+
+    @property
+    def is_local(self) -> bool:
+        return self._global is None
+
+    @property
+    def placement(self) -> Any:
+        if self._global is None:
+            raise RuntimeError("a local tensor has no placement; use .to_global(placement, sbp)")
+        return self._global[0]
+
+    @property
+    def sbp(self) -> tuple:
+        if self._global is None:
+            raise RuntimeError("a local tensor has no sbp; use .to_global(placement, sbp)")
+        return self._global[1]
+
+    def to_global(self, placement: Any = None, sbp: Any = None) -> Tensor:
+        """Distribute this local tensor (its value is the logical value) over ``placement``
+        with ``sbp``, or re-box a global one (collectives as needed)."""
+        from .sharding.global_tensor import to_global
+        return to_global(self, placement, sbp)
+
+    def to_local(self) -> Tensor:
+        """This process's shard of a global tensor (a local tensor is returned as is)."""
+        from .sharding.global_tensor import to_local
+        return to_local(self)
 
     def numpy(self) -> np.ndarray:
         """The value as a NumPy array (read-only view where JAX allows)."""
@@ -285,9 +322,12 @@ class Tensor:
             extra += f", grad_fn=<{self.grad_fn.name()}>"
         elif self._requires_grad:
             extra += ", requires_grad=True"
+        if self._global is not None:
+            from .sharding.spec import nd_sbp_repr
+            extra = f", placement={self._global[0]!r}, sbp={nd_sbp_repr(self._global[1])}" + extra
         if isinstance(v, Tracer):
             return f"tensor(<traced {tuple(v.shape)}>, dtype={self.dtype}{extra})"
-        a = np.asarray(v)
+        a = np.asarray(self._concrete("__repr__"))
         body = np.array2string(a, separator=", ", prefix="tensor(",
                                threshold=1000, edgeitems=3)
         if a.size == 0:
@@ -318,16 +358,21 @@ def _wrap(value: Any) -> Tensor:
     t.grad = None
     t.grad_fn = None
     t._version = 0
+    t._global = None
     return t
 
 
-def _flatten(t: Tensor) -> tuple[tuple[Any], bool]:
-    return (t._value,), t._requires_grad
+def _flatten(t: Tensor) -> tuple[tuple[Any], Any]:
+    g = t._global
+    return (t._value,), (t._requires_grad if g is None else (t._requires_grad, g))
 
 
-def _unflatten(requires_grad: bool, children: Any) -> Tensor:
+def _unflatten(aux: Any, children: Any) -> Tensor:
     t = _wrap(children[0])
-    t._requires_grad = requires_grad
+    if aux.__class__ is tuple:  # a global tensor: (requires_grad, (placement, nd_sbp))
+        t._requires_grad, t._global = aux
+    else:
+        t._requires_grad = aux
     return t
 
 

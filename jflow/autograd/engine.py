@@ -49,6 +49,20 @@ def register_leaf_hook(t: Tensor, hook: Any) -> list[Any]:
     return hooks
 
 
+def _wrap_any(value: Any) -> Tensor:
+    """A Tensor around a saved value, global (placement + SBP read from its sharding) when the
+    value is a global array."""
+    t = _wrap_value(value)
+    sh = getattr(value, "sharding", None)
+    if sh is not None and not isinstance(sh, jax.sharding.SingleDeviceSharding):
+        from ..sharding.global_tensor import info_of_value
+        t._global = info_of_value(value)
+    elif sh is None and isinstance(value, Tracer):
+        from ..sharding.global_tensor import info_of_value
+        t._global = info_of_value(value)
+    return t
+
+
 _FREED = ("Trying to backward through the graph a second time (or directly access saved tensors "
           "after they have already been freed). Saved intermediate values of the graph are freed "
           "when you call .backward() or autograd.grad(). Specify retain_graph=True if you need "
@@ -73,9 +87,9 @@ def _saved_tensors(node: Node, connect: bool) -> list[Any]:
         elif t is not None and t.grad_fn is node:
             out.append(t)
         elif not is_differentiable_dtype(value.dtype):  # e.g. saved indices: a constant
-            out.append(_wrap_value(value))
+            out.append(_wrap_any(value))
         else:  # the output tensor is gone: a new handle on its value, still on the graph
-            n = _wrap_value(value)
+            n = _wrap_any(value)
             n._requires_grad = True
             n.grad_fn = node
             n._output_nr = nr
@@ -124,23 +138,32 @@ def _run_direct(node: Node, grads: list[Any], create_graph: bool) -> list[Any]:
     slots = rule.saved_slots(layout, len(node.out_avals))
     saved_flat = _saved_tensors(node, create_graph)
     if not create_graph:
-        saved_flat = [_wrap_value(v) for v in saved_flat]
+        saved_flat = [_wrap_any(v) for v in saved_flat]
     saved = structure_saved(slots, saved_flat)
+    like = next((g for g in grads if g is not None), None)
     full = []
     for g, aval in zip(grads, node.out_avals):
         if g is None and is_differentiable_dtype(aval.dtype):
             g = _wrap_value(jnp.zeros(aval.shape, aval.dtype))
+            if like is not None and like._global is not None:  # zeros on the same placement
+                g = g.to_global(like._global[0], _broadcast_sbp(like._global[0]))
         full.append(g)
     with set_grad_enabled(create_graph):
         return run_rule(rule, attrs, layout, saved, node.needs, node.in_avals, node.out_avals,
                         full)
 
 
+def _broadcast_sbp(plc: Any) -> tuple[Any, ...]:
+    from ..sharding.sbp import broadcast
+    return (broadcast,) * len(plc.hierarchy)
+
+
 def _execute(node: Node, grads: list[Any], create_graph: bool) -> list[Any]:
     if type(node) is not Node:  # a Function's node runs the user's backward
         return node.run(grads, create_graph)  # type: ignore[attr-defined]
     get_rule(node.op)
-    if create_graph or any(isinstance(g._value, Tracer) for g in grads if g is not None) or \
+    if create_graph or any(g._global is not None or isinstance(g._value, Tracer)
+                           for g in grads if g is not None) or \
             any(isinstance(s[0], Tracer) for s in (node.saved or ())):
         return _run_direct(node, grads, create_graph)
     return _run_compiled(node, grads)
@@ -156,8 +179,8 @@ def _run_graph_compiled(order: list[Node], node_roots: list[tuple[Node, int, Any
     """Run the whole backward as one executable when this graph was seen before; False when
     the graph cannot be (hooks, Functions, tracers) or is new (the per-node path runs)."""
     for _, _, g in node_roots:
-        if isinstance(g._value, Tracer):
-            return False
+        if g._global is not None or isinstance(g._value, Tracer):
+            return False  # global graphs run rule by rule through the sharded executor
     made = GraphCache.scan(order, node_roots, list(node_targets), needed, _leaf_hooks)
     if made is None:
         return False
@@ -248,6 +271,10 @@ def _root_grad(t: Tensor, g: Any, i: int, create_graph: bool) -> Tensor:
         if t._value.size != 1:
             raise RuntimeError(f"grad can be implicitly created only for scalar outputs (output "
                                f"{i} has shape {list(t._value.shape)}); pass a gradient")
+        if t._global is not None:
+            plc = t._global[0]
+            return _ones(jax.core.ShapedArray(t._value.shape, t._value.dtype)).to_global(
+                plc, _broadcast_sbp(plc))
         return _ones(t._value.aval)
     if not isinstance(g, Tensor):
         raise TypeError(f"gradient {i} must be a jflow Tensor or None, got {type(g).__name__}")

@@ -28,6 +28,7 @@ import jax.numpy as jnp
 from jax.extend.core import Primitive
 from jax.interpreters import ad, batching, mlir
 
+from .._jax_compat import manual_out_aval, match_manual_type
 from ..tensor import _wrap
 from .grad_mode import no_grad
 from .rule import gather_saved, get_rule, is_differentiable_dtype, run_rule, structure_saved
@@ -133,10 +134,8 @@ class _Linear:
     def abstract_eval(self, *avals: Any, **lp: Any) -> list[Any]:
         outs = self.diff_out_avals(lp)
         vmap = lp.get("_vmap", ())
-        if vmap:
-            sizes = _strip_vmap_sizes(avals, vmap)
-            outs = [jax.core.ShapedArray(tuple(sizes) + tuple(a.shape), a.dtype) for a in outs]
-        return outs
+        sizes = _strip_vmap_sizes(avals, vmap) if vmap else []
+        return [manual_out_aval(tuple(sizes) + tuple(a.shape), a.dtype, avals) for a in outs]
 
     def transpose(self, cts: Sequence[Any], *args: Any, **lp: Any) -> list[Any]:
         n_lin = sum(lp["needs"])
@@ -156,7 +155,9 @@ class _Linear:
 
         res = _under_vmap(fn, vmap, lambda axes: (0,) * n_ct + tuple(axes[n_lin:]))(
             *cts, *saved)
-        return [g if u else None for g, u in zip(res, undefined)] + [None] * len(saved)
+        # inside shard_map, a cotangent must vary / be reduced like its primal
+        return [match_manual_type(g, x.aval) if u else None
+                for g, u, x in zip(res, undefined, lin)] + [None] * len(saved)
 
     def jvp(self, primals: Sequence[Any], tangents: Sequence[Any], **lp: Any) -> Any:
         tangents = [ad.instantiate_zeros(t) for t in tangents]

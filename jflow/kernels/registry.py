@@ -20,6 +20,8 @@ import jax
 import numpy as np
 from jax.interpreters import mlir
 
+from .._jax_compat import plain_lowering_ctx
+
 __all__ = ["Kernel", "register_kernel", "register_backend", "kernels_for", "select_kernel",
            "PLATFORMS", "FALLBACK", "DEFAULT", "OPTIMIZED", "KernelNotFoundError"]
 
@@ -287,7 +289,7 @@ def _make_lowering(op: Any, platform: str) -> Callable[..., Any]:
         f = checked
         for axes in reversed(vmap):
             f = jax.vmap(f, in_axes=axes)
-        return mlir.lower_fun(f, multiple_results=True)(ctx, *args)
+        return mlir.lower_fun(f, multiple_results=True)(plain_lowering_ctx(ctx), *args)
 
     return lowering
 

@@ -28,6 +28,7 @@ from jax import core
 from jax.extend.core import Primitive
 from jax.interpreters import batching
 
+from .._jax_compat import manual_out_aval
 from .attrs import ATTR_TYPES, REQUIRED, normalize_attr
 
 __all__ = ["Input", "Output", "Attr", "OpDef", "define_op", "get", "list_ops", "TRAITS",
@@ -278,9 +279,8 @@ class OpDef:
         attrs, layout, vmap = self.split_params(params)
         per_example, sizes = _strip_batch(avals, vmap)
         outs = self.infer_descs(per_example, layout, attrs)
-        if sizes:
-            outs = [core.ShapedArray(tuple(sizes) + o.shape, o.dtype) for o in outs]
-        return outs
+        # inside shard_map (global tensors), outputs vary like the inputs (see _jax_compat)
+        return [manual_out_aval(tuple(sizes) + o.shape, o.dtype, avals) for o in outs]
 
     def _batch_rule(self, axis_data: Any, args: Sequence[Any], dims: Sequence[Any], /,
                     **params: Any) -> tuple[Any, list[Any]]:

@@ -6,7 +6,11 @@ from typing import Any
 
 import numpy as np
 
-__all__ = ["placement"]
+__all__ = ["placement", "BY_MESH"]
+
+#: meshes (concrete and abstract) -> their placement: how a global value's sharding is read
+#: back as (placement, nd_sbp) where only the array is at hand
+BY_MESH: dict[Any, Any] = {}
 
 
 class placement:
@@ -15,7 +19,7 @@ class placement:
     ``ranks`` may be nested for an N-d hierarchy; ``hierarchy`` is its shape.
     """
 
-    __slots__ = ("type", "_ranks")
+    __slots__ = ("type", "_ranks", "_mesh")
 
     def __init__(self, type: str = "cpu", ranks: Any = None) -> None:  # noqa: A002
         if type not in ("cpu", "cuda"):
@@ -32,6 +36,7 @@ class placement:
             raise ValueError(f"flow.placement: ranks contain duplicates: {ranks!r}")
         self.type = type
         self._ranks = arr.astype(np.int64)
+        self._mesh = None
 
     @classmethod
     def all(cls, type: str = "cpu") -> placement:  # noqa: A002
@@ -47,6 +52,38 @@ class placement:
     @property
     def hierarchy(self) -> tuple[int, ...]:
         return tuple(self._ranks.shape)
+
+    @property
+    def axis_names(self) -> tuple[str, ...]:
+        """Mesh axis names, one per hierarchy axis: ``("r0",)``, ``("r0", "r1")``..."""
+        return tuple(f"r{i}" for i in range(self._ranks.ndim))
+
+    @property
+    def mesh(self) -> Any:
+        """The ``jax.sharding.Mesh`` of these ranks (device ids), hierarchy axes ``Explicit``
+        (needed for partial sums: ``PartitionSpec(unreduced=...)``)."""
+        if self._mesh is None:
+            import jax
+            from jax.sharding import AxisType, Mesh
+            platform = "gpu" if self.type == "cuda" else "cpu"
+            try:
+                devs = {d.id: d for d in jax.devices(platform)}
+            except RuntimeError:
+                raise RuntimeError(f"{self!r}: no {self.type} devices here") from None
+            missing = sorted(set(self._ranks.ravel().tolist()) - set(devs))
+            if missing:
+                raise ValueError(f"{self!r}: ranks {missing} are not {self.type} devices here "
+                                 f"(device ids: {sorted(devs)})")
+            arr = np.vectorize(lambda r: devs[int(r)], otypes=[object])(self._ranks)
+            self._mesh = Mesh(arr, self.axis_names,
+                              axis_types=(AxisType.Explicit,) * self._ranks.ndim)
+            BY_MESH[self._mesh] = self
+            BY_MESH[self._mesh.abstract_mesh] = self
+        return self._mesh
+
+    @property
+    def size(self) -> int:
+        return int(self._ranks.size)
 
     def __eq__(self, other: object) -> bool:
         return (isinstance(other, placement) and self.type == other.type

@@ -64,9 +64,13 @@ class Signature:
     inputs: tuple[SbpParallel, ...]
     outputs: tuple[SbpParallel, ...]
 
+    @staticmethod
+    def _short(x: SbpParallel) -> str:
+        return f"S({x.axis})" if isinstance(x, _Split) else \
+            ("B" if isinstance(x, _Broadcast) else "P")
+
     def __repr__(self) -> str:
-        def f(x: SbpParallel) -> str:
-            return f"S({x.axis})" if isinstance(x, _Split) else ("B" if x is broadcast else "P")
+        f = self._short
         return f"({', '.join(map(f, self.inputs))}) -> ({', '.join(map(f, self.outputs))})"
 
 

@@ -1,0 +1,131 @@
+"""The few private JAX hooks jflow needs, in one place (each with why).
+
+JAX 0.10 is the reference; a lent GPU machine may run 0.11. Everything here falls back to a
+public API where one exists.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+import jax
+from jax import lax
+
+__all__ = ["all_gather_invariant", "manual_out_aval", "plain_lowering_ctx", "match_manual_type",
+           "vary_together"]
+
+
+def _all_gather_invariant() -> Any:
+    # An all-gather whose result is typed replicated (invariant) over the axis, so a
+    # shard_map can return it with a replicated out_spec. Public in newer JAX as
+    # jax.lax.all_gather_invariant; private in 0.10.
+    fn = getattr(lax, "all_gather_invariant", None)
+    if fn is not None:
+        return fn
+    try:
+        from jax._src.lax.parallel import all_gather_invariant as fn
+        return fn
+    except ImportError:  # last resort: embed the shard in zeros and all-reduce (2x traffic)
+        def gather(x: Any, name: str, *, axis: int, tiled: bool = True) -> Any:
+            n = lax.axis_size(name)
+            size = x.shape[axis]
+            shape = list(x.shape)
+            shape[axis] = size * n
+            full = jax.numpy.zeros(shape, x.dtype)
+            full = lax.dynamic_update_slice_in_dim(full, x, lax.axis_index(name) * size, axis)
+            return lax.psum(full, name)
+        return gather
+
+
+all_gather_invariant = _all_gather_invariant()
+
+
+def manual_out_aval(shape: Sequence[int], dtype: Any, in_avals: Sequence[Any]) -> Any:
+    """The aval of a jflow primitive's output inside ``shard_map``: it varies over (and is
+    unreduced on) the manual mesh axes its inputs vary over (are unreduced on).
+
+    JAX types values in ``shard_map`` by how they vary across devices (``check_vma``); a
+    custom primitive must propagate that type or shard_map rejects its outputs. The type's
+    representation is private and changed across JAX versions (0.10: ``manual_axis_type``),
+    hence this helper. Outside shard_map (no mesh on the inputs) it is a plain ShapedArray.
+    """
+    ref = None
+    for a in in_avals:
+        sh = getattr(a, "sharding", None)
+        if sh is not None and not sh.mesh.empty:
+            ref = a
+            break
+    if ref is None:
+        return jax.core.ShapedArray(tuple(shape), dtype)
+    from jax.sharding import NamedSharding, PartitionSpec
+    sharding = NamedSharding(ref.sharding.mesh, PartitionSpec())
+    mat = getattr(ref, "manual_axis_type", None)
+    if mat is not None:  # JAX 0.10
+        from jax._src.core import ManualAxisType
+        varying: frozenset = frozenset()
+        unreduced: frozenset = frozenset()
+        for a in in_avals:
+            m = getattr(a, "manual_axis_type", None)
+            if m is not None:
+                varying |= m.varying
+                unreduced |= m.unreduced
+        return jax.core.ShapedArray(tuple(shape), dtype, sharding=sharding,
+                                    manual_axis_type=ManualAxisType(varying=varying,
+                                                                    unreduced=unreduced))
+    vma = frozenset().union(*[getattr(a, "vma", frozenset()) for a in in_avals])
+    return jax.core.ShapedArray(tuple(shape), dtype, sharding=sharding, vma=vma)
+
+
+def plain_lowering_ctx(ctx: Any) -> Any:
+    """A lowering context whose avals carry no sharding / manual-axis types.
+
+    A jflow kernel computes on the local shard; whether that is valid for a global tensor is
+    decided by the op's SBP signature, not by JAX's typing of the values inside shard_map
+    (which, e.g., has no "unreduced" rule for ``div`` and would refuse ``mean`` of a partial
+    sum). ``LoweringRuleContext.replace`` is JAX-internal API, hence this helper.
+    """
+    def plain(a: Any) -> Any:
+        if isinstance(a, jax.core.ShapedArray):
+            return jax.core.ShapedArray(a.shape, a.dtype, a.weak_type)
+        return a
+    ins = [plain(a) for a in ctx.avals_in]
+    outs = [plain(a) for a in ctx.avals_out]
+    if all(a is b for a, b in zip(ins, ctx.avals_in)) and \
+            all(a is b for a, b in zip(outs, ctx.avals_out)):
+        return ctx
+    return ctx.replace(avals_in=ins, avals_out=outs)
+
+
+def match_manual_type(value: Any, target: Any) -> Any:
+    """Cast ``value`` (inside shard_map) to vary / be reduced over the manual axes ``target``'s
+    aval does — what JAX expects of a cotangent for that primal in a transpose rule."""
+    mat = getattr(target, "manual_axis_type", None)
+    if mat is None or value is None:
+        return value
+    have = getattr(jax.typeof(value), "manual_axis_type", None)
+    if have is None:
+        return value
+    add_vary = tuple(sorted(mat.varying - have.varying))
+    if add_vary:
+        value = lax.pcast(value, add_vary, to="varying")
+    add_reduced = tuple(sorted(mat.reduced - have.reduced))
+    if add_reduced:
+        value = lax.pcast(value, add_reduced, to="reduced")
+    return value
+
+
+def vary_together(values: Sequence[Any]) -> list[Any]:
+    """Make the operands of one primitive vary over the same manual axes (JAX does this for
+    its own primitives; its transpose then sums the cotangent of a replicated operand)."""
+    mats = [getattr(jax.typeof(v), "manual_axis_type", None) for v in values]
+    if any(m is None for m in mats):
+        return list(values)
+    union: frozenset = frozenset().union(*[m.varying for m in mats])
+    out = []
+    for v, m in zip(values, mats):
+        missing = tuple(sorted(union - m.varying))
+        if missing and not m.unreduced and not m.reduced:
+            v = lax.pcast(v, missing, to="varying")
+        out.append(v)
+    return out

@@ -1,0 +1,231 @@
+"""Running an op on global tensors (DESIGN §5): SBP signature inference, boxing, and the
+op's kernel under ``shard_map`` on the local shards.
+
+1. All inputs must share one placement. The op's 1-d signatures for these logical shapes
+   (``signatures_of``: its declared ones plus all-broadcast) become nd signatures by taking
+   one per hierarchy axis (the Cartesian product); those that would split a dimension
+   unevenly are dropped.
+2. A signature whose inputs need no conversion wins; else the one with the least boxing
+   traffic (``boxing.cost``), ties to the op's declared order.
+3. One cached ``jax.jit(shard_map(...))`` per (op, attrs, placement, input SBPs, signature)
+   boxes each input and binds the op's primitive on the local shards — so the kernel the
+   registry picks (xla, python, Pallas, C++ FFI) runs sharded without gathering. Attrs that
+   name the output shape (``shape``) are given per-shard sizes.
+
+The same function runs on tracers inside ``jax.jit``; outputs carry their SBP in
+``Tensor._global`` and the tape records them like local ones.
+"""
+
+from __future__ import annotations
+
+import itertools
+from collections.abc import Sequence
+from typing import Any
+
+import jax
+import numpy as np
+from jax import lax
+
+from .._jax_compat import vary_together
+from ..tensor import Tensor
+from .boxing import box_local, cost, describe
+from .global_tensor import make_global
+from .placement import placement as Placement
+from .sbp import SbpParallel, Signature, _Broadcast, _PartialSum, signatures_of
+from .spec import divisible, local_shape, partition_spec
+
+__all__ = ["global_apply", "NdSignature", "choose_signature", "SbpInferenceError",
+           "last_choices"]
+
+_CACHE: dict[Any, Any] = {}
+_CACHE_SIZE = 512
+
+
+class SbpInferenceError(ValueError):
+    """No SBP signature of an op can run on the given global inputs."""
+
+
+class NdSignature:
+    """One SBP per hierarchy axis for every flat input and output."""
+
+    __slots__ = ("inputs", "outputs")
+
+    def __init__(self, inputs: tuple[tuple[SbpParallel, ...], ...],
+                 outputs: tuple[tuple[SbpParallel, ...], ...]) -> None:
+        self.inputs, self.outputs = inputs, outputs
+
+    def __eq__(self, other: object) -> bool:
+        return isinstance(other, NdSignature) and (self.inputs, self.outputs) == \
+            (other.inputs, other.outputs)
+
+    def __hash__(self) -> int:
+        return hash((self.inputs, self.outputs))
+
+    def __repr__(self) -> str:
+        def f(nd: tuple) -> str:
+            return "(" + ", ".join(Signature._short(x) for x in nd) + ")" if len(nd) > 1 \
+                else Signature._short(nd[0])
+        return f"({', '.join(map(f, self.inputs))}) -> ({', '.join(map(f, self.outputs))})"
+
+
+def candidates(op: Any, attrs: dict[str, Any], in_shapes: Sequence[Sequence[int]],
+               out_shapes: Sequence[Sequence[int]], hierarchy: Sequence[int]
+               ) -> list[NdSignature]:
+    """The op's nd signatures for these logical shapes (uneven splits dropped)."""
+    one = signatures_of(op, in_shapes, len(out_shapes), attrs)
+    out = []
+    for combo in itertools.product(one, repeat=len(hierarchy)):
+        ins = tuple(tuple(s.inputs[i] for s in combo) for i in range(len(in_shapes)))
+        outs = tuple(tuple(s.outputs[i] for s in combo) for i in range(len(out_shapes)))
+        if all(divisible(sh, nd, hierarchy) for sh, nd in zip(in_shapes, ins)) and \
+                all(divisible(sh, nd, hierarchy) for sh, nd in zip(out_shapes, outs)):
+            out.append(NdSignature(ins, outs))
+    return out
+
+
+def choose_signature(op: Any, sigs: Sequence[NdSignature], in_nds: Sequence[tuple],
+                     in_avals: Sequence[Any], plc: Placement) -> NdSignature:
+    best, best_cost = None, None
+    for sig in sigs:
+        if tuple(sig.inputs) == tuple(in_nds):
+            return sig  # no transfer at all
+        c = sum(cost(src, dst, a.size * np.dtype(a.dtype).itemsize, plc.hierarchy)
+                for src, dst, a in zip(in_nds, sig.inputs, in_avals))
+        if best_cost is None or c < best_cost:
+            best, best_cost = sig, c
+    if best is None:
+        raise SbpInferenceError(_no_signature_message(op, in_nds, in_avals, plc, sigs))
+    return best
+
+
+def _no_signature_message(op: Any, in_nds: Sequence[tuple], in_avals: Sequence[Any],
+                          plc: Placement, sigs: Sequence[NdSignature]) -> str:
+    ins = "; ".join(f"input {i}: shape {tuple(a.shape)} sbp {nd}"
+                    for i, (nd, a) in enumerate(zip(in_nds, in_avals)))
+    return (f"op '{op.name}': no SBP signature can run on placement {plc!r} with {ins}; "
+            f"the op offers {list(sigs) or 'none (shapes do not divide evenly)'}")
+
+
+def _localize(op: Any, params: dict[str, Any], sig: NdSignature, out_avals: Sequence[Any],
+              hierarchy: Sequence[int]) -> dict[str, Any]:
+    """Attrs that give the output's (logical) shape -> the shard's shape."""
+    if "shape" not in params or not out_avals:
+        return params
+    new = dict(params)
+    new["shape"] = local_shape(out_avals[0].shape, sig.outputs[0], hierarchy)
+    return new
+
+
+def _build(op: Any, params: dict[str, Any], plc: Placement, in_nds: tuple, sig: NdSignature,
+           in_ndims: tuple[int, ...], out_avals: Sequence[Any]) -> Any:
+    names, hierarchy = plc.axis_names, plc.hierarchy
+    prim = op.primitive
+    local = _localize(op, params, sig, out_avals, hierarchy)
+    # on a mesh axis where some input is a partial sum, the others (broadcast) are typed
+    # "reduced" so the kernel's linear ops accept the pair (JAX's explicit sharding rules)
+    reduced_axes = [[names[k] for k in range(len(names))
+                     if isinstance(need[k], _Broadcast)
+                     and any(isinstance(o[k], _PartialSum) for o in sig.inputs)]
+                    for need in sig.inputs]
+
+    def body(*xs: Any) -> list[Any]:
+        ys = []
+        for x, src, need, red in zip(xs, in_nds, sig.inputs, reduced_axes):
+            y = box_local(x, src, need, names, hierarchy)
+            if red:
+                y = lax.pcast(y, tuple(red), to="reduced")
+            ys.append(y)
+        return list(prim.bind(*vary_together(ys), **local))
+
+    in_specs = tuple(partition_spec(nd, n, names) for nd, n in zip(in_nds, in_ndims))
+    out_specs = [partition_spec(nd, len(a.shape), names)
+                 for nd, a in zip(sig.outputs, out_avals)]
+    fn = jax.shard_map(body, mesh=plc.mesh, in_specs=in_specs, out_specs=out_specs)
+    fn.__name__ = f"{op.name}_global"
+    return jax.jit(fn)
+
+
+#: (op, signature, boxings) of recent global op calls, for ``flow.sharding.explain``
+last_choices: list[tuple[str, NdSignature, list[str], float]] = []
+_RECORDING = [False]
+
+
+_SCALARS: dict[Any, Any] = {}
+
+
+def _broadcast_scalar(t: Tensor, plc: Placement) -> Tensor:
+    """A local 0-d tensor (a Python scalar operand, as in ``x * 2``) used with global
+    tensors becomes broadcast on their placement (cached: scalar operands are reused)."""
+    from .global_tensor import to_global
+    key = (id(t._value), plc)
+    hit = _SCALARS.get(key)
+    if hit is not None and hit[0] is t._value:
+        return hit[1]
+    g = to_global(t.detach() if not t._requires_grad else t, plc,
+                  (_Broadcast(),) * len(plc.hierarchy))
+    if not t._requires_grad:
+        if len(_SCALARS) >= 256:
+            _SCALARS.clear()
+        _SCALARS[key] = (t._value, g)
+    return g
+
+
+def _common_placement(op: Any, ins: list[Tensor]) -> Placement:
+    plc = None
+    for t in ins:
+        if t._global is not None:
+            plc = t._global[0]
+            break
+    for i, t in enumerate(ins):
+        if t._global is None:
+            if t._value.ndim == 0 and plc is not None:
+                ins[i] = _broadcast_scalar(t, plc)
+                continue
+            raise ValueError(f"op '{op.name}': input {i} is a local tensor while others are "
+                             f"global; convert it with .to_global(placement, sbp)")
+        p = t._global[0]
+        if plc is None:
+            plc = p
+        elif p != plc:
+            raise ValueError(f"op '{op.name}': inputs are on different placements: {plc!r} "
+                             f"and {p!r} (input {i}); move one with .to_global(placement=...)")
+    return plc  # type: ignore[return-value]
+
+
+def global_apply(op: Any, params: dict[str, Any], ins: list[Tensor], single: bool) -> Any:
+    """Run ``op`` on global tensors (see the module docstring); records on the tape."""
+    plc = _common_placement(op, ins)
+    attrs, layout, vmap = op.split_params(params)
+    if vmap:
+        raise NotImplementedError(f"op '{op.name}': jax.vmap over global tensors is not "
+                                  f"supported; vmap the local computation instead")
+    vals = [t._value for t in ins]
+    in_avals = [jax.core.ShapedArray(tuple(v.shape), v.dtype) for v in vals]
+    out_avals = op.infer_descs(in_avals, layout, attrs)
+    in_nds = tuple(t._global[1] for t in ins)
+    sigs = candidates(op, attrs, [a.shape for a in in_avals], [a.shape for a in out_avals],
+                      plc.hierarchy)
+    sig = choose_signature(op, sigs, in_nds, in_avals, plc)
+    if _RECORDING[0]:
+        moved = sum(cost(s, d, a.size * np.dtype(a.dtype).itemsize, plc.hierarchy)
+                    for s, d, a in zip(in_nds, sig.inputs, in_avals))
+        last_choices.append((op.name, sig, [describe(s, d) for s, d in zip(in_nds, sig.inputs)],
+                             moved))
+    try:
+        key = (op.name, tuple(params.items()), plc, in_nds, sig)
+        fn = _CACHE.get(key)
+    except TypeError:
+        key, fn = None, None
+    if fn is None:
+        fn = _build(op, params, plc, in_nds, sig, tuple(len(a.shape) for a in in_avals),
+                    out_avals)
+        if key is not None:
+            if len(_CACHE) >= _CACHE_SIZE:
+                del _CACHE[next(iter(_CACHE))]
+            _CACHE[key] = fn
+    outs = [make_global(v, plc, nd) for v, nd in zip(fn(*vals), sig.outputs)]
+    out = outs[0] if single else tuple(outs)
+    if any(t._requires_grad for t in ins):
+        from ..autograd.graph import record
+        return record(op, params, ins, out)
+    return out

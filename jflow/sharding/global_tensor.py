@@ -1,0 +1,204 @@
+"""Global tensors: a ``jax.Array`` with a ``NamedSharding`` over a placement's mesh, plus the
+tensor's ``(placement, nd_sbp)`` in ``Tensor._global``.
+
+The logical value is what ``numpy()`` returns; ``to_global`` distributes a local tensor (its
+value is the logical value) or re-boxes a global one; ``to_local`` is this process's shard.
+Both are differentiable on the tape (logically they are the identity, so the gradient is boxed
+back) and, being collectives inside ``shard_map``, under ``jax.grad`` too.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+import jax
+import numpy as np
+
+from ..tensor import Tensor, _wrap
+from .boxing import box_local
+from .placement import BY_MESH as _BY_MESH
+from .placement import placement as Placement
+from .sbp import SbpParallel, broadcast, partial_sum, split
+from .spec import divisible, named_sharding, normalize_nd_sbp, partition_spec, split_factor
+
+__all__ = ["to_global", "to_local", "make_global", "replicated_value", "info_of_value"]
+
+_BOX_CACHE: dict[Any, Any] = {}
+_BOX_CACHE_SIZE = 256
+
+
+def make_global(value: Any, plc: Placement, nd_sbp: tuple[SbpParallel, ...]) -> Tensor:
+    t = _wrap(value)
+    t._global = (plc, nd_sbp)
+    return t
+
+
+def _boxer(plc: Placement, src: tuple, dst: tuple, ndim: int) -> Any:
+    key = (plc, src, dst, ndim)
+    f = _BOX_CACHE.get(key)
+    if f is None:
+        names, h = plc.axis_names, plc.hierarchy
+        f = jax.jit(jax.shard_map(lambda x: box_local(x, src, dst, names, h), mesh=plc.mesh,
+                                  in_specs=partition_spec(src, ndim, names),
+                                  out_specs=partition_spec(dst, ndim, names)))
+        if len(_BOX_CACHE) >= _BOX_CACHE_SIZE:
+            _BOX_CACHE.clear()
+        _BOX_CACHE[key] = f
+    return f
+
+
+def box_value(value: Any, plc: Placement, src: tuple, dst: tuple) -> Any:
+    """The same logical value with nd-SBP ``dst`` (collectives as ``boxing`` describes)."""
+    if src == dst:
+        return value
+    return _boxer(plc, src, dst, value.ndim)(value)
+
+
+def _check_divisible(shape: Sequence[int], plc: Placement, nd: tuple, fname: str) -> None:
+    if not divisible(shape, nd, plc.hierarchy):
+        bad = [d for d, s in enumerate(shape) if s % split_factor(nd, plc.hierarchy, d)]
+        d = bad[0]
+        raise ValueError(f"{fname}: dimension {d} of size {shape[d]} cannot be split evenly "
+                         f"into {split_factor(nd, plc.hierarchy, d)} parts (sbp "
+                         f"{nd}, placement hierarchy {plc.hierarchy}); uneven splits are not "
+                         f"supported")
+
+
+def replicated_value(t: Tensor) -> Any:
+    """A global tensor's value boxed to all-broadcast (a replicated array)."""
+    plc, nd = t._global
+    return box_value(t._value, plc, nd, (broadcast,) * len(nd))
+
+
+def _distribute(value: Any, plc: Placement, nd: tuple) -> Any:
+    b = (broadcast,) * len(plc.hierarchy)
+    rep = jax.device_put(value, named_sharding(plc, b, value.ndim))
+    return box_value(rep, plc, b, nd)
+
+
+def to_global(t: Tensor, placement: Placement | None = None, sbp: Any = None) -> Tensor:
+    """``x.to_global(placement, sbp)``: distribute a local tensor or re-box a global one."""
+    fname = "Tensor.to_global"
+    if not isinstance(t, Tensor):
+        raise TypeError(f"{fname}: expected a jflow Tensor, got {type(t).__name__}")
+    if t._global is None:
+        if placement is None or sbp is None:
+            raise ValueError(f"{fname}: a local tensor needs both placement= and sbp=")
+    else:
+        placement = t._global[0] if placement is None else placement
+        sbp = t._global[1] if sbp is None else sbp
+    if not isinstance(placement, Placement):
+        raise TypeError(f"{fname}: placement must be a flow.placement, got "
+                        f"{type(placement).__name__}")
+    nd = normalize_nd_sbp(sbp, placement, t._value.ndim, fname)
+    _check_divisible(t._value.shape, placement, nd, fname)
+    if t._global is not None and t._global == (placement, nd):
+        return t
+    return _ToGlobal.apply(t, placement, nd)
+
+
+def _to_global_value(t: Tensor, plc: Placement, nd: tuple) -> Any:
+    if t._global is None:
+        return _distribute(t._value, plc, nd)
+    old_plc, old_nd = t._global
+    if old_plc == plc:
+        return box_value(t._value, plc, old_nd, nd)
+    # another placement: gather the logical value, then distribute it there
+    full = np.asarray(replicated_value(t))
+    return _distribute(jax.numpy.asarray(full), plc, nd)
+
+
+def _local_of(t: Tensor) -> Any:
+    """This process's shard: the value on the first addressable device of the placement."""
+    plc, _ = t._global
+    v = t._value  # (a partial tensor's local buffer is this rank's addend)
+    first = plc.mesh.devices.flat[0]
+    for shard in v.addressable_shards:
+        if shard.device == first:
+            return shard.data
+    return v.addressable_shards[0].data
+
+
+def to_local(t: Tensor) -> Tensor:
+    """``x.to_local()``: this process's shard as a local tensor (a local tensor: itself)."""
+    if t._global is None:
+        return t
+    return _ToLocal.apply(t)
+
+
+def info_of_value(value: Any) -> tuple[Placement, tuple] | None:
+    """``(placement, nd_sbp)`` of a global ``jax.Array``/tracer, read from its sharding."""
+    from jax.sharding import NamedSharding
+    sh = getattr(value, "sharding", None)
+    if not isinstance(sh, NamedSharding):
+        try:
+            sh = jax.typeof(value).sharding
+        except TypeError:
+            return None
+    if not isinstance(sh, NamedSharding) or sh.mesh.empty:
+        return None
+    plc = _BY_MESH.get(sh.mesh)
+    if plc is None:
+        return None
+    spec = sh.spec
+    nd = []
+    for name in plc.axis_names:
+        if name in spec.unreduced:
+            nd.append(partial_sum)
+            continue
+        for d, entry in enumerate(spec):
+            names = entry if isinstance(entry, tuple) else (entry,)
+            if name in names:
+                nd.append(split(d))
+                break
+        else:
+            nd.append(broadcast)
+    return plc, tuple(nd)
+
+
+def _make_functions() -> tuple[Any, Any]:
+    from ..autograd.function import Function
+
+    class ToGlobal(Function):
+        """Identity on logical values: the gradient goes back to the source's layout."""
+
+        @staticmethod
+        def forward(ctx: Any, x: Tensor, plc: Placement, nd: tuple) -> Tensor:
+            ctx.src = x._global
+            return make_global(_to_global_value(x, plc, nd), plc, nd)
+
+        @staticmethod
+        def backward(ctx: Any, dy: Tensor) -> tuple[Any, None, None]:
+            if ctx.src is None:  # the input was local: its gradient is the logical gradient
+                return make_local(dy), None, None
+            plc, nd = ctx.src
+            return to_global(dy, plc, nd), None, None
+
+    class ToLocal(Function):
+        @staticmethod
+        def forward(ctx: Any, x: Tensor) -> Tensor:
+            ctx.src = x._global
+            ctx.shape = tuple(x._value.shape)
+            return _wrap(_local_of(x))
+
+        @staticmethod
+        def backward(ctx: Any, dy: Tensor) -> Any:
+            plc, nd = ctx.src
+            if all(x is broadcast for x in nd):
+                # every rank holds the same value: the logical gradient is this one (as
+                # OneFlow, which treats the local copies of a broadcast tensor as one)
+                return to_global(dy, plc, nd)
+            raise RuntimeError("Tensor.to_local: the gradient of a split or partial tensor's "
+                               "local shard is not defined in a single process; use "
+                               "to_global(sbp=broadcast) first")
+
+    return ToGlobal, ToLocal
+
+
+def make_local(t: Tensor) -> Tensor:
+    """The logical value of a global tensor as a local tensor (gathered)."""
+    return _wrap(jax.numpy.asarray(np.asarray(replicated_value(t))))
+
+
+_ToGlobal, _ToLocal = _make_functions()
