@@ -34,6 +34,8 @@ from .creation import (arange, as_tensor, empty, empty_like, eye, from_numpy, fu
 from .random import (Generator, default_generator, get_rng_state, initial_seed,  # noqa: E402
                      manual_seed, seed, set_rng_state)
 from .sharding import placement, sbp  # noqa: E402
+from . import experimental  # noqa: E402
+from .user_op_builder import user_op_builder  # noqa: E402
 from . import autograd  # noqa: E402
 from .autograd import enable_grad, is_grad_enabled, no_grad, set_grad_enabled  # noqa: E402
 

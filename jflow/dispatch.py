@@ -19,7 +19,7 @@ import jax
 from jax.core import Tracer
 
 from .autograd.graph import record, record1, record2
-from .kernels.registry import take_host_error
+from .kernels.registry import reraise_host_error as _reraise_host_error
 from .ops.attrs import REQUIRED
 from .tensor import Tensor as _Tensor
 from .tensor import _wrap as _new_tensor
@@ -91,14 +91,6 @@ def _builder(op: Any, cache: dict) -> Callable[..., Any]:
         return hit
 
     return build
-
-
-def _reraise_host_error() -> None:
-    """Inside ``except JaxRuntimeError``: raise the python kernel's error if it caused it."""
-    err = take_host_error()
-    if err is None:
-        raise  # noqa: PLE0704  (re-raises the JaxRuntimeError being handled)
-    raise err.with_traceback(None) from None
 
 
 def _global_apply(op: Any, params: dict, ins: Any, single: bool) -> Any:

@@ -8,6 +8,7 @@ import pytest
 
 import jflow
 from jflow.testing import check_op, check_op_grad, samples_registered
+from jflow.testing.sbp_check import check_op_sbp
 from jflow.testing.op_samples import load_builtin
 
 load_builtin()
@@ -39,3 +40,11 @@ def test_op(op_name: str) -> None:
                                      and not jflow.ops.get(n).has_trait("NoGrad")])
 def test_op_grad(op_name: str) -> None:
     check_op_grad(op_name)
+
+
+@pytest.mark.parametrize("op_name", [n for n in BUILTIN if n in samples_registered()
+                                     and jflow.ops.get(n).inputs])
+def test_op_sbp(op_name: str) -> None:
+    """Every SBP signature, on global inputs laid out as it says (4, 3 or 2 devices), gives
+    the single-device result and the declared output SBP."""
+    check_op_sbp(op_name)

@@ -21,6 +21,7 @@ import jax
 import jax.numpy as jnp
 from jax.core import Tracer
 
+from ..kernels.registry import reraise_host_error as _reraise_host_error
 from ..tensor import Tensor
 from ..tensor import _wrap as _wrap_value
 from .compiled_graph import GraphCache, traced_rule
@@ -126,7 +127,10 @@ def _run_compiled(node: Node, grads: list[Any]) -> list[Any]:
                 del cache[next(iter(cache))]
             cache[key] = f
     vals = _saved_tensors(node, False)
-    res = f(*vals, *(g._value for g in grads if g is not None))
+    try:
+        res = f(*vals, *(g._value for g in grads if g is not None))
+    except jax.errors.JaxRuntimeError:
+        _reraise_host_error()
     return [None if r is None else _wrap_value(r) for r in res]
 
 
@@ -189,7 +193,10 @@ def _run_graph_compiled(order: list[Node], node_roots: list[tuple[Node, int, Any
     if hit is None:
         return False
     f, plan = hit or graph_cache.build(key, order, index, leaf_slot, needed)
-    leaf_grads, captured = f(saved, [g._value for _, _, g in node_roots])
+    try:
+        leaf_grads, captured = f(saved, [g._value for _, _, g in node_roots])
+    except jax.errors.JaxRuntimeError:
+        _reraise_host_error()  # a python kernel in a rule failed: its own error
     if not retain_graph:
         for n in order:
             n.release()

@@ -259,6 +259,14 @@ register_backend("python", _build_python)
 _host_error = threading.local()
 
 
+def reraise_host_error() -> None:
+    """Inside ``except JaxRuntimeError``: raise the python kernel's error if it caused it."""
+    err = take_host_error()
+    if err is None:
+        raise  # noqa: PLE0704  (re-raises the JaxRuntimeError being handled)
+    raise err.with_traceback(None) from None
+
+
 def take_host_error() -> BaseException | None:
     """The error a python kernel raised in this thread since the last call (then cleared).
 

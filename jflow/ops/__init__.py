@@ -22,5 +22,7 @@ with _builtin_definitions():
     # importing the family modules registers the built-in ops
     from . import activation, factory, index, math, matmul, nn, reduce, shape  # noqa: F401
 
+from .python_op import define_python_op  # noqa: E402  (user ops with NumPy kernels)
+
 __all__ = ["Attr", "Input", "Output", "OpDef", "OpDefinitionError", "TRAITS", "define_op", "get",
-           "list_ops"]
+           "list_ops", "define_python_op"]

@@ -85,14 +85,15 @@ def _dim_gather(input: Any, index: Any, dim: int) -> Any:
 
 
 def _dim_gather_sbp(in_shapes: Any, n_out: int = 1, dim: int = 0, **_: Any) -> list[Signature]:
-    """Splitting the index on any axis splits the output (input broadcast); on a non-gather
-    axis where input and index have the same size both may be split; linear in input."""
+    """Splitting the index along the gather axis splits the output (input broadcast: every
+    other coordinate is the same on all ranks); on a non-gather axis where input and index
+    have the same size both may be split; linear in input."""
     sx, si = (tuple(s) for s in in_shapes)
     d = dim % max(len(sx), 1)
-    sigs = [Signature((B, S(i)), (S(i),)) for i in range(len(si))]
+    sigs = [Signature((B, S(d)), (S(d),))] if len(si) else []
     sigs += [Signature((S(i), S(i)), (S(i),)) for i in range(len(si))
              if i != d and si[i] == sx[i]]
-    sigs.append(Signature((P, B), (P,)))
+    # no (P, B) -> P: an out-of-range entry reads a fill value, which is not linear in input
     return sigs
 
 
@@ -194,12 +195,12 @@ def _index_select_sbp(in_shapes: Any, n_out: int = 1, dim: int = 0,
     """Split input on a non-selected axis (index B), or the index (input B) -> S(dim)."""
     sx = tuple(in_shapes[0])
     if not sx:
-        return [Signature((P, B), (P,))]
+        return []
     d = dim % len(sx)
     sigs = [Signature((S(i), B), (S(i),)) for i in range(len(sx)) if i != d]
     if len(in_shapes[1]) == 1:
         sigs.append(Signature((B, S(0)), (S(d),)))
-    sigs.append(Signature((P, B), (P,)))
+    # no (P, B) -> P: an out-of-range entry reads a fill value, which is not linear in input
     return sigs
 
 

@@ -87,7 +87,7 @@ for _name, _fn, _allowed, _sbp in [
     ("add", jnp.add, ANY, _LINEAR),
     ("sub", jnp.subtract, NUMBER, _LINEAR),
     ("mul", jnp.multiply, ANY, elementwise("first")),
-    ("div", jnp.true_divide, FLOAT, elementwise("first")),
+    ("div", jnp.true_divide, FLOAT, elementwise("numerator")),
     ("floor_divide", jnp.floor_divide, NUMBER, _ELEMENTWISE),
     ("trunc_divide", _trunc_divide, NUMBER, _ELEMENTWISE),
     ("remainder", jnp.remainder, NUMBER, _ELEMENTWISE),

@@ -68,11 +68,31 @@ class NdSignature:
         return f"({', '.join(map(f, self.inputs))}) -> ({', '.join(map(f, self.outputs))})"
 
 
-def candidates(op: Any, attrs: dict[str, Any], in_shapes: Sequence[Sequence[int]],
-               out_shapes: Sequence[Sequence[int]], hierarchy: Sequence[int]
-               ) -> list[NdSignature]:
-    """The op's nd signatures for these logical shapes (uneven splits dropped)."""
-    one = signatures_of(op, in_shapes, len(out_shapes), attrs)
+def usable_1d(sigs: Sequence[Signature], in_avals: Sequence[Any],
+              out_avals: Sequence[Any]) -> list[Signature]:
+    """Drop signatures no layout can carry: partial sums of bool tensors (a sum of bools is
+    not a bool), and any split or partial sum of an empty tensor (only broadcast is
+    meaningful, and collectives reject zero-size operands)."""
+    avals = list(in_avals) + list(out_avals)
+    empty = any(0 in tuple(a.shape) for a in avals)
+    boolean = [np.dtype(a.dtype) == np.bool_ for a in avals]
+    out = []
+    for s in sigs:
+        entries = list(s.inputs) + list(s.outputs)
+        if empty and not all(isinstance(x, _Broadcast) for x in entries):
+            continue
+        if any(b and isinstance(x, _PartialSum) for b, x in zip(boolean, entries)):
+            continue
+        out.append(s)
+    return out
+
+
+def candidates(op: Any, attrs: dict[str, Any], in_avals: Sequence[Any],
+               out_avals: Sequence[Any], hierarchy: Sequence[int]) -> list[NdSignature]:
+    """The op's nd signatures for these logical avals (uneven splits dropped)."""
+    in_shapes = [tuple(a.shape) for a in in_avals]
+    out_shapes = [tuple(a.shape) for a in out_avals]
+    one = usable_1d(signatures_of(op, in_shapes, len(out_shapes), attrs), in_avals, out_avals)
     out = []
     for combo in itertools.product(one, repeat=len(hierarchy)):
         ins = tuple(tuple(s.inputs[i] for s in combo) for i in range(len(in_shapes)))
@@ -192,6 +212,24 @@ def _common_placement(op: Any, ins: list[Tensor]) -> Placement:
     return plc  # type: ignore[return-value]
 
 
+def _empty_apply(op: Any, params: dict[str, Any], ins: list[Tensor], single: bool,
+                 plc: Placement) -> Any:
+    """An op touching an empty tensor: computed on the (tiny) logical values and broadcast —
+    XLA's partitioner rejects zero-size operands in a manual computation."""
+    from ..tensor import _wrap
+    from .global_tensor import make_local, to_global
+    if any(isinstance(t._value, jax.core.Tracer) for t in ins):
+        raise NotImplementedError(f"op '{op.name}': empty global tensors are not supported "
+                                  f"inside jax.jit")
+    attrs, layout, _ = op.split_params(params)
+    local = op.unflatten([make_local(t) for t in ins], layout)
+    res = op.apply(*local, **attrs)
+    outs = res if isinstance(res, tuple) else (res,)
+    b = tuple(_Broadcast() for _ in plc.hierarchy)
+    g = [to_global(_wrap(o._value), plc, b) for o in outs]
+    return g[0] if single else tuple(g)
+
+
 def global_apply(op: Any, params: dict[str, Any], ins: list[Tensor], single: bool) -> Any:
     """Run ``op`` on global tensors (see the module docstring); records on the tape."""
     plc = _common_placement(op, ins)
@@ -202,9 +240,10 @@ def global_apply(op: Any, params: dict[str, Any], ins: list[Tensor], single: boo
     vals = [t._value for t in ins]
     in_avals = [jax.core.ShapedArray(tuple(v.shape), v.dtype) for v in vals]
     out_avals = op.infer_descs(in_avals, layout, attrs)
+    if any(0 in tuple(a.shape) for a in (*in_avals, *out_avals)):
+        return _empty_apply(op, params, ins, single, plc)
     in_nds = tuple(t._global[1] for t in ins)
-    sigs = candidates(op, attrs, [a.shape for a in in_avals], [a.shape for a in out_avals],
-                      plc.hierarchy)
+    sigs = candidates(op, attrs, in_avals, out_avals, plc.hierarchy)
     sig = choose_signature(op, sigs, in_nds, in_avals, plc)
     if _RECORDING[0]:
         moved = sum(cost(s, d, a.size * np.dtype(a.dtype).itemsize, plc.hierarchy)
@@ -212,7 +251,8 @@ def global_apply(op: Any, params: dict[str, Any], ins: list[Tensor], single: boo
         last_choices.append((op.name, sig, [describe(s, d) for s, d in zip(in_nds, sig.inputs)],
                              moved))
     try:
-        key = (op.name, tuple(params.items()), plc, in_nds, sig)
+        key = (op.name, tuple(params.items()), plc, in_nds, sig,
+               tuple(len(a.shape) for a in in_avals))
         fn = _CACHE.get(key)
     except TypeError:
         key, fn = None, None

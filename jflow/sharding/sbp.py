@@ -82,7 +82,8 @@ def elementwise(partial: str = "none") -> SbpFn:
 
     Split axis i of the output splits each input on its own aligned axis (broadcast inputs of
     size 1 there stay B). ``partial``: "none"; "linear" (all P -> P: add, sub, neg...);
-    "first" (P, B... -> P: mul/div by a broadcast tensor, scaling ops).
+    "first" (P, B... -> P, and B, P -> P for two inputs: mul, scaling ops); "numerator"
+    (P, B -> P only: div is linear in its numerator, not its divisor).
     """
     def fn(in_shapes: Sequence[Sequence[int]], n_out: int = 1, **attrs: Any) -> list[Signature]:
         nd = max((len(s) for s in in_shapes), default=0)
@@ -97,9 +98,9 @@ def elementwise(partial: str = "none") -> SbpFn:
         k = len(in_shapes)
         if partial == "linear" and k:
             sigs.append(Signature((P,) * k, (P,) * n_out))
-        elif partial == "first" and k:
+        elif partial in ("first", "numerator") and k:
             sigs.append(Signature((P,) + (B,) * (k - 1), (P,) * n_out))
-            if k == 2:
+            if k == 2 and partial == "first":
                 sigs.append(Signature((B, P), (P,) * n_out))
         return sigs
     fn.__name__ = f"elementwise_{partial}"

@@ -32,6 +32,8 @@ class Sample:
     #: False skips the gradient check for this sample (say why in a comment: e.g. inputs at a
     #: kink or jump on purpose, where finite differences are meaningless).
     grad: bool = True
+    #: False skips the SBP check for this sample (say why in a comment).
+    sbp: bool = True
 
 
 @dataclass
