@@ -134,12 +134,21 @@ def make_apply(op: Any) -> Callable[..., Any]:
     # every local of the generated function starts with "_" (reserved: op argument names
     # cannot), and builtins are reached through "_" aliases, so argument names never clash
     lines = [f"def apply({head}):"]
+    # the cache is keyed by the raw attr values; as True == 1 in Python, a bool / int attr's
+    # key keeps the two apart (a wrapped value never hits: it goes through validation)
+    def k(a: Any) -> str:
+        if a.type == "bool":
+            return f"({a.name} if {a.name}.__class__ is bool or {a.name} is None else ({a.name},))"
+        if a.type in ("int32", "int64"):
+            return f"({a.name} if {a.name}.__class__ is not bool else ({a.name},))"
+        return a.name
+    keys = [k(a) for a in op.attrs]
     if op.structured:
         lines.append(f"    _layout = _layout_of(({''.join(i.name + ', ' for i in ins)}))")
-        key = f"(_layout, {''.join(n + ', ' for n in names)})"
+        key = f"(_layout, {''.join(x + ', ' for x in keys)})"
     else:
         lines.append("    _layout = None")
-        key = names[0] if len(names) == 1 else f"({''.join(n + ', ' for n in names)})"
+        key = keys[0] if len(keys) == 1 else f"({''.join(x + ', ' for x in keys)})"
     lines += [
         "    try:",
         f"        _f, _params = _cache[{key}]",

@@ -318,7 +318,8 @@ def test_index_sbp_signatures():
     g = _sigs("dim_gather", [(3, 4), (3, 2)], dim=1)
     assert Signature((S(0), S(0)), (S(0),)) in g       # same size on a non-gather axis
     assert Signature((B, S(1)), (S(1),)) in g          # index split along the gather axis
-    assert Signature((P, B), (P,)) in g
+    assert Signature((B, S(0)), (S(0),)) not in g      # rows would read the wrong input rows
+    assert Signature((P, B), (P,)) not in g            # the fill of out-of-range is not linear
     assert Signature((S(1), S(1)), (S(1),)) not in g  # the gather axis of input: no
     sc = _sigs("dim_scatter", [(3, 5), (2, 5), (2, 5)], dim=0, reduce="add")
     assert Signature((S(1), S(1), S(1)), (S(1),)) in sc

@@ -8,8 +8,8 @@ import pytest
 
 import jflow
 from jflow.testing import check_op, check_op_grad, samples_registered
-from jflow.testing.sbp_check import check_op_sbp
 from jflow.testing.op_samples import load_builtin
+from jflow.testing.sbp_check import check_op_sbp
 
 load_builtin()
 BUILTIN = sorted(n for n in jflow.ops.list_ops() if jflow.ops.get(n).builtin)

@@ -135,6 +135,9 @@ def rebase_inplace(target: Any, result: Any, fname: str) -> Any:
     if enabled and target.grad_fn is None and target._requires_grad:
         raise RuntimeError(f"{fname}: a leaf Variable that requires grad is being used in an "
                            f"in-place operation (wrap it in flow.no_grad(), or clone it first)")
+    if target._global is not None and result._global != target._global:
+        # a global tensor keeps its placement and SBP (the result is boxed to them)
+        result = result.to_global(*target._global)
     old = target._version
     target._value = result._value
     target._version = old + 1

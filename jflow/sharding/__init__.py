@@ -1,10 +1,16 @@
-"""Placement + SBP (OneFlow's distributed model) on ``jax.sharding``.
+"""Placement + SBP (OneFlow's distributed model) on ``jax.sharding`` (DESIGN §5).
 
-This package now holds the SBP values and the op-signature helpers every op declares with;
-placement, boxing and sharded execution build on them.
+* :mod:`.sbp`, :mod:`.placement`  — the user-facing values and op SBP signatures;
+* :mod:`.spec`                    — nd-SBP <-> ``PartitionSpec`` (partial sum = unreduced);
+* :mod:`.boxing`                  — SBP conversions as collectives on local shards;
+* :mod:`.global_tensor`           — ``to_global`` / ``to_local`` / the logical value;
+* :mod:`.execute`                 — signature inference and ops under ``shard_map``;
+* :mod:`.explain`                 — what was chosen, per op call.
 """
 
 from . import sbp
+from .execute import SbpInferenceError
+from .explain import explain
 from .placement import placement
 
-__all__ = ["sbp", "placement"]
+__all__ = ["sbp", "placement", "explain", "SbpInferenceError"]

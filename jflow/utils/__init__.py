@@ -8,7 +8,14 @@ import jax
 
 from ..tensor import Tensor, _wrap
 
-__all__ = ["from_jax", "to_jax"]
+__all__ = ["from_jax", "to_jax", "cpp_extension"]
+
+
+def __getattr__(name: str) -> Any:
+    if name == "cpp_extension":  # loaded on first use: it is only needed to build C++ ops
+        import importlib
+        return importlib.import_module(".cpp_extension", __name__)
+    raise AttributeError(f"module 'jflow.utils' has no attribute {name!r}")
 
 
 def from_jax(array: Any) -> Tensor:

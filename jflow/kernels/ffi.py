@@ -1,0 +1,515 @@
+"""The ``ffi`` kernel backend: ops and XLA FFI kernels from C++/CUDA shared libraries (DESIGN §7).
+
+A library built against ``jflow/op.h`` (see :mod:`jflow.sysconfig`) declares ops and kernels
+with static registrations and exports ``jflow_library_describe``, a JSON description of both.
+:func:`load_library` reads it and, all or nothing:
+
+* defines each op with :func:`jflow.ops.define_op` (inputs, outputs, typed attrs with
+  defaults, traits, SBP family; inference "same as input k" or the library's C++ function,
+  called through ``jflow_library_infer``);
+* registers each kernel's handler as an XLA FFI target (``jax.ffi.register_ffi_target``,
+  platform ``cpu`` / ``CUDA`` / ``ROCM``) and as a jflow kernel of backend ``"ffi"`` for that
+  platform, restricted to the dtypes/ranks of its typed buffers, so the registry picks it at
+  lowering like any other kernel (eager, ``jax.jit``, ``jax.vmap``, autodiff through the
+  op's Python backward rule).
+
+Attrs reach the handler with the exact FFI types it decodes: float -> F32, double -> F64,
+int32 -> S32, int64 -> S64, bool -> PRED, string -> string. A value that does not fit (1e39
+for a C++ float, 2**70 for an int64) is refused when the op is called, naming op and attr.
+For kernels written as plain functions (``JFLOW_REGISTER_KERNEL``) the loader also checks the
+function's parameters against the op (number of inputs and outputs, attr types in declaration
+order): a mismatch is a load-time error naming op, kernel and attr, not XLA's run-time "Failed
+to decode all FFI handler operands". (Handlers registered raw, with
+``JFLOW_REGISTER_FFI_HANDLER``, cannot be checked: their binding is XLA's business.)
+"""
+
+from __future__ import annotations
+
+import ctypes
+import itertools
+import json
+import os
+import threading
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import jax
+import numpy as np
+
+from .registry import Kernel, register_backend, register_kernel
+
+__all__ = ["load_library", "Library", "FfiKernel", "LibraryError", "loaded_libraries",
+           "ABI_VERSION", "VMAP_METHODS", "SBP_FAMILIES"]
+
+#: Version of the description format written by ``jflow/op.h`` (JFLOW_OP_ABI_VERSION).
+ABI_VERSION = 1
+_DESCRIBE = "jflow_library_describe"
+_HANDLER = "jflow_library_handler"
+_INFER = "jflow_library_infer"
+#: jflow platform -> the platform name XLA registers FFI targets under
+_XLA_PLATFORM = {"cpu": "cpu", "cuda": "CUDA", "rocm": "ROCM"}
+#: jflow attr type -> the NumPy scalar type whose FFI encoding the C++ type decodes
+_ATTR_SCALAR: dict[str, Any] = {"float": np.float32, "double": np.float64, "int32": np.int32,
+                                "int64": np.int64, "bool": np.bool_}
+_ATTR_TYPES = (*_ATTR_SCALAR, "string")
+#: ``jax.ffi.ffi_call``'s vmap methods an op may declare with ``.VmapMethod(...)``
+VMAP_METHODS = ("sequential", "sequential_unrolled", "expand_dims", "broadcast_all")
+#: ``.Sbp(family)`` names -> the arguments of jflow.sharding.sbp.elementwise
+SBP_FAMILIES = {"elementwise": "none", "elementwise_linear": "linear"}
+
+
+class LibraryError(ValueError):
+    """A shared library that is not a usable jflow op library (no entry point, a bad
+    declaration, a kernel that does not match its op)."""
+
+
+@dataclass(frozen=True, eq=False)
+class FfiKernel:
+    """One C++/CUDA kernel: the FFI target it is registered as, and how to call it.
+
+    Registered as the ``fn`` of a jflow kernel with backend ``"ffi"``; calling it directly on
+    ``jax.Array`` inputs (``kernel(x, alpha=0.5)``) runs the handler alone, for debugging.
+    """
+
+    op_name: str
+    platform: str
+    name: str
+    target: str
+    library: str
+    attrs: tuple[tuple[str, str], ...]
+    vmap_method: str
+
+    def ffi_attrs(self, attrs: dict[str, Any]) -> dict[str, Any]:
+        """The op's (normalised) attrs as the FFI scalars the handler decodes."""
+        return {n: _to_ffi(self.op_name, n, t, attrs[n]) for n, t in self.attrs}
+
+    def call(self, flat: Sequence[Any], out_avals: Sequence[Any], attrs: dict[str, Any]
+             ) -> list[Any]:
+        """Trace one call of the handler: ``out_avals`` from the op's inference."""
+        shapes = [jax.ShapeDtypeStruct(tuple(a.shape), a.dtype) for a in out_avals]
+        fn = jax.ffi.ffi_call(self.target, shapes, vmap_method=self.vmap_method)
+        return list(fn(*flat, **self.ffi_attrs(attrs)))
+
+    def __call__(self, *arrays: Any, **attrs: Any) -> Any:
+        from jax import core
+
+        from ..ops.registry import get
+        op = get(self.op_name)
+        norm = op.normalize_attrs(attrs)
+        arrays = tuple(jax.numpy.asarray(a) for a in arrays)
+        avals = [core.ShapedArray(a.shape, a.dtype) for a in arrays]
+        outs = self.call(arrays, op.infer_descs(avals, None, norm), norm)
+        return outs[0] if len(outs) == 1 else tuple(outs)
+
+    def __repr__(self) -> str:
+        return (f"<jflow ffi kernel '{self.name}' of op '{self.op_name}' for {self.platform} "
+                f"from {self.library}>")
+
+
+class Library:
+    """A loaded jflow op library (what :func:`load_library` returns).
+
+    ``ops``: names of the ops it defined; ``kernels``: its :class:`FfiKernel` objects;
+    ``lib.<op_name>`` is the op itself (``lib.myrelu(x, alpha=0.2)``).
+    """
+
+    def __init__(self, path: str, cdll: ctypes.CDLL, ops: tuple[str, ...],
+                 kernels: tuple[FfiKernel, ...]) -> None:
+        self.path = path
+        self.name = _lib_name(path)
+        self.ops = ops
+        self.kernels = kernels
+        self._cdll = cdll  # keeps the library loaded (ctypes never unloads it anyway)
+
+    def __getattr__(self, name: str) -> Any:
+        ops = self.__dict__.get("ops", ())
+        if name.startswith("_") or name not in ops:
+            raise AttributeError(f"library '{self.__dict__.get('path')}' defines no op '{name}'; "
+                                 f"its ops are "
+                                 f"{list(ops)}")
+        from ..ops.registry import get
+        return get(name)
+
+    def __dir__(self) -> list[str]:
+        return sorted(set(super().__dir__()) | set(self.ops))
+
+    def __repr__(self) -> str:
+        ks = ", ".join(f"{k.op_name}:{k.platform}:{k.name}" for k in self.kernels)
+        return f"<jflow library '{self.path}' ops={list(self.ops)} kernels=[{ks}]>"
+
+
+_lock = threading.Lock()
+_LOADED: dict[str, Library] = {}     # realpath -> library
+_OWNER: dict[str, str] = {}          # op name -> path of the library that defined it
+_target_ids = itertools.count()
+
+
+def loaded_libraries() -> list[Library]:
+    """The libraries loaded in this process, in load order."""
+    return list(_LOADED.values())
+
+
+def load_library(path: str | os.PathLike[str]) -> Library:
+    """Load a jflow op library: define its ops and register its kernels (see the module doc).
+
+    Loading the same file again returns the same :class:`Library`. Nothing is registered
+    when anything in the library is wrong (a name collision, a kernel that does not match
+    its op...): the error names the library, the op and the culprit.
+    """
+    if not isinstance(path, (str, os.PathLike)):
+        raise TypeError(f"load_library: expected a path, got {type(path).__name__}")
+    path = os.fspath(path)
+    real = os.path.realpath(path)
+    if not os.path.isfile(real):
+        raise FileNotFoundError(f"load_library: no such file: '{path}'")
+    with _lock:
+        if real in _LOADED:
+            return _LOADED[real]
+        try:
+            cdll = ctypes.CDLL(real, mode=os.RTLD_LOCAL)
+        except OSError as e:
+            raise OSError(f"load_library('{path}'): cannot load it as a shared library: {e}"
+                          ) from None
+        where = f"load_library('{path}')"
+        desc = _describe(cdll, where)
+        lib = _register(cdll, desc, real, where)
+        _LOADED[real] = lib
+        return lib
+
+
+# ---- reading the description ----------------------------------------------------------------
+
+def _lib_name(path: str) -> str:
+    base = os.path.basename(path).split(".")[0]
+    return base[3:] if base.startswith("lib") and len(base) > 3 else base
+
+
+def _describe(cdll: ctypes.CDLL, where: str) -> dict[str, Any]:
+    try:
+        fn = getattr(cdll, _DESCRIBE)
+    except AttributeError:
+        raise LibraryError(f"{where}: not a jflow op library: it does not export "
+                           f"'{_DESCRIBE}' (build it from sources that include \"jflow/op.h\" "
+                           f"and declare ops with JFLOW_REGISTER_OP; flags: "
+                           f"jflow.sysconfig.get_compile_flags())") from None
+    fn.restype = ctypes.c_char_p
+    fn.argtypes = []
+    try:
+        desc = json.loads(fn().decode("utf-8"))
+    except (ValueError, UnicodeDecodeError) as e:
+        raise LibraryError(f"{where}: unreadable op description: {e}") from None
+    if not isinstance(desc, dict) or desc.get("abi") != ABI_VERSION:
+        got = desc.get("abi") if isinstance(desc, dict) else None
+        raise LibraryError(f"{where}: built with jflow/op.h ABI version {got}, this jflow reads "
+                           f"version {ABI_VERSION}; rebuild the library against this jflow's "
+                           f"header (jflow.sysconfig.get_include())")
+    return desc
+
+
+@dataclass
+class _OpSpec:
+    name: str
+    inputs: list[str]
+    outputs: list[str]
+    attrs: list[tuple[str, str, Any]]  # name, type, default (REQUIRED when none)
+    same_as: int | None
+    infer_fn: bool
+    traits: list[str]
+    sbp: str | None
+    vmap_method: str
+    doc: str
+
+
+def _parse_op(d: dict[str, Any], where: str) -> _OpSpec:
+    from ..ops.attrs import REQUIRED
+
+    name = d["name"]
+    w = f"{where}: op '{name}'"
+    attrs = []
+    for a in d["attrs"]:
+        if a["type"] not in _ATTR_TYPES:
+            raise LibraryError(f"{w}: attr '{a['name']}' has unsupported type '{a['type']}' "
+                               f"(supported: {list(_ATTR_TYPES)})")
+        attrs.append((a["name"], a["type"], REQUIRED if a["default"] is None else a["default"]))
+    same_as = None
+    if d["infer_fn"]:
+        if d["same_as"] is not None:
+            raise LibraryError(f"{w}: declares both SameShapeAs('{d['same_as']}') and Infer(fn); "
+                               f"keep one")
+    elif d["same_as"] is not None:
+        if d["same_as"] not in d["inputs"]:
+            raise LibraryError(f"{w}: SameShapeAs('{d['same_as']}') names no input; inputs are "
+                               f"{d['inputs']}")
+        same_as = d["inputs"].index(d["same_as"])
+    elif d["inputs"]:
+        same_as = 0
+    else:
+        raise LibraryError(f"{w}: has no inputs, so its output shapes cannot default to an "
+                           f"input's; declare .Infer(fn)")
+    if d["sbp"] is not None and d["sbp"] not in SBP_FAMILIES:
+        raise LibraryError(f"{w}: unknown SBP family '{d['sbp']}'; known: {list(SBP_FAMILIES)}")
+    if d["vmap_method"] not in VMAP_METHODS:
+        raise LibraryError(f"{w}: unknown vmap method '{d['vmap_method']}'; known: "
+                           f"{list(VMAP_METHODS)}")
+    return _OpSpec(name, list(d["inputs"]), list(d["outputs"]), attrs, same_as,
+                   bool(d["infer_fn"]), list(d["traits"]), d["sbp"], d["vmap_method"], d["doc"])
+
+
+def _owner(name: str) -> str:
+    from ..ops.registry import get
+    if name in _OWNER:
+        return f"library '{_OWNER[name]}' already defines it (a process holds one version of an " \
+               f"op: restart Python to load a rebuilt library)"
+    if get(name).builtin:
+        return "it is a jflow built-in op"
+    return "an op with this name is already registered (defined in Python)"
+
+
+def _check_kernel(k: dict[str, Any], op: _OpSpec | None, existing: Any, where: str) -> None:
+    """A kernel's platform, op and (for plain-function kernels) parameters against the op."""
+    w = f"{where}: kernel '{k['name']}' ({k['platform']}) of op '{k['op']}'"
+    if k["platform"] not in _XLA_PLATFORM:
+        raise LibraryError(f"{w}: unknown platform '{k['platform']}'; use one of "
+                           f"{list(_XLA_PLATFORM)}")
+    if op is None and existing is None:
+        raise LibraryError(f"{w}: the op is unknown: neither this library nor jflow defines "
+                           f"an op '{k['op']}'")
+    names = op.inputs + op.outputs if op is not None else \
+        [x.name for x in (*existing.inputs, *existing.outputs)]
+    from ..dtypes import as_dtype
+    for arg, dts in k["dtypes"].items():
+        if arg not in names:
+            raise LibraryError(f"{w}: Dtypes('{arg}', ...) names no input or output of the op "
+                               f"({names})")
+        for d in dts:
+            try:
+                as_dtype(d)
+            except TypeError:
+                raise LibraryError(f"{w}: Dtypes('{arg}', ...) has unknown dtype '{d}'"
+                                   ) from None
+    params = k["params"]
+    if params is None:  # a raw XLA FFI handler: nothing more to check
+        return
+    if op is None:
+        raise LibraryError(f"{w}: a kernel written as a plain function takes its attr names "
+                           f"from an op declared in the same library (JFLOW_REGISTER_OP); for "
+                           f"an op defined elsewhere use JFLOW_REGISTER_FFI_HANDLER")
+    ins = [p for p in params if p["kind"] == "in"]
+    outs = [p for p in params if p["kind"] == "out"]
+    attrs = [p["type"] for p in params if p["kind"] == "attr"]
+    if len(ins) != len(op.inputs) or len(outs) != len(op.outputs):
+        raise LibraryError(f"{w}: the function takes {len(ins)} input buffer(s) and {len(outs)} "
+                           f"Result(s); the op has inputs {op.inputs} and outputs {op.outputs}")
+    declared = [(n, t) for n, t, _ in op.attrs]
+    if len(attrs) != len(declared):
+        decl = ", ".join(f"{t} {n}" for n, t in declared) or "none"
+        raise LibraryError(f"{w}: the function takes {len(attrs)} attr parameter(s) "
+                           f"({', '.join(attrs) or 'none'}); the op declares {len(declared)}: "
+                           f"{decl} (attr parameters follow the op's declaration order)")
+    for (n, t), got in zip(declared, attrs):
+        if t != got:
+            raise LibraryError(f"{w}: attr '{n}' is declared {t} but the function takes it as "
+                               f"{_CPP[got]}; make them agree (a {t} attr is a C++ {_CPP[t]})")
+    for p in (*ins, *outs):
+        if p["dtype"] == "unsupported":
+            raise LibraryError(f"{w}: a typed buffer has a dtype jflow does not support")
+
+
+_CPP = {"float": "float", "double": "double", "int32": "int32_t", "int64": "int64_t",
+        "bool": "bool", "string": "std::string_view"}
+
+
+# ---- registering ------------------------------------------------------------------------------
+
+def _validate(desc: dict[str, Any], where: str) -> tuple[list[_OpSpec], list[dict[str, Any]]]:
+    """Every check on a library's description, before anything is registered."""
+    try:
+        return _validate_unchecked(desc, where)
+    except (KeyError, TypeError, AttributeError) as e:
+        raise LibraryError(f"{where}: malformed op description ({type(e).__name__}: {e})"
+                           ) from None
+
+
+def _validate_unchecked(desc: dict[str, Any], where: str
+                        ) -> tuple[list[_OpSpec], list[dict[str, Any]]]:
+    from ..ops import registry as reg
+    from ..ops.registry import Attr, Input, OpDefinitionError, Output
+
+    specs = [_parse_op(d, where) for d in desc["ops"]]
+    kernels = list(desc["kernels"])
+    by_name: dict[str, _OpSpec] = {}
+    for s in specs:
+        if s.name in by_name:
+            raise LibraryError(f"{where}: op '{s.name}' is declared twice")
+        by_name[s.name] = s
+        if s.name in reg._REGISTRY:
+            raise OpDefinitionError(f"{where}: cannot define op '{s.name}': {_owner(s.name)}")
+        ins = tuple(Input(i) for i in s.inputs)
+        outs = tuple(Output(o) for o in s.outputs)
+        attrs = tuple(Attr(n, t, dflt) for n, t, dflt in s.attrs)
+        try:  # the registry's own checks, made before any op is defined: all or nothing
+            reg._check_definition(s.name, ins, outs, attrs, frozenset({"NoSideEffect", *s.traits}),
+                                  lambda *a, **k: None, None)
+        except OpDefinitionError as e:
+            raise OpDefinitionError(f"{where}: {e}") from None
+    for k in kernels:
+        _check_kernel(k, by_name.get(k["op"]), reg._REGISTRY.get(k["op"]), where)
+    return specs, kernels
+
+
+def _register(cdll: ctypes.CDLL, desc: dict[str, Any], path: str, where: str) -> Library:
+    from ..ops.registry import Attr, define_op
+    from ..sharding import sbp as sbp_mod
+
+    specs, kernels = _validate(desc, where)
+    by_name = {s.name: s for s in specs}
+    handler_fn = getattr(cdll, _HANDLER)
+    handler_fn.restype = ctypes.c_void_p
+    handler_fn.argtypes = [ctypes.c_int64]
+    pointers = []
+    for i, k in enumerate(kernels):
+        ptr = handler_fn(i)
+        if not ptr:
+            raise LibraryError(f"{where}: kernel '{k['name']}' has no handler")
+        pointers.append(ptr)
+
+    infer_c = None
+    if any(s.infer_fn for s in specs):
+        infer_c = getattr(cdll, _INFER)
+        infer_c.restype = ctypes.c_char_p
+        infer_c.argtypes = [ctypes.c_char_p, ctypes.c_char_p]
+    for s in specs:
+        define_op(s.name, inputs=s.inputs, outputs=s.outputs,
+                  attrs=[Attr(n, t, dflt) for n, t, dflt in s.attrs],
+                  infer=_make_infer(s, infer_c), traits=("NoSideEffect", *s.traits),
+                  check=_make_check(s), doc=s.doc or f"C++ op from {path}",
+                  sbp=None if s.sbp is None else sbp_mod.elementwise(SBP_FAMILIES[s.sbp]))
+        _OWNER[s.name] = path
+
+    out = []
+    for k, ptr in zip(kernels, pointers):
+        out.append(_register_kernel(k, ptr, by_name.get(k["op"]), path))
+    return Library(path, cdll, tuple(s.name for s in specs), tuple(out))
+
+
+def _register_kernel(k: dict[str, Any], ptr: int, spec: _OpSpec | None, path: str) -> FfiKernel:
+    from ..ops.registry import get
+
+    op = get(k["op"])
+    platform = k["platform"]
+    target = f"jflow.{_lib_name(path)}.{k['op']}.{platform}.{next(_target_ids)}"
+    jax.ffi.register_ffi_target(target, jax.ffi.pycapsule(ptr), platform=_XLA_PLATFORM[platform])
+    attrs = tuple((a.name, a.type) for a in op.attrs)
+    fk = FfiKernel(op.name, platform, k["name"], target, path, attrs,
+                   spec.vmap_method if spec is not None else "sequential")
+    dtypes: dict[str, list[str]] = {}
+    ranks: list[tuple[int, int]] = []
+    if k["params"] is not None:
+        ins = [p for p in k["params"] if p["kind"] == "in"]
+        outs = [p for p in k["params"] if p["kind"] == "out"]
+        for spec_, p in zip((*op.inputs, *op.outputs), (*ins, *outs)):
+            if p["dtype"] is not None:
+                dtypes[spec_.name] = [p["dtype"]]
+        ranks = [(i, p["rank"]) for i, p in enumerate(ins) if p["rank"] is not None]
+    dtypes.update(k["dtypes"])
+    register_kernel(op.name, fk, backend="ffi", platforms=(platform,), dtypes=dtypes or None,
+                    priority=int(k["priority"]), condition=_rank_condition(ranks) if ranks
+                    else None, name=k["name"])
+    return fk
+
+
+def _rank_condition(ranks: list[tuple[int, int]]) -> Callable[..., bool]:
+    def condition(*avals: Any) -> bool:  # Buffer<dtype, rank> decodes only that rank
+        return all(len(avals[i].shape) == r for i, r in ranks)
+    return condition
+
+
+def _to_ffi(op: str, name: str, typ: str, v: Any) -> Any:
+    if typ == "string":
+        return str(v)
+    scalar = _ATTR_SCALAR[typ]
+    try:
+        if typ in ("float", "double"):
+            with np.errstate(over="raise"):
+                out = scalar(v)
+            if np.isfinite(v) and not np.isfinite(out):
+                raise FloatingPointError
+        else:
+            out = scalar(v)
+            if typ != "bool" and int(out) != v:
+                raise OverflowError
+    except (OverflowError, FloatingPointError):
+        raise ValueError(f"op '{op}': attr '{name}' ({typ}): {v!r} does not fit in the C++ "
+                         f"{_CPP[typ]} the kernel takes") from None
+    return out
+
+
+def _make_check(s: _OpSpec) -> Callable[..., None] | None:
+    """The op's attr check: every value must convert exactly to the C++ type (its range)."""
+    typed = [(n, t) for n, t, _ in s.attrs if t != "string"]
+    if not typed:
+        return None
+
+    def check(**attrs: Any) -> None:
+        for n, t in typed:
+            if attrs.get(n) is not None:
+                _to_ffi(s.name, n, t, attrs[n])
+    return check
+
+
+def _make_infer(s: _OpSpec, infer_c: Any) -> Callable[..., Any]:
+    n_out = len(s.outputs)
+    if s.same_as is not None:
+        k = s.same_as
+
+        def same(*ins: Any, **attrs: Any) -> list[jax.ShapeDtypeStruct]:
+            d = jax.ShapeDtypeStruct(tuple(ins[k].shape), ins[k].dtype)
+            return [d] * n_out
+        return same
+
+    from ..dtypes import as_dtype
+    types = {n: t for n, t, _ in s.attrs}
+    name = s.name.encode()
+
+    def infer(*ins: Any, **attrs: Any) -> list[jax.ShapeDtypeStruct]:
+        lines = [str(len(ins))]
+        for a in ins:
+            lines.append(" ".join([np.dtype(a.dtype).name, str(len(a.shape)),
+                                   *(str(int(d)) for d in a.shape)]))
+        lines.append(str(len(attrs)))
+        for n, v in attrs.items():
+            t = types[n]
+            text = ("x" + v.encode().hex() if t == "string" else str(int(v)) if t == "bool"
+                    else repr(float(v)) if t in ("float", "double") else str(int(v)))
+            lines.append(f"{n} {text}")
+        answer = infer_c(name, ("\n".join(lines) + "\n").encode()).decode("utf-8", "replace")
+        status, _, body = answer.partition("\n")
+        if status == "TypeError":
+            raise TypeError(body)
+        if status != "ok":
+            raise ValueError(body)
+        outs = []
+        for line in body.strip().splitlines():
+            dt, _, *dims = line.split()
+            try:
+                dtype = as_dtype(dt).np
+            except TypeError:
+                raise TypeError(f"the C++ inference function set an unknown dtype '{dt}'"
+                                ) from None
+            outs.append(jax.ShapeDtypeStruct(tuple(int(d) for d in dims), dtype))
+        return outs
+    return infer
+
+
+def _build_ffi(kernel: Kernel, op: Any, attrs: dict, out_avals: list, layout: Any
+               ) -> Callable[..., list[Any]]:
+    """The ``ffi`` backend: one ``jax.ffi.ffi_call`` of the kernel's target."""
+    fk: FfiKernel = kernel.fn
+
+    def run(*flat: Any) -> list[Any]:
+        return fk.call(flat, out_avals, attrs)
+    return run
+
+
+register_backend("ffi", _build_ffi)
