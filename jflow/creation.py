@@ -105,16 +105,15 @@ def _zeros_value(shape: tuple, dtype: _dt.dtype, device: Any, fname: str) -> jax
 
 
 def tensor(data: Any, dtype: Any = None, device: Any = None,
-           requires_grad: bool = False) -> Tensor:
+           requires_grad: bool = False, placement: Any = None, sbp: Any = None) -> Tensor:
     """A new tensor holding a copy of ``data`` (nested lists, scalars, NumPy or JAX arrays,
-    tensors). Python floats become float32, ints int64, bools bool; arrays keep their dtype."""
+    tensors). Python floats become float32, ints int64, bools bool; arrays keep their dtype.
+    With ``placement=`` and ``sbp=`` the data is the logical value of a global tensor."""
     d = None if dtype is None else _dt.as_dtype(dtype)
     t = _wrap(_tensor_value(data, d, device, "flow.tensor"))
-    if requires_grad:
-        if not t.is_floating_point():
-            raise RuntimeError("flow.tensor: only floating point tensors can require gradients")
-        t._requires_grad = True
-    return t
+    if requires_grad and not t.is_floating_point():
+        raise RuntimeError("flow.tensor: only floating point tensors can require gradients")
+    return _finish(t, requires_grad, placement, sbp, "tensor")
 
 
 def as_tensor(data: Any, dtype: Any = None, device: Any = None) -> Tensor:
@@ -147,73 +146,90 @@ def _sizes(size: tuple, fname: str) -> tuple[int, ...]:
     return tuple(out)
 
 
-def _finish(t: Tensor, requires_grad: bool) -> Tensor:
+def _finish(t: Tensor, requires_grad: bool, placement: Any = None, sbp: Any = None,
+            fname: str = "factory") -> Tensor:
+    """Make the new tensor global when ``placement=`` / ``sbp=`` are given (both needed: the
+    value created here is the logical value, distributed as ``sbp`` says), then set
+    ``requires_grad``."""
+    if placement is not None or sbp is not None:
+        if placement is None or sbp is None:
+            raise ValueError(f"flow.{fname}: a global tensor needs both placement= and sbp=")
+        t = t.to_global(placement, sbp)
     if requires_grad:
         t.requires_grad_()  # floating dtypes only (a clear error otherwise)
     return t
 
 
 def full(size: Any, fill_value: Any, *, dtype: Any = None, device: Any = None,
-         requires_grad: bool = False) -> Tensor:
+         requires_grad: bool = False, placement: Any = None, sbp: Any = None) -> Tensor:
     d = None if dtype is None else _dt.as_dtype(dtype)
     return _finish(_F().full(_sizes((size,), "full"), fill_value, dtype=d, device=device),
-                   requires_grad)
+                   requires_grad, placement, sbp, "full")
 
 
-def zeros(*size: Any, dtype: Any = None, device: Any = None,
-          requires_grad: bool = False) -> Tensor:
+def zeros(*size: Any, dtype: Any = None, device: Any = None, requires_grad: bool = False,
+          placement: Any = None, sbp: Any = None) -> Tensor:
     d = _dt.get_default_dtype() if dtype is None else _dt.as_dtype(dtype)
-    return _finish(_F().full(_sizes(size, "zeros"), 0, dtype=d, device=device), requires_grad)
+    return _finish(_F().full(_sizes(size, "zeros"), 0, dtype=d, device=device), requires_grad,
+                   placement, sbp, "zeros")
 
 
-def ones(*size: Any, dtype: Any = None, device: Any = None,
-         requires_grad: bool = False) -> Tensor:
+def ones(*size: Any, dtype: Any = None, device: Any = None, requires_grad: bool = False,
+         placement: Any = None, sbp: Any = None) -> Tensor:
     d = _dt.get_default_dtype() if dtype is None else _dt.as_dtype(dtype)
-    return _finish(_F().full(_sizes(size, "ones"), 1, dtype=d, device=device), requires_grad)
+    return _finish(_F().full(_sizes(size, "ones"), 1, dtype=d, device=device), requires_grad,
+                   placement, sbp, "ones")
 
 
-def empty(*size: Any, dtype: Any = None, device: Any = None,
-          requires_grad: bool = False) -> Tensor:
+def empty(*size: Any, dtype: Any = None, device: Any = None, requires_grad: bool = False,
+          placement: Any = None, sbp: Any = None) -> Tensor:
     """Uninitialised memory does not exist for immutable arrays: ``empty`` is ``zeros``."""
-    return zeros(*size, dtype=dtype, device=device, requires_grad=requires_grad)
+    return zeros(*size, dtype=dtype, device=device, requires_grad=requires_grad,
+                 placement=placement, sbp=sbp)
 
 
 def arange(start: Any, end: Any = None, step: Any = 1, *, dtype: Any = None,
-           device: Any = None, requires_grad: bool = False) -> Tensor:
+           device: Any = None, requires_grad: bool = False, placement: Any = None,
+           sbp: Any = None) -> Tensor:
     d = None if dtype is None else _dt.as_dtype(dtype)
     if end is None:
         start, end = 0, start
-    return _finish(_F().arange(start, end, step, dtype=d, device=device), requires_grad)
+    return _finish(_F().arange(start, end, step, dtype=d, device=device), requires_grad,
+                   placement, sbp, "arange")
 
 
 def linspace(start: Any, end: Any, steps: int, *, dtype: Any = None, device: Any = None,
-             requires_grad: bool = False) -> Tensor:
+             requires_grad: bool = False, placement: Any = None, sbp: Any = None) -> Tensor:
     d = None if dtype is None else _dt.as_dtype(dtype)
-    return _finish(_F().linspace(start, end, steps, dtype=d, device=device), requires_grad)
+    return _finish(_F().linspace(start, end, steps, dtype=d, device=device), requires_grad,
+                   placement, sbp, "linspace")
 
 
 def eye(n: int, m: int | None = None, *, dtype: Any = None, device: Any = None,
-        requires_grad: bool = False) -> Tensor:
+        requires_grad: bool = False, placement: Any = None, sbp: Any = None) -> Tensor:
     d = None if dtype is None else _dt.as_dtype(dtype)
-    return _finish(_F().eye(n, m, dtype=d, device=device), requires_grad)
+    return _finish(_F().eye(n, m, dtype=d, device=device), requires_grad, placement, sbp, "eye")
 
 
 def rand(*size: Any, generator: Any = None, dtype: Any = None, device: Any = None,
-         requires_grad: bool = False) -> Tensor:
+         requires_grad: bool = False, placement: Any = None, sbp: Any = None) -> Tensor:
+    """Uniform [0, 1). A global draw is the same logical tensor for every placement/SBP."""
     d = None if dtype is None else _dt.as_dtype(dtype)
     return _finish(_F().rand(_sizes(size, "rand"), generator=generator, dtype=d, device=device),
-                   requires_grad)
+                   requires_grad, placement, sbp, "rand")
 
 
 def randn(*size: Any, generator: Any = None, dtype: Any = None, device: Any = None,
-          requires_grad: bool = False) -> Tensor:
+          requires_grad: bool = False, placement: Any = None, sbp: Any = None) -> Tensor:
+    """Standard normal. A global draw is the same logical tensor for every placement/SBP."""
     d = None if dtype is None else _dt.as_dtype(dtype)
     return _finish(_F().randn(_sizes(size, "randn"), generator=generator, dtype=d,
-                              device=device), requires_grad)
+                              device=device), requires_grad, placement, sbp, "randn")
 
 
 def randint(low: int, high: Any = None, size: Any = None, *, generator: Any = None,
-            dtype: Any = None, device: Any = None) -> Tensor:
+            dtype: Any = None, device: Any = None, placement: Any = None,
+            sbp: Any = None) -> Tensor:
     """``randint(high, size)`` or ``randint(low, high, size)``, as PyTorch."""
     if size is None:
         if high is None:
@@ -222,54 +238,68 @@ def randint(low: int, high: Any = None, size: Any = None, *, generator: Any = No
     elif high is None:  # randint(high, size=...)
         low, high = 0, low
     d = None if dtype is None else _dt.as_dtype(dtype)
-    return _F().randint(low, high, _sizes((size,), "randint"), generator=generator, dtype=d,
-                        device=device)
+    return _finish(_F().randint(low, high, _sizes((size,), "randint"), generator=generator,
+                                dtype=d, device=device), False, placement, sbp, "randint")
 
 
-def _like(input: Tensor, dtype: Any) -> tuple[tuple[int, ...], Any]:
+def _like(input: Tensor, dtype: Any, placement: Any, sbp: Any
+          ) -> tuple[tuple[int, ...], Any, Any, Any]:
+    """Shape, dtype and layout of a ``*_like`` result: a global input's placement and SBP are
+    kept unless others are given (as OneFlow)."""
     if not isinstance(input, Tensor):
         raise TypeError(f"expected a Tensor as input, got {type(input).__name__}")
-    return tuple(input.shape), input.dtype if dtype is None else _dt.as_dtype(dtype)
+    if input._global is not None and placement is None and sbp is None:
+        placement, sbp = input._global
+    return (tuple(input.shape), input.dtype if dtype is None else _dt.as_dtype(dtype),
+            placement, sbp)
 
 
 def zeros_like(input: Tensor, *, dtype: Any = None, device: Any = None,
-               requires_grad: bool = False) -> Tensor:
-    shape, d = _like(input, dtype)
-    return zeros(shape, dtype=d, device=device, requires_grad=requires_grad)
+               requires_grad: bool = False, placement: Any = None, sbp: Any = None) -> Tensor:
+    shape, d, placement, sbp = _like(input, dtype, placement, sbp)
+    return zeros(shape, dtype=d, device=device, requires_grad=requires_grad,
+                 placement=placement, sbp=sbp)
 
 
 def ones_like(input: Tensor, *, dtype: Any = None, device: Any = None,
-              requires_grad: bool = False) -> Tensor:
-    shape, d = _like(input, dtype)
-    return ones(shape, dtype=d, device=device, requires_grad=requires_grad)
+              requires_grad: bool = False, placement: Any = None, sbp: Any = None) -> Tensor:
+    shape, d, placement, sbp = _like(input, dtype, placement, sbp)
+    return ones(shape, dtype=d, device=device, requires_grad=requires_grad,
+                placement=placement, sbp=sbp)
 
 
 def empty_like(input: Tensor, *, dtype: Any = None, device: Any = None,
-               requires_grad: bool = False) -> Tensor:
-    return zeros_like(input, dtype=dtype, device=device, requires_grad=requires_grad)
+               requires_grad: bool = False, placement: Any = None, sbp: Any = None) -> Tensor:
+    return zeros_like(input, dtype=dtype, device=device, requires_grad=requires_grad,
+                      placement=placement, sbp=sbp)
 
 
 def full_like(input: Tensor, fill_value: Any, *, dtype: Any = None, device: Any = None,
-              requires_grad: bool = False) -> Tensor:
-    shape, d = _like(input, dtype)
-    return full(shape, fill_value, dtype=d, device=device, requires_grad=requires_grad)
+              requires_grad: bool = False, placement: Any = None, sbp: Any = None) -> Tensor:
+    shape, d, placement, sbp = _like(input, dtype, placement, sbp)
+    return full(shape, fill_value, dtype=d, device=device, requires_grad=requires_grad,
+                placement=placement, sbp=sbp)
 
 
 def rand_like(input: Tensor, *, generator: Any = None, dtype: Any = None,
-              device: Any = None) -> Tensor:
-    shape, d = _like(input, dtype)
-    return rand(shape, generator=generator, dtype=d, device=device)
+              device: Any = None, placement: Any = None, sbp: Any = None) -> Tensor:
+    shape, d, placement, sbp = _like(input, dtype, placement, sbp)
+    return rand(shape, generator=generator, dtype=d, device=device, placement=placement,
+                sbp=sbp)
 
 
 def randn_like(input: Tensor, *, generator: Any = None, dtype: Any = None,
-               device: Any = None) -> Tensor:
-    shape, d = _like(input, dtype)
-    return randn(shape, generator=generator, dtype=d, device=device)
+               device: Any = None, placement: Any = None, sbp: Any = None) -> Tensor:
+    shape, d, placement, sbp = _like(input, dtype, placement, sbp)
+    return randn(shape, generator=generator, dtype=d, device=device, placement=placement,
+                 sbp=sbp)
 
 
 def randint_like(input: Tensor, low: int, high: Any = None, *, generator: Any = None,
-                 dtype: Any = None, device: Any = None) -> Tensor:
-    shape, d = _like(input, dtype)
+                 dtype: Any = None, device: Any = None, placement: Any = None,
+                 sbp: Any = None) -> Tensor:
+    shape, d, placement, sbp = _like(input, dtype, placement, sbp)
     if high is None:
         low, high = 0, low
-    return randint(low, high, shape, generator=generator, dtype=d, device=device)
+    return randint(low, high, shape, generator=generator, dtype=d, device=device,
+                   placement=placement, sbp=sbp)

@@ -165,3 +165,22 @@ def test_bad_input_gives_clear_errors() -> None:
         from jflow.sharding.execute import choose_signature
         choose_signature(flow.ops.get("matmul"), [], [(B,), (B,)],
                          [jax.core.ShapedArray((2, 2), np.float64)] * 2, P8)
+
+
+def test_factories_with_placement_and_sbp() -> None:
+    flow.manual_seed(3)
+    want = flow.randn(8, 4).numpy()
+    flow.manual_seed(3)
+    g = flow.randn(8, 4, placement=P8, sbp=S(0))  # the same logical draw as a local one
+    assert g.sbp == (S(0),) and g.placement == P8
+    np.testing.assert_array_equal(g.numpy(), want)
+    z = flow.zeros(4, 8, placement=P24, sbp=[B, S(1)], requires_grad=True)
+    assert z.requires_grad and z.is_leaf and z.sbp == (B, S(1))
+    o = flow.ones_like(z)  # keeps placement and sbp
+    assert o.sbp == (B, S(1)) and o.numpy().sum() == 32
+    a = flow.arange(16, placement=P8, sbp=S(0))
+    np.testing.assert_array_equal(a.numpy(), np.arange(16))
+    t = flow.tensor([[1.0, 2.0]] * 8, placement=P8, sbp=P)
+    np.testing.assert_array_equal(t.numpy(), [[1.0, 2.0]] * 8)
+    with pytest.raises(ValueError, match="flow.zeros: a global tensor needs both"):
+        flow.zeros(8, placement=P8)
