@@ -14,10 +14,12 @@ B          P            local: rank 0 keeps the value, the others hold zeros
 S(i)       P            local: each rank embeds its slice in zeros
 =========  ===========  ==========================================================
 
-A 1-d hierarchy uses the table directly. For an n-d hierarchy a change goes through
-broadcast: every non-broadcast axis is gathered/reduced (innermost first), then each axis is
-converted from broadcast to its target (outermost first) — always correct when several axes
-split the same dimension, though not always the minimum traffic (noted in ``explain``).
+A 1-d hierarchy uses the table directly; so does an n-d one when a single axis changes and
+no other axis splits the same dimensions or holds a partial sum. Otherwise a change goes
+through broadcast: every non-broadcast axis is gathered/reduced (innermost first), then each
+axis is converted from broadcast to its target (outermost first) — always correct when several
+axes split the same dimension, though not the minimum traffic (``explain`` says "via
+broadcast").
 """
 
 from __future__ import annotations
@@ -79,6 +81,23 @@ def _direct(x: Any, src: SbpParallel, dst: SbpParallel, name: str, n: int) -> An
     raise AssertionError(f"no boxing from {src} to {dst}")  # all pairs are covered above
 
 
+def _lone_change(src: Sequence[SbpParallel], dst: Sequence[SbpParallel]) -> int | None:
+    """The one hierarchy axis that changes, when it can be converted on its own: the dims it
+    splits are split by no other axis, and no other axis holds a partial sum."""
+    changed = [k for k in range(len(src)) if src[k] != dst[k]]
+    if len(changed) != 1:
+        return None
+    k = changed[0]
+    mine = {x.axis for x in (src[k], dst[k]) if isinstance(x, _Split)}
+    for j in range(len(src)):
+        if j == k:
+            continue
+        for x in (src[j], dst[j]):
+            if isinstance(x, _PartialSum) or (isinstance(x, _Split) and x.axis in mine):
+                return None
+    return k
+
+
 def box_local(x: Any, src: Sequence[SbpParallel], dst: Sequence[SbpParallel],
               names: Sequence[str], hierarchy: Sequence[int]) -> Any:
     """Convert the local shard ``x`` of a tensor from nd-SBP ``src`` to ``dst``."""
@@ -86,6 +105,9 @@ def box_local(x: Any, src: Sequence[SbpParallel], dst: Sequence[SbpParallel],
         return x
     if len(names) == 1:
         return _direct(x, src[0], dst[0], names[0], hierarchy[0])
+    k = _lone_change(src, dst)
+    if k is not None:
+        return _direct(x, src[k], dst[k], names[k], hierarchy[k])
     for k in reversed(range(len(names))):
         x = _to_broadcast(x, src[k], names[k])
     partial = []
@@ -120,6 +142,13 @@ def cost(src: Sequence[SbpParallel], dst: Sequence[SbpParallel], nbytes: float,
         return 0.0
     if len(hierarchy) == 1:
         return _axis_cost(src[0], dst[0], nbytes, hierarchy[0])
+    k = _lone_change(src, dst)
+    if k is not None:  # one axis converts alone, on the slices the other axes leave it
+        rest = 1
+        for j, x in enumerate(src):
+            if j != k and isinstance(x, _Split):
+                rest *= hierarchy[j]
+        return _axis_cost(src[k], dst[k], nbytes / rest, hierarchy[k])
     total = 0.0
     for k in reversed(range(len(hierarchy))):
         total += _axis_cost(src[k], _Broadcast(), nbytes, hierarchy[k])
@@ -130,8 +159,9 @@ def describe(src: Sequence[SbpParallel], dst: Sequence[SbpParallel]) -> str:
     """The collective(s) a conversion uses, for ``explain``."""
     if tuple(src) == tuple(dst):
         return "none"
-    if len(src) == 1:
-        s, d = src[0], dst[0]
+    k = 0 if len(src) == 1 else _lone_change(src, dst)
+    if k is not None:
+        s, d = src[k], dst[k]
         if isinstance(s, _Broadcast):
             return "local slice" if isinstance(d, _Split) else "local (zeros off rank 0)"
         if isinstance(d, _Broadcast):
