@@ -152,8 +152,10 @@ class Tensor:
         return self.grad_fn is None
 
     def detach(self) -> Tensor:
-        """The same value, cut from the graph (never requires grad)."""
-        return _wrap(self._value)
+        """The same value (and placement/SBP), cut from the graph (never requires grad)."""
+        t = _wrap(self._value)
+        t._global = self._global
+        return t
 
     def detach_(self) -> Tensor:
         self.grad_fn = None

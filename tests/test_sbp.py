@@ -184,3 +184,24 @@ def test_factories_with_placement_and_sbp() -> None:
     np.testing.assert_array_equal(t.numpy(), [[1.0, 2.0]] * 8)
     with pytest.raises(ValueError, match="flow.zeros: a global tensor needs both"):
         flow.zeros(8, placement=P8)
+
+
+def test_regressions_found_by_the_benchmark() -> None:
+    # to_global of a tensor that requires grad stays global (and differentiable)
+    x = flow.tensor(X, requires_grad=True)
+    g = x.to_global(P8, S(0))
+    assert g.is_global and g.grad_fn is not None
+    (g * g).sum().backward()
+    np.testing.assert_allclose(x.grad.numpy(), 2 * X)
+    # backward on a 2-d placement through saved partial sums
+    rng = np.random.default_rng(2)
+    a, w1, w2 = (rng.standard_normal((8, 8)) for _ in range(3))
+    ga = flow.tensor(a).to_global(P24, [S(0), B])
+    g1 = flow.tensor(w1).to_global(P24, [B, S(1)]).requires_grad_()
+    g2 = flow.tensor(w2).to_global(P24, [B, S(0)]).requires_grad_()
+    ((ga @ g1 @ g2) ** 2).sum().backward()
+    np.testing.assert_allclose(g1.grad.numpy(), 2 * a.T @ (a @ w1 @ w2) @ w2.T, rtol=1e-10)
+    # a scalar operand first seen under jax.jit is not cached as a tracer
+    gx = flow.tensor(X).to_global(P8, S(0))
+    jax.jit(lambda t: t * 0.25)(gx)
+    np.testing.assert_allclose((gx * 0.25).numpy(), X * 0.25)

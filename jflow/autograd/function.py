@@ -162,7 +162,7 @@ class Function:
             raise TypeError(f"{cls.__name__}.forward must return a Tensor or a tuple of Tensors")
         if not recording:
             return res
-        new_outs = tuple(_wrap(o._value) for o in outs)
+        new_outs = tuple(o.detach() for o in outs)  # fresh handles (global layout kept)
         needs = tuple(t._requires_grad for t in tensors)
         edges = tuple(((t.grad_fn, t._output_nr) if t.grad_fn is not None else (t, LEAF))
                       if n else None for t, n in zip(tensors, needs))

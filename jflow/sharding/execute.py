@@ -183,7 +183,7 @@ def _broadcast_scalar(t: Tensor, plc: Placement) -> Tensor:
         return hit[1]
     g = to_global(t.detach() if not t._requires_grad else t, plc,
                   (_Broadcast(),) * len(plc.hierarchy))
-    if not t._requires_grad:
+    if not t._requires_grad and not isinstance(g._value, jax.core.Tracer):  # never a tracer
         if len(_SCALARS) >= 256:
             _SCALARS.clear()
         _SCALARS[key] = (t._value, g)
@@ -230,40 +230,48 @@ def _empty_apply(op: Any, params: dict[str, Any], ins: list[Tensor], single: boo
     return g[0] if single else tuple(g)
 
 
+def _plan(op: Any, params: dict[str, Any], plc: Placement, in_nds: tuple, ins: list[Tensor]
+          ) -> tuple[Any, NdSignature, list[Any]] | None:
+    """Signature inference and the executable (None: an empty tensor is involved)."""
+    attrs, layout, _ = op.split_params(params)
+    in_avals = [jax.core.ShapedArray(tuple(t._value.shape), t._value.dtype) for t in ins]
+    out_avals = op.infer_descs(in_avals, layout, attrs)
+    if any(0 in tuple(a.shape) for a in (*in_avals, *out_avals)):
+        return None
+    sigs = candidates(op, attrs, in_avals, out_avals, plc.hierarchy)
+    sig = choose_signature(op, sigs, in_nds, in_avals, plc)
+    fn = _build(op, params, plc, in_nds, sig, tuple(len(a.shape) for a in in_avals), out_avals)
+    return fn, sig, in_avals
+
+
 def global_apply(op: Any, params: dict[str, Any], ins: list[Tensor], single: bool) -> Any:
     """Run ``op`` on global tensors (see the module docstring); records on the tape."""
     plc = _common_placement(op, ins)
-    attrs, layout, vmap = op.split_params(params)
-    if vmap:
+    if params.get("_vmap"):
         raise NotImplementedError(f"op '{op.name}': jax.vmap over global tensors is not "
                                   f"supported; vmap the local computation instead")
-    vals = [t._value for t in ins]
-    in_avals = [jax.core.ShapedArray(tuple(v.shape), v.dtype) for v in vals]
-    out_avals = op.infer_descs(in_avals, layout, attrs)
-    if any(0 in tuple(a.shape) for a in (*in_avals, *out_avals)):
-        return _empty_apply(op, params, ins, single, plc)
     in_nds = tuple(t._global[1] for t in ins)
-    sigs = candidates(op, attrs, in_avals, out_avals, plc.hierarchy)
-    sig = choose_signature(op, sigs, in_nds, in_avals, plc)
+    try:  # one cache hit per call: inference + executable, per layout, shapes and dtypes
+        key = (op.name, tuple(params.items()), plc, in_nds,
+               tuple((t._value.shape, t._value.dtype) for t in ins))
+        plan = _CACHE.get(key)
+    except TypeError:
+        key, plan = None, None
+    if plan is None:
+        plan = _plan(op, params, plc, in_nds, ins)
+        if plan is None:
+            return _empty_apply(op, params, ins, single, plc)
+        if key is not None:
+            if len(_CACHE) >= _CACHE_SIZE:
+                del _CACHE[next(iter(_CACHE))]
+            _CACHE[key] = plan
+    fn, sig, in_avals = plan
     if _RECORDING[0]:
         moved = sum(cost(s, d, a.size * np.dtype(a.dtype).itemsize, plc.hierarchy)
                     for s, d, a in zip(in_nds, sig.inputs, in_avals))
         last_choices.append((op.name, sig, [describe(s, d) for s, d in zip(in_nds, sig.inputs)],
                              moved))
-    try:
-        key = (op.name, tuple(params.items()), plc, in_nds, sig,
-               tuple(len(a.shape) for a in in_avals))
-        fn = _CACHE.get(key)
-    except TypeError:
-        key, fn = None, None
-    if fn is None:
-        fn = _build(op, params, plc, in_nds, sig, tuple(len(a.shape) for a in in_avals),
-                    out_avals)
-        if key is not None:
-            if len(_CACHE) >= _CACHE_SIZE:
-                del _CACHE[next(iter(_CACHE))]
-            _CACHE[key] = fn
-    outs = [make_global(v, plc, nd) for v, nd in zip(fn(*vals), sig.outputs)]
+    outs = [make_global(v, plc, nd) for v, nd in zip(fn(*[t._value for t in ins]), sig.outputs)]
     out = outs[0] if single else tuple(outs)
     if any(t._requires_grad for t in ins):
         from ..autograd.graph import record

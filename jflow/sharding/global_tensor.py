@@ -147,7 +147,9 @@ def info_of_value(value: Any) -> tuple[Placement, tuple] | None:
         if name in spec.unreduced:
             nd.append(partial_sum)
             continue
-        for d, entry in enumerate(spec):
+        entries = getattr(spec, "partitions", None)  # (iterating a spec with unreduced
+        entries = tuple(spec) if entries is None else entries  # axes is refused by JAX)
+        for d, entry in enumerate(entries):
             names = entry if isinstance(entry, tuple) else (entry,)
             if name in names:
                 nd.append(split(d))

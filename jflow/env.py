@@ -1,0 +1,171 @@
+"""``flow.env``: several processes as one jflow program (OneFlow's ``oneflow.env``), on
+``jax.distributed``.
+
+Every process runs the same script (SPMD, as OneFlow and multi-controller JAX both do):
+
+    import jflow as flow
+    flow.env.init_distributed("host0:1234", num_processes=2, process_id=i, local_device_count=4)
+    plc = flow.placement("cpu", range(flow.env.device_count()))   # ranks 0..7, both processes
+
+*Ranks* (what ``flow.placement`` takes) number the devices of all processes ``0..N-1`` in
+process order, then device id within a process (:func:`devices_by_rank`). They are not JAX's
+``Device.id``: with several processes JAX numbers CPU devices ``process_index * 2048 + i``
+(ids 0..3 and 2048..2051 for two processes of four), while GPU ids happen to be ``0..N-1``.
+In one process the two agree, so single-process placements are unchanged.
+
+Ops on global tensors, ``numpy()`` included, are collectives: every process must make the same
+calls in the same order. ``to_global`` of a local tensor takes it as the *logical* value and
+JAX checks that it is equal on all processes; :func:`global_from_process_local` instead builds a
+global tensor from each process's own piece of the data.
+"""
+
+from __future__ import annotations
+
+import os
+import socket
+from typing import Any
+
+import jax
+
+__all__ = ["init_distributed", "is_distributed", "get_rank", "get_world_size", "get_local_rank",
+           "device_count", "devices_by_rank", "local_ranks", "global_from_process_local"]
+
+#: this process's index among the processes on its host, found at init (see get_local_rank)
+_LOCAL_RANK: list[int] = [0]
+
+
+def _backend_started() -> bool:
+    from jax._src import xla_bridge  # no public query; jax.distributed uses the same check
+    return xla_bridge.backends_are_initialized()
+
+
+def _env_int(name: str) -> int | None:
+    v = os.environ.get(name)
+    return int(v) if v not in (None, "") else None
+
+
+def init_distributed(coordinator_address: str | None = None, num_processes: int | None = None,
+                     process_id: int | None = None, local_device_count: int | None = None,
+                     *, cpu_collectives: str | None = "gloo", timeout_s: int = 300) -> None:
+    """Join this process to a multi-process jflow program (``jax.distributed.initialize``).
+
+    Must run before JAX starts a backend, i.e. before the first tensor is made (importing
+    jflow is fine): the device list, CPU device count and collectives are fixed then.
+
+    Arguments left ``None`` come from OneFlow/PyTorch launcher variables when set
+    (``MASTER_ADDR``/``MASTER_PORT``, ``WORLD_SIZE``, ``RANK``), else from JAX's cluster
+    detection (SLURM, Open MPI, ...). ``coordinator_address`` is ``"host:port"`` of process 0,
+    which serves it. ``local_device_count`` sets how many CPU devices each process has
+    (``jax_num_cpu_devices``; JAX's default is 1). ``cpu_collectives`` is how CPU devices of
+    different processes talk: ``"gloo"`` (TCP, built into jaxlib), ``"mpi"``, or ``None``
+    (then no CPU computation can span processes). ``timeout_s`` bounds the wait for all
+    processes.
+    """
+    if jax.distributed.is_initialized():
+        raise RuntimeError("flow.env.init_distributed: already initialized (call it once per "
+                           "process)")
+    if _backend_started():
+        raise RuntimeError("flow.env.init_distributed must be called before JAX starts its "
+                           "backend, i.e. before any tensor is created or any JAX computation "
+                           "or jax.devices() call; call it right after `import jflow` at the top "
+                           "of the script (in a fresh process)")
+    if coordinator_address is None and os.environ.get("MASTER_ADDR"):
+        coordinator_address = f"{os.environ['MASTER_ADDR']}:{os.environ.get('MASTER_PORT', 1234)}"
+    if num_processes is None:
+        num_processes = _env_int("WORLD_SIZE")
+    if process_id is None:
+        process_id = _env_int("RANK")
+    if local_device_count is not None:
+        if local_device_count < 1:
+            raise ValueError(f"flow.env.init_distributed: local_device_count must be >= 1, got "
+                             f"{local_device_count}")
+        jax.config.update("jax_num_cpu_devices", int(local_device_count))
+    jax.config.update("jax_cpu_collectives_implementation", cpu_collectives)
+    jax.distributed.initialize(coordinator_address, num_processes, process_id,
+                               initialization_timeout=timeout_s)
+    _LOCAL_RANK[0] = _find_local_rank()
+
+
+def _find_local_rank() -> int:
+    """``LOCAL_RANK`` if the launcher set it, else this process's position among those that
+    share its host name (exchanged through the coordinator's key-value store)."""
+    env = _env_int("LOCAL_RANK")
+    if env is not None:
+        return env
+    from jax._src.distributed import global_state  # the client has no public accessor
+    client, me, n = global_state.client, global_state.process_id, global_state.num_processes
+    if client is None or n == 1:
+        return 0
+    host = socket.gethostname()
+    client.key_value_set(f"jflow/env/host/{me}", host)
+    hosts = [client.blocking_key_value_get(f"jflow/env/host/{p}", 60_000) for p in range(n)]
+    return sum(h == host for h in hosts[:me])
+
+
+def is_distributed() -> bool:
+    """Whether :func:`init_distributed` (``jax.distributed.initialize``) has run."""
+    return jax.distributed.is_initialized()
+
+
+def get_rank() -> int:
+    """This process's index (0 without ``init_distributed``; does not start a backend)."""
+    return jax.process_index() if is_distributed() else 0
+
+
+def get_world_size() -> int:
+    """The number of processes (1 without ``init_distributed``)."""
+    return jax.process_count() if is_distributed() else 1
+
+
+def get_local_rank() -> int:
+    """This process's index among the processes on the same host."""
+    return _LOCAL_RANK[0]
+
+
+def _platform(type: str) -> str:  # noqa: A002
+    if type not in ("cpu", "cuda"):
+        raise ValueError(f"flow.env: device type must be 'cpu' or 'cuda', got {type!r}")
+    return "gpu" if type == "cuda" else "cpu"
+
+
+def devices_by_rank(type: str = "cpu") -> list[Any]:  # noqa: A002
+    """Every ``type`` device of all processes, indexed by rank: ordered by process, then
+    device id (in one process, rank == device id)."""
+    return sorted(jax.devices(_platform(type)), key=lambda d: (d.process_index, d.id))
+
+
+def device_count(type: str = "cpu") -> int:  # noqa: A002
+    """The number of ``type`` devices over all processes: valid ranks are ``0..n-1``."""
+    return len(jax.devices(_platform(type)))
+
+
+def local_ranks(type: str = "cpu") -> list[int]:  # noqa: A002
+    """The ranks whose devices this process holds."""
+    me = jax.process_index()
+    return [r for r, d in enumerate(devices_by_rank(type)) if d.process_index == me]
+
+
+def global_from_process_local(data: Any, placement: Any, sbp: Any) -> Any:
+    """A global tensor from each process's own piece (``jax.make_array_from_process_local_data``).
+
+    ``data`` (array-like or local tensor) is what this process holds: along a split dimension,
+    its ranks' shards concatenated in rank order; along other dimensions, the full extent (so
+    the global shape is inferred). A broadcast tensor's pieces must agree across processes (not
+    checked). ``partial_sum`` is refused: build it split or broadcast, then
+    ``to_global(sbp=partial_sum)``.
+    """
+    import numpy as np
+
+    from .sharding.global_tensor import make_global
+    from .sharding.sbp import _PartialSum
+    from .sharding.spec import named_sharding, normalize_nd_sbp
+    from .tensor import Tensor
+    fname = "flow.env.global_from_process_local"
+    local = np.asarray(data._value if isinstance(data, Tensor) else data)
+    nd = normalize_nd_sbp(sbp, placement, local.ndim, fname)
+    if any(isinstance(x, _PartialSum) for x in nd):
+        raise ValueError(f"{fname}: partial_sum pieces are not supported; build the tensor "
+                         f"split or broadcast, then .to_global(sbp=partial_sum)")
+    value = jax.make_array_from_process_local_data(named_sharding(placement, nd, local.ndim),
+                                                   local)
+    return make_global(value, placement, nd)
