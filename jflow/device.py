@@ -51,7 +51,7 @@ class device:
     def jax_device(self) -> jax.Device:
         """The JAX device this names (a clear error when the platform is absent)."""
         try:
-            devs = jax.devices(_JAX_PLATFORM[self.type])
+            devs = jax.local_devices(backend=_JAX_PLATFORM[self.type])  # this process's
         except RuntimeError:
             raise RuntimeError(f"device '{self}' is not available: JAX has no "
                                f"'{_JAX_PLATFORM[self.type]}' backend here") from None

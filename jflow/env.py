@@ -9,9 +9,9 @@ Every process runs the same script (SPMD, as OneFlow and multi-controller JAX bo
 
 *Ranks* (what ``flow.placement`` takes) number the devices of all processes ``0..N-1`` in
 process order, then device id within a process (:func:`devices_by_rank`). They are not JAX's
-``Device.id``: with several processes JAX numbers CPU devices ``process_index * 2048 + i``
-(ids 0..3 and 2048..2051 for two processes of four), while GPU ids happen to be ``0..N-1``.
-In one process the two agree, so single-process placements are unchanged.
+``Device.id``: with several processes jaxlib 0.10 numbers CPU devices
+``process_index * 2048 + i`` (ids 0..3 and 2048..2051 for two processes of four devices). In
+one process the two agree, so single-process placements are unchanged.
 
 Ops on global tensors, ``numpy()`` included, are collectives: every process must make the same
 calls in the same order. ``to_global`` of a local tensor takes it as the *logical* value and
@@ -108,7 +108,7 @@ def is_distributed() -> bool:
 
 
 def get_rank() -> int:
-    """This process's index (0 without ``init_distributed``; does not start a backend)."""
+    """This process's index (0 without ``init_distributed``, starting no backend)."""
     return jax.process_index() if is_distributed() else 0
 
 

@@ -68,13 +68,24 @@ def _check_divisible(shape: Sequence[int], plc: Placement, nd: tuple, fname: str
 def replicated_value(t: Tensor) -> Any:
     """A global tensor's value boxed to all-broadcast (a replicated array)."""
     plc, nd = t._global
+    _check_addressable(plc)
     return box_value(t._value, plc, nd, (broadcast,) * len(nd))
 
 
 def _distribute(value: Any, plc: Placement, nd: tuple) -> Any:
     b = (broadcast,) * len(plc.hierarchy)
-    rep = jax.device_put(value, named_sharding(plc, b, value.ndim))
-    return box_value(rep, plc, b, nd)
+    sharding = named_sharding(plc, b, value.ndim)
+    if not sharding.is_fully_addressable and not isinstance(value, jax.core.Tracer):
+        # other processes' devices: JAX places it from host data (and checks that it is equal
+        # on every process); a device array would need a cross-host transfer
+        value = np.asarray(value)
+    return box_value(jax.device_put(value, sharding), plc, b, nd)
+
+
+def _check_addressable(plc: Placement) -> None:
+    if not any(d.process_index == jax.process_index() for d in plc.mesh.devices.flat):
+        raise RuntimeError(f"process {jax.process_index()} holds no device of {plc!r}: its "
+                           f"value is only available on processes holding ranks of it")
 
 
 def to_global(t: Tensor, placement: Placement | None = None, sbp: Any = None) -> Tensor:
@@ -112,6 +123,7 @@ def _to_global_value(t: Tensor, plc: Placement, nd: tuple) -> Any:
 def _local_of(t: Tensor) -> Any:
     """This process's shard: the value on the first addressable device of the placement."""
     plc, _ = t._global
+    _check_addressable(plc)
     v = t._value  # (a partial tensor's local buffer is this rank's addend)
     first = plc.mesh.devices.flat[0]
     for shard in v.addressable_shards:

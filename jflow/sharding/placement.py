@@ -60,20 +60,23 @@ class placement:
 
     @property
     def mesh(self) -> Any:
-        """The ``jax.sharding.Mesh`` of these ranks (device ids), hierarchy axes ``Explicit``
+        """The ``jax.sharding.Mesh`` of these ranks (positions in
+        ``flow.env.devices_by_rank``: by process, then device id), hierarchy axes ``Explicit``
         (needed for partial sums: ``PartitionSpec(unreduced=...)``)."""
         if self._mesh is None:
-            import jax
             from jax.sharding import AxisType, Mesh
-            platform = "gpu" if self.type == "cuda" else "cpu"
+
+            from ..env import devices_by_rank
             try:
-                devs = {d.id: d for d in jax.devices(platform)}
+                devs = devices_by_rank(self.type)  # rank r -> devs[r]: by process, then id
             except RuntimeError:
                 raise RuntimeError(f"{self!r}: no {self.type} devices here") from None
-            missing = sorted(set(self._ranks.ravel().tolist()) - set(devs))
+            flat = set(self._ranks.ravel().tolist())
+            missing = sorted(r for r in flat if not 0 <= r < len(devs))
             if missing:
-                raise ValueError(f"{self!r}: ranks {missing} are not {self.type} devices here "
-                                 f"(device ids: {sorted(devs)})")
+                raise ValueError(f"{self!r}: ranks {missing} are out of range: there are "
+                                 f"{len(devs)} {self.type} devices over all processes "
+                                 f"(ranks 0..{len(devs) - 1})")
             arr = np.vectorize(lambda r: devs[int(r)], otypes=[object])(self._ranks)
             self._mesh = Mesh(arr, self.axis_names,
                               axis_types=(AxisType.Explicit,) * self._ranks.ndim)
