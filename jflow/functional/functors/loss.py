@@ -1,0 +1,3 @@
+"""Functors of the loss ops (``jflow/ops/loss.py``)."""
+
+from __future__ import annotations

@@ -1,0 +1,3 @@
+"""Functors of the norm ops (``jflow/ops/norm.py``)."""
+
+from __future__ import annotations
