@@ -194,7 +194,7 @@ def structure_saved(slots: Sequence[tuple[str, int, int, bool]], flat: Sequence[
         if is_list:
             out.append(list(flat[k:k + count]))
         else:
-            out.append(flat[k])
+            out.append(flat[k] if count else None)  # an absent optional input: None
         k += count
     return tuple(out)
 

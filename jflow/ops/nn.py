@@ -71,3 +71,118 @@ register_kernel("softmax", _softmax, name="softmax_xla")
 define_op("log_softmax", inputs=["x"], outputs=["y"], attrs=[Attr("dim", "int64", -1)],
           infer=_infer, sbp=_sbp, doc="x - logsumexp(x) along dim (numerically stable)")
 register_kernel("log_softmax", _log_softmax, name="log_softmax_xla")
+
+
+# -- linear, embedding, dropout (issue 6) -------------------------------------------------------
+# linear: y = x @ weight^T + bias, x (..., in), weight (out, in), bias (out,) optional (as
+# torch.nn.functional.linear; x may be 1-d). embedding: weight[indices] with integer indices of
+# any shape. dropout: the keep mask is an output (bool), drawn from the generator's (key,
+# counter) inputs as the random factories are, and reused by the backward rule.
+
+from jax import lax as _lax  # noqa: E402
+
+from ..sharding.sbp import B as _B  # noqa: E402
+from ..sharding.sbp import P as _P  # noqa: E402
+from .infer import INT  # noqa: E402
+from .registry import Input  # noqa: E402
+
+
+def _linear_infer(x: Any, weight: Any, bias: Any) -> Any:
+    check_dtype(x, FLOAT, "input")
+    for name, t in (("weight", weight), ("bias", bias)):
+        if t is not None and np.dtype(t.dtype) != np.dtype(x.dtype):
+            raise TypeError(f"{name} must have the input's dtype {np.dtype(x.dtype).name}, got "
+                            f"{np.dtype(t.dtype).name}")
+    xs, ws = tuple(x.shape), tuple(weight.shape)
+    if len(xs) < 1 or len(ws) != 2:
+        raise ValueError(f"input must be at least 1-d and weight 2-d (out_features, "
+                         f"in_features), got shapes {xs} and {ws}")
+    if xs[-1] != ws[1]:
+        raise ValueError(f"shapes cannot be multiplied: input {xs} has {xs[-1]} features, "
+                         f"weight {ws} expects {ws[1]}")
+    if bias is not None and tuple(bias.shape) != (ws[0],):
+        raise ValueError(f"bias must have shape ({ws[0]},), got {tuple(bias.shape)}")
+    return desc(xs[:-1] + (ws[0],), x.dtype)
+
+
+def _linear_sbp(in_shapes: Any, n_out: int = 1, **_: Any) -> list[Signature]:
+    """Batch axes of x split the output; the out_features axis of weight (and bias) splits
+    the last output axis; without bias, splitting the contracted axis gives a partial sum and
+    the op is linear in x and in weight."""
+    nd = len(in_shapes[0])
+    has_bias = len(in_shapes) == 3
+    rest = (_B,) * (len(in_shapes) - 1)
+    sigs = [Signature((S(i),) + rest, (S(i),)) for i in range(nd - 1)]
+    sigs.append(Signature((_B, S(0)) + ((S(0),) if has_bias else ()), (S(nd - 1),)))
+    if not has_bias:
+        sigs += [Signature((S(nd - 1), S(1)), (_P,)), Signature((_P, _B), (_P,)),
+                 Signature((_B, _P), (_P,))]
+    return sigs
+
+
+def _linear(x: Any, weight: Any, bias: Any) -> Any:
+    y = jnp.matmul(x, weight.T, precision=_lax.Precision.HIGHEST)
+    return y if bias is None else y + bias
+
+
+define_op("linear", inputs=["x", "weight", Input("bias", optional=True)], outputs=["y"],
+          infer=_linear_infer, sbp=_linear_sbp, doc="x @ weight^T + bias")
+register_kernel("linear", _linear, name="linear_xla")
+
+
+def _embedding_infer(weight: Any, indices: Any, padding_idx: Any) -> Any:
+    check_dtype(weight, FLOAT, "weight")
+    check_dtype(indices, INT, "indices")
+    if len(weight.shape) != 2:
+        raise ValueError(f"weight must be 2-d (num_embeddings, embedding_dim), got shape "
+                         f"{tuple(weight.shape)}")
+    n = weight.shape[0]
+    if padding_idx is not None and not -n <= padding_idx < n:
+        raise ValueError(f"padding_idx {padding_idx} must be within num_embeddings ({n})")
+    return desc(tuple(indices.shape) + (weight.shape[1],), weight.dtype)
+
+
+def _embedding_sbp(in_shapes: Any, n_out: int = 1, **_: Any) -> list[Signature]:
+    """Any axis of the indices splits the output; the embedding axis of weight splits the
+    last output axis."""
+    ni = len(in_shapes[1])
+    return [Signature((_B, S(i)), (S(i),)) for i in range(ni)] + [
+        Signature((S(1), _B), (S(ni),))]
+
+
+def _embedding(weight: Any, indices: Any, padding_idx: Any) -> Any:
+    # out-of-range rows read as 0 (eager calls are checked by the functor)
+    return jnp.take(weight, indices, axis=0, mode="fill", fill_value=0)
+
+
+define_op("embedding", inputs=["weight", "indices"], outputs=["y"],
+          attrs=[Attr("padding_idx", "int64", None)], infer=_embedding_infer,
+          sbp=_embedding_sbp, doc="weight[indices] (the padding_idx row gets no gradient)")
+register_kernel("embedding", _embedding, name="embedding_xla")
+
+
+def _dropout_check(p: float) -> None:
+    if not 0.0 <= p <= 1.0:
+        raise ValueError(f"dropout probability has to be between 0 and 1, but got {p}")
+
+
+def _dropout_infer(x: Any, key: Any, counter: Any, p: float) -> Any:
+    check_dtype(x, FLOAT, "input")
+    if tuple(key.shape) != (2,) or key.dtype != jnp.uint32:
+        raise TypeError(f"key must be a uint32[2] PRNG key, got {key.dtype}{list(key.shape)}")
+    return desc(x.shape, x.dtype), desc(x.shape, np.bool_)
+
+
+def _dropout(x: Any, key: Any, counter: Any, p: float) -> Any:
+    import jax
+    k = jax.random.fold_in(key, counter.astype(jnp.uint32))
+    keep = jax.random.bernoulli(k, 1.0 - p, x.shape)
+    scale = 0.0 if p >= 1.0 else 1.0 / (1.0 - p)
+    y = jnp.where(keep, x * jnp.asarray(scale, x.dtype), jnp.zeros((), x.dtype))
+    return y, keep
+
+
+define_op("dropout", inputs=["x", "key", "counter"], outputs=["y", "mask"],
+          attrs=[Attr("p", "double", 0.5)], check=_dropout_check, infer=_dropout_infer,
+          doc="zero each element with probability p, scale the rest by 1 / (1 - p); mask = kept")
+register_kernel("dropout", _dropout, name="dropout_xla")

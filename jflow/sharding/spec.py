@@ -15,20 +15,12 @@ from typing import Any
 from jax.sharding import NamedSharding, PartitionSpec
 
 from .placement import placement as Placement
-from .sbp import SbpParallel, _Broadcast, _PartialSum, _Split, broadcast, partial_sum, split
+from .sbp import SbpParallel, _PartialSum, _Split
 
 __all__ = ["normalize_nd_sbp", "partition_spec", "named_sharding", "nd_sbp_repr",
-           "is_split", "is_partial"]
+           "split_factor", "local_shape", "divisible"]
 
 NdSbp = tuple[SbpParallel, ...]
-
-
-def is_split(x: SbpParallel) -> bool:
-    return isinstance(x, _Split)
-
-
-def is_partial(x: SbpParallel) -> bool:
-    return isinstance(x, _PartialSum)
 
 
 def normalize_nd_sbp(sbp: Any, plc: Placement, ndim: int, fname: str) -> NdSbp:
@@ -89,7 +81,3 @@ def divisible(shape: Sequence[int], nd_sbp: Sequence[SbpParallel],
 def nd_sbp_repr(nd_sbp: Sequence[SbpParallel]) -> str:
     return "(" + ", ".join(repr(x) for x in nd_sbp) + ("," if len(nd_sbp) == 1 else "") + ")"
 
-
-# re-exported for callers building nd-SBPs
-__all__ += ["split", "broadcast", "partial_sum", "split_factor", "local_shape", "divisible"]
-_ = _Broadcast

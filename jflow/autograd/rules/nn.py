@@ -2,8 +2,12 @@
 
 from __future__ import annotations
 
+import math
+
+import numpy as np
+
 from ..rule import register_backward
-from ._util import O
+from ._util import O, scalar_like
 
 
 def _sum_dim(t, dim):
@@ -22,3 +26,47 @@ def _log_softmax(ctx, dy):
     """dy - exp(y) * sum(dy) along dim."""
     (y,) = ctx.saved_tensors
     return O.sub(dy, O.mul(O.exp(y), _sum_dim(dy, ctx.dim)))
+
+
+@register_backward("linear", save=["x", "weight"])
+def _linear(ctx, dy):
+    """dx = dy @ W; dW = dy^T @ x (over all batch rows); db = sum of dy over the batch."""
+    x, w = ctx.saved_tensors
+    xs = tuple(ctx.input_shapes[0])
+    out_f, in_f = tuple(ctx.input_shapes[1])
+    rows = math.prod(xs[:-1])
+    dy2 = O.reshape(dy, shape=(rows, out_f)) if len(xs) != 2 else dy
+    grads = [None, None]
+    if ctx.needs_input_grad[0]:
+        dx = O.matmul(dy2, w)
+        grads[0] = O.reshape(dx, shape=xs) if len(xs) != 2 else dx
+    if ctx.needs_input_grad[1]:
+        x2 = O.reshape(x, shape=(rows, in_f)) if len(xs) != 2 else x
+        grads[1] = O.matmul(dy2, x2, transpose_a=True)
+    if len(ctx.input_shapes) == 3:
+        grads.append(O.reduce_sum(dy2, axis=(0,), keepdim=False))
+    return grads
+
+
+@register_backward("embedding", save=["indices"])
+def _embedding(ctx, dy):
+    """Rows of dy summed into their indices' rows (one_hot^T @ dy); the padding row gets 0."""
+    (idx,) = ctx.saved_tensors
+    n, d = tuple(ctx.input_shapes[0])
+    dt = ctx.input_dtypes[0]
+    rows = math.prod(ctx.input_shapes[1])
+    oh = O.one_hot(O.reshape(idx, shape=(rows,)), num_classes=n, dtype=dt)
+    dw = O.matmul(oh, O.reshape(dy, shape=(rows, d)), transpose_a=True)
+    if ctx.padding_idx is not None:
+        keep = O.one_hot(O.full(shape=(1,), value=float(ctx.padding_idx % n), dtype=np.int64),
+                         num_classes=n, dtype=dt)
+        dw = O.mul(dw, O.reshape(O.sub(scalar_like(1.0, dw), keep), shape=(n, 1)))
+    return [dw, None]
+
+
+@register_backward("dropout", save=["mask"])
+def _dropout(ctx, dy, dmask):
+    (mask,) = ctx.saved_tensors
+    p = ctx.p
+    scale = scalar_like(0.0 if p >= 1.0 else 1.0 / (1.0 - p), dy)
+    return [O.mul(O.mul(dy, O.cast(mask, dtype=ctx.input_dtypes[0])), scale), None, None]
