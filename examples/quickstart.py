@@ -4,9 +4,12 @@
 """
 
 import jax
-import numpy as np
 
-import jflow as flow
+jax.config.update("jax_num_cpu_devices", 8)  # 8 virtual CPU devices for global tensors
+
+import numpy as np  # noqa: E402
+
+import jflow as flow  # noqa: E402
 
 # -- tensors --------------------------------------------------------------------------------
 x = flow.tensor([[-1.0, 2.0, -3.0], [4.0, -5.0, 6.0]])
@@ -70,6 +73,15 @@ def f(a: jax.Array) -> jax.Array:  # the same rules serve jax.grad / jax.hessian
 w0 = w.detach()._value
 assert np.allclose(jax.grad(f)(w0), w.grad.numpy(), rtol=1e-4, atol=1e-5)
 print("jax.hessian diagonal:", np.diag(np.asarray(jax.hessian(f)(w0)).reshape(6, 6)))
+
+# -- global tensors: placement + SBP on jax.sharding ----------------------------------------
+p = flow.placement("cpu", ranks=list(range(8)))
+data = flow.randn(16, 3, placement=p, sbp=flow.sbp.split(0))  # rows spread over 8 devices
+weight = w.detach().to_global(p, flow.sbp.broadcast)
+h = (data @ weight.transpose(0, 1)).tanh()  # (S(0), B) -> S(0): no communication
+print("global:", h.sbp, "logical shape", tuple(h.shape), "local shard", tuple(h.to_local().shape))
+assert np.allclose(h.numpy(), np.tanh(data.numpy() @ weight.numpy().T), rtol=1e-5)
+print(flow.sharding.explain(lambda a, b: (a @ b.transpose(0, 1)).sum(), data, weight))
 
 # -- every op is a registered JAX primitive -------------------------------------------------
 print(flow.ops.get("leaky_relu").signature())
