@@ -140,6 +140,17 @@ __all__ = [
     "triu",
     "pad",
     "clone",
+    "linear",
+    "layer_norm",
+    "rms_norm",
+    "group_norm",
+    "dropout",
+    "embedding",
+    "mse_loss",
+    "l1_loss",
+    "nll_loss",
+    "cross_entropy",
+    "binary_cross_entropy_with_logits",
 ]
 
 
@@ -731,3 +742,75 @@ def pad(
 ) -> Tensor: ...
 
 def clone(input: Tensor) -> Tensor: ...
+
+def linear(input: Tensor, weight: Tensor, bias: Tensor | None = None) -> Tensor: ...
+
+def layer_norm(
+    input: Tensor,
+    normalized_shape: int | Sequence[int],
+    weight: Tensor | None = None,
+    bias: Tensor | None = None,
+    eps: float = 1e-05,
+) -> Tensor: ...
+
+def rms_norm(
+    input: Tensor,
+    normalized_shape: int | Sequence[int],
+    weight: Tensor | None = None,
+    eps: float | None = None,
+) -> Tensor: ...
+
+def group_norm(
+    input: Tensor,
+    num_groups: int,
+    weight: Tensor | None = None,
+    bias: Tensor | None = None,
+    eps: float = 1e-05,
+) -> Tensor: ...
+
+def dropout(
+    input: Tensor,
+    p: float = 0.5,
+    training: bool = True,
+    inplace: bool = False,
+    *,
+    generator: Generator | None = None,
+) -> Tensor: ...
+
+def embedding(
+    input: Tensor,
+    weight: Tensor,
+    padding_idx: int | None = None,
+    max_norm: float | None = None,
+    scale_grad_by_freq: bool = False,
+    sparse: bool = False,
+) -> Tensor: ...
+
+def mse_loss(input: Tensor, target: Tensor, reduction: str = 'mean') -> Tensor: ...
+
+def l1_loss(input: Tensor, target: Tensor, reduction: str = 'mean') -> Tensor: ...
+
+def nll_loss(
+    input: Tensor,
+    target: Tensor,
+    weight: Tensor | None = None,
+    ignore_index: int = -100,
+    reduction: str = 'mean',
+) -> Tensor: ...
+
+def cross_entropy(
+    input: Tensor,
+    target: Tensor,
+    weight: Tensor | None = None,
+    ignore_index: int = -100,
+    reduction: str = 'mean',
+    label_smoothing: float = 0.0,
+) -> Tensor: ...
+
+def binary_cross_entropy_with_logits(
+    input: Tensor,
+    target: Tensor,
+    weight: Tensor | None = None,
+    reduction: str = 'mean',
+    pos_weight: Tensor | None = None,
+) -> Tensor: ...

@@ -1,3 +1,120 @@
-"""loss ops (issue 6): definition, xla kernel and SBP signatures side by side."""
+"""Loss ops (issue 6): definition, xla kernel and SBP signatures side by side.
+
+The ops compute per-element losses (PyTorch's ``reduction="none"``); the functors reduce
+(sum / mean) with the reduction ops, so a loss over batch-split data gives a partial sum and
+no op needs a reduction attr. ``nll_loss`` also returns, per element, the weight of its target
+class (0 where the target is ``ignore_index``): the "mean" reduction divides by its sum, as
+PyTorch does.
+"""
 
 from __future__ import annotations
+
+from typing import Any
+
+import jax.numpy as jnp
+import numpy as np
+
+from ..kernels.registry import register_kernel
+from ..sharding.sbp import B, S, Signature, elementwise
+from .infer import FLOAT, INT, broadcast_binary, broadcast_shapes, check_dtype, desc
+from .registry import Attr, Input, define_op
+
+# -- elementwise losses ------------------------------------------------------------------------
+
+define_op("mse_loss", inputs=["x", "target"], outputs=["y"], infer=broadcast_binary(FLOAT),
+          sbp=elementwise("none"), doc="(x - target)^2, elementwise (broadcasting)")
+register_kernel("mse_loss", lambda x, target: jnp.square(x - target), name="mse_loss_xla")
+
+define_op("l1_loss", inputs=["x", "target"], outputs=["y"], infer=broadcast_binary(FLOAT),
+          sbp=elementwise("none"), doc="|x - target|, elementwise (broadcasting)")
+register_kernel("l1_loss", lambda x, target: jnp.abs(x - target), name="l1_loss_xla")
+
+
+def _bce_infer(x: Any, target: Any, weight: Any, pos_weight: Any) -> Any:
+    check_dtype(x, FLOAT, "input")
+    shapes = [tuple(x.shape)]
+    for name, t in (("target", target), ("weight", weight), ("pos_weight", pos_weight)):
+        if t is None:
+            continue
+        if np.dtype(t.dtype) != np.dtype(x.dtype):
+            raise TypeError(f"{name} must have the input's dtype {np.dtype(x.dtype).name}, got "
+                            f"{np.dtype(t.dtype).name}")
+        shapes.append(tuple(t.shape))
+    return desc(broadcast_shapes(*shapes), x.dtype)
+
+
+def _softplus_neg(x: Any) -> Any:
+    """log(1 + exp(-x)), stable."""
+    return jnp.log1p(jnp.exp(-jnp.abs(x))) + jnp.maximum(-x, 0)
+
+
+def _bce(x: Any, target: Any, weight: Any, pos_weight: Any) -> Any:
+    sp = _softplus_neg(x)
+    if pos_weight is None:
+        out = (1 - target) * x + sp
+    else:
+        out = (1 - target) * x + (1 + (pos_weight - 1) * target) * sp
+    return out if weight is None else out * weight
+
+
+define_op("binary_cross_entropy_with_logits",
+          inputs=["x", "target", Input("weight", optional=True),
+                  Input("pos_weight", optional=True)],
+          outputs=["y"], infer=_bce_infer, sbp=elementwise("none"),
+          doc="-w [pos_weight t log sigmoid(x) + (1 - t) log(1 - sigmoid(x))], elementwise")
+register_kernel("binary_cross_entropy_with_logits", _bce, name="bce_with_logits_xla")
+
+
+# -- nll_loss ----------------------------------------------------------------------------------
+
+def _nll_infer(x: Any, target: Any, weight: Any, ignore_index: int) -> Any:
+    check_dtype(x, FLOAT, "input")
+    check_dtype(target, INT, "target")
+    xs, ts = tuple(x.shape), tuple(target.shape)
+    if len(xs) == 0:
+        raise ValueError("input must be at least 1-d (C,) or (N, C, *), got a 0-d input")
+    want = () if len(xs) == 1 else xs[:1] + xs[2:]
+    if ts != want:
+        raise ValueError(f"target of shape {ts} does not match input of shape {xs} (expected "
+                         f"{want})")
+    c = xs[0] if len(xs) == 1 else xs[1]
+    if weight is not None:
+        if np.dtype(weight.dtype) != np.dtype(x.dtype):
+            raise TypeError(f"weight must have the input's dtype {np.dtype(x.dtype).name}, got "
+                            f"{np.dtype(weight.dtype).name}")
+        if tuple(weight.shape) != (c,):
+            raise ValueError(f"weight must have shape ({c},) (one per class), got "
+                             f"{tuple(weight.shape)}")
+    return desc(ts, x.dtype), desc(ts, x.dtype)
+
+
+def _nll_sbp(in_shapes: Any, n_out: int = 1, **_: Any) -> list[Signature]:
+    """Split any non-class axis of input with the matching target axis."""
+    nd = len(in_shapes[0])
+    rest = (B,) * (len(in_shapes) - 2)
+    sigs = []
+    for i in range(nd):
+        if i == 1 or nd == 1:
+            continue
+        j = 0 if i == 0 else i - 1
+        sigs.append(Signature((S(i), S(j)) + rest, (S(j),) * n_out))
+    return sigs
+
+
+def _nll(x: Any, target: Any, weight: Any, ignore_index: int) -> Any:
+    axis = 0 if x.ndim == 1 else 1
+    valid = target != ignore_index
+    t = jnp.where(valid, target, 0)
+    xt = jnp.take_along_axis(x, jnp.expand_dims(t, axis), axis=axis, mode="fill",
+                             fill_value=0).squeeze(axis)
+    wt = jnp.ones_like(xt) if weight is None else jnp.take(weight, t, mode="fill", fill_value=0)
+    wt = jnp.where(valid, wt, jnp.zeros((), x.dtype))
+    return -wt * xt, wt
+
+
+define_op("nll_loss", inputs=["x", "target", Input("weight", optional=True)],
+          outputs=["loss", "target_weight"], attrs=[Attr("ignore_index", "int64", -100)],
+          infer=_nll_infer, sbp=_nll_sbp,
+          doc="-weight[t] * x[t] per element (class axis 1, or 0 for a 1-d input) and "
+              "weight[t]; 0 where t == ignore_index")
+register_kernel("nll_loss", _nll, name="nll_loss_xla")

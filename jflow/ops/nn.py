@@ -1,25 +1,28 @@
-"""Normalising ops along one axis: softmax and log_softmax — definition, xla kernel and SBP
-signatures side by side.
+"""nn ops: softmax and log_softmax (normalising along one axis), linear, embedding and
+dropout — definition, xla kernel and SBP signatures side by side.
 
-Both are numerically stable (the row maximum is subtracted before ``exp``) and float-only.
-float16 / bfloat16 inputs are computed in float32 and rounded once at the end, as PyTorch's
-CPU and CUDA kernels accumulate in float. A row that is entirely ``-inf`` gives NaN, as in
-PyTorch. A 0-d input is one row of one element (softmax 1, log_softmax 0); a size-0 axis
-gives an empty result. Unlike OneFlow's softmax op (always the last axis, transposes in the
-functor) the axis is an attr, so no transpose is ever materialised.
+softmax and log_softmax are numerically stable (the row maximum is subtracted before
+``exp``) and float-only. float16 / bfloat16 inputs are computed in float32 and rounded once
+at the end, as PyTorch's CPU and CUDA kernels accumulate in float. A row that is entirely
+``-inf`` gives NaN, as in PyTorch. A 0-d input is one row of one element (softmax 1,
+log_softmax 0); a size-0 axis gives an empty result. Unlike OneFlow's softmax op (always the
+last axis, transposes in the functor) the axis is an attr, so no transpose is ever
+materialised.
 """
 
 from __future__ import annotations
 
 from typing import Any
 
+import jax
 import jax.numpy as jnp
 import numpy as np
+from jax import lax
 
 from ..kernels.registry import register_kernel
-from ..sharding.sbp import S, Signature
-from .infer import FLOAT, check_dtype, desc, normalize_axis
-from .registry import Attr, define_op
+from ..sharding.sbp import B, P, S, Signature
+from .infer import FLOAT, INT, check_dtype, desc, normalize_axis
+from .registry import Attr, Input, define_op
 
 _LOW_PRECISION = (np.dtype(np.float16), np.dtype(jnp.bfloat16))
 
@@ -79,14 +82,6 @@ register_kernel("log_softmax", _log_softmax, name="log_softmax_xla")
 # any shape. dropout: the keep mask is an output (bool), drawn from the generator's (key,
 # counter) inputs as the random factories are, and reused by the backward rule.
 
-from jax import lax as _lax  # noqa: E402
-
-from ..sharding.sbp import B as _B  # noqa: E402
-from ..sharding.sbp import P as _P  # noqa: E402
-from .infer import INT  # noqa: E402
-from .registry import Input  # noqa: E402
-
-
 def _linear_infer(x: Any, weight: Any, bias: Any) -> Any:
     check_dtype(x, FLOAT, "input")
     for name, t in (("weight", weight), ("bias", bias)):
@@ -111,17 +106,17 @@ def _linear_sbp(in_shapes: Any, n_out: int = 1, **_: Any) -> list[Signature]:
     the op is linear in x and in weight."""
     nd = len(in_shapes[0])
     has_bias = len(in_shapes) == 3
-    rest = (_B,) * (len(in_shapes) - 1)
+    rest = (B,) * (len(in_shapes) - 1)
     sigs = [Signature((S(i),) + rest, (S(i),)) for i in range(nd - 1)]
-    sigs.append(Signature((_B, S(0)) + ((S(0),) if has_bias else ()), (S(nd - 1),)))
+    sigs.append(Signature((B, S(0)) + ((S(0),) if has_bias else ()), (S(nd - 1),)))
     if not has_bias:
-        sigs += [Signature((S(nd - 1), S(1)), (_P,)), Signature((_P, _B), (_P,)),
-                 Signature((_B, _P), (_P,))]
+        sigs += [Signature((S(nd - 1), S(1)), (P,)), Signature((P, B), (P,)),
+                 Signature((B, P), (P,))]
     return sigs
 
 
 def _linear(x: Any, weight: Any, bias: Any) -> Any:
-    y = jnp.matmul(x, weight.T, precision=_lax.Precision.HIGHEST)
+    y = jnp.matmul(x, weight.T, precision=lax.Precision.HIGHEST)
     return y if bias is None else y + bias
 
 
@@ -146,8 +141,8 @@ def _embedding_sbp(in_shapes: Any, n_out: int = 1, **_: Any) -> list[Signature]:
     """Any axis of the indices splits the output; the embedding axis of weight splits the
     last output axis."""
     ni = len(in_shapes[1])
-    return [Signature((_B, S(i)), (S(i),)) for i in range(ni)] + [
-        Signature((S(1), _B), (S(ni),))]
+    return [Signature((B, S(i)), (S(i),)) for i in range(ni)] + [
+        Signature((S(1), B), (S(ni),))]
 
 
 def _embedding(weight: Any, indices: Any, padding_idx: Any) -> Any:
@@ -174,7 +169,6 @@ def _dropout_infer(x: Any, key: Any, counter: Any, p: float) -> Any:
 
 
 def _dropout(x: Any, key: Any, counter: Any, p: float) -> Any:
-    import jax
     k = jax.random.fold_in(key, counter.astype(jnp.uint32))
     keep = jax.random.bernoulli(k, 1.0 - p, x.shape)
     scale = 0.0 if p >= 1.0 else 1.0 / (1.0 - p)

@@ -50,13 +50,14 @@ def _linear(ctx, dy):
 
 @register_backward("embedding", save=["indices"])
 def _embedding(ctx, dy):
-    """Rows of dy summed into their indices' rows (one_hot^T @ dy); the padding row gets 0."""
+    """Rows of dy added into their indices' rows (a scatter-add); the padding row gets 0."""
     (idx,) = ctx.saved_tensors
     n, d = tuple(ctx.input_shapes[0])
     dt = ctx.input_dtypes[0]
     rows = math.prod(ctx.input_shapes[1])
-    oh = O.one_hot(O.reshape(idx, shape=(rows,)), num_classes=n, dtype=dt)
-    dw = O.matmul(oh, O.reshape(dy, shape=(rows, d)), transpose_a=True)
+    index = O.expand(O.reshape(idx, shape=(rows, 1)), shape=(rows, d))
+    dw = O.dim_scatter(O.full(shape=(n, d), value=0.0, dtype=dt), index,
+                       O.reshape(dy, shape=(rows, d)), dim=0, reduce="add")
     if ctx.padding_idx is not None:
         keep = O.one_hot(O.full(shape=(1,), value=float(ctx.padding_idx % n), dtype=np.int64),
                          num_classes=n, dtype=dt)

@@ -14,9 +14,10 @@ from typing import Any
 
 from ...ops import get
 from ...tensor import Tensor
-from ..promotion import cast
+from ..promotion import assign_inplace, cast
 from ..registry import functor
-from .index import normalize_dim
+from .index import IndexOutOfRangeError, _int_index, normalize_dim
+from .loss import host_min_max
 
 _softmax = get("softmax").apply
 _log_softmax = get("log_softmax").apply
@@ -45,3 +46,57 @@ def log_softmax(input: Tensor, dim: Any = None, dtype: Any = None) -> Tensor:
     """x - logsumexp(x) along ``dim`` (default: the last axis), numerically stable."""
     x, d = _prepare("log_softmax", input, dim, dtype)
     return _log_softmax(x, dim=d)
+
+
+# -- linear, embedding, dropout ------------------------------------------------------------------
+
+_linear = get("linear").apply
+_embedding = get("embedding").apply
+_dropout = get("dropout").apply
+
+
+@functor("Linear")
+def linear(input: Tensor, weight: Tensor, bias: Any = None) -> Tensor:
+    """input @ weight^T + bias (torch.nn.functional.linear); dtypes must match."""
+    return _linear(input, weight, bias)
+
+
+@functor("Embedding")
+def embedding(input: Tensor, weight: Tensor, padding_idx: Any = None, max_norm: Any = None,
+              scale_grad_by_freq: bool = False, sparse: bool = False) -> Tensor:
+    """weight[input]; the ``padding_idx`` row gets no gradient. ``max_norm``,
+    ``scale_grad_by_freq`` and ``sparse`` are not supported (an error if set)."""
+    if max_norm is not None or scale_grad_by_freq or sparse:
+        raise NotImplementedError("embedding(): max_norm, scale_grad_by_freq and sparse are "
+                                  "not supported by jflow")
+    _int_index("embedding", input, "input")
+    n = int(weight._value.shape[0]) if weight._value.ndim == 2 else 0
+    if padding_idx is not None:
+        if not -n <= padding_idx < n:
+            raise ValueError(f"embedding(): padding_idx {padding_idx} must be within "
+                             f"num_embeddings ({n})")
+        padding_idx %= n
+    mm = host_min_max(input) if weight._value.ndim == 2 else None
+    if mm is not None and (mm[0] < 0 or mm[1] >= n):
+        bad = mm[0] if mm[0] < 0 else mm[1]
+        raise IndexOutOfRangeError(f"embedding(): index {bad} is out of bounds for "
+                                   f"num_embeddings {n}")
+
+    return _embedding(weight, input, padding_idx=padding_idx)
+
+
+@functor("Dropout")
+def dropout(input: Tensor, p: float = 0.5, training: bool = True, inplace: bool = False,
+            generator: Any = None) -> Tensor:
+    """Zero each element with probability ``p`` and scale the rest by 1 / (1 - p) when
+    ``training``; the identity otherwise. Draws from ``generator`` (default: the global one)."""
+    if not 0.0 <= p <= 1.0:
+        raise ValueError(f"dropout probability has to be between 0 and 1, but got {p}")
+    if not training or p == 0.0:
+        return input
+    if not input.is_floating_point():
+        raise TypeError(f"dropout(): expected a floating point input, got {input.dtype}")
+    from ...random import default_generator
+    key, counter = (generator or default_generator)._next()
+    y, _ = _dropout(input, key, counter, p=float(p))
+    return assign_inplace(input, y, "dropout") if inplace else y

@@ -89,3 +89,98 @@ register_samples("softmax", _samples(), lambda x, dim=-1: _rows(x, dim, _softmax
                  errors=_errors())
 register_samples("log_softmax", _samples(log=True),
                  lambda x, dim=-1: _rows(x, dim, _log_softmax_row), errors=_errors())
+
+
+# -- linear, embedding, dropout -------------------------------------------------------------------
+
+def _linear_ref(x, weight, bias=None):
+    y = np.asarray(x, np.float64) @ np.asarray(weight, np.float64).T
+    if bias is not None:
+        y = y + np.asarray(bias, np.float64)
+    return y.astype(np.asarray(x).dtype)
+
+
+register_samples("linear", [
+    Sample([_f(4, 3), _f(5, 3), _f(5)]),
+    Sample([_f(2, 3, 4, dtype=np.float64), _f(2, 4, dtype=np.float64), None], name="3-d, no bias"),
+    Sample([_f(3), _f(2, 3), _f(2)], name="1-d input"),
+    Sample([_f(4, 2), _f(6, 2), None], name="no bias (split contraction)"),
+    Sample([_f(4, 8, dtype=np.float16), _f(4, 8, dtype=np.float16), _f(4, dtype=np.float16)]),
+], _linear_ref, errors=[
+    ErrorSample([_f(4, 3), _f(5, 4), None], {}, ValueError, "cannot be multiplied"),
+    ErrorSample([_f(4, 3), _f(5, 3), _f(4)], {}, ValueError, "bias must have shape"),
+    ErrorSample([_f(4, 3), _f(5, 3, dtype=np.float64), None], {}, TypeError, "dtype"),
+    ErrorSample([_f(4, 3), _f(3), None], {}, ValueError, "2-d"),
+])
+
+
+def _embedding_ref(weight, indices, padding_idx=None):
+    return np.asarray(weight)[np.asarray(indices)]
+
+
+_EMB_W = _f(6, 3)
+register_samples("embedding", [
+    Sample([_EMB_W, np.array([[0, 2, 5], [2, 2, 1]], np.int64)], {}, name="repeated rows"),
+    # padding_idx: the forward reads the padding row but its gradient is 0 by definition (as
+    # in PyTorch), so finite differences disagree there on purpose; the rule is checked on
+    # the other samples, the zeroed row in tests/test_nn_functional_ops.py
+    Sample([_EMB_W, np.array([1, 0, 1, 4], np.int32)], {"padding_idx": 1}, name="padding_idx",
+           grad=False),
+    Sample([_EMB_W, np.array([3, 5, 0], np.int64)], {"padding_idx": -1},
+           name="negative padding_idx", grad=False),
+    Sample([_f(5, 4, dtype=np.float64), np.array(3, np.int64)], {}, name="0-d indices"),
+    Sample([_f(4, 2, dtype=np.float16), np.array([[1], [3]], np.int64)], {}),
+], _embedding_ref, errors=[
+    ErrorSample([_EMB_W, np.array([0.0, 1.0])], {}, TypeError, "integer"),
+    ErrorSample([_f(6), np.array([0, 1])], {}, ValueError, "2-d"),
+    ErrorSample([_EMB_W, np.array([0, 1])], {"padding_idx": 6}, ValueError, "padding_idx"),
+])
+
+
+def _key(seed):
+    import jax
+    return np.asarray(jax.random.PRNGKey(seed), dtype=np.uint32)
+
+
+def _verify_dropout(outs, x, key, counter, p=0.5):
+    import jax.numpy as jnp
+
+    from ...ops import get as _get_op
+    from ...tensor import _wrap
+    y, mask = outs
+    x = np.asarray(x)
+    assert y.shape == x.shape and y.dtype == x.dtype, f"dropout: y is {y.dtype}{y.shape}"
+    assert mask.shape == x.shape and mask.dtype == np.bool_, f"dropout: mask {mask.dtype}"
+    scale = 0.0 if p >= 1.0 else 1.0 / (1.0 - p)
+    want = np.where(mask, x.astype(np.float64) * scale, 0.0)
+    tol = 1e-2 if x.dtype.itemsize < 4 else 1e-6
+    assert np.allclose(y.astype(np.float64), want, rtol=tol, atol=tol), "dropout: y != x*mask/(1-p)"
+    if p == 0.0:
+        assert mask.all(), "dropout: p=0 dropped elements"
+    if p == 1.0:
+        assert not mask.any(), "dropout: p=1 kept elements"
+    if x.size >= 1000:
+        se = np.sqrt(p * (1 - p) / x.size)
+        assert abs(mask.mean() - (1 - p)) < 6 * se + 1e-9, f"dropout: kept {mask.mean()}"
+    again = _get_op("dropout")(*[_wrap(jnp.asarray(a)) for a in (x, key, counter)], p=p)
+    assert np.array_equal(np.asarray(again[1]._value), mask), "dropout: not deterministic"
+    if x.size >= 16 and 0 < p < 1:
+        other = _get_op("dropout")(*[_wrap(jnp.asarray(a)) for a in (x, key, counter + 1)], p=p)
+        assert not np.array_equal(np.asarray(other[1]._value), mask), \
+            "dropout: another counter gave the same mask"
+
+
+_C0 = np.array(0, np.int64)
+register_samples("dropout", [
+    Sample([_f(4, 5), _key(0), _C0], {"p": 0.5}, batch=[_f(4, 5), _key(1), _C0 + 1]),
+    Sample([_f(3, 4, dtype=np.float64), _key(3), np.array(5, np.int64)], {"p": 0.2}),
+    Sample([_f(100, 40), _key(4), _C0], {"p": 0.3}, vmap=False, grad=False,
+           name="statistics (large: no finite differences)"),
+    Sample([_f(2, 3), _key(5), _C0], {"p": 0.0}, vmap=False),
+    Sample([_f(2, 3), _key(5), _C0], {"p": 1.0}, vmap=False),
+    Sample([_f(4, 8, dtype=np.float16), _key(6), _C0], {"p": 0.5}, vmap=False),
+], verify=_verify_dropout, errors=[
+    ErrorSample([_f(2, 3), _key(0), _C0], {"p": 1.5}, ValueError, "between 0 and 1"),
+    ErrorSample([_f(2, 3), _key(0).astype(np.int32), _C0], {"p": 0.5}, TypeError, "uint32"),
+    ErrorSample([np.ones(3, np.int64), _key(0), _C0], {"p": 0.5}, TypeError, "floating"),
+])

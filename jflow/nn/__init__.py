@@ -1,0 +1,13 @@
+"""``flow.nn``: modules, parameters, initialisers and the functional API.
+
+``nn.Module`` registers parameters, buffers and submodules by attribute assignment, as
+``torch.nn.Module``; layers are written with jflow ops, so they run eagerly, record the
+autograd tape and trace under ``jax.jit``.
+"""
+
+from . import functional, init, utils
+from .modules import *  # noqa: F401,F403
+from .modules import __all__ as _modules_all
+from .parameter import Parameter, is_parameter
+
+__all__ = ["Parameter", "is_parameter", "functional", "init", "utils", *_modules_all]

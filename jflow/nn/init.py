@@ -1,0 +1,192 @@
+"""``flow.nn.init``: in-place initialisers, as ``torch.nn.init``.
+
+Random ones draw from jflow's generators (the default one unless ``generator=`` is given), so
+``flow.manual_seed`` makes model initialisation reproducible. All run under ``no_grad``.
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Any
+
+import jax
+import jax.numpy as jnp
+
+from .. import creation as _cr
+from ..autograd import no_grad
+from ..tensor import Tensor, _wrap
+
+__all__ = ["calculate_gain", "uniform_", "normal_", "trunc_normal_", "constant_", "ones_",
+           "zeros_", "eye_", "dirac_", "xavier_uniform_", "xavier_normal_", "kaiming_uniform_",
+           "kaiming_normal_", "orthogonal_", "_calculate_fan_in_and_fan_out"]
+
+
+def calculate_gain(nonlinearity: str, param: Any = None) -> float:
+    """The recommended gain for ``nonlinearity`` (PyTorch's table)."""
+    linear = ["linear", "conv1d", "conv2d", "conv3d", "conv_transpose1d", "conv_transpose2d",
+              "conv_transpose3d", "sigmoid"]
+    if nonlinearity in linear:
+        return 1.0
+    if nonlinearity == "tanh":
+        return 5.0 / 3
+    if nonlinearity == "relu":
+        return math.sqrt(2.0)
+    if nonlinearity == "leaky_relu":
+        if param is None:
+            slope = 0.01
+        elif isinstance(param, (int, float)) and not isinstance(param, bool):
+            slope = float(param)
+        else:
+            raise ValueError(f"negative_slope {param} not a valid number")
+        return math.sqrt(2.0 / (1 + slope ** 2))
+    if nonlinearity == "selu":
+        return 3.0 / 4
+    raise ValueError(f"Unsupported nonlinearity {nonlinearity}")
+
+
+def _calculate_fan_in_and_fan_out(tensor: Tensor) -> tuple[int, int]:
+    if tensor.ndim < 2:
+        raise ValueError("Fan in and fan out can not be computed for tensor with fewer than 2 "
+                         "dimensions")
+    receptive = 1
+    for s in tensor.shape[2:]:
+        receptive *= s
+    return tensor.shape[1] * receptive, tensor.shape[0] * receptive
+
+
+def _fan(tensor: Tensor, mode: str) -> int:
+    mode = mode.lower()
+    if mode not in ("fan_in", "fan_out"):
+        raise ValueError(f"Mode {mode} not supported, please use one of fan_in, fan_out")
+    fan_in, fan_out = _calculate_fan_in_and_fan_out(tensor)
+    return fan_in if mode == "fan_in" else fan_out
+
+
+def _fill(tensor: Tensor, value: Tensor) -> Tensor:
+    with no_grad():
+        return tensor.copy_(value)
+
+
+def _check(tensor: Any, fname: str) -> None:
+    if not isinstance(tensor, Tensor):
+        raise TypeError(f"nn.init.{fname}: expected a Tensor, got {type(tensor).__name__}")
+
+
+def uniform_(tensor: Tensor, a: float = 0.0, b: float = 1.0,
+             generator: Any = None) -> Tensor:
+    """Fill with U(a, b)."""
+    _check(tensor, "uniform_")
+    u = _cr.rand(*tensor.shape, generator=generator, dtype=_draw_dtype(tensor))
+    return _fill(tensor, u * (b - a) + a)
+
+
+def normal_(tensor: Tensor, mean: float = 0.0, std: float = 1.0,
+            generator: Any = None) -> Tensor:
+    """Fill with N(mean, std²)."""
+    _check(tensor, "normal_")
+    n = _cr.randn(*tensor.shape, generator=generator, dtype=_draw_dtype(tensor))
+    return _fill(tensor, n * std + mean)
+
+
+def trunc_normal_(tensor: Tensor, mean: float = 0.0, std: float = 1.0, a: float = -2.0,
+                  b: float = 2.0, generator: Any = None) -> Tensor:
+    """Fill with N(mean, std²) truncated to [a, b] (inverse-CDF method, as PyTorch)."""
+    _check(tensor, "trunc_normal_")
+
+    def cdf(x: float) -> float:
+        return (1.0 + math.erf(x / math.sqrt(2.0))) / 2.0
+    lo, hi = cdf((a - mean) / std), cdf((b - mean) / std)
+    u = _cr.rand(*tensor.shape, generator=generator, dtype=_draw_dtype(tensor))
+    v = u._value * (2 * hi - 2 * lo) + (2 * lo - 1)
+    x = jax.scipy.special.erfinv(v) * (std * math.sqrt(2.0)) + mean
+    return _fill(tensor, _wrap(jnp.clip(x, a, b)))
+
+
+def constant_(tensor: Tensor, val: float) -> Tensor:
+    _check(tensor, "constant_")
+    with no_grad():
+        return tensor.fill_(val)
+
+
+def ones_(tensor: Tensor) -> Tensor:
+    return constant_(tensor, 1.0)
+
+
+def zeros_(tensor: Tensor) -> Tensor:
+    return constant_(tensor, 0.0)
+
+
+def eye_(tensor: Tensor) -> Tensor:
+    """Fill a 2-d tensor with the identity."""
+    _check(tensor, "eye_")
+    if tensor.ndim != 2:
+        raise ValueError("Only tensors with 2 dimensions are supported")
+    return _fill(tensor, _cr.eye(*tensor.shape, dtype=tensor.dtype))
+
+
+def dirac_(tensor: Tensor, groups: int = 1) -> Tensor:
+    """Fill a 3/4/5-d conv weight with the Dirac delta (identity convolution)."""
+    import numpy as np
+    _check(tensor, "dirac_")
+    if tensor.ndim not in (3, 4, 5):
+        raise ValueError("Only tensors with 3, 4, or 5 dimensions are supported")
+    shape = tuple(tensor.shape)
+    if shape[0] % groups:
+        raise ValueError("dim 0 must be divisible by groups")
+    out_per = shape[0] // groups
+    w = np.zeros(shape, dtype=np.float64)
+    for g in range(groups):
+        for d in range(min(out_per, shape[1])):
+            idx = (g * out_per + d, d) + tuple(s // 2 for s in shape[2:])
+            w[idx] = 1
+    return _fill(tensor, _cr.tensor(w, dtype=tensor.dtype))
+
+
+def xavier_uniform_(tensor: Tensor, gain: float = 1.0, generator: Any = None) -> Tensor:
+    fan_in, fan_out = _calculate_fan_in_and_fan_out(tensor)
+    a = math.sqrt(3.0) * gain * math.sqrt(2.0 / float(fan_in + fan_out))
+    return uniform_(tensor, -a, a, generator)
+
+
+def xavier_normal_(tensor: Tensor, gain: float = 1.0, generator: Any = None) -> Tensor:
+    fan_in, fan_out = _calculate_fan_in_and_fan_out(tensor)
+    return normal_(tensor, 0.0, gain * math.sqrt(2.0 / float(fan_in + fan_out)), generator)
+
+
+def kaiming_uniform_(tensor: Tensor, a: float = 0.0, mode: str = "fan_in",
+                     nonlinearity: str = "leaky_relu", generator: Any = None) -> Tensor:
+    """U(-bound, bound), bound = gain · sqrt(3 / fan) (He et al.)."""
+    if 0 in tensor.shape:
+        return tensor
+    std = calculate_gain(nonlinearity, a) / math.sqrt(_fan(tensor, mode))
+    bound = math.sqrt(3.0) * std
+    return uniform_(tensor, -bound, bound, generator)
+
+
+def kaiming_normal_(tensor: Tensor, a: float = 0.0, mode: str = "fan_in",
+                    nonlinearity: str = "leaky_relu", generator: Any = None) -> Tensor:
+    if 0 in tensor.shape:
+        return tensor
+    std = calculate_gain(nonlinearity, a) / math.sqrt(_fan(tensor, mode))
+    return normal_(tensor, 0.0, std, generator)
+
+
+def orthogonal_(tensor: Tensor, gain: float = 1.0, generator: Any = None) -> Tensor:
+    """A (semi-)orthogonal matrix from the QR decomposition of a normal draw."""
+    if tensor.ndim < 2:
+        raise ValueError("Only tensors with 2 or more dimensions are supported")
+    rows = tensor.shape[0]
+    cols = tensor.numel() // rows
+    flat = _cr.randn(rows, cols, generator=generator, dtype=_draw_dtype(tensor))._value
+    if rows < cols:
+        flat = flat.T
+    q, r = jnp.linalg.qr(flat)
+    q = q * jnp.sign(jnp.diagonal(r))
+    if rows < cols:
+        q = q.T
+    return _fill(tensor, _wrap((q * gain).reshape(tuple(tensor.shape))))
+
+
+def _draw_dtype(tensor: Tensor) -> Any:
+    from .. import dtypes as _dt
+    return tensor.dtype if tensor.is_floating_point() else _dt.get_default_dtype()

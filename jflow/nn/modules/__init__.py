@@ -1,0 +1,19 @@
+"""Layers of ``flow.nn``."""
+
+from . import activation as _act
+from .container import ModuleDict, ModuleList, Sequential
+from .linear import Flatten, Identity, Linear, Unflatten
+from .loss import BCEWithLogitsLoss, CrossEntropyLoss, L1Loss, MSELoss, NLLLoss
+from .module import Module
+from .normalization import Dropout, Embedding, GroupNorm, LayerNorm, RMSNorm
+
+ELU, GELU, Hardtanh, LeakyReLU = _act.ELU, _act.GELU, _act.Hardtanh, _act.LeakyReLU
+LogSigmoid, LogSoftmax, Mish, ReLU = _act.LogSigmoid, _act.LogSoftmax, _act.Mish, _act.ReLU
+ReLU6, Sigmoid, SiLU, Softmax = _act.ReLU6, _act.Sigmoid, _act.SiLU, _act.Softmax
+Softmin, Softplus, Tanh = _act.Softmin, _act.Softplus, _act.Tanh
+
+__all__ = ["Module", "Sequential", "ModuleList", "ModuleDict", "Identity", "Linear", "Flatten",
+           "Unflatten", "ReLU", "ReLU6", "LeakyReLU", "GELU", "SiLU", "Mish", "Sigmoid",
+           "LogSigmoid", "Tanh", "Softmax", "LogSoftmax", "Softmin", "ELU", "Softplus",
+           "Hardtanh", "Dropout", "LayerNorm", "RMSNorm", "GroupNorm", "Embedding", "MSELoss",
+           "L1Loss", "NLLLoss", "CrossEntropyLoss", "BCEWithLogitsLoss"]

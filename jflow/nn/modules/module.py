@@ -1,0 +1,486 @@
+"""``nn.Module``: parameters, buffers and submodules registered by attribute assignment."""
+
+from __future__ import annotations
+
+from collections import OrderedDict
+from collections.abc import Callable, Iterator
+from typing import Any, NamedTuple
+
+from ... import dtypes as _dt
+from ...autograd import no_grad
+from ...tensor import Tensor
+from ..parameter import Parameter
+
+__all__ = ["Module"]
+
+
+class _IncompatibleKeys(NamedTuple):
+    """What ``load_state_dict(strict=False)`` returns."""
+
+    missing_keys: list[str]
+    unexpected_keys: list[str]
+
+
+class _RemovableHandle:
+    def __init__(self, hooks: dict, key: int) -> None:
+        self._hooks, self._key = hooks, key
+
+    def remove(self) -> None:
+        self._hooks.pop(self._key, None)
+
+
+_hook_ids = iter(range(1 << 62))
+
+
+class Module:
+    """Base class of every layer and model, as ``torch.nn.Module`` / ``oneflow.nn.Module``.
+
+    Assigning a :class:`Parameter` registers a parameter, a ``Module`` a submodule;
+    :meth:`register_buffer` registers a buffer (a tensor that is state but not trained).
+    Subclasses implement :meth:`forward`; calling the module runs it (with hooks).
+    """
+
+    training: bool
+    _parameters: dict[str, Parameter | None]
+    _buffers: dict[str, Tensor | None]
+    _modules: dict[str, Module | None]
+
+    def __init__(self) -> None:
+        d = self.__dict__
+        d["training"] = True
+        d["_parameters"] = OrderedDict()
+        d["_buffers"] = OrderedDict()
+        d["_non_persistent_buffers"] = set()
+        d["_modules"] = OrderedDict()
+        d["_forward_hooks"] = OrderedDict()
+        d["_forward_pre_hooks"] = OrderedDict()
+
+    def forward(self, *args: Any, **kwargs: Any) -> Any:
+        raise NotImplementedError(f'Module [{type(self).__name__}] is missing the required '
+                                  f'"forward" function')
+
+    def __call__(self, *args: Any, **kwargs: Any) -> Any:
+        for hook in tuple(self._forward_pre_hooks.values()):
+            res = hook(self, args)
+            if res is not None:
+                args = res if isinstance(res, tuple) else (res,)
+        out = self.forward(*args, **kwargs)
+        for hook in tuple(self._forward_hooks.values()):
+            res = hook(self, args, out)
+            if res is not None:
+                out = res
+        return out
+
+    def register_forward_hook(self, hook: Callable) -> _RemovableHandle:
+        """``hook(module, args, output) -> output or None`` runs after ``forward``."""
+        k = next(_hook_ids)
+        self._forward_hooks[k] = hook
+        return _RemovableHandle(self._forward_hooks, k)
+
+    def register_forward_pre_hook(self, hook: Callable) -> _RemovableHandle:
+        """``hook(module, args) -> args or None`` runs before ``forward``."""
+        k = next(_hook_ids)
+        self._forward_pre_hooks[k] = hook
+        return _RemovableHandle(self._forward_pre_hooks, k)
+
+    # -- registration ---------------------------------------------------------------------
+    def _check_name(self, name: Any, kind: str) -> None:
+        if "_parameters" not in self.__dict__:
+            raise AttributeError(f"cannot assign {kind} before Module.__init__() call")
+        if not isinstance(name, str):
+            raise TypeError(f"{kind} name should be a string, got {type(name).__name__}")
+        if name == "" or "." in name:
+            raise KeyError(f'{kind} name can\'t be empty or contain ".", got {name!r}')
+
+    def register_parameter(self, name: str, param: Parameter | None) -> None:
+        """Add a parameter (or ``None``, a declared but absent parameter such as a bias)."""
+        self._check_name(name, "parameter")
+        if hasattr(self, name) and name not in self._parameters:
+            raise KeyError(f"attribute '{name}' already exists")
+        if param is not None and not isinstance(param, Parameter):
+            raise TypeError(f"cannot assign '{type(param).__name__}' object to parameter "
+                            f"'{name}' (nn.Parameter or None required)")
+        self._parameters[name] = param
+
+    def register_buffer(self, name: str, tensor: Tensor | None, persistent: bool = True) -> None:
+        """Add a buffer: state saved in ``state_dict`` (unless ``persistent=False``) and moved
+        by :meth:`to`, but not a parameter."""
+        self._check_name(name, "buffer")
+        if hasattr(self, name) and name not in self._buffers:
+            raise KeyError(f"attribute '{name}' already exists")
+        if tensor is not None and not isinstance(tensor, Tensor):
+            raise TypeError(f"cannot assign '{type(tensor).__name__}' object to buffer '{name}' "
+                            f"(Tensor or None required)")
+        self._buffers[name] = tensor
+        if persistent:
+            self._non_persistent_buffers.discard(name)
+        else:
+            self._non_persistent_buffers.add(name)
+
+    def add_module(self, name: str, module: Module | None) -> None:
+        """Add a submodule (``None`` allowed), as attribute assignment does."""
+        self._check_name(name, "module")
+        if hasattr(self, name) and name not in self._modules:
+            raise KeyError(f"attribute '{name}' already exists")
+        if module is not None and not isinstance(module, Module):
+            raise TypeError(f"{type(module).__name__} is not a Module subclass")
+        self._modules[name] = module
+
+    register_module = add_module
+
+    def __setattr__(self, name: str, value: Any) -> None:
+        d = self.__dict__
+        params = d.get("_parameters")
+        if isinstance(value, Parameter):
+            if params is None:
+                raise AttributeError("cannot assign parameters before Module.__init__() call")
+            self._drop(name)
+            self.register_parameter(name, value)
+            return
+        if params is not None and name in params:
+            if value is not None:
+                raise TypeError(f"cannot assign '{type(value).__name__}' as parameter '{name}' "
+                                f"(nn.Parameter or None expected)")
+            params[name] = None
+            return
+        if isinstance(value, Module):
+            if params is None:
+                raise AttributeError("cannot assign module before Module.__init__() call")
+            self._drop(name)
+            self._modules[name] = value
+            return
+        mods = d.get("_modules")
+        if mods is not None and name in mods:
+            if value is not None:
+                raise TypeError(f"cannot assign '{type(value).__name__}' as child module "
+                                f"'{name}' (nn.Module or None expected)")
+            mods[name] = None
+            return
+        bufs = d.get("_buffers")
+        if bufs is not None and name in bufs:
+            if value is not None and not isinstance(value, Tensor):
+                raise TypeError(f"cannot assign '{type(value).__name__}' as buffer '{name}' "
+                                f"(Tensor or None expected)")
+            bufs[name] = value
+            return
+        object.__setattr__(self, name, value)
+
+    def _drop(self, name: str) -> None:
+        self.__dict__.pop(name, None)
+        for k in ("_parameters", "_buffers", "_modules"):
+            self.__dict__[k].pop(name, None)
+        self._non_persistent_buffers.discard(name)
+
+    def __getattr__(self, name: str) -> Any:
+        d = self.__dict__
+        for k in ("_parameters", "_buffers", "_modules"):
+            store = d.get(k)
+            if store is not None and name in store:
+                return store[name]
+        raise AttributeError(f"'{type(self).__name__}' object has no attribute '{name}'")
+
+    def __delattr__(self, name: str) -> None:
+        for k in ("_parameters", "_buffers", "_modules"):
+            if name in self.__dict__[k]:
+                del self.__dict__[k][name]
+                self._non_persistent_buffers.discard(name)
+                return
+        object.__delattr__(self, name)
+
+    def __dir__(self) -> list[str]:
+        return sorted(set(super().__dir__()) | set(self._parameters) | set(self._buffers)
+                      | set(self._modules))
+
+    # -- traversal --------------------------------------------------------------------------
+    def named_modules(self, memo: set | None = None, prefix: str = "",
+                      remove_duplicate: bool = True) -> Iterator[tuple[str, Module]]:
+        """``(qualified name, module)`` for this module and every descendant (each once)."""
+        if memo is None:
+            memo = set()
+        if remove_duplicate:
+            if id(self) in memo:
+                return
+            memo.add(id(self))
+        yield prefix, self
+        for name, m in self._modules.items():
+            if m is None:
+                continue
+            sub = f"{prefix}.{name}" if prefix else name
+            yield from m.named_modules(memo, sub, remove_duplicate)
+
+    def modules(self) -> Iterator[Module]:
+        for _, m in self.named_modules():
+            yield m
+
+    def named_children(self) -> Iterator[tuple[str, Module]]:
+        seen: set[int] = set()
+        for name, m in self._modules.items():
+            if m is not None and id(m) not in seen:
+                seen.add(id(m))
+                yield name, m
+
+    def children(self) -> Iterator[Module]:
+        for _, m in self.named_children():
+            yield m
+
+    def _named_members(self, store: str, prefix: str, recurse: bool,
+                       remove_duplicate: bool) -> Iterator[tuple[str, Any]]:
+        mods = self.named_modules(prefix=prefix, remove_duplicate=remove_duplicate) \
+            if recurse else [(prefix, self)]
+        seen: set[int] = set()
+        for mp, m in mods:
+            for k, v in getattr(m, store).items():
+                if v is None:
+                    continue
+                if remove_duplicate:
+                    if id(v) in seen:
+                        continue
+                    seen.add(id(v))
+                yield (f"{mp}.{k}" if mp else k), v
+
+    def named_parameters(self, prefix: str = "", recurse: bool = True,
+                         remove_duplicate: bool = True) -> Iterator[tuple[str, Parameter]]:
+        """``(qualified name, parameter)``; a shared parameter appears once."""
+        yield from self._named_members("_parameters", prefix, recurse, remove_duplicate)
+
+    def parameters(self, recurse: bool = True) -> Iterator[Parameter]:
+        for _, p in self.named_parameters(recurse=recurse):
+            yield p
+
+    def named_buffers(self, prefix: str = "", recurse: bool = True,
+                      remove_duplicate: bool = True) -> Iterator[tuple[str, Tensor]]:
+        yield from self._named_members("_buffers", prefix, recurse, remove_duplicate)
+
+    def buffers(self, recurse: bool = True) -> Iterator[Tensor]:
+        for _, b in self.named_buffers(recurse=recurse):
+            yield b
+
+    def get_submodule(self, target: str) -> Module:
+        """The submodule at dotted path ``target`` (``""`` is this module)."""
+        m: Module = self
+        if target == "":
+            return m
+        for part in target.split("."):
+            sub = m._modules.get(part)
+            if sub is None:
+                raise AttributeError(f"{type(m).__name__} has no submodule '{part}' "
+                                     f"(looking up '{target}')")
+            m = sub
+        return m
+
+    def get_parameter(self, target: str) -> Parameter:
+        mod, _, name = target.rpartition(".")
+        m = self.get_submodule(mod)
+        p = m._parameters.get(name)
+        if p is None:
+            raise AttributeError(f"{type(m).__name__} has no parameter '{name}'")
+        return p
+
+    # -- modes, apply, grads ----------------------------------------------------------------
+    def train(self, mode: bool = True) -> Module:
+        """Set training mode (``Dropout``, ``BatchNorm`` behave differently) recursively."""
+        if not isinstance(mode, bool):
+            raise ValueError("training mode is expected to be boolean")
+        for m in self.modules():
+            m.__dict__["training"] = mode
+        return self
+
+    def eval(self) -> Module:
+        return self.train(False)
+
+    def requires_grad_(self, requires_grad: bool = True) -> Module:
+        for p in self.parameters():
+            p.requires_grad_(requires_grad)
+        return self
+
+    def apply(self, fn: Callable[[Module], Any]) -> Module:
+        """Call ``fn(module)`` on every submodule (children first) and on this module."""
+        for m in self.children():
+            m.apply(fn)
+        fn(self)
+        return self
+
+    def zero_grad(self, set_to_none: bool = True) -> None:
+        """Reset the gradients of all parameters: to ``None`` (default) or to zeros."""
+        from ..utils import zero_grads
+        zero_grads(self.parameters(), set_to_none)
+
+    # -- dtype / device ---------------------------------------------------------------------
+    def _apply(self, fn: Callable[[Tensor], Tensor]) -> Module:
+        """Replace the value of every parameter, its grad and every buffer by ``fn`` of it;
+        parameters stay the same objects (optimizers keep working)."""
+        with no_grad():
+            for m in self.modules():
+                for _k, p in m._parameters.items():
+                    if p is None:
+                        continue
+                    new = fn(p)
+                    if new is not p:
+                        p._value, p._global = new._value, new._global
+                        p._version += 1
+                    if p.grad is not None:
+                        p.grad = fn(p.grad)
+                for k, b in m._buffers.items():
+                    if b is not None:
+                        m._buffers[k] = fn(b)
+        return self
+
+    def to(self, *args: Any, **kwargs: Any) -> Module:
+        """``to(dtype)``, ``to(device)``, ``to(device, dtype)``: floating parameters and
+        buffers take ``dtype`` (integer ones keep theirs); all move to ``device``."""
+        dtype = kwargs.pop("dtype", None)
+        device = kwargs.pop("device", None)
+        kwargs.pop("non_blocking", None)
+        if kwargs:
+            raise TypeError(f"Module.to() got unexpected keyword argument(s) {sorted(kwargs)}")
+        for a in args:
+            if isinstance(a, Tensor):
+                dtype, device = a.dtype, a.device
+                continue
+            try:
+                dtype = _dt.as_dtype(a)
+            except TypeError:
+                device = a
+        if dtype is not None:
+            dtype = _dt.as_dtype(dtype)
+            if not dtype.is_floating_point:
+                raise TypeError(f"nn.Module.to only accepts floating point dtypes, got {dtype}")
+
+        def convert(t: Tensor) -> Tensor:
+            out = t
+            if dtype is not None and t.is_floating_point():
+                out = out.to(dtype)
+            if device is not None:
+                out = out.to(device)
+            return out
+        return self._apply(convert)
+
+    def to_global(self, placement: Any = None, sbp: Any = None) -> Module:
+        """Make every parameter and buffer global with ``placement`` and ``sbp`` (or re-box
+        global ones), in place: parameters stay the same objects (as OneFlow)."""
+        return self._apply(lambda t: t.to_global(placement, sbp))
+
+    def float(self) -> Module:
+        return self.to(_dt.float32)
+
+    def double(self) -> Module:
+        return self.to(_dt.float64)
+
+    def half(self) -> Module:
+        return self.to(_dt.float16)
+
+    def bfloat16(self) -> Module:
+        return self.to(_dt.bfloat16)
+
+    def cpu(self) -> Module:
+        return self.to("cpu")
+
+    # -- state dict -------------------------------------------------------------------------
+    def _save_to_state_dict(self, destination: dict, prefix: str, keep_vars: bool) -> None:
+        for k, p in self._parameters.items():
+            if p is not None:
+                destination[prefix + k] = p if keep_vars else p.detach()
+        for k, b in self._buffers.items():
+            if b is not None and k not in self._non_persistent_buffers:
+                destination[prefix + k] = b if keep_vars else b.detach()
+
+    def state_dict(self, destination: dict | None = None, prefix: str = "",
+                   keep_vars: bool = False) -> dict[str, Tensor]:
+        """An ``OrderedDict`` of qualified name → tensor for every parameter and persistent
+        buffer (detached snapshots unless ``keep_vars=True``)."""
+        if destination is None:
+            destination = OrderedDict()
+        self._save_to_state_dict(destination, prefix, keep_vars)
+        for name, m in self._modules.items():
+            if m is not None:
+                m.state_dict(destination, prefix + name + ".", keep_vars)
+        return destination
+
+    def _load_from_state_dict(self, state_dict: dict, prefix: str, strict: bool,
+                              missing: list[str], unexpected: list[str],
+                              errors: list[str]) -> None:
+        local = [(k, p) for k, p in self._parameters.items() if p is not None]
+        local += [(k, b) for k, b in self._buffers.items()
+                  if b is not None and k not in self._non_persistent_buffers]
+        for k, t in local:
+            key = prefix + k
+            if key not in state_dict:
+                missing.append(key)
+                continue
+            v = state_dict[key]
+            if not isinstance(v, Tensor):
+                try:
+                    from ...creation import as_tensor
+                    v = as_tensor(v)
+                except Exception:  # noqa: BLE001
+                    errors.append(f"While copying the parameter named \"{key}\", expected a "
+                                  f"Tensor, got {type(v).__name__}")
+                    continue
+            if tuple(v.shape) != tuple(t.shape):
+                errors.append(f"size mismatch for {key}: copying a param with shape "
+                              f"{list(v.shape)} from checkpoint, the shape in current model "
+                              f"is {list(t.shape)}.")
+                continue
+            try:
+                with no_grad():
+                    t.copy_(v)
+            except Exception as e:  # noqa: BLE001
+                errors.append(f"While copying the parameter named \"{key}\", whose dimensions "
+                              f"in the model are {list(t.shape)} and whose dimensions in the "
+                              f"checkpoint are {list(v.shape)}, an exception occurred: {e}")
+
+    def load_state_dict(self, state_dict: dict, strict: bool = True) -> _IncompatibleKeys:
+        """Copy ``state_dict``'s tensors into this module's parameters and buffers in place.
+
+        With ``strict=True`` (default) missing and unexpected keys are an error; a shape
+        mismatch is always an error. Returns ``(missing_keys, unexpected_keys)``.
+        """
+        if not isinstance(state_dict, dict):
+            raise TypeError(f"Expected state_dict to be dict-like, got "
+                            f"{type(state_dict).__name__}.")
+        missing: list[str] = []
+        errors: list[str] = []
+        expected: set[str] = set()
+        for mp, m in self.named_modules(remove_duplicate=False):
+            prefix = mp + "." if mp else ""
+            m._load_from_state_dict(state_dict, prefix, strict, missing, [], errors)
+            for k, t in m._parameters.items():
+                if t is not None:
+                    expected.add(prefix + k)
+            for k, t in m._buffers.items():
+                if t is not None and k not in m._non_persistent_buffers:
+                    expected.add(prefix + k)
+        missing = list(dict.fromkeys(missing))
+        unexpected = [k for k in state_dict if k not in expected]
+        if strict:
+            if unexpected:
+                errors.insert(0, "Unexpected key(s) in state_dict: "
+                              + ", ".join(f'"{k}"' for k in unexpected) + ". ")
+            if missing:
+                errors.insert(0, "Missing key(s) in state_dict: "
+                              + ", ".join(f'"{k}"' for k in missing) + ". ")
+        if errors:
+            raise RuntimeError(f"Error(s) in loading state_dict for {type(self).__name__}:\n\t"
+                               + "\n\t".join(errors))
+        return _IncompatibleKeys(missing, unexpected)
+
+    # -- repr -------------------------------------------------------------------------------
+    def extra_repr(self) -> str:
+        """The text inside ``Name(...)``; layers override it."""
+        return ""
+
+    def _get_name(self) -> str:
+        return type(self).__name__
+
+    def __repr__(self) -> str:
+        lines = []
+        extra = self.extra_repr()
+        if extra:
+            lines = extra.split("\n")
+        for name, m in self._modules.items():
+            body = repr(m).replace("\n", "\n  ")
+            lines.append(f"({name}): {body}")
+        if not self._modules:
+            return f"{self._get_name()}({extra})"
+        inner = "\n  ".join(lines)
+        return f"{self._get_name()}(\n  {inner}\n)"

@@ -1,0 +1,104 @@
+"""``optim.Adam`` / ``optim.AdamW`` (with optional AMSGrad)."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable
+from typing import Any
+
+from .. import _C
+from ..autograd import no_grad
+from ..creation import zeros, zeros_like
+from ..tensor import Tensor
+from .optimizer import Optimizer
+
+__all__ = ["Adam", "AdamW"]
+
+
+def _check(lr: float, betas: tuple[float, float], eps: float, weight_decay: float) -> None:
+    if not 0.0 <= lr:
+        raise ValueError(f"Invalid learning rate: {lr}")
+    if not 0.0 <= eps:
+        raise ValueError(f"Invalid epsilon value: {eps}")
+    if not 0.0 <= betas[0] < 1.0:
+        raise ValueError(f"Invalid beta parameter at index 0: {betas[0]}")
+    if not 0.0 <= betas[1] < 1.0:
+        raise ValueError(f"Invalid beta parameter at index 1: {betas[1]}")
+    if not 0.0 <= weight_decay:
+        raise ValueError(f"Invalid weight_decay value: {weight_decay}")
+
+
+class Adam(Optimizer):
+    """PyTorch's Adam (L2 weight decay added to the gradient)::
+
+        g = grad + weight_decay * p;  t += 1
+        m = b1 m + (1 - b1) g;  v = b2 v + (1 - b2) g²;  (amsgrad: v̂ = max(v̂, v))
+        p -= lr / (1 - b1^t) * m / (sqrt(v) / sqrt(1 - b2^t) + eps)
+
+    The step count is a 0-d tensor in the state (bias corrections are computed with ops), so
+    a compiled step does not change with ``t``.
+    """
+
+    _decoupled = False
+
+    def __init__(self, params: Iterable[Any], lr: float = 1e-3,
+                 betas: tuple[float, float] = (0.9, 0.999), eps: float = 1e-8,
+                 weight_decay: float = 0.0, amsgrad: bool = False, *, maximize: bool = False,
+                 foreach: Any = None) -> None:
+        _check(lr, betas, eps, weight_decay)
+        super().__init__(params, dict(lr=lr, betas=tuple(betas), eps=eps,
+                                      weight_decay=weight_decay, amsgrad=amsgrad,
+                                      maximize=maximize))
+
+    def _init_state(self, p: Tensor, amsgrad: bool) -> dict[str, Any]:
+        state = {"step": zeros((), dtype=p.dtype), "exp_avg": zeros_like(p),
+                 "exp_avg_sq": zeros_like(p)}
+        if amsgrad:
+            state["max_exp_avg_sq"] = zeros_like(p)
+        return state
+
+    def step(self, closure: Callable[[], Any] | None = None) -> Any:
+        """One update of every parameter that has a gradient; returns ``closure()``'s loss."""
+        loss = self._closure(closure)
+        with no_grad():
+            for group in self.param_groups:
+                lr, (b1, b2), eps = group["lr"], group["betas"], group["eps"]
+                wd, amsgrad = group["weight_decay"], group["amsgrad"]
+                for p, g in self._grads(group):
+                    state = self.state.get(p)
+                    if not state:
+                        state = self.state[p] = self._init_state(p, amsgrad)
+                    if amsgrad and "max_exp_avg_sq" not in state:
+                        state["max_exp_avg_sq"] = zeros_like(p)
+                    step = state["step"]
+                    step.add_(1)
+                    if wd != 0:
+                        if self._decoupled:
+                            p.mul_(1 - lr * wd)
+                        else:
+                            g = g.add(p, alpha=wd)
+                    m, v = state["exp_avg"], state["exp_avg_sq"]
+                    m.mul_(b1).add_(g, alpha=1 - b1)
+                    v.mul_(b2).add_(g * g, alpha=1 - b2)
+                    bc1 = 1 - b1 ** step
+                    bc2_sqrt = _C.sqrt(1 - b2 ** step)
+                    if amsgrad:
+                        vmax = state["max_exp_avg_sq"]
+                        vmax.copy_(_C.maximum(vmax, v))
+                        v = vmax
+                    denom = _C.sqrt(v) / bc2_sqrt + eps
+                    p.sub_(m / denom * (lr / bc1))
+        return loss
+
+
+class AdamW(Adam):
+    """Adam with decoupled weight decay: ``p *= 1 - lr * weight_decay`` before the Adam
+    update (default ``weight_decay=1e-2``, as PyTorch)."""
+
+    _decoupled = True
+
+    def __init__(self, params: Iterable[Any], lr: float = 1e-3,
+                 betas: tuple[float, float] = (0.9, 0.999), eps: float = 1e-8,
+                 weight_decay: float = 1e-2, amsgrad: bool = False, *, maximize: bool = False,
+                 foreach: Any = None) -> None:
+        super().__init__(params, lr, betas, eps, weight_decay, amsgrad, maximize=maximize)
+

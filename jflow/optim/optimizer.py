@@ -1,0 +1,163 @@
+"""``Optimizer``: parameter groups, per-parameter state, ``zero_grad`` and state dicts."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable
+from typing import Any
+
+from ..autograd import enable_grad
+from ..tensor import Tensor
+
+__all__ = ["Optimizer", "required"]
+
+
+class _Required:
+    def __repr__(self) -> str:
+        return "<required parameter>"
+
+
+required: Any = _Required()
+
+
+class Optimizer:
+    """Base class of optimizers, as ``torch.optim.Optimizer``.
+
+    ``params`` is an iterable of tensors or of dicts (parameter groups with their own
+    hyper-parameters). ``state[p]`` holds per-parameter state (tensors such as moments and
+    the step count); subclasses implement :meth:`step`, updating parameters in place under
+    ``flow.no_grad()`` so they stay the same objects (modules keep them).
+    """
+
+    def __init__(self, params: Iterable[Any], defaults: dict[str, Any]) -> None:
+        self.defaults = defaults
+        self.state: dict[Tensor, dict[str, Any]] = {}
+        self.param_groups: list[dict[str, Any]] = []
+        if isinstance(params, Tensor):
+            raise TypeError("params argument given to the optimizer should be an iterable of "
+                            "Tensors or dicts, but got a Tensor")
+        groups = list(params)
+        if not groups:
+            raise ValueError("optimizer got an empty parameter list")
+        if not isinstance(groups[0], dict):
+            groups = [{"params": groups}]
+        for g in groups:
+            self.add_param_group(g)
+
+    def add_param_group(self, param_group: dict[str, Any]) -> None:
+        """Add a group (``{"params": [...], "lr": ...}``); missing options take the defaults."""
+        if not isinstance(param_group, dict):
+            raise TypeError(f"param_group must be a dict, got {type(param_group).__name__}")
+        params = param_group["params"]
+        params = [params] if isinstance(params, Tensor) else list(params)
+        for p in params:
+            if not isinstance(p, Tensor):
+                raise TypeError(f"optimizer can only optimize Tensors, but one of the params is "
+                                f"{type(p).__name__}")
+            if not p.is_leaf:
+                raise ValueError("can't optimize a non-leaf Tensor")
+        group = dict(param_group)
+        group["params"] = params
+        for k, v in self.defaults.items():
+            if v is required and k not in group:
+                raise ValueError(f"parameter group didn't specify a value of required "
+                                 f"optimization parameter {k}")
+            group.setdefault(k, v)
+        seen = {id(p) for g in self.param_groups for p in g["params"]}
+        if len({id(p) for p in params}) != len(params):
+            raise ValueError("optimizer contains a parameter group with duplicate parameters")
+        if any(id(p) in seen for p in params):
+            raise ValueError("some parameters appear in more than one parameter group")
+        self.param_groups.append(group)
+
+    def zero_grad(self, set_to_none: bool = True) -> None:
+        """Reset the gradients of all optimized parameters: to ``None`` (default) or zeros."""
+        from ..nn.utils import zero_grads
+        zero_grads((p for g in self.param_groups for p in g["params"]), set_to_none)
+
+    @staticmethod
+    def _grads(group: dict[str, Any]) -> Any:
+        """``(param, gradient)`` for the group's parameters that have a gradient (negated
+        when the group maximizes)."""
+        for p in group["params"]:
+            if p.grad is not None:
+                yield p, (-p.grad if group.get("maximize") else p.grad)
+
+    def step(self, closure: Callable[[], Any] | None = None) -> Any:
+        raise NotImplementedError
+
+    def _closure(self, closure: Callable[[], Any] | None) -> Any:
+        if closure is None:
+            return None
+        with enable_grad():
+            return closure()
+
+    # -- state dict -------------------------------------------------------------------------
+    def state_dict(self) -> dict[str, Any]:
+        """``{"state": {index: {...}}, "param_groups": [{..., "params": [indices]}]}``, with
+        parameters numbered across groups in order (as PyTorch)."""
+        index: dict[int, int] = {}
+        groups = []
+        for g in self.param_groups:
+            ids = []
+            for p in g["params"]:
+                index.setdefault(id(p), len(index))
+                ids.append(index[id(p)])
+            packed = {k: v for k, v in g.items() if k != "params"}
+            packed["params"] = ids
+            groups.append(packed)
+        state = {index[id(p)]: {k: (v.detach() if isinstance(v, Tensor) else v)
+                                for k, v in s.items()}
+                 for p, s in self.state.items() if id(p) in index}
+        return {"state": state, "param_groups": groups}
+
+    def load_state_dict(self, state_dict: dict[str, Any]) -> None:
+        """Restore hyper-parameters and state saved by :meth:`state_dict` (state tensors are
+        cast to their parameter's dtype, except the step count)."""
+        if not isinstance(state_dict, dict) or "param_groups" not in state_dict \
+                or "state" not in state_dict:
+            raise ValueError("optimizer state_dict must be a dict with 'state' and "
+                             "'param_groups'")
+        saved = state_dict["param_groups"]
+        if len(saved) != len(self.param_groups):
+            raise ValueError(f"loaded state dict has {len(saved)} parameter groups, the "
+                             f"optimizer has {len(self.param_groups)}")
+        for i, (g, s) in enumerate(zip(self.param_groups, saved)):
+            if len(g["params"]) != len(s["params"]):
+                raise ValueError(f"loaded state dict contains a parameter group (index {i}) "
+                                 f"of {len(s['params'])} parameters that doesn't match the "
+                                 f"size of the optimizer's group ({len(g['params'])})")
+        id_map = {sid: p for g, s in zip(self.param_groups, saved)
+                  for sid, p in zip(s["params"], g["params"])}
+        state: dict[Tensor, dict[str, Any]] = {}
+        for k, v in state_dict["state"].items():
+            key = int(k)
+            if key not in id_map:
+                continue
+            p = id_map[key]
+            entry = {}
+            for name, val in v.items():
+                if isinstance(val, Tensor):
+                    if name != "step" and val.is_floating_point():
+                        if tuple(val.shape) != tuple(p.shape) and val.ndim != 0:
+                            raise ValueError(f"optimizer state '{name}' of parameter {key} "
+                                             f"has shape {list(val.shape)}, the parameter "
+                                             f"{list(p.shape)}")
+                        val = val.to(p.dtype)
+                    val = val.to(copy=True)
+                entry[name] = val
+            state[p] = entry
+        self.state = state
+        for g, s in zip(self.param_groups, saved):
+            for k, v in s.items():
+                if k != "params":
+                    g[k] = v
+
+    def __repr__(self) -> str:
+        lines = [f"{type(self).__name__} ("]
+        for i, g in enumerate(self.param_groups):
+            lines.append(f"Parameter Group {i}")
+            for k in sorted(g):
+                if k != "params":
+                    lines.append(f"    {k}: {g[k]}")
+        lines.append(")")
+        return "\n".join(lines)

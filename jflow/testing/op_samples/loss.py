@@ -1,0 +1,111 @@
+"""Checker samples for jflow/ops/loss.py (per-element losses; the functors reduce).
+
+References are float64 NumPy: the textbook formulas, element by element.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from ..samples import ErrorSample, Sample, register_samples
+
+_rng = np.random.default_rng(17)
+
+
+def _f(*shape, dtype=np.float32, scale=1.0):
+    return (_rng.standard_normal(shape) * scale).astype(dtype)
+
+
+def _u(*shape, dtype=np.float32):
+    return _rng.uniform(0.0, 1.0, shape).astype(dtype)
+
+
+def _d(a):
+    return None if a is None else np.asarray(a).astype(np.float64)
+
+
+def _mse_ref(x, target):
+    return ((_d(x) - _d(target)) ** 2).astype(np.asarray(x).dtype)
+
+
+def _l1_ref(x, target):
+    return np.abs(_d(x) - _d(target)).astype(np.asarray(x).dtype)
+
+
+def _elementwise_samples():
+    return [
+        Sample([_f(3, 4), _f(3, 4)]),
+        Sample([_f(2, 3, dtype=np.float64), _f(3, dtype=np.float64)], name="broadcast target"),
+        Sample([np.float32(1.5), np.float32(-0.5)], name="0-d"),
+        Sample([_f(4, 4, dtype=np.float16), _f(4, 4, dtype=np.float16)]),
+        Sample([_f(0, 3), _f(0, 3)], name="empty"),
+    ]
+
+
+_ERR = [ErrorSample([_f(2, 3), _f(2, 4)], {}, ValueError, "broadcast"),
+        ErrorSample([np.ones(3, np.int64), np.ones(3, np.int64)], {}, TypeError, "floating"),
+        ErrorSample([_f(3), _f(3, dtype=np.float64)], {}, TypeError, "same dtype")]
+
+register_samples("mse_loss", _elementwise_samples(), _mse_ref, errors=_ERR)
+register_samples("l1_loss", _elementwise_samples(), _l1_ref, errors=_ERR)
+
+
+def _bce_ref(x, target, weight=None, pos_weight=None):
+    x64, t = _d(x), _d(target)
+    log_sig = -np.logaddexp(0.0, -x64)          # log sigmoid(x)
+    log_1m = -np.logaddexp(0.0, x64)            # log (1 - sigmoid(x))
+    pw = 1.0 if pos_weight is None else _d(pos_weight)
+    out = -(pw * t * log_sig + (1 - t) * log_1m)
+    if weight is not None:
+        out = out * _d(weight)
+    return out.astype(np.asarray(x).dtype)
+
+
+register_samples("binary_cross_entropy_with_logits", [
+    Sample([_f(3, 4, scale=3.0), _u(3, 4), None, None]),
+    Sample([_f(3, 4, dtype=np.float64), _u(3, 4, dtype=np.float64), _u(3, 1, dtype=np.float64),
+            _u(4, dtype=np.float64) + 0.5], name="weight and pos_weight"),
+    Sample([_f(2, 3), _u(2, 3), None, _u(3) + 0.5], name="pos_weight only"),
+    Sample([_f(2, 3), _u(2, 3), _u(3), None], name="weight only"),
+    Sample([np.array([60.0, -60.0, 0.0], np.float32), np.array([0.0, 1.0, 0.5], np.float32),
+            None, None], name="large logits (stable)"),
+    Sample([_f(4, 4, dtype=np.float16), _u(4, 4, dtype=np.float16), None, None]),
+], _bce_ref, errors=[
+    ErrorSample([_f(2, 3), _u(2, 3, dtype=np.float64), None, None], {}, TypeError, "dtype"),
+    ErrorSample([_f(2, 3), _u(2, 4), None, None], {}, ValueError, "broadcast"),
+])
+
+
+def _nll_ref(x, target, weight=None, ignore_index=-100):
+    x64 = _d(x)
+    t = np.asarray(target)
+    c_axis = 0 if x64.ndim == 1 else 1
+    xm = np.moveaxis(x64, c_axis, -1)          # target.shape + (C,)
+    loss = np.zeros(t.shape)
+    wt = np.zeros(t.shape)
+    for pos in np.ndindex(*t.shape):
+        k = int(t[pos])
+        if k == ignore_index:
+            continue
+        w = 1.0 if weight is None else float(np.asarray(weight)[k])
+        wt[pos] = w
+        loss[pos] = -w * xm[pos][k]
+    dt = np.asarray(x).dtype
+    return loss.astype(dt), wt.astype(dt)
+
+
+register_samples("nll_loss", [
+    Sample([_f(4, 3), np.array([0, 2, 1, 2], np.int64), None], {}),
+    Sample([_f(5, 4, dtype=np.float64), np.array([3, -100, 0, 1, 3], np.int64),
+            _u(4, dtype=np.float64) + 0.5], {}, name="weight, ignored target"),
+    Sample([_f(2, 3, 2, 2), np.array([[[0, 1], [2, 1]], [[1, 1], [0, 2]]], np.int64), _u(3)],
+           {"ignore_index": 1}, name="spatial (N, C, H, W), ignore_index in range"),
+    Sample([_f(4), np.array(2, np.int64), None], {}, name="1-d input, 0-d target"),
+    Sample([_f(3, 5), np.array([4, 0, 1], np.int32), _u(5)], {}, name="int32 target"),
+    Sample([_f(4, 6, dtype=np.float16), np.array([5, 0, 1, 3], np.int64), None], {}),
+], _nll_ref, errors=[
+    ErrorSample([_f(4, 3), np.array([0, 1, 2]), None], {}, ValueError, "does not match"),
+    ErrorSample([_f(4, 3), np.array([0.0, 1, 2, 1]), None], {}, TypeError, "integer"),
+    ErrorSample([_f(4, 3), np.array([0, 1, 2, 1]), _u(4)], {}, ValueError, "one per class"),
+    ErrorSample([np.float32(1.0), np.array(0), None], {}, ValueError, "at least 1-d"),
+])

@@ -1,0 +1,352 @@
+"""flow.optim: optimizers against PyTorch's formulas (NumPy) and torch.optim, schedulers,
+state dicts, gradient clipping, and a small model that learns."""
+
+import math
+
+import numpy as np
+import pytest
+
+import jflow as flow
+from jflow import nn, optim
+from jflow.nn.utils import clip_grad_norm_, clip_grad_value_
+from jflow.optim import lr_scheduler
+
+STEPS = 6
+
+
+def _grads(seed, shape, n=STEPS):
+    rng = np.random.default_rng(seed)
+    return [rng.standard_normal(shape) for _ in range(n)]
+
+
+def _run_jflow(make_opt, p0, grads):
+    p = nn.Parameter(flow.tensor(p0, dtype=flow.float64))
+    opt = make_opt([p])
+    out = []
+    for g in grads:
+        p.grad = flow.tensor(g, dtype=flow.float64)
+        opt.step()
+        out.append(p.numpy().copy())
+    return p, opt, out
+
+
+# -- reference formulas (PyTorch's documented algorithms) -----------------------------------
+def ref_sgd(p, grads, lr, momentum=0.0, dampening=0.0, weight_decay=0.0, nesterov=False,
+            maximize=False):
+    p, buf, out = p.copy(), None, []
+    for g in grads:
+        g = -g if maximize else g
+        g = g + weight_decay * p
+        if momentum:
+            buf = g.copy() if buf is None else momentum * buf + (1 - dampening) * g
+            g = g + momentum * buf if nesterov else buf
+        p = p - lr * g
+        out.append(p)
+    return out
+
+
+def ref_adam(p, grads, lr, betas=(0.9, 0.999), eps=1e-8, weight_decay=0.0, amsgrad=False,
+             decoupled=False):
+    b1, b2 = betas
+    p, m, v, vmax, out = p.copy(), 0 * p, 0 * p, 0 * p, []
+    for t, g in enumerate(grads, 1):
+        if decoupled:
+            p = p * (1 - lr * weight_decay)
+        else:
+            g = g + weight_decay * p
+        m = b1 * m + (1 - b1) * g
+        v = b2 * v + (1 - b2) * g * g
+        if amsgrad:
+            vmax = np.maximum(vmax, v)
+        denom = np.sqrt(vmax if amsgrad else v) / math.sqrt(1 - b2 ** t) + eps
+        p = p - lr / (1 - b1 ** t) * m / denom
+        out.append(p)
+    return out
+
+
+def ref_rmsprop(p, grads, lr, alpha=0.99, eps=1e-8, weight_decay=0.0, momentum=0.0,
+                centered=False):
+    p, sq, ga, buf, out = p.copy(), 0 * p, 0 * p, 0 * p, []
+    for g in grads:
+        g = g + weight_decay * p
+        sq = alpha * sq + (1 - alpha) * g * g
+        if centered:
+            ga = alpha * ga + (1 - alpha) * g
+            avg = np.sqrt(sq - ga * ga) + eps
+        else:
+            avg = np.sqrt(sq) + eps
+        if momentum > 0:
+            buf = momentum * buf + g / avg
+            p = p - lr * buf
+        else:
+            p = p - lr * g / avg
+        out.append(p)
+    return out
+
+
+CASES = [
+    ("SGD", dict(lr=0.1), ref_sgd),
+    ("SGD", dict(lr=0.1, momentum=0.9), ref_sgd),
+    ("SGD", dict(lr=0.05, momentum=0.9, dampening=0.3, weight_decay=0.01), ref_sgd),
+    ("SGD", dict(lr=0.05, momentum=0.8, nesterov=True, weight_decay=0.1), ref_sgd),
+    ("SGD", dict(lr=0.05, momentum=0.8, maximize=True), ref_sgd),
+    ("Adam", dict(lr=0.01), ref_adam),
+    ("Adam", dict(lr=0.02, betas=(0.8, 0.99), eps=1e-6, weight_decay=0.1), ref_adam),
+    ("Adam", dict(lr=0.02, amsgrad=True), ref_adam),
+    ("AdamW", dict(lr=0.01), lambda p, g, **k: ref_adam(p, g, weight_decay=0.01,
+                                                        decoupled=True, **k)),
+    ("AdamW", dict(lr=0.01, weight_decay=0.2, amsgrad=True),
+     lambda p, g, **k: ref_adam(p, g, decoupled=True, **k)),
+    ("RMSprop", dict(lr=0.01), ref_rmsprop),
+    ("RMSprop", dict(lr=0.01, momentum=0.9, weight_decay=0.1), ref_rmsprop),
+    ("RMSprop", dict(lr=0.01, alpha=0.9, centered=True, momentum=0.5), ref_rmsprop),
+]
+
+
+@pytest.mark.parametrize("name, kw, ref", CASES)
+def test_optimizer_matches_formula(name, kw, ref):
+    p0 = np.random.default_rng(0).standard_normal((3, 4))
+    grads = _grads(1, (3, 4))
+    p, _, got = _run_jflow(lambda ps: getattr(optim, name)(ps, **kw), p0, grads)
+    want = ref(p0, grads, **kw)
+    for a, b in zip(got, want):
+        np.testing.assert_allclose(a, b, rtol=1e-10, atol=1e-12)
+    assert isinstance(p, nn.Parameter) and p.is_leaf and p.requires_grad
+
+
+@pytest.mark.parametrize("name, kw, ref", CASES)
+def test_optimizer_matches_torch(name, kw, ref):
+    torch = pytest.importorskip("torch")
+    p0 = np.random.default_rng(2).standard_normal((5,))
+    grads = _grads(3, (5,))
+    _, _, got = _run_jflow(lambda ps: getattr(optim, name)(ps, **kw), p0, grads)
+    tp = torch.nn.Parameter(torch.tensor(p0))
+    topt = getattr(torch.optim, name)([tp], **kw)
+    for a, g in zip(got, grads):
+        tp.grad = torch.tensor(g)
+        topt.step()
+        np.testing.assert_allclose(a, tp.detach().numpy(), rtol=1e-9, atol=1e-12)
+
+
+def test_parameters_stay_the_same_objects_and_none_grads_skipped():
+    lin = nn.Linear(3, 2)
+    w, b = lin.weight, lin.bias
+    opt = optim.Adam(lin.parameters(), lr=0.1)
+    lin(flow.randn(4, 3)).sum().backward()
+    b.grad = None
+    b0 = b.numpy().copy()
+    opt.step()
+    assert lin.weight is w and lin.bias is b and w.is_leaf and w.requires_grad
+    np.testing.assert_array_equal(b.numpy(), b0)
+    assert b not in opt.state
+
+
+def test_param_groups_and_zero_grad():
+    a, b = nn.Parameter(flow.ones(2)), nn.Parameter(flow.ones(2))
+    opt = optim.SGD([{"params": [a]}, {"params": b, "lr": 1.0}], lr=0.1, momentum=0.0)
+    assert opt.param_groups[0]["lr"] == 0.1 and opt.param_groups[1]["lr"] == 1.0
+    (a.sum() + b.sum()).backward()
+    opt.step()
+    np.testing.assert_allclose(a.numpy(), [0.9, 0.9])
+    np.testing.assert_allclose(b.numpy(), [0.0, 0.0])
+    opt.zero_grad(set_to_none=False)
+    assert float(a.grad.sum()) == 0
+    opt.zero_grad()
+    assert a.grad is None and b.grad is None
+    with pytest.raises(ValueError, match="more than one parameter group"):
+        opt.add_param_group({"params": [a]})
+    with pytest.raises(ValueError, match="required optimization parameter lr"):
+        optim.SGD([a])
+    with pytest.raises(ValueError, match="empty parameter list"):
+        optim.Adam([])
+    with pytest.raises(ValueError, match="Nesterov"):
+        optim.SGD([a], lr=0.1, nesterov=True)
+    with pytest.raises(ValueError, match="Invalid learning rate"):
+        optim.Adam([a], lr=-1)
+
+
+def test_closure():
+    p = nn.Parameter(flow.tensor([3.0]))
+    opt = optim.SGD([p], lr=0.25)
+
+    def closure():
+        opt.zero_grad()
+        loss = (p * p).sum()
+        loss.backward()
+        return loss
+
+    with flow.no_grad():  # the closure still records (grad is enabled inside step)
+        loss = opt.step(closure)
+    assert float(loss) == 9.0
+    np.testing.assert_allclose(p.numpy(), [1.5])
+
+
+@pytest.mark.parametrize("name, kw", [("SGD", dict(lr=0.1, momentum=0.9)),
+                                      ("Adam", dict(lr=0.01, amsgrad=True)),
+                                      ("RMSprop", dict(lr=0.01, centered=True, momentum=0.5))])
+def test_state_dict_resumes_identically(name, kw):
+    p0 = np.random.default_rng(4).standard_normal((4,))
+    grads = _grads(5, (4,), 6)
+    p, opt, full = _run_jflow(lambda ps: getattr(optim, name)(ps, **kw), p0, grads)
+    q, opt2, _ = _run_jflow(lambda ps: getattr(optim, name)(ps, **kw), p0, grads[:3])
+    sd = opt2.state_dict()
+    assert sd["param_groups"][0]["params"] == [0] and set(sd["state"]) == {0}
+    r = nn.Parameter(q.detach().clone())
+    opt3 = getattr(optim, name)([r], **kw)
+    opt3.load_state_dict(sd)
+    for g in grads[3:]:
+        r.grad = flow.tensor(g, dtype=flow.float64)
+        opt3.step()
+    np.testing.assert_allclose(r.numpy(), full[-1], rtol=1e-12)
+    # loading copies: stepping the new optimizer leaves the saved state alone
+    assert sd["state"][0] is not opt3.state[r]
+
+
+def test_load_state_dict_errors():
+    a, b = nn.Parameter(flow.ones(2)), nn.Parameter(flow.ones(2))
+    sd = optim.SGD([a, b], lr=0.1).state_dict()
+    with pytest.raises(ValueError, match="doesn't match the size"):
+        optim.SGD([a], lr=0.1).load_state_dict(sd)
+    with pytest.raises(ValueError, match="parameter groups"):
+        optim.SGD([{"params": [a]}, {"params": [b]}], lr=0.1).load_state_dict(sd)
+
+
+def test_tiny_mlp_learns():
+    flow.manual_seed(0)
+    x = flow.randn(64, 2)
+    y = (x[:, 0:1] * x[:, 1:2] > 0).float()
+    for make in (lambda ps: optim.Adam(ps, lr=0.05), lambda ps: optim.SGD(ps, lr=0.5,
+                                                                          momentum=0.9)):
+        model = nn.Sequential(nn.Linear(2, 16), nn.Tanh(), nn.Linear(16, 1), nn.Sigmoid())
+        opt = make(model.parameters())
+        losses = []
+        for _ in range(60):
+            opt.zero_grad()
+            out = model(x)
+            loss = -(y * flow.log(out + 1e-7) + (1 - y) * flow.log(1 - out + 1e-7)).mean()
+            loss.backward()
+            opt.step()
+            losses.append(float(loss))
+        assert losses[-1] < 0.6 * losses[0], losses[::10]
+
+
+# -- schedulers --------------------------------------------------------------------------------
+SCHEDULERS = [
+    ("StepLR", dict(step_size=3, gamma=0.5)),
+    ("MultiStepLR", dict(milestones=[2, 5], gamma=0.1)),
+    ("ExponentialLR", dict(gamma=0.9)),
+    ("CosineAnnealingLR", dict(T_max=10, eta_min=0.01)),
+    ("LinearLR", dict(start_factor=0.1, total_iters=4)),
+    ("ConstantLR", dict(factor=0.5, total_iters=3)),
+    ("LambdaLR", dict(lr_lambda=lambda e: 1 / (e + 1))),
+]
+
+
+@pytest.mark.parametrize("name, kw", SCHEDULERS)
+def test_schedulers_match_torch(name, kw):
+    torch = pytest.importorskip("torch")
+    p = nn.Parameter(flow.ones(1))
+    opt = optim.SGD([p], lr=0.1)
+    sched = getattr(lr_scheduler, name)(opt, **kw)
+    tp = torch.nn.Parameter(torch.ones(1))
+    topt = torch.optim.SGD([tp], lr=0.1)
+    tsched = getattr(torch.optim.lr_scheduler, name)(topt, **kw)
+    for _ in range(12):
+        np.testing.assert_allclose(sched.get_last_lr(), tsched.get_last_lr(), rtol=1e-12)
+        assert opt.param_groups[0]["lr"] == sched.get_last_lr()[0]
+        opt.step()
+        sched.step()
+        topt.step()
+        tsched.step()
+
+
+def test_scheduler_closed_forms_and_state_dict():
+    p = nn.Parameter(flow.ones(1))
+    opt = optim.SGD([p], lr=1.0)
+    s = lr_scheduler.CosineAnnealingLR(opt, T_max=4)
+    lrs = [s.get_last_lr()[0]]
+    for _ in range(4):
+        s.step()
+        lrs.append(s.get_last_lr()[0])
+    np.testing.assert_allclose(lrs, [(1 + math.cos(math.pi * t / 4)) / 2 for t in range(5)])
+    sd = s.state_dict()
+    assert sd["last_epoch"] == 4 and "optimizer" not in sd
+    s2 = lr_scheduler.CosineAnnealingLR(optim.SGD([p], lr=1.0), T_max=4)
+    s2.load_state_dict(sd)
+    assert s2.last_epoch == 4
+
+
+def test_warmup_then_cosine():
+    p = nn.Parameter(flow.ones(1))
+    opt = optim.SGD([p], lr=1.0)
+    warm = lr_scheduler.LinearLR(opt, start_factor=0.25, total_iters=3)
+    cos = lr_scheduler.CosineAnnealingLR(opt, T_max=4)
+    s = lr_scheduler.SequentialLR(opt, [warm, cos], milestones=[3])
+    lrs = []
+    for _ in range(7):
+        lrs.append(opt.param_groups[0]["lr"])
+        s.step()
+    np.testing.assert_allclose(lrs[:3], [0.25, 0.5, 0.75])
+    np.testing.assert_allclose(lrs[3:], [(1 + math.cos(math.pi * t / 4)) / 2 for t in range(4)])
+    torch = pytest.importorskip("torch")
+    topt = torch.optim.SGD([torch.nn.Parameter(torch.ones(1))], lr=1.0)
+    tw = torch.optim.lr_scheduler.LinearLR(topt, start_factor=0.25, total_iters=3)
+    tc = torch.optim.lr_scheduler.CosineAnnealingLR(topt, T_max=4)
+    ts = torch.optim.lr_scheduler.SequentialLR(topt, [tw, tc], milestones=[3])
+    tlrs = []
+    for _ in range(7):
+        tlrs.append(topt.param_groups[0]["lr"])
+        topt.step()
+        ts.step()
+    np.testing.assert_allclose(lrs, tlrs, rtol=1e-12)
+
+
+# -- gradient clipping ---------------------------------------------------------------------------
+@pytest.mark.parametrize("norm_type", [2.0, 1.0, math.inf])
+def test_clip_grad_norm(norm_type):
+    rng = np.random.default_rng(0)
+    ps = [nn.Parameter(flow.zeros(3, dtype=flow.float64)),
+          nn.Parameter(flow.zeros(2, 2, dtype=flow.float64))]
+    gs = [rng.standard_normal(3) * 5, rng.standard_normal((2, 2)) * 5]
+    for p, g in zip(ps, gs):
+        p.grad = flow.tensor(g)
+    flat = np.concatenate([g.ravel() for g in gs])
+    total = np.abs(flat).max() if math.isinf(norm_type) else np.linalg.norm(flat, norm_type)
+    out = clip_grad_norm_(ps, 1.0, norm_type)
+    np.testing.assert_allclose(float(out), total, rtol=1e-12)
+    coef = min(1.0, 1.0 / (total + 1e-6))
+    for p, g in zip(ps, gs):
+        np.testing.assert_allclose(p.grad.numpy(), g * coef, rtol=1e-12)
+    # below the threshold: untouched
+    clip_grad_norm_(ps, 1e6, norm_type)
+    for p, g in zip(ps, gs):
+        np.testing.assert_allclose(p.grad.numpy(), g * coef, rtol=1e-12)
+
+
+def test_clip_grad_norm_nonfinite_and_value():
+    p = nn.Parameter(flow.zeros(2))
+    p.grad = flow.tensor([float("inf"), 1.0])
+    with pytest.raises(RuntimeError, match="non-finite"):
+        clip_grad_norm_([p], 1.0, error_if_nonfinite=True)
+    p.grad = flow.tensor([-3.0, 0.5])
+    clip_grad_value_(p, 1.0)
+    np.testing.assert_array_equal(p.grad.numpy(), [-1.0, 0.5])
+
+
+def test_optimizer_on_global_parameters():
+    placement = flow.placement("cpu", [0, 1, 2, 3])
+    flow.manual_seed(0)
+    local = nn.Linear(4, 8)
+    glob = nn.Linear(4, 8)
+    glob.load_state_dict(local.state_dict())
+    glob.to_global(placement, flow.sbp.split(0))
+    x = flow.randn(16, 4)
+    for mod, inp in ((local, x), (glob, x.to_global(placement, flow.sbp.broadcast))):
+        opt = optim.Adam(mod.parameters(), lr=0.1)
+        for _ in range(3):
+            opt.zero_grad()
+            (mod(inp) ** 2).mean().backward()
+            clip_grad_norm_(mod.parameters(), 1.0)
+            opt.step()
+    assert glob.weight.is_global and glob.weight.sbp == (flow.sbp.split(0),)
+    np.testing.assert_allclose(glob.weight.numpy(), local.weight.numpy(), rtol=1e-5, atol=1e-6)
