@@ -333,3 +333,15 @@ def test_index_sbp_signatures():
     srt = _sigs("sort", [(3, 4)], 2, dim=1)
     assert srt == [Signature((S(0),), (S(0), S(0))), Signature((B,), (B, B))]
     assert Signature((S(1),), (S(1),)) in _sigs("one_hot", [(3, 4)], num_classes=5)
+
+
+def test_concrete_index_made_inside_jit() -> None:
+    # an index tensor created while tracing is concrete: its range check runs eagerly
+    import jax
+    import jax.numpy as jnp
+
+    import jflow as flow
+
+    f = jax.jit(lambda a: flow.gather(flow.utils.from_jax(a), 1,
+                                      flow.tensor([[0, 0], [1, 0]]))._value)
+    np.testing.assert_array_equal(f(jnp.arange(4.0).reshape(2, 2)), [[0.0, 0.0], [3.0, 2.0]])

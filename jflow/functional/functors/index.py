@@ -60,17 +60,19 @@ def _min_max(x: jax.Array) -> tuple[jax.Array, jax.Array]:
     return jnp.min(x), jnp.max(x)
 
 
-def _concrete_min_max(t: Tensor) -> tuple[int, int] | None:
-    """(min, max) of a concrete, non-empty integer tensor; None when traced or empty."""
+def host_min_max(t: Tensor) -> tuple[int, int] | None:
+    """(min, max) of a concrete, non-empty integer tensor; None when traced or empty. Runs
+    eagerly even inside a trace (a concrete tensor made while tracing jax.jit)."""
     v = t._value
     if isinstance(v, Tracer) or v.size == 0:
         return None
-    lo, hi = jax.device_get(_min_max(v))
+    with jax.ensure_compile_time_eval():
+        lo, hi = jax.device_get(_min_max(v))
     return int(lo), int(hi)
 
 
 def _check_range(fname: str, index: Tensor, size: int, dim: int) -> None:
-    mm = _concrete_min_max(index)
+    mm = host_min_max(index)
     if mm is None:
         return
     lo, hi = mm
@@ -229,7 +231,7 @@ def one_hot(input: Tensor, num_classes: int = -1) -> Tensor:
         if input._value.size == 0:
             raise ValueError("one_hot(): cannot infer the number of classes from an empty "
                              "tensor; pass num_classes explicitly")
-    mm = _concrete_min_max(input)
+    mm = host_min_max(input)
     if mm is not None:
         lo, hi = mm
         if lo < 0:

@@ -14,24 +14,12 @@ from typing import Any
 
 import jax
 import numpy as np
-from jax.core import Tracer
 
 from ...ops import get
 from ...tensor import Tensor
 from ..promotion import cast, scalar_tensor
 from ..registry import functor
-from .index import _min_max
-
-
-def host_min_max(t: Tensor) -> tuple[int, int] | None:
-    """(min, max) of a concrete, non-empty integer tensor; None when traced or empty. Runs
-    eagerly even inside a trace (a concrete tensor made while tracing jax.jit)."""
-    v = t._value
-    if isinstance(v, Tracer) or v.size == 0:
-        return None
-    with jax.ensure_compile_time_eval():
-        lo, hi = jax.device_get(_min_max(v))
-    return int(lo), int(hi)
+from .index import host_min_max
 
 _mse, _l1 = get("mse_loss").apply, get("l1_loss").apply
 _bce = get("binary_cross_entropy_with_logits").apply
