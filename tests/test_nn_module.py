@@ -422,3 +422,15 @@ def test_layers_match_torch():
     theirs = torch.nn.CrossEntropyLoss(label_smoothing=0.1)(torch.tensor(logits),
                                                              torch.tensor(target))
     np.testing.assert_allclose(float(ours), float(theirs), rtol=1e-6)
+
+
+def test_parameter_data_aliases_the_parameter() -> None:
+    # arrays are immutable: p.data must write through, or p.data.mul_() would silently do
+    # nothing (the PyTorch idiom for untracked updates)
+    p = flow.nn.Parameter(flow.ones(3))
+    p.data.mul_(0.5)
+    np.testing.assert_array_equal(p.numpy(), [0.5, 0.5, 0.5])
+    assert p.is_leaf and p.requires_grad and p.grad_fn is None
+    d = p.data
+    assert not d.requires_grad and d.grad_fn is None
+    np.testing.assert_array_equal((d + 1).numpy(), [1.5, 1.5, 1.5])

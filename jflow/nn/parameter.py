@@ -12,7 +12,7 @@ from typing import Any
 
 import jax
 
-from ..tensor import Tensor, _flatten
+from ..tensor import Tensor, _flatten, _unflatten
 
 __all__ = ["Parameter", "is_parameter"]
 
@@ -44,8 +44,9 @@ class Parameter(Tensor):
 
     @property
     def data(self) -> Tensor:
-        """The value as a plain tensor cut from the graph (``detach()``)."""
-        return self.detach()
+        """The value as a tensor cut from the graph that ALIASES the parameter: in-place ops
+        on it (``p.data.mul_(0.9)``, the PyTorch idiom) update the parameter, untracked."""
+        return _ParameterData(self)
 
     @data.setter
     def data(self, value: Tensor) -> None:
@@ -70,6 +71,30 @@ class Parameter(Tensor):
         return out
 
 
+class _ParameterData(Tensor):
+    """``Parameter.data``: reads and in-place writes go to the parameter's value (arrays are
+    immutable, so a detached copy would silently drop ``p.data.add_(...)``)."""
+
+    __slots__ = ("_param",)
+
+    def __init__(self, param: Parameter) -> None:
+        self._param = param
+        self._requires_grad = False
+        self.grad = None
+        self.grad_fn = None
+        self._version = 0
+        self._global = param._global
+
+    @property  # type: ignore[override]
+    def _value(self) -> Any:
+        return self._param._value
+
+    @_value.setter
+    def _value(self, value: Any) -> None:
+        self._param._value = value
+        self._param._version += 1
+
+
 def _unflatten_parameter(aux: Any, children: Any) -> Parameter:
     p = object.__new__(Parameter)
     p._value = children[0]
@@ -84,6 +109,8 @@ def _unflatten_parameter(aux: Any, children: Any) -> Parameter:
 
 
 jax.tree_util.register_pytree_node(Parameter, _flatten, _unflatten_parameter)
+# ``p.data`` flattens like a Tensor and comes back as a plain (detached) Tensor
+jax.tree_util.register_pytree_node(_ParameterData, _flatten, _unflatten)
 
 
 def is_parameter(x: object) -> bool:
