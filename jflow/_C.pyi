@@ -151,6 +151,13 @@ __all__ = [
     "nll_loss",
     "cross_entropy",
     "binary_cross_entropy_with_logits",
+    "conv2d",
+    "conv1d",
+    "avg_pool2d",
+    "adaptive_avg_pool2d",
+    "max_pool2d",
+    "max_pool2d_with_indices",
+    "batch_norm",
 ]
 
 
@@ -168,6 +175,10 @@ class _max_result(NamedTuple):
 
 class _min_result(NamedTuple):
     values: Tensor
+    indices: Tensor
+
+class _max_pool2d_with_indices_result(NamedTuple):
+    output: Tensor
     indices: Tensor
 
 
@@ -813,4 +824,87 @@ def binary_cross_entropy_with_logits(
     weight: Tensor | None = None,
     reduction: str = 'mean',
     pos_weight: Tensor | None = None,
+) -> Tensor: ...
+
+@overload
+def conv2d(
+    input: Tensor,
+    weight: Tensor,
+    bias: Tensor | None = None,
+    stride: int | Sequence[int] = 1,
+    padding: int | Sequence[int] = 0,
+    dilation: int | Sequence[int] = 1,
+    groups: int = 1,
+) -> Tensor: ...
+@overload
+def conv2d(
+    input: Tensor,
+    weight: Tensor,
+    bias: Tensor | None = None,
+    stride: int | Sequence[int] = 1,
+    padding: str = 'valid',
+    dilation: int | Sequence[int] = 1,
+    groups: int = 1,
+) -> Tensor: ...
+
+@overload
+def conv1d(
+    input: Tensor,
+    weight: Tensor,
+    bias: Tensor | None = None,
+    stride: int | Sequence[int] = 1,
+    padding: int | Sequence[int] = 0,
+    dilation: int | Sequence[int] = 1,
+    groups: int = 1,
+) -> Tensor: ...
+@overload
+def conv1d(
+    input: Tensor,
+    weight: Tensor,
+    bias: Tensor | None = None,
+    stride: int | Sequence[int] = 1,
+    padding: str = 'valid',
+    dilation: int | Sequence[int] = 1,
+    groups: int = 1,
+) -> Tensor: ...
+
+def avg_pool2d(
+    input: Tensor,
+    kernel_size: int | Sequence[int],
+    stride: int | Sequence[int] | None = None,
+    padding: int | Sequence[int] = 0,
+    ceil_mode: bool = False,
+    count_include_pad: bool = True,
+    divisor_override: int | None = None,
+) -> Tensor: ...
+
+def adaptive_avg_pool2d(input: Tensor, output_size: int | Sequence[int]) -> Tensor: ...
+
+def max_pool2d(
+    input: Tensor,
+    kernel_size: int | Sequence[int],
+    stride: int | Sequence[int] | None = None,
+    padding: int | Sequence[int] = 0,
+    dilation: int | Sequence[int] = 1,
+    ceil_mode: bool = False,
+) -> Tensor: ...
+
+def max_pool2d_with_indices(
+    input: Tensor,
+    kernel_size: int | Sequence[int],
+    stride: int | Sequence[int] | None = None,
+    padding: int | Sequence[int] = 0,
+    dilation: int | Sequence[int] = 1,
+    ceil_mode: bool = False,
+) -> _max_pool2d_with_indices_result: ...
+
+def batch_norm(
+    input: Tensor,
+    running_mean: Tensor | None = None,
+    running_var: Tensor | None = None,
+    weight: Tensor | None = None,
+    bias: Tensor | None = None,
+    training: bool = False,
+    momentum: float = 0.1,
+    eps: float = 1e-05,
 ) -> Tensor: ...

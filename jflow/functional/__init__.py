@@ -9,7 +9,7 @@ from __future__ import annotations
 from pathlib import Path
 
 # importing the functor modules registers their functors
-from .functors import creation, index, loss, math, matmul, nn, norm, reduce, shape  # noqa: F401
+from .functors import conv, creation, index, loss, math, matmul, nn, norm, reduce, shape  # noqa: F401
 from .registry import FUNCTORS, functor, load_api
 from .signature import ApiYamlError
 
