@@ -8,8 +8,6 @@ dimensions evenly; a signature no placement can split evenly is reported as skip
 
 from __future__ import annotations
 
-from typing import Any
-
 import jax
 import jax.numpy as jnp
 import numpy as np
@@ -19,6 +17,7 @@ from ..sharding.execute import usable_1d
 from ..sharding.placement import placement
 from ..sharding.sbp import Signature, _Split, signatures_of
 from ..tensor import _wrap
+from .grad_check import _flat_inputs, _rebuild
 from .samples import Sample
 
 __all__ = ["check_sbp", "check_op_sbp", "SbpCheckFailure"]
@@ -26,28 +25,6 @@ __all__ = ["check_sbp", "check_op_sbp", "SbpCheckFailure"]
 
 class SbpCheckFailure(AssertionError):
     """A signature's sharded run disagrees with the single-device result or its SBP."""
-
-
-def _flat(s: Sample) -> list[Any]:
-    out = []
-    for x in s.inputs:
-        if isinstance(x, list):
-            out.extend(x)
-        elif x is not None:
-            out.append(x)
-    return out
-
-
-def _rebuild(s: Sample, flat: list[Any]) -> list[Any]:
-    out, it = [], iter(flat)
-    for x in s.inputs:
-        if isinstance(x, list):
-            out.append([next(it) for _ in x])
-        elif x is None:
-            out.append(None)
-        else:
-            out.append(next(it))
-    return out
 
 
 def _devices_for(sig: Signature, in_shapes: list[tuple], out_shapes: list[tuple]) -> int | None:
@@ -67,7 +44,7 @@ def check_sbp(op_name: str, s: Sample, done: set | None = None) -> tuple[int, in
     """Check every signature on one sample; returns (checked, skipped for uneven splits).
     ``done``: signatures (by repr) already checked on another sample of the op, skipped."""
     op = get_op(op_name)
-    flat = [np.asarray(a) for a in _flat(s)]
+    flat = [np.asarray(a) for a in _flat_inputs(s)]
     if not flat:
         return 0, 0
     local = [_wrap(jnp.asarray(a)) for a in flat]
