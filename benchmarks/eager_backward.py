@@ -12,29 +12,15 @@ from __future__ import annotations
 
 import argparse
 import platform
-import statistics
-import time
 from collections.abc import Callable
 from typing import Any
 
 import jax
 import jax.numpy as jnp
 import numpy as np
+from _timing import bench  # noqa: E402  (benchmarks/ is on sys.path)
 
 import jflow as flow
-
-
-def bench(fn: Callable[[], Any], number: int, repeat: int) -> float:
-    """Median µs per call over ``repeat`` runs of ``number`` calls (after a warm-up)."""
-    for _ in range(max(20, number // 10)):
-        fn()
-    runs = []
-    for _ in range(repeat):
-        t0 = time.perf_counter()
-        for _ in range(number):
-            fn()
-        runs.append((time.perf_counter() - t0) / number * 1e6)
-    return statistics.median(runs)
 
 
 def chain(x: Any, c: Any) -> Any:
@@ -50,6 +36,19 @@ def chain(x: Any, c: Any) -> Any:
     y = y * y
     y = y / 3.0
     return y.sum()
+
+
+def mlp_step(data: Any, ws: list[Any], bs: list[Any], relu: Callable[[Any], Any]) -> None:
+    """One forward + backward of the 3-layer MLP, written once for jflow and torch."""
+    h = data
+    for i, (w, b) in enumerate(zip(ws, bs)):
+        h = h @ w + b
+        if i < 2:
+            h = relu(h)
+    loss = (h * h).mean()
+    for p in (*ws, *bs):
+        p.grad = None
+    loss.backward()
 
 
 def cases() -> list[tuple[str, dict[str, Callable[[], Any]]]]:
@@ -75,15 +74,7 @@ def cases() -> list[tuple[str, dict[str, Callable[[], Any]]]]:
     fdata = flow.tensor(batch)
 
     def jflow_mlp() -> None:
-        h = fdata
-        for i, (w, b) in enumerate(zip(fws, fbs)):
-            h = h @ w + b
-            if i < 2:
-                h = flow.relu(h)
-        loss = (h * h).mean()
-        for p in (*fws, *fbs):
-            p.grad = None
-        loss.backward()
+        mlp_step(fdata, fws, fbs, flow.relu)
 
     def mlp_jnp(params: Any, data: Any) -> Any:
         h = data
@@ -122,15 +113,7 @@ def cases() -> list[tuple[str, dict[str, Callable[[], Any]]]]:
         tdata = torch.tensor(batch)
 
         def torch_mlp() -> None:
-            h = tdata
-            for i, (w, b) in enumerate(zip(tws, tbs)):
-                h = h @ w + b
-                if i < 2:
-                    h = torch.relu(h)
-            loss = (h * h).mean()
-            for p in (*tws, *tbs):
-                p.grad = None
-            loss.backward()
+            mlp_step(tdata, tws, tbs, torch.relu)
 
         out[0][1]["torch"] = torch_chain
         out[1][1]["torch"] = torch_mlp

@@ -11,29 +11,15 @@ from __future__ import annotations
 
 import argparse
 import platform
-import statistics
-import time
 from collections.abc import Callable
 from typing import Any
 
 import jax
 import jax.numpy as jnp
 import numpy as np
+from _timing import bench  # noqa: E402  (benchmarks/ is on sys.path)
 
 import jflow as flow
-
-
-def bench(fn: Callable[[], Any], number: int, repeat: int) -> float:
-    """Median µs per call over ``repeat`` runs of ``number`` calls (after a warm-up)."""
-    for _ in range(max(50, number // 20)):
-        fn()
-    runs = []
-    for _ in range(repeat):
-        t0 = time.perf_counter()
-        for _ in range(number):
-            fn()
-        runs.append((time.perf_counter() - t0) / number * 1e6)
-    return statistics.median(runs)
 
 
 def cases() -> list[tuple[str, dict[str, Callable[[], Any]]]]:

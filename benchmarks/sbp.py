@@ -42,7 +42,6 @@ import math  # noqa: E402
 import os  # noqa: E402
 import platform  # noqa: E402
 import re  # noqa: E402
-import statistics  # noqa: E402
 import time  # noqa: E402
 import traceback  # noqa: E402
 from collections.abc import Callable  # noqa: E402
@@ -51,6 +50,7 @@ from typing import Any  # noqa: E402
 
 import jax.numpy as jnp  # noqa: E402
 import numpy as np  # noqa: E402
+from _timing import bench  # noqa: E402  (benchmarks/ is on sys.path)
 from jax.sharding import PartitionSpec  # noqa: E402
 
 import jflow as flow  # noqa: E402
@@ -382,19 +382,8 @@ def print_traffic(results: list[Traffic], details: bool) -> None:
 
 # -- eager overhead ----------------------------------------------------------------------------
 
-def bench(fn: Callable[[], Any], number: int, repeat: int) -> float:
-    """Median µs per call over ``repeat`` runs of ``number`` calls, each run waiting for its
-    last result (after a warm-up)."""
-    for _ in range(max(20, number // 10)):
-        fn()
-    runs = []
-    for _ in range(repeat):
-        t0 = time.perf_counter()
-        for _ in range(number):
-            r = fn()
-        jax.block_until_ready(flow.utils.to_jax(r) if isinstance(r, flow.Tensor) else r)
-        runs.append((time.perf_counter() - t0) / number * 1e6)
-    return statistics.median(runs)
+def _wait(r: Any) -> None:
+    jax.block_until_ready(flow.utils.to_jax(r) if isinstance(r, flow.Tensor) else r)
 
 
 def print_overhead(number: int, repeat: int) -> None:
@@ -424,7 +413,7 @@ def print_overhead(number: int, repeat: int) -> None:
     print(head)
     print("-" * len(head))
     for name, local, glob, bare in rows:
-        tl, tg, tb = (bench(f, number, repeat) for f in (local, glob, bare))
+        tl, tg, tb = (bench(f, number, repeat, wait=_wait) for f in (local, glob, bare))
         print(f"{name:34s} {tl:8.1f} {tg:8.1f} {tb:9.1f}   {tg / tl:12.1f} {tg / tb:11.2f}")
 
 
