@@ -41,6 +41,7 @@ from .user_op_builder import user_op_builder  # noqa: E402
 from . import autograd  # noqa: E402
 from .autograd import enable_grad, is_grad_enabled, no_grad, set_grad_enabled  # noqa: E402
 from . import nn, optim  # noqa: E402
+from .compiler import jit  # noqa: E402
 from .serialization import load, save  # noqa: E402
 
 # flow.<op>(...) for every public functional API function not shadowed above

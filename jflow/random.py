@@ -28,7 +28,9 @@ class Generator:
     sequence, and generators never share state with each other or with JAX.
     """
 
-    __slots__ = ("_seed", "_counter", "_key", "device")
+    # ``_base``: inside a compiled function (flow.jit / nn.Graph), the traced draw counter at
+    # entry (draw n uses ``_base + n``), so random numbers are not frozen into the executable
+    __slots__ = ("_seed", "_counter", "_key", "_base", "device")
 
     def __init__(self, device: Any = "cpu") -> None:
         from .device import device as _device
@@ -45,6 +47,7 @@ class Generator:
         self._seed = seed & 0xFFFFFFFFFFFFFFFF
         self._counter = 0
         self._key = None
+        self._base = None
         return self
 
     def initial_seed(self) -> int:
@@ -76,18 +79,30 @@ class Generator:
         self._counter = int(counter)
         return self
 
-    def _next(self) -> tuple[Tensor, Tensor]:
-        """(key, counter) tensors for one draw; advances the state."""
+    def _key_tensor(self) -> Tensor:
         if self._key is None:
             with jax.ensure_compile_time_eval():
                 self._key = _wrap(jax.random.PRNGKey(np.uint64(self._seed)))
+        return self._key
+
+    def _next(self) -> tuple[Tensor, Tensor]:
+        """(key, counter) tensors for one draw; advances the state."""
+        key = self._key_tensor()
         c = self._counter
         self._counter += 1
-        return self._key, _wrap(jnp.asarray(c, dtype=jnp.int64))
+        if self._base is not None:
+            return key, _wrap(self._base + c)
+        if _tracing_guard is not None:
+            _tracing_guard(self)
+        return key, _wrap(jnp.asarray(c, dtype=jnp.int64))
 
     def __repr__(self) -> str:
         return f"<flow.Generator seed={self._seed} draws={self._counter}>"
 
+
+#: set by jflow.compiler while it traces: called with a generator that is not an input of
+#: the compiled function (its draws would be frozen into the executable)
+_tracing_guard: Any = None
 
 default_generator = Generator()
 

@@ -82,6 +82,16 @@ class Optimizer:
             if p.grad is not None:
                 yield p, (-p.grad if group.get("maximize") else p.grad)
 
+    @staticmethod
+    def _descend_(p: Tensor, update: Tensor, lr: Any) -> None:
+        """``p -= lr * update`` in place; ``lr`` is a float, or a 0-d tensor inside a compiled
+        step (flow.jit / nn.Graph pass the learning rate as an input, so schedulers don't
+        recompile)."""
+        if isinstance(lr, Tensor):
+            p.sub_(update * lr)
+        else:
+            p.add_(update, alpha=-lr)
+
     def step(self, closure: Callable[[], Any] | None = None) -> Any:
         raise NotImplementedError
 

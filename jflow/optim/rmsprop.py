@@ -62,7 +62,7 @@ class RMSprop(Optimizer):
                     if mom > 0:
                         buf = state["momentum_buffer"]
                         buf.mul_(mom).add_(g / avg)
-                        p.add_(buf, alpha=-lr)
+                        self._descend_(p, buf, lr)
                     else:
                         p.sub_(g / avg * lr)
         return loss

@@ -53,5 +53,5 @@ class SGD(Optimizer):
                         else:
                             buf.mul_(mom).add_(g, alpha=1 - damp)
                         g = g.add(buf, alpha=mom) if nesterov else buf
-                    p.add_(g, alpha=-lr)
+                    self._descend_(p, g, lr)
         return loss

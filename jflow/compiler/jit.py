@@ -1,0 +1,247 @@
+"""``flow.jit``: compile a Python function of tensors, modules and optimizers with ``jax.jit``.
+
+The function runs once per *signature* (shapes, dtypes and structure of arguments and state,
+module train/eval modes, optimizer hyper-parameters other than the learning rate) as a trace;
+later calls with the same signature run the cached executable and write the new state (in-place
+updates, ``.grad``, optimizer state, the generator's draw count) back into the Python objects,
+so compiled and eager code can be mixed freely. The learning rate and the random generator are
+*inputs* of the executable: schedulers and dropout don't recompile and are not frozen.
+
+When a call needs a new trace, the reason (which argument or state changed, and how) is kept in
+``fn.recompile_reasons``; with ``explain=True`` it is also emitted as a warning.
+"""
+
+from __future__ import annotations
+
+import functools
+import warnings
+from collections import OrderedDict
+from collections.abc import Callable
+from typing import Any
+
+import jax
+import numpy as np
+
+from ..autograd import is_grad_enabled
+from ..nn.modules.module import Module
+from ..optim.optimizer import Optimizer
+from ..tensor import Tensor, _wrap
+from .state import Layout, StepState, _static_sig, tree_flatten_stateful
+
+__all__ = ["jit", "CompiledFunction", "RecompileWarning"]
+
+
+class RecompileWarning(UserWarning):
+    """A compiled function traced again; the message says why."""
+
+
+def _arg_sig(leaf: Any) -> Any:
+    if isinstance(leaf, (Module, Optimizer)):
+        return (type(leaf).__name__, id(leaf))
+    if isinstance(leaf, (jax.Array, np.ndarray)):
+        return ("array", tuple(leaf.shape), np.dtype(leaf.dtype))
+    return _static_sig(leaf)
+
+
+def _describe_sig(s: Any) -> str:
+    if isinstance(s, tuple) and s and s[0] == "T":
+        shape, dtype, rg = s[1], s[2], s[3]
+        return f"Tensor{list(shape)} {np.dtype(dtype).name}{' requires_grad' if rg else ''}"
+    if isinstance(s, tuple) and s and s[0] == "array":
+        return f"array{list(s[1])} {s[2].name}"
+    return repr(s)
+
+
+def explain_change(old: tuple, new: tuple) -> str:
+    """A human-readable difference between two cache keys (see :meth:`CompiledFunction._key`)."""
+    reasons = []
+    for (name, a), (_, b) in zip(old, new):
+        if a == b:
+            continue
+        if name == "arguments":
+            (ta, la), (tb, lb) = a, b
+            if ta != tb:
+                reasons.append(f"the argument structure changed: {ta} -> {tb}")
+            else:
+                for i, (x, y) in enumerate(zip(la, lb)):
+                    if x != y:
+                        reasons.append(f"argument leaf {i} changed: {_describe_sig(x)} -> "
+                                       f"{_describe_sig(y)}")
+        elif name == "state tensors" and len(a) == len(b):
+            for i, (x, y) in enumerate(zip(a, b)):
+                if x != y:
+                    reasons.append(f"state tensor {i} changed: {_describe_sig(('T',) + x)} -> "
+                                   f"{_describe_sig(('T',) + y)}")
+        elif name == "grads":
+            na, nb = sum(g is not None for g in a), sum(g is not None for g in b)
+            reasons.append(f"the set of existing .grad tensors changed ({na} -> {nb} tensors "
+                           f"with a gradient)")
+        elif name == "optimizer hyper-parameters and state":
+            reasons.append("optimizer hyper-parameters or state changed (e.g. the state the "
+                           "first optimizer step creates)")
+        elif name == "grad mode":
+            reasons.append(f"grad mode changed: {'enabled' if a else 'disabled'} -> "
+                           f"{'enabled' if b else 'disabled'}")
+        else:
+            reasons.append(f"{name} changed")
+    return "; ".join(reasons) or "the signature changed"
+
+
+class _Entry:
+    __slots__ = ("jitted", "layout")
+
+    def __init__(self, jitted: Any) -> None:
+        self.jitted = jitted
+        self.layout: Layout | None = None
+
+
+class CompiledFunction:
+    """A function compiled by :func:`jit` (call it like the original).
+
+    ``recompile_reasons``: one string per trace after the first, saying what changed.
+    ``cache_size``: executables kept (least recently used beyond ``max_cache_size`` dropped).
+    """
+
+    def __init__(self, fn: Callable[..., Any], *, donate: bool = False, explain: bool = False,
+                 max_cache_size: int = 16, track_grads: bool = True,
+                 modules: list[Module] | None = None,
+                 optimizers: list[Optimizer] | None = None, scan_closure: bool = True,
+                 after: Callable[[], None] | None = None, name: str | None = None) -> None:
+        if not callable(fn):
+            raise TypeError(f"flow.jit: expected a function, got {type(fn).__name__}")
+        if max_cache_size < 1:
+            raise ValueError(f"flow.jit: max_cache_size must be >= 1, got {max_cache_size}")
+        self.fn = fn
+        self.donate = donate
+        self.explain = explain
+        self.max_cache_size = max_cache_size
+        self.track_grads = track_grads
+        self.name = name or getattr(fn, "__qualname__", repr(fn))
+        closed = _closure_objects(fn) if scan_closure else []
+        self._modules = list(modules or []) + [o for o in closed if isinstance(o, Module)]
+        self._optimizers = list(optimizers or []) + [o for o in closed
+                                                     if isinstance(o, Optimizer)]
+        self._after = after
+        self._cache: OrderedDict[tuple, _Entry] = OrderedDict()
+        self._last_key: tuple | None = None
+        self._current: Any = None
+        self.recompile_reasons: list[str] = []
+        self.trace_count = 0
+        functools.update_wrapper(self, fn)
+
+    @property
+    def cache_size(self) -> int:
+        return len(self._cache)
+
+    def __call__(self, *args: Any, **kwargs: Any) -> Any:
+        leaves, treedef = tree_flatten_stateful((args, kwargs))
+        state = StepState.gather(leaves, self._modules, self._optimizers, self.track_grads)
+        key = (("arguments", (treedef, tuple(_arg_sig(x) for x in leaves))),
+               *state.key(), ("grad mode", is_grad_enabled()))
+        entry = self._cache.get(key)
+        if entry is None:
+            entry = self._new_entry(key)
+        else:
+            self._cache.move_to_end(key)
+        arrays = [x for x in leaves if isinstance(x, (jax.Array, np.ndarray))]
+        self._current = (state, leaves, treedef)
+        try:
+            out, new_values, new_grads, opt_out = entry.jitted(*state.inputs(self.donate), arrays)
+        finally:
+            self._current = None
+        state.write_back(entry.layout, new_values, new_grads, opt_out)
+        if self._after is not None:
+            self._after()
+        return jax.tree_util.tree_map(
+            lambda v: _wrap(v) if isinstance(v, jax.Array) else v, out)
+
+    def _new_entry(self, key: tuple) -> _Entry:
+        if self._last_key is not None:
+            reason = explain_change(self._last_key, key)
+            self.recompile_reasons.append(reason)
+            if self.explain:
+                warnings.warn(f"flow.jit({self.name}): recompiling because {reason}",
+                              RecompileWarning, stacklevel=3)
+        self._last_key = key
+        self.trace_count += 1
+        layout = Layout()
+        fn, everything = self.fn, self.donate
+
+        def pure(arg_values: list, values: list, grads: list, opt_state: list, lrs: list,
+                 rng: Any, arrays: list) -> tuple:
+            # tensors keep their identity (their state is installed into them); raw arrays
+            # among the arguments are replaced by their tracers
+            # (a retrace by jax for the same key uses the current call's objects)
+            state, leaves, treedef = self._current
+            it = iter(arrays)
+            call_leaves = [next(it) if isinstance(x, (jax.Array, np.ndarray)) else x
+                           for x in leaves]
+            state.install(arg_values, values, grads, opt_state, lrs, rng)
+            try:
+                a, kw = jax.tree_util.tree_unflatten(treedef, call_leaves)
+                out = fn(*a, **kw)
+                out_vals = _output_values(out, self.name)
+                new = state.collect(layout, everything)
+            finally:
+                state.restore()
+            return (out_vals, *new)
+
+        donate = (1, 3) if self.donate else ()
+        entry = _Entry(jax.jit(pure, donate_argnums=donate))
+        entry.layout = layout
+        self._cache[key] = entry
+        if len(self._cache) > self.max_cache_size:
+            self._cache.popitem(last=False)
+        return entry
+
+    def __repr__(self) -> str:
+        return f"<flow.jit of {self.name}: {self.cache_size} executable(s)>"
+
+
+def _output_values(out: Any, name: str) -> Any:
+    def leaf(x: Any) -> Any:
+        if isinstance(x, Tensor):
+            return x._value
+        if isinstance(x, (Module, Optimizer)):
+            raise TypeError(f"flow.jit({name}): the function returned a "
+                            f"{type(x).__name__}; compiled functions return tensors, numbers "
+                            f"and containers of them")
+        return x
+    return jax.tree_util.tree_map(leaf, out, is_leaf=lambda x: isinstance(
+        x, (Tensor, Module, Optimizer)))
+
+
+def _closure_objects(fn: Callable[..., Any]) -> list[Any]:
+    """Modules and optimizers the function refers to through its closure or globals (so
+    ``flow.jit`` finds the model a training step closes over)."""
+    found: list[Any] = []
+    code = getattr(fn, "__code__", None)
+    cells = getattr(fn, "__closure__", None) or ()
+    for c in cells:
+        try:
+            found.append(c.cell_contents)
+        except ValueError:  # an empty cell
+            pass
+    g = getattr(fn, "__globals__", {})
+    for name in getattr(code, "co_names", ()):
+        if name in g:
+            found.append(g[name])
+    return [o for o in found if isinstance(o, (Module, Optimizer))]
+
+
+def jit(fn: Callable[..., Any] | None = None, *, donate: bool = False, explain: bool = False,
+        max_cache_size: int = 16) -> Any:
+    """Compile ``fn`` (a function of tensors, modules and optimizers) into one XLA executable
+    per signature; usable as ``@flow.jit`` or ``@flow.jit(explain=True)``.
+
+    Modules and optimizers passed as arguments or referenced by the function (closure or
+    globals) are state: their parameters, buffers, ``.grad`` and optimizer state go in and
+    come back out, written into the same objects. ``donate=True`` lets XLA reuse the state's
+    buffers for the new state (arrays that alias them — ``detach()`` views — become invalid).
+    ``explain=True`` warns with the reason whenever the function traces again; the reasons
+    are always kept in ``.recompile_reasons``.
+    """
+    if fn is None:
+        return lambda f: CompiledFunction(f, donate=donate, explain=explain,
+                                          max_cache_size=max_cache_size)
+    return CompiledFunction(fn, donate=donate, explain=explain, max_cache_size=max_cache_size)

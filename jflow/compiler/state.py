@@ -1,0 +1,304 @@
+"""The state a compiled step reads and writes, and how it moves in and out of ``jax.jit``.
+
+A jflow training step is a Python function over *mutable* objects: parameters and buffers of
+modules, ``.grad`` of tensors, optimizer state and learning rates, and the random generator.
+``jax.jit`` needs a pure function of arrays. :class:`StepState` gathers the mutable state of
+one call into flat inputs (:meth:`StepState.inputs`), *installs* tracers into the very same
+Python objects while the function traces (:meth:`StepState.install` — so user code, modules,
+``loss.backward()`` and ``opt.step()`` run unchanged), reads the final values back out as
+outputs (:meth:`StepState.collect`), restores the objects, and after the executable ran writes
+the new arrays into them (:meth:`StepState.write_back`). Only arrays cross the boundary; the
+structure (which grads exist, which optimizer state entries, which tensors changed) is
+recorded at trace time in a :class:`Layout` and is part of the cache key.
+"""
+
+from __future__ import annotations
+
+import sys
+from dataclasses import dataclass, field
+from typing import Any
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+
+from .. import random as _random
+from ..nn.modules.module import Module
+from ..optim.optimizer import Optimizer
+from ..tensor import Tensor, _wrap
+
+__all__ = ["StepState", "Layout", "is_stateful"]
+
+
+#: ``sys.getrefcount(values[i])`` of a state array that only its own tensor holds: the
+#: tensor's ``_value``, the input list and getrefcount's argument (tests/test_compile.py
+#: checks both that steady-state steps copy nothing and that a held buffer is copied)
+_OWNED_REFS = 3
+
+
+def is_stateful(x: Any) -> bool:
+    """Objects whose state a compiled function reads and writes (not pytree leaves)."""
+    return isinstance(x, (Tensor, Module, Optimizer))
+
+
+def _sig(t: Tensor) -> tuple:
+    v = t._value
+    return (tuple(v.shape), v.dtype, t._requires_grad, t._global)
+
+
+def _static_sig(v: Any) -> Any:
+    if isinstance(v, Tensor):
+        return ("T",) + _sig(v)
+    try:
+        hash(v)
+    except TypeError:
+        return ("unhashable", type(v).__name__, repr(v))
+    return v
+
+
+@dataclass
+class Layout:
+    """What one trace found out: the output structure of the state (filled while tracing)."""
+
+    changed: list[int] = field(default_factory=list)       # indices of tensors given new values
+    grads: list[Any] = field(default_factory=list)          # per tracked tensor: has a grad
+    opt_state: list[Any] = field(default_factory=list)      # per optimizer: [(p_idx, {k: static})]
+    draws: int = 0                                          # default-generator draws
+
+
+class StepState:
+    """The mutable state of one call of a compiled function.
+
+    ``tensors``: every Tensor involved — the call's tensor arguments, the parameters and
+    buffers of the modules, and the optimizers' parameters (each once). Arrays shared by
+    several tensors are passed once. ``track_grads``: ``.grad`` of tensors that require grad
+    goes in and out (flow.jit); otherwise grads start empty inside the step and the eager
+    grads are left as they were (nn.Graph, as OneFlow's graph mode).
+    """
+
+    def __init__(self, tensors: list[Tensor], n_args: int, modules: list[Module],
+                 optimizers: list[Optimizer], track_grads: bool) -> None:
+        self.tensors = tensors
+        self.modules = modules
+        self.optimizers = optimizers
+        self.track_grads = track_grads
+        self.n_args = n_args
+        self.index = {id(t): i for i, t in enumerate(tensors)}
+        # arrays shared by several tensors go in once; argument tensors' arrays apart from the
+        # state's (the state's may be donated, the arguments' never are)
+        a_ids: dict[int, int] = {}
+        s_ids: dict[int, int] = {}
+        self.value_of = [a_ids.setdefault(id(t._value), len(a_ids)) for t in tensors[:n_args]]
+        self.value_of += [s_ids.setdefault(id(t._value), len(s_ids)) for t in tensors[n_args:]]
+        self.n_values = (len(a_ids), len(s_ids))
+        self._undo: list[Any] = []
+        self._traced: list[Any] = []
+
+    # -- gathering ------------------------------------------------------------------------
+    @staticmethod
+    def gather(leaves: list[Any], modules: list[Module], optimizers: list[Optimizer],
+               track_grads: bool) -> StepState:
+        tensors: list[Tensor] = []
+        seen: set[int] = set()
+
+        def add(t: Any) -> None:
+            if t is not None and id(t) not in seen:
+                seen.add(id(t))
+                tensors.append(t)
+
+        for x in leaves:
+            if isinstance(x, Tensor):
+                add(x)
+            elif isinstance(x, Module) and x not in modules:
+                modules = [*modules, x]
+            elif isinstance(x, Optimizer) and x not in optimizers:
+                optimizers = [*optimizers, x]
+        n_args = len(tensors)
+        for m in modules:
+            for mm in m.modules():
+                for v in mm._parameters.values():
+                    add(v)
+                for v in mm._buffers.values():
+                    add(v)
+        for opt in optimizers:
+            for g in opt.param_groups:
+                for p in g["params"]:
+                    add(p)
+        return StepState(tensors, n_args, modules, optimizers, track_grads)
+
+    def key(self) -> tuple:
+        """Everything about the state that shapes the trace (see :func:`explain_change`)."""
+        tensors = tuple(_sig(t) for t in self.tensors)
+        grads = tuple(None if t.grad is None else _sig(t.grad) for t in self.tensors) \
+            if self.track_grads else ()
+        training = tuple(mm.training for m in self.modules for mm in m.modules())
+        opts = []
+        for opt in self.optimizers:
+            hyper = tuple(tuple((k, _static_sig(v)) for k, v in sorted(g.items())
+                                if k not in ("params", "lr", "initial_lr"))
+                          for g in opt.param_groups)
+            state = tuple((self.index.get(id(p), -1),
+                           tuple((k, _static_sig(v)) for k, v in sorted(s.items())))
+                          for p, s in opt.state.items())
+            opts.append((hyper, state))
+        return (("state tensors", tensors), ("shared arrays", tuple(self.value_of)),
+                ("grads", grads), ("module training modes", training),
+                ("optimizer hyper-parameters and state", tuple(opts)))
+
+    # -- inputs ---------------------------------------------------------------------------
+    def inputs(self, donate: bool = False) -> tuple:
+        """(argument values, state values, grads, optimizer state, learning rates, rng) as
+        arrays."""
+        n = self.n_args
+        arg_values: list[Any] = [None] * self.n_values[0]
+        values: list[Any] = [None] * self.n_values[1]
+        for t, vi in zip(self.tensors[:n], self.value_of[:n]):
+            arg_values[vi] = t._value
+        for t, vi in zip(self.tensors[n:], self.value_of[n:]):
+            values[vi] = t._value
+        if donate:
+            # A donated buffer is deleted by the call. jax arrays are immutable, so jflow
+            # shares them freely (detach(), deepcopy, the autograd tape's saved values): an
+            # array referenced from anywhere but its tensor and this list is copied first,
+            # and only the copy is donated (once: afterwards the tensor owns a fresh output).
+            for i in range(len(values)):
+                if sys.getrefcount(values[i]) > _OWNED_REFS:
+                    values[i] = jnp.copy(values[i])
+        grads = [t.grad._value if self.track_grads and t.grad is not None else None
+                 for t in self.tensors]
+        opt_state = [[{k: v._value for k, v in s.items() if isinstance(v, Tensor)}
+                      for s in opt.state.values()] for opt in self.optimizers]
+        lrs = [[_lr_array(g) for g in opt.param_groups] for opt in self.optimizers]
+        gen = _random.default_generator
+        # host scalars go in as NumPy values: cheaper than dispatching a jnp conversion
+        rng = (gen._key_tensor()._value, np.int64(gen._counter))
+        return arg_values, values, grads, opt_state, lrs, rng
+
+    # -- inside the trace -----------------------------------------------------------------
+    def install(self, arg_values: list[Any], values: list[Any], grads: list[Any],
+                opt_state: list[Any], lrs: list[Any], rng: Any) -> None:
+        """Put the tracers into the Python objects (undone by :meth:`restore`)."""
+        undo = self._undo
+        self._traced = [arg_values[vi] if i < self.n_args else values[vi]
+                        for i, vi in enumerate(self.value_of)]
+        for t, v, g in zip(self.tensors, self._traced, grads):
+            undo.append((t, t._value, t._version, t.grad_fn, t.grad))
+            t._value = v
+            t.grad_fn = None
+            t.grad = None if g is None else _wrap(g)
+        for opt, states, group_lrs in zip(self.optimizers, opt_state, lrs):
+            undo.append((opt, opt.state, [g["lr"] for g in opt.param_groups]))
+            new_state = {}
+            for (p, s), arrays in zip(opt.state.items(), states):
+                new_state[p] = {k: (_wrap(arrays[k]) if isinstance(v, Tensor) else v)
+                                for k, v in s.items()}
+            opt.state = new_state
+            for g, lr in zip(opt.param_groups, group_lrs):
+                g["lr"] = _wrap(lr)
+        gen = _random.default_generator
+        undo.append((gen, gen._key, gen._counter))
+        gen._key, gen._base, gen._counter = _wrap(rng[0]), rng[1], 0
+        _random._tracing_guard = _foreign_generator
+
+    def collect(self, layout: Layout, everything: bool) -> tuple:
+        """The state's final values as outputs; fills ``layout``. ``everything``: output
+        every state value (donated inputs must all come back), else only changed ones."""
+        layout.changed, layout.grads, layout.opt_state = [], [], []
+        new_values = []
+        for i, t in enumerate(self.tensors):
+            if (everything and i >= self.n_args) or t._value is not self._traced[i]:
+                layout.changed.append(i)
+                new_values.append(t._value)
+        grads = []
+        for t in self.tensors:
+            g = t.grad if self.track_grads else None
+            layout.grads.append(g is not None)
+            if g is not None:
+                grads.append(g._value)
+        opt_out = []
+        for opt in self.optimizers:
+            entries, arrays = [], []
+            for p, s in opt.state.items():
+                statics = {k: (None if isinstance(v, Tensor) else v) for k, v in s.items()}
+                entries.append((self.index[id(p)], statics))
+                arrays.append({k: v._value for k, v in s.items() if isinstance(v, Tensor)})
+            layout.opt_state.append(entries)
+            opt_out.append(arrays)
+        layout.draws = _random.default_generator._counter
+        return new_values, grads, opt_out
+
+    def restore(self) -> None:
+        """Give the Python objects their concrete state back (after tracing)."""
+        _random._tracing_guard = None
+        for u in reversed(self._undo):
+            obj = u[0]
+            if isinstance(obj, Tensor):
+                obj._value, obj._version, obj.grad_fn, obj.grad = u[1:]
+            elif isinstance(obj, Optimizer):
+                obj.state = u[1]
+                for g, lr in zip(obj.param_groups, u[2]):
+                    g["lr"] = lr
+            else:  # the generator
+                obj._key, obj._counter, obj._base = u[1], u[2], None
+        self._undo = []
+
+    # -- after the call -------------------------------------------------------------------
+    def write_back(self, layout: Layout, new_values: list[Any], grads: list[Any],
+                   opt_out: list[Any]) -> None:
+        for i, v in zip(layout.changed, new_values):
+            t = self.tensors[i]
+            if t._value is not v:
+                t._value = v
+                t._version += 1
+        if self.track_grads:
+            it = iter(grads)
+            for t, has in zip(self.tensors, layout.grads):
+                if not has:
+                    t.grad = None
+                elif t.grad is None:
+                    t.grad = _wrap(next(it))
+                else:
+                    t.grad._value = next(it)
+                    t.grad._version += 1
+        for opt, entries, arrays in zip(self.optimizers, layout.opt_state, opt_out):
+            old = opt.state
+            new: dict[Tensor, dict[str, Any]] = {}
+            for (pi, statics), arrs in zip(entries, arrays):
+                p = self.tensors[pi]
+                prev = old.get(p, {})
+                entry = {}
+                for k, sv in statics.items():
+                    if k in arrs:
+                        t = prev.get(k)
+                        if isinstance(t, Tensor):
+                            t._value = arrs[k]
+                            t._version += 1
+                        else:
+                            t = _wrap(arrs[k])
+                        entry[k] = t
+                    else:
+                        entry[k] = sv
+                new[p] = entry
+            opt.state = new
+        if layout.draws:
+            _random.default_generator._counter += layout.draws
+
+
+def _lr_array(group: dict[str, Any]) -> Any:
+    lr = group["lr"]
+    if isinstance(lr, Tensor):
+        return lr._value
+    dt = group["params"][0]._value.dtype
+    return np.asarray(lr, dtype=dt if dt.kind == "f" or dt == jnp.bfloat16 else np.float32)
+
+
+def _foreign_generator(gen: Any) -> None:
+    raise RuntimeError(
+        f"a compiled function (flow.jit / nn.Graph) drew random numbers from {gen!r}, which is "
+        f"not the default generator: its draws would be frozen into the executable. Use the "
+        f"default generator (flow.manual_seed) inside compiled code")
+
+
+def tree_flatten_stateful(tree: Any) -> tuple[list[Any], Any]:
+    """Flatten arguments keeping Tensors, Modules and Optimizers as leaves."""
+    return jax.tree_util.tree_flatten(tree, is_leaf=is_stateful)

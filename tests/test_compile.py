@@ -1,0 +1,254 @@
+"""flow.jit and nn.Graph: compiled steps agree with eager ones, state is written back,
+recompiles happen only when the signature changes (and say why), random draws aren't frozen."""
+
+import copy
+import warnings
+
+import numpy as np
+import pytest
+
+import jflow as flow
+import jflow.nn as nn
+import jflow.nn.functional as F
+
+RS = np.random.RandomState(0)
+X = RS.randn(16, 6).astype(np.float32)
+Y = RS.randint(0, 3, 16)
+
+
+def _model() -> nn.Module:
+    flow.manual_seed(0)
+    return nn.Sequential(nn.Linear(6, 12), nn.LayerNorm(12), nn.GELU(), nn.Dropout(0.25),
+                         nn.Linear(12, 3))
+
+
+class TrainStep(nn.Graph):
+    def __init__(self, model, opt, sched=None, clip=None):
+        super().__init__()
+        self.model = model
+        self.clip = clip
+        self.add_optimizer(opt, lr_sch=sched)
+
+    def build(self, x, y):
+        loss = F.cross_entropy(self.model(x), y)
+        loss.backward()
+        if self.clip is not None:
+            nn.utils.clip_grad_norm_(self.model.parameters(), self.clip)
+        return loss
+
+
+def _eager_steps(model, opt, n, sched=None, clip=None):
+    x, y = flow.tensor(X), flow.tensor(Y)
+    losses = []
+    for _ in range(n):
+        opt.zero_grad()
+        loss = F.cross_entropy(model(x), y)
+        loss.backward()
+        if clip is not None:
+            nn.utils.clip_grad_norm_(model.parameters(), clip)
+        opt.step()
+        if sched is not None:
+            sched.step()
+        losses.append(float(loss))
+    return losses
+
+
+def _assert_same_params(a, b, tol=2e-5):
+    for (name, p), q in zip(a.named_parameters(), b.parameters()):
+        np.testing.assert_allclose(p.numpy(), q.numpy(), rtol=tol, atol=tol, err_msg=name)
+
+
+@pytest.mark.parametrize("make_opt", [
+    lambda ps: flow.optim.SGD(ps, lr=0.1, momentum=0.9, nesterov=True, weight_decay=1e-3),
+    lambda ps: flow.optim.Adam(ps, lr=0.01, weight_decay=1e-3),
+], ids=["sgd", "adam"])
+def test_graph_matches_eager_after_20_steps(make_opt):
+    """Same seed, same data: 20 eager steps == 20 nn.Graph steps (dropout included)."""
+    eager, compiled = _model(), _model()
+    oe, oc = make_opt(eager.parameters()), make_opt(compiled.parameters())
+    flow.manual_seed(7)
+    le = _eager_steps(eager, oe, 20)
+    step = TrainStep(compiled, oc)
+    flow.manual_seed(7)
+    lc = [float(step(flow.tensor(X), flow.tensor(Y))) for _ in range(20)]
+    np.testing.assert_allclose(lc, le, rtol=2e-5)
+    _assert_same_params(eager, compiled)
+    # the optimizer state was written back too (same tensors as eager's, by value)
+    for p, q in zip(eager.parameters(), compiled.parameters()):
+        for k, v in oe.state[p].items():
+            np.testing.assert_allclose(np.asarray(oc.state[q][k].numpy()), v.numpy(),
+                                       rtol=2e-5, atol=2e-6, err_msg=k)
+    # the first step creates optimizer state (one more trace); no other recompiles
+    assert step.trace_count == 2, step.recompile_reasons
+    assert "optimizer" in step.recompile_reasons[0]
+    # the eager .grad of parameters is untouched by the graph (OneFlow's graph mode)
+    assert all(p.grad is None for p in compiled.parameters())
+
+
+def test_graph_scheduler_and_clipping_no_recompile_and_eager_mix():
+    """A scheduler changes lr every step without recompiling; eager and graph steps can be
+    interleaved on the same model and optimizer."""
+    def setup():
+        m = _model()
+        opt = flow.optim.AdamW(m.parameters(), lr=0.05)
+        return m, opt, flow.optim.lr_scheduler.StepLR(opt, step_size=2, gamma=0.5)
+
+    eager, oe, se = setup()
+    flow.manual_seed(3)
+    _eager_steps(eager, oe, 9, se, clip=0.5)
+
+    mixed, om, sm = setup()
+    step = TrainStep(mixed, om, sm, clip=0.5)
+    flow.manual_seed(3)
+    for _ in range(4):
+        step(flow.tensor(X), flow.tensor(Y))
+    _eager_steps(mixed, om, 1, sm, clip=0.5)      # an eager step in between
+    for _ in range(4):
+        step(flow.tensor(X), flow.tensor(Y))
+    assert sm.get_last_lr() == se.get_last_lr()
+    _assert_same_params(eager, mixed)
+    assert step.trace_count == 2, step.recompile_reasons
+
+
+def test_graph_recompiles_on_shape_change_with_reason():
+    m = _model()
+    step = TrainStep(m, flow.optim.SGD(m.parameters(), lr=0.1))
+    step(flow.tensor(X), flow.tensor(Y))
+    step(flow.tensor(X), flow.tensor(Y))
+    step(flow.tensor(X[:8]), flow.tensor(Y[:8]))
+    assert step.trace_count == 2
+    (reason,) = step.recompile_reasons
+    assert "argument leaf 0" in reason and "[16, 6]" in reason and "[8, 6]" in reason
+    m.eval()
+    step(flow.tensor(X[:8]), flow.tensor(Y[:8]))
+    assert "training mode" in step.recompile_reasons[-1]
+
+
+def test_graph_dropout_not_frozen_and_reproducible():
+    """Random draws are inputs of the executable: each call draws anew, the same seed
+    replays the same numbers, and they equal the eager draws."""
+    class Noise(nn.Graph):
+        def __init__(self):
+            super().__init__()
+            self.drop = nn.Dropout(0.5)
+
+        def build(self, x):
+            return self.drop(x)
+
+    g, ones = Noise(), flow.ones(64)
+    flow.manual_seed(11)
+    a, b = g(ones).numpy(), g(ones).numpy()
+    assert not np.array_equal(a, b)
+    flow.manual_seed(11)
+    eager = nn.Dropout(0.5)
+    np.testing.assert_array_equal(eager(ones).numpy(), a)
+    np.testing.assert_array_equal(g(ones).numpy(), b)   # continues the eager draw count
+    assert g.trace_count == 1
+
+
+def test_graph_donation_keeps_aliases_valid_and_errors():
+    m = _model()
+    snapshot = copy.deepcopy(m)          # shares m's (immutable) arrays
+    w_before = m[0].weight.detach()      # so does a detached view
+    step = TrainStep(m, flow.optim.SGD(m.parameters(), lr=0.5))
+    step(flow.tensor(X), flow.tensor(Y))
+    step(flow.tensor(X), flow.tensor(Y))
+    # the aliases still hold the old values (a donated buffer is never one someone else holds)
+    np.testing.assert_array_equal(snapshot[0].weight.numpy(), w_before.numpy())
+    assert not np.allclose(m[0].weight.numpy(), w_before.numpy())
+
+    class NoBackward(nn.Graph):
+        def __init__(self):
+            super().__init__()
+            self.model = m
+            self.add_optimizer(flow.optim.SGD(m.parameters(), lr=0.1))
+
+        def build(self, x):
+            return self.model(x).sum()
+
+    with pytest.raises(RuntimeError, match=r"NoBackward.build\(\).*loss.backward\(\)"):
+        NoBackward()(flow.tensor(X))
+    with pytest.raises(TypeError, match="add_optimizer.*Optimizer"):
+        TrainStep(m, "sgd")
+
+
+def test_jit_function_of_modules_tracks_grads_and_inplace_args():
+    """flow.jit of a function with backward: .grad accumulates into the parameters exactly
+    as eager; an in-place update of an argument is written back."""
+    model, twin = _model().eval(), _model().eval()
+
+    @flow.jit
+    def loss_and_grad(x, y):
+        loss = F.cross_entropy(model(x), y)
+        loss.backward()
+        return loss
+
+    x, y = flow.tensor(X), flow.tensor(Y)
+    for _ in range(2):                     # grads accumulate over the two calls
+        lc = loss_and_grad(x, y)
+        le = F.cross_entropy(twin(x), y)
+        le.backward()
+    np.testing.assert_allclose(float(lc), float(le), rtol=1e-6)
+    for p, q in zip(model.parameters(), twin.parameters()):
+        np.testing.assert_allclose(p.grad.numpy(), q.grad.numpy(), rtol=1e-5, atol=1e-6)
+    assert loss_and_grad.trace_count == 2   # the second call has grads as inputs
+
+    @flow.jit
+    def bump(t, k):
+        t.add_(k)
+        return t * 2
+
+    t = flow.zeros(3)
+    out = bump(t, 1.5)
+    np.testing.assert_array_equal(t.numpy(), [1.5] * 3)
+    np.testing.assert_array_equal(out.numpy(), [3.0] * 3)
+
+
+def test_jit_explains_recompiles_and_bounds_cache():
+    calls = []
+
+    @flow.jit(explain=True, max_cache_size=2)
+    def f(a, scale):
+        calls.append(1)
+        return a * scale
+
+    f(flow.ones(2), 2.0)
+    f(flow.ones(2), 2.0)
+    assert len(calls) == 1
+    with pytest.warns(flow.compiler.RecompileWarning, match=r"argument leaf 0.*\[2\].*\[3\]"):
+        f(flow.ones(3), 2.0)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        np.testing.assert_array_equal(f(flow.ones(3), 5.0).numpy(), [5.0] * 3)
+        assert "argument leaf 1 changed: 2.0 -> 5.0" in f.recompile_reasons[-1]
+        assert f.cache_size == 2
+
+    g = flow.Generator()
+
+    @flow.jit
+    def noisy(a):
+        return a + flow.rand(2, generator=g)
+
+    with pytest.raises(RuntimeError, match="not the default generator"):
+        noisy(flow.ones(2))
+    with pytest.raises(TypeError, match="returned a Sequential"):
+        flow.jit(lambda m: m)(nn.Sequential())
+
+
+def test_graph_steady_state_donates_without_copies(monkeypatch):
+    """Parameters are donated: once they own their buffers, a step copies nothing."""
+    from jflow.compiler import state
+    m = _model()
+    step = TrainStep(m, flow.optim.Adam(m.parameters(), lr=0.01))
+    x, y = flow.tensor(X), flow.tensor(Y)
+    for _ in range(3):
+        step(x, y)
+    copies = []
+    real = state.jnp.copy
+    monkeypatch.setattr(state.jnp, "copy", lambda v: copies.append(1) or real(v))
+    for _ in range(3):
+        step(x, y)
+    assert copies == []
+    held = m[0].weight._value          # someone else now holds a parameter's buffer
+    step(x, y)
+    assert copies == [1] and not held.is_deleted()
