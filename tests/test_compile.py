@@ -252,3 +252,23 @@ def test_graph_steady_state_donates_without_copies(monkeypatch):
     held = m[0].weight._value          # someone else now holds a parameter's buffer
     step(x, y)
     assert copies == [1] and not held.is_deleted()
+
+
+def test_jit_outputs_are_differentiable_eagerly():
+    """loss = compiled(x); loss.backward() — as torch.compile: the compiled call is one tape
+    node (its backward a compiled vjp), gradients equal eager ones, dropout included."""
+    model, twin = _model(), _model()
+    compiled = flow.jit(lambda x: model(x))
+    x = flow.tensor(X, requires_grad=True)
+    x2 = flow.tensor(X, requires_grad=True)
+    flow.manual_seed(5)
+    out = compiled(x)
+    F.cross_entropy(out, flow.tensor(Y)).backward()
+    flow.manual_seed(5)
+    F.cross_entropy(twin(x2), flow.tensor(Y)).backward()
+    assert out.grad_fn is not None
+    np.testing.assert_allclose(x.grad.numpy(), x2.grad.numpy(), rtol=1e-5, atol=1e-6)
+    for p, q in zip(model.parameters(), twin.parameters()):
+        np.testing.assert_allclose(p.grad.numpy(), q.grad.numpy(), rtol=1e-5, atol=1e-6)
+    with flow.no_grad():
+        assert compiled(x).grad_fn is None

@@ -22,11 +22,11 @@ from typing import Any
 import jax
 import numpy as np
 
-from ..autograd import is_grad_enabled
+from ..autograd import Function, enable_grad, is_grad_enabled
 from ..nn.modules.module import Module
 from ..optim.optimizer import Optimizer
 from ..tensor import Tensor, _wrap
-from .state import Layout, StepState, _static_sig, tree_flatten_stateful
+from .state import Layout, StepState, _static_sig, is_stateful, tree_flatten_stateful
 
 __all__ = ["jit", "CompiledFunction", "RecompileWarning"]
 
@@ -88,11 +88,45 @@ def explain_change(old: tuple, new: tuple) -> str:
 
 
 class _Entry:
-    __slots__ = ("jitted", "layout")
+    __slots__ = ("jitted", "layout", "bwd")
 
     def __init__(self, jitted: Any) -> None:
         self.jitted = jitted
         self.layout: Layout | None = None
+        self.bwd: Any = None
+
+
+class _CompiledCall:
+    """What the backward of one call needs: the call's inputs and objects."""
+
+    __slots__ = ("owner", "entry", "inputs", "current", "diff_pos", "out_pos", "outs")
+
+    def __init__(self, owner: CompiledFunction, entry: _Entry, inputs: tuple, current: tuple,
+                 diff_pos: tuple, out_pos: tuple) -> None:
+        self.owner, self.entry, self.inputs, self.current = owner, entry, inputs, current
+        self.diff_pos, self.out_pos = diff_pos, out_pos
+
+
+class _CompiledVJP(Function):
+    """The tape node of a compiled call's differentiable outputs."""
+
+    @staticmethod
+    def forward(ctx: Any, call: _CompiledCall, *diff: Tensor) -> Any:
+        ctx.call = call
+        return tuple(_wrap(o._value) for o in call.outs)
+
+    @staticmethod
+    def backward(ctx: Any, *grads: Tensor) -> Any:
+        call = ctx.call
+        inputs = call.inputs
+        diff_vals = [(inputs[0] if g == 0 else inputs[1])[i] for g, i in call.diff_pos]
+        owner = call.owner
+        owner._current = call.current
+        try:
+            res = call.entry.bwd(inputs, diff_vals, call.diff_pos, [g._value for g in grads])
+        finally:
+            owner._current = None
+        return (None, *(_wrap(r) for r in res))
 
 
 class CompiledFunction:
@@ -136,24 +170,55 @@ class CompiledFunction:
     def __call__(self, *args: Any, **kwargs: Any) -> Any:
         leaves, treedef = tree_flatten_stateful((args, kwargs))
         state = StepState.gather(leaves, self._modules, self._optimizers, self.track_grads)
+        grad_on = is_grad_enabled()
         key = (("arguments", (treedef, tuple(_arg_sig(x) for x in leaves))),
-               *state.key(), ("grad mode", is_grad_enabled()))
+               *state.key(), ("grad mode", grad_on))
         entry = self._cache.get(key)
         if entry is None:
             entry = self._new_entry(key)
         else:
             self._cache.move_to_end(key)
         arrays = [x for x in leaves if isinstance(x, (jax.Array, np.ndarray))]
+        inputs = (*state.inputs(self.donate), arrays)
         self._current = (state, leaves, treedef)
         try:
-            out, new_values, new_grads, opt_out = entry.jitted(*state.inputs(self.donate), arrays)
+            out, new_values, new_grads, opt_out = entry.jitted(*inputs)
         finally:
             self._current = None
-        state.write_back(entry.layout, new_values, new_grads, opt_out)
+        layout = entry.layout
+        state.write_back(layout, new_values, new_grads, opt_out)
         if self._after is not None:
             self._after()
-        return jax.tree_util.tree_map(
-            lambda v: _wrap(v) if isinstance(v, jax.Array) else v, out)
+        out = jax.tree_util.tree_map(lambda v: _wrap(v) if isinstance(v, jax.Array) else v, out,
+                                     is_leaf=is_stateful)
+        if grad_on and not self.donate and any(layout.out_diff) and not layout.ran_backward:
+            out = self._attach_backward(entry, out, inputs, (state, leaves, treedef))
+        return out
+
+    def _make_pure(self, layout: Layout) -> Callable[..., tuple]:
+        fn, everything, name = self.fn, self.donate, self.name
+
+        def pure(arg_values: list, values: list, grads: list, opt_state: list, lrs: list,
+                 rng: Any, arrays: list) -> tuple:
+            # tensors keep their identity (their state is installed into them); raw arrays
+            # among the arguments are replaced by their tracers. The objects come from the
+            # current call, so a retrace by jax (or the backward's) uses live objects.
+            state, leaves, treedef = self._current
+            it = iter(arrays)
+            call_leaves = [next(it) if isinstance(x, (jax.Array, np.ndarray)) else x
+                           for x in leaves]
+            state.install(arg_values, values, grads, opt_state, lrs, rng)
+            try:
+                a, kw = jax.tree_util.tree_unflatten(treedef, call_leaves)
+                out = fn(*a, **kw)
+                out_vals = _output_values(out, name)
+                layout.out_diff = [isinstance(x, Tensor) and x._requires_grad
+                                   for x in jax.tree_util.tree_leaves(out, is_leaf=is_stateful)]
+                new = state.collect(layout, everything)
+            finally:
+                state.restore()
+            return (out_vals, *new)
+        return pure
 
     def _new_entry(self, key: tuple) -> _Entry:
         if self._last_key is not None:
@@ -165,34 +230,50 @@ class CompiledFunction:
         self._last_key = key
         self.trace_count += 1
         layout = Layout()
-        fn, everything = self.fn, self.donate
-
-        def pure(arg_values: list, values: list, grads: list, opt_state: list, lrs: list,
-                 rng: Any, arrays: list) -> tuple:
-            # tensors keep their identity (their state is installed into them); raw arrays
-            # among the arguments are replaced by their tracers
-            # (a retrace by jax for the same key uses the current call's objects)
-            state, leaves, treedef = self._current
-            it = iter(arrays)
-            call_leaves = [next(it) if isinstance(x, (jax.Array, np.ndarray)) else x
-                           for x in leaves]
-            state.install(arg_values, values, grads, opt_state, lrs, rng)
-            try:
-                a, kw = jax.tree_util.tree_unflatten(treedef, call_leaves)
-                out = fn(*a, **kw)
-                out_vals = _output_values(out, self.name)
-                new = state.collect(layout, everything)
-            finally:
-                state.restore()
-            return (out_vals, *new)
-
         donate = (1, 3) if self.donate else ()
-        entry = _Entry(jax.jit(pure, donate_argnums=donate))
+        entry = _Entry(jax.jit(self._make_pure(layout), donate_argnums=donate))
         entry.layout = layout
         self._cache[key] = entry
         if len(self._cache) > self.max_cache_size:
             self._cache.popitem(last=False)
         return entry
+
+    # -- outputs that are differentiated eagerly (loss = compiled(x); loss.backward()) --------
+    def _attach_backward(self, entry: _Entry, out: Any, inputs: tuple, current: tuple) -> Any:
+        """Give the outputs one tape node whose backward is a compiled ``jax.vjp`` of the
+        function (it recomputes the forward: activations are not kept between the calls)."""
+        state = current[0]
+        diff = state.diff_inputs()
+        if not diff:
+            return out
+        leaves, treedef = jax.tree_util.tree_flatten(out, is_leaf=is_stateful)
+        pos = [k for k, (x, d) in enumerate(zip(leaves, entry.layout.out_diff))
+               if d and isinstance(x, Tensor)]
+        if entry.bwd is None:
+            entry.bwd = jax.jit(self._make_vjp(entry), static_argnums=(2,))
+        call = _CompiledCall(self, entry, inputs, current, tuple((g, i) for g, i, _ in diff),
+                             tuple(pos))
+        call.outs = [leaves[k] for k in pos]
+        res = _CompiledVJP.apply(call, *[t for _, _, t in diff])
+        res = (res,) if isinstance(res, Tensor) else res
+        for k, r in zip(pos, res):
+            leaves[k] = r
+        return jax.tree_util.tree_unflatten(treedef, leaves)
+
+    def _make_vjp(self, entry: _Entry) -> Callable[..., Any]:
+        pure = self._make_pure(Layout())
+        out_diff = entry.layout.out_diff
+
+        def vjp(inputs: tuple, diff_vals: list, diff_pos: tuple, cts: list) -> Any:
+            def f(dv: list) -> list:
+                av, vv = list(inputs[0]), list(inputs[1])
+                for (group, i), v in zip(diff_pos, dv):
+                    (av if group == 0 else vv)[i] = v
+                with enable_grad():
+                    outs = pure(av, vv, *inputs[2:])[0]
+                return [x for x, d in zip(jax.tree_util.tree_leaves(outs), out_diff) if d]
+            return jax.vjp(f, diff_vals)[1](cts)[0]
+        return vjp
 
     def __repr__(self) -> str:
         return f"<flow.jit of {self.name}: {self.cache_size} executable(s)>"

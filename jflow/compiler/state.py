@@ -64,6 +64,8 @@ class Layout:
     grads: list[Any] = field(default_factory=list)          # per tracked tensor: has a grad
     opt_state: list[Any] = field(default_factory=list)      # per optimizer: [(p_idx, {k: static})]
     draws: int = 0                                          # default-generator draws
+    ran_backward: bool = False                              # some .grad was (re)assigned
+    out_diff: list[bool] = field(default_factory=list)      # per output leaf: requires grad
 
 
 class StepState:
@@ -93,6 +95,7 @@ class StepState:
         self.n_values = (len(a_ids), len(s_ids))
         self._undo: list[Any] = []
         self._traced: list[Any] = []
+        self._installed_grads: list[Any] = []
 
     # -- gathering ------------------------------------------------------------------------
     @staticmethod
@@ -181,11 +184,13 @@ class StepState:
         undo = self._undo
         self._traced = [arg_values[vi] if i < self.n_args else values[vi]
                         for i, vi in enumerate(self.value_of)]
+        self._installed_grads = []
         for t, v, g in zip(self.tensors, self._traced, grads):
             undo.append((t, t._value, t._version, t.grad_fn, t.grad))
             t._value = v
             t.grad_fn = None
             t.grad = None if g is None else _wrap(g)
+            self._installed_grads.append((t.grad, g))
         for opt, states, group_lrs in zip(self.optimizers, opt_state, lrs):
             undo.append((opt, opt.state, [g["lr"] for g in opt.param_groups]))
             new_state = {}
@@ -225,7 +230,20 @@ class StepState:
             layout.opt_state.append(entries)
             opt_out.append(arrays)
         layout.draws = _random.default_generator._counter
+        layout.ran_backward = any(t.grad is not g or (g is not None and g._value is not gv)
+                                  for t, (g, gv) in zip(self.tensors, self._installed_grads))
         return new_values, grads, opt_out
+
+    def diff_inputs(self) -> list[tuple[int, int, Tensor]]:
+        """``(group, value index, tensor)`` of the inputs an output may be differentiated
+        with respect to: tensors that require grad (group 0: arguments, 1: state)."""
+        out, seen = [], set()
+        for i, (t, vi) in enumerate(zip(self.tensors, self.value_of)):
+            pos = (int(i >= self.n_args), vi)
+            if t._requires_grad and pos not in seen:
+                seen.add(pos)
+                out.append((*pos, t))
+        return out
 
     def restore(self) -> None:
         """Give the Python objects their concrete state back (after tracing)."""
