@@ -272,3 +272,26 @@ def test_jit_outputs_are_differentiable_eagerly():
         np.testing.assert_allclose(p.grad.numpy(), q.grad.numpy(), rtol=1e-5, atol=1e-6)
     with flow.no_grad():
         assert compiled(x).grad_fn is None
+
+
+def test_graph_data_parallel_on_global_tensors():
+    """A Graph step on global tensors (data split over 4 devices, parameters broadcast)
+    equals the single-device step; parameters and optimizer state stay global."""
+    placement = flow.placement("cpu", ranks=[0, 1, 2, 3])
+    local, dist = _model().eval(), _model().eval()
+    dist.to_global(placement, flow.sbp.broadcast)
+    ol = flow.optim.SGD(local.parameters(), lr=0.1, momentum=0.9)
+    od = flow.optim.SGD(dist.parameters(), lr=0.1, momentum=0.9)
+    sl, sd = TrainStep(local, ol), TrainStep(dist, od)
+    x = flow.tensor(X).to_global(placement, flow.sbp.split(0))
+    y = flow.tensor(Y).to_global(placement, flow.sbp.split(0))
+    for _ in range(3):
+        ll, ld = sl(flow.tensor(X), flow.tensor(Y)), sd(x, y)
+    np.testing.assert_allclose(float(ld), float(ll), rtol=1e-5)
+    _assert_same_params(local, dist)
+    w = dist[0].weight
+    assert w.is_global and w.sbp == (flow.sbp.broadcast,)
+    buf = od.state[w]["momentum_buffer"]   # as eager: the grad of a data-parallel step is P
+    assert buf.is_global and buf.sbp in ((flow.sbp.broadcast,), (flow.sbp.partial_sum,))
+    np.testing.assert_allclose(buf.numpy(), ol.state[local[0].weight]["momentum_buffer"].numpy(),
+                               rtol=1e-5, atol=1e-6)

@@ -25,8 +25,16 @@ import numpy as np
 from ..autograd import Function, enable_grad, is_grad_enabled
 from ..nn.modules.module import Module
 from ..optim.optimizer import Optimizer
-from ..tensor import Tensor, _wrap
-from .state import Layout, StepState, _static_sig, is_stateful, tree_flatten_stateful
+from ..tensor import Tensor
+from .state import (
+    Layout,
+    StepState,
+    TensorSlot,
+    _static_sig,
+    is_stateful,
+    tree_flatten_stateful,
+    wrap_like,
+)
 
 __all__ = ["jit", "CompiledFunction", "RecompileWarning"]
 
@@ -99,7 +107,8 @@ class _Entry:
 class _CompiledCall:
     """What the backward of one call needs: the call's inputs and objects."""
 
-    __slots__ = ("owner", "entry", "inputs", "current", "diff_pos", "out_pos", "outs")
+    __slots__ = ("owner", "entry", "inputs", "current", "diff_pos", "out_pos", "outs",
+                 "diff_globals")
 
     def __init__(self, owner: CompiledFunction, entry: _Entry, inputs: tuple, current: tuple,
                  diff_pos: tuple, out_pos: tuple) -> None:
@@ -113,7 +122,7 @@ class _CompiledVJP(Function):
     @staticmethod
     def forward(ctx: Any, call: _CompiledCall, *diff: Tensor) -> Any:
         ctx.call = call
-        return tuple(_wrap(o._value) for o in call.outs)
+        return tuple(wrap_like(o._value, o._global) for o in call.outs)
 
     @staticmethod
     def backward(ctx: Any, *grads: Tensor) -> Any:
@@ -126,7 +135,7 @@ class _CompiledVJP(Function):
             res = call.entry.bwd(inputs, diff_vals, call.diff_pos, [g._value for g in grads])
         finally:
             owner._current = None
-        return (None, *(_wrap(r) for r in res))
+        return (None, *(wrap_like(r, g) for r, g in zip(res, call.diff_globals)))
 
 
 class CompiledFunction:
@@ -186,11 +195,13 @@ class CompiledFunction:
         finally:
             self._current = None
         layout = entry.layout
-        state.write_back(layout, new_values, new_grads, opt_out)
+        state.write_back(layout, new_values, new_grads, opt_out, self.donate)
         if self._after is not None:
             self._after()
-        out = jax.tree_util.tree_map(lambda v: _wrap(v) if isinstance(v, jax.Array) else v, out,
-                                     is_leaf=is_stateful)
+        out_leaves, out_def = jax.tree_util.tree_flatten(out)
+        out = jax.tree_util.tree_unflatten(out_def, [
+            x if slot is None else wrap_like(x, slot.glob)
+            for x, slot in zip(out_leaves, layout.out_slots)])
         if grad_on and not self.donate and any(layout.out_diff) and not layout.ran_backward:
             out = self._attach_backward(entry, out, inputs, (state, leaves, treedef))
         return out
@@ -212,8 +223,11 @@ class CompiledFunction:
                 a, kw = jax.tree_util.tree_unflatten(treedef, call_leaves)
                 out = fn(*a, **kw)
                 out_vals = _output_values(out, name)
+                out_leaves = jax.tree_util.tree_leaves(out, is_leaf=is_stateful)
                 layout.out_diff = [isinstance(x, Tensor) and x._requires_grad
-                                   for x in jax.tree_util.tree_leaves(out, is_leaf=is_stateful)]
+                                   for x in out_leaves]
+                layout.out_slots = [TensorSlot(x._global) if isinstance(x, Tensor) else None
+                                    for x in out_leaves]
                 new = state.collect(layout, everything)
             finally:
                 state.restore()
@@ -254,6 +268,7 @@ class CompiledFunction:
         call = _CompiledCall(self, entry, inputs, current, tuple((g, i) for g, i, _ in diff),
                              tuple(pos))
         call.outs = [leaves[k] for k in pos]
+        call.diff_globals = [t._global for _, _, t in diff]
         res = _CompiledVJP.apply(call, *[t for _, _, t in diff])
         res = (res,) if isinstance(res, Tensor) else res
         for k, r in zip(pos, res):

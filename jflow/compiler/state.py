@@ -15,6 +15,7 @@ recorded at trace time in a :class:`Layout` and is part of the cache key.
 from __future__ import annotations
 
 import sys
+import weakref
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -56,16 +57,33 @@ def _static_sig(v: Any) -> Any:
     return v
 
 
+class TensorSlot:
+    """Stands for a tensor in a layout: its global layout (``Tensor._global``)."""
+
+    __slots__ = ("glob",)
+
+    def __init__(self, glob: Any) -> None:
+        self.glob = glob
+
+
+def wrap_like(value: Any, glob: Any) -> Tensor:
+    """A Tensor around ``value`` with the global layout ``glob`` (None: local)."""
+    t = _wrap(value)
+    t._global = glob
+    return t
+
+
 @dataclass
 class Layout:
     """What one trace found out: the output structure of the state (filled while tracing)."""
 
     changed: list[int] = field(default_factory=list)       # indices of tensors given new values
-    grads: list[Any] = field(default_factory=list)          # per tracked tensor: has a grad
-    opt_state: list[Any] = field(default_factory=list)      # per optimizer: [(p_idx, {k: static})]
+    grads: list[Any] = field(default_factory=list)          # per tensor: None or a TensorSlot
+    opt_state: list[Any] = field(default_factory=list)      # per optimizer: [(p, {k: v|slot})]
     draws: int = 0                                          # default-generator draws
     ran_backward: bool = False                              # some .grad was (re)assigned
     out_diff: list[bool] = field(default_factory=list)      # per output leaf: requires grad
+    out_slots: list[Any] = field(default_factory=list)      # per output leaf: TensorSlot|None
 
 
 class StepState:
@@ -161,11 +179,13 @@ class StepState:
             values[vi] = t._value
         if donate:
             # A donated buffer is deleted by the call. jax arrays are immutable, so jflow
-            # shares them freely (detach(), deepcopy, the autograd tape's saved values): an
-            # array referenced from anywhere but its tensor and this list is copied first,
-            # and only the copy is donated (once: afterwards the tensor owns a fresh output).
+            # shares them freely (detach(), deepcopy, the autograd tape's saved values) and
+            # jax itself may alias buffers (device_put of a local array into a global one).
+            # Only arrays that a compiled step produced and that nothing but their tensor
+            # references are donated; any other is copied first, once (afterwards the tensor
+            # owns a fresh output).
             for i in range(len(values)):
-                if sys.getrefcount(values[i]) > _OWNED_REFS:
+                if sys.getrefcount(values[i]) > _OWNED_REFS or not _owned(values[i]):
                     values[i] = jnp.copy(values[i])
         grads = [t.grad._value if self.track_grads and t.grad is not None else None
                  for t in self.tensors]
@@ -189,13 +209,14 @@ class StepState:
             undo.append((t, t._value, t._version, t.grad_fn, t.grad))
             t._value = v
             t.grad_fn = None
-            t.grad = None if g is None else _wrap(g)
+            t.grad = None if g is None else wrap_like(g, t.grad._global)
             self._installed_grads.append((t.grad, g))
         for opt, states, group_lrs in zip(self.optimizers, opt_state, lrs):
             undo.append((opt, opt.state, [g["lr"] for g in opt.param_groups]))
             new_state = {}
             for (p, s), arrays in zip(opt.state.items(), states):
-                new_state[p] = {k: (_wrap(arrays[k]) if isinstance(v, Tensor) else v)
+                new_state[p] = {k: (wrap_like(arrays[k], v._global) if isinstance(v, Tensor)
+                                    else v)
                                 for k, v in s.items()}
             opt.state = new_state
             for g, lr in zip(opt.param_groups, group_lrs):
@@ -217,14 +238,15 @@ class StepState:
         grads = []
         for t in self.tensors:
             g = t.grad if self.track_grads else None
-            layout.grads.append(g is not None)
+            layout.grads.append(None if g is None else TensorSlot(g._global))
             if g is not None:
                 grads.append(g._value)
         opt_out = []
         for opt in self.optimizers:
             entries, arrays = [], []
             for p, s in opt.state.items():
-                statics = {k: (None if isinstance(v, Tensor) else v) for k, v in s.items()}
+                statics = {k: (TensorSlot(v._global) if isinstance(v, Tensor) else v)
+                           for k, v in s.items()}
                 entries.append((self.index[id(p)], statics))
                 arrays.append({k: v._value for k, v in s.items() if isinstance(v, Tensor)})
             layout.opt_state.append(entries)
@@ -262,7 +284,14 @@ class StepState:
 
     # -- after the call -------------------------------------------------------------------
     def write_back(self, layout: Layout, new_values: list[Any], grads: list[Any],
-                   opt_out: list[Any]) -> None:
+                   opt_out: list[Any], donated: bool = False) -> None:
+        if donated:
+            for v in new_values:
+                _own(v)
+            for arrays in opt_out:
+                for entry in arrays:
+                    for v in entry.values():
+                        _own(v)
         for i, v in zip(layout.changed, new_values):
             t = self.tensors[i]
             if t._value is not v:
@@ -270,11 +299,11 @@ class StepState:
                 t._version += 1
         if self.track_grads:
             it = iter(grads)
-            for t, has in zip(self.tensors, layout.grads):
-                if not has:
+            for t, slot in zip(self.tensors, layout.grads):
+                if slot is None:
                     t.grad = None
                 elif t.grad is None:
-                    t.grad = _wrap(next(it))
+                    t.grad = wrap_like(next(it), slot.glob)
                 else:
                     t.grad._value = next(it)
                     t.grad._version += 1
@@ -292,7 +321,7 @@ class StepState:
                             t._value = arrs[k]
                             t._version += 1
                         else:
-                            t = _wrap(arrs[k])
+                            t = wrap_like(arrs[k], sv.glob)
                         entry[k] = t
                     else:
                         entry[k] = sv
@@ -300,6 +329,21 @@ class StepState:
             opt.state = new
         if layout.draws:
             _random.default_generator._counter += layout.draws
+
+
+#: id -> weak reference of arrays produced by a donating compiled step: their buffers are
+#: known to be unaliased (entries vanish with the arrays)
+_OWNED: dict[int, Any] = {}
+
+
+def _own(v: Any) -> None:
+    k = id(v)
+    _OWNED[k] = weakref.ref(v, lambda _, k=k: _OWNED.pop(k, None))
+
+
+def _owned(v: Any) -> bool:
+    r = _OWNED.get(id(v))
+    return r is not None and r() is v
 
 
 def _lr_array(group: dict[str, Any]) -> Any:
