@@ -168,6 +168,7 @@ class CompiledFunction:
         self._cache: OrderedDict[tuple, _Entry] = OrderedDict()
         self._last_key: tuple | None = None
         self._current: Any = None
+        self._gather_cache: list = []
         self.recompile_reasons: list[str] = []
         self.trace_count = 0
         functools.update_wrapper(self, fn)
@@ -178,7 +179,8 @@ class CompiledFunction:
 
     def __call__(self, *args: Any, **kwargs: Any) -> Any:
         leaves, treedef = tree_flatten_stateful((args, kwargs))
-        state = StepState.gather(leaves, self._modules, self._optimizers, self.track_grads)
+        state = StepState.gather(leaves, self._modules, self._optimizers, self.track_grads,
+                                 self._gather_cache)
         grad_on = is_grad_enabled()
         key = (("arguments", (treedef, tuple(_arg_sig(x) for x in leaves))),
                *state.key(), ("grad mode", grad_on))

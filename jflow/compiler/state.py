@@ -24,7 +24,7 @@ import jax.numpy as jnp
 import numpy as np
 
 from .. import random as _random
-from ..nn.modules.module import Module
+from ..nn.modules.module import Module, structure_version
 from ..optim.optimizer import Optimizer
 from ..tensor import Tensor, _wrap
 
@@ -35,6 +35,10 @@ __all__ = ["StepState", "Layout", "is_stateful"]
 #: tensor's ``_value``, the input list and getrefcount's argument (tests/test_compile.py
 #: checks both that steady-state steps copy nothing and that a held buffer is copied)
 _OWNED_REFS = 3
+
+
+#: group entries that are not traced-in hyper-parameters (lr is an input of the step)
+_NOT_HYPER = frozenset(("params", "lr", "initial_lr"))
 
 
 def is_stateful(x: Any) -> bool:
@@ -97,9 +101,11 @@ class StepState:
     """
 
     def __init__(self, tensors: list[Tensor], n_args: int, modules: list[Module],
-                 optimizers: list[Optimizer], track_grads: bool) -> None:
+                 submodules: tuple[Module, ...], optimizers: list[Optimizer],
+                 track_grads: bool) -> None:
         self.tensors = tensors
         self.modules = modules
+        self.submodules = submodules
         self.optimizers = optimizers
         self.track_grads = track_grads
         self.n_args = n_args
@@ -118,48 +124,67 @@ class StepState:
     # -- gathering ------------------------------------------------------------------------
     @staticmethod
     def gather(leaves: list[Any], modules: list[Module], optimizers: list[Optimizer],
-               track_grads: bool) -> StepState:
+               track_grads: bool, cache: list | None = None) -> StepState:
+        """The state of one call: the arguments' tensors, then the modules' parameters and
+        buffers and the optimizers' parameters (the latter walk is cached in ``cache`` under
+        the module structure version and the optimizers' parameter groups)."""
         tensors: list[Tensor] = []
         seen: set[int] = set()
-
-        def add(t: Any) -> None:
-            if t is not None and id(t) not in seen:
-                seen.add(id(t))
-                tensors.append(t)
-
         for x in leaves:
             if isinstance(x, Tensor):
-                add(x)
+                if id(x) not in seen:
+                    seen.add(id(x))
+                    tensors.append(x)
             elif isinstance(x, Module) and x not in modules:
                 modules = [*modules, x]
             elif isinstance(x, Optimizer) and x not in optimizers:
                 optimizers = [*optimizers, x]
         n_args = len(tensors)
-        for m in modules:
-            for mm in m.modules():
-                for v in mm._parameters.values():
-                    add(v)
-                for v in mm._buffers.values():
-                    add(v)
-        for opt in optimizers:
-            for g in opt.param_groups:
-                for p in g["params"]:
-                    add(p)
-        return StepState(tensors, n_args, modules, optimizers, track_grads)
+        stamp = (structure_version(), tuple(map(id, modules)),
+                 tuple((id(g["params"]), len(g["params"])) for opt in optimizers
+                       for g in opt.param_groups))
+        if cache is not None and cache and cache[0] == stamp:
+            subs, owned = cache[1], cache[2]
+        else:
+            subs, owned, own_seen = [], [], set()
+            for m in modules:
+                for mm in m.modules():
+                    subs.append(mm)
+                    for store in (mm._parameters, mm._buffers):
+                        for v in store.values():
+                            if v is not None and id(v) not in own_seen:
+                                own_seen.add(id(v))
+                                owned.append(v)
+            for opt in optimizers:
+                for g in opt.param_groups:
+                    for p in g["params"]:
+                        if id(p) not in own_seen:
+                            own_seen.add(id(p))
+                            owned.append(p)
+            subs = tuple(subs)
+            if cache is not None:
+                cache[:] = [stamp, subs, owned]
+        if seen:
+            tensors += [t for t in owned if id(t) not in seen]
+        else:
+            tensors = list(owned)
+        return StepState(tensors, n_args, modules, subs, optimizers, track_grads)
 
     def key(self) -> tuple:
         """Everything about the state that shapes the trace (see :func:`explain_change`)."""
         tensors = tuple(_sig(t) for t in self.tensors)
         grads = tuple(None if t.grad is None else _sig(t.grad) for t in self.tensors) \
             if self.track_grads else ()
-        training = tuple(mm.training for m in self.modules for mm in m.modules())
+        training = tuple(m.training for m in self.submodules)
         opts = []
+        index = self.index
         for opt in self.optimizers:
-            hyper = tuple(tuple((k, _static_sig(v)) for k, v in sorted(g.items())
-                                if k not in ("params", "lr", "initial_lr"))
+            hyper = tuple(tuple(_static_sig(v) if k not in _NOT_HYPER else None
+                                for k, v in g.items()) + tuple(g)
                           for g in opt.param_groups)
-            state = tuple((self.index.get(id(p), -1),
-                           tuple((k, _static_sig(v)) for k, v in sorted(s.items())))
+            state = tuple((index.get(id(p), -1), tuple(s),
+                           tuple(_sig(v) if isinstance(v, Tensor) else _static_sig(v)
+                                 for v in s.values()))
                           for p, s in opt.state.items())
             opts.append((hyper, state))
         return (("state tensors", tensors), ("shared arrays", tuple(self.value_of)),

@@ -32,6 +32,52 @@ class _RemovableHandle:
 _hook_ids = iter(range(1 << 62))
 
 
+_structure_version = 0
+
+
+def structure_version() -> int:
+    """A counter bumped whenever any module gains or loses a parameter, buffer or submodule
+    (compiled steps cache the list of state tensors under it)."""
+    return _structure_version
+
+
+class _Store(OrderedDict):
+    """A module's ``_parameters`` / ``_buffers`` / ``_modules``: an ordered dict that bumps
+    :func:`structure_version` on every change, however it is made."""
+
+    def _bump(self) -> None:
+        global _structure_version
+        _structure_version += 1
+
+    def __setitem__(self, key: Any, value: Any) -> None:
+        super().__setitem__(key, value)
+        self._bump()
+
+    def __delitem__(self, key: Any) -> None:
+        super().__delitem__(key)
+        self._bump()
+
+    def pop(self, *args: Any) -> Any:
+        self._bump()
+        return super().pop(*args)
+
+    def popitem(self, last: bool = True) -> Any:
+        self._bump()
+        return super().popitem(last)
+
+    def clear(self) -> None:
+        self._bump()
+        super().clear()
+
+    def update(self, *args: Any, **kwargs: Any) -> None:
+        self._bump()
+        super().update(*args, **kwargs)
+
+    def setdefault(self, key: Any, default: Any = None) -> Any:
+        self._bump()
+        return super().setdefault(key, default)
+
+
 class Module:
     """Base class of every layer and model, as ``torch.nn.Module`` / ``oneflow.nn.Module``.
 
@@ -48,10 +94,10 @@ class Module:
     def __init__(self) -> None:
         d = self.__dict__
         d["training"] = True
-        d["_parameters"] = OrderedDict()
-        d["_buffers"] = OrderedDict()
+        d["_parameters"] = _Store()
+        d["_buffers"] = _Store()
         d["_non_persistent_buffers"] = set()
-        d["_modules"] = OrderedDict()
+        d["_modules"] = _Store()
         d["_forward_hooks"] = OrderedDict()
         d["_forward_pre_hooks"] = OrderedDict()
 
