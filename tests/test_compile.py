@@ -295,3 +295,15 @@ def test_graph_data_parallel_on_global_tensors():
     assert buf.is_global and buf.sbp in ((flow.sbp.broadcast,), (flow.sbp.partial_sum,))
     np.testing.assert_allclose(buf.numpy(), ol.state[local[0].weight]["momentum_buffer"].numpy(),
                                rtol=1e-5, atol=1e-6)
+
+
+def test_jit_of_a_module_and_of_a_bound_method():
+    model = _model().eval()
+    x = flow.tensor(X)
+    want = model(x).numpy()
+    for compiled in (flow.jit(model), flow.jit(model.forward)):
+        np.testing.assert_allclose(compiled(x).numpy(), want, rtol=1e-6, atol=1e-6)
+    with flow.no_grad():
+        model[0].weight.mul_(0.0)           # state is read at call time, not frozen
+        np.testing.assert_allclose(compiled(x).numpy(), model(x).numpy(), rtol=1e-6,
+                                   atol=1e-6)

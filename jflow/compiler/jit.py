@@ -171,7 +171,7 @@ class CompiledFunction:
         self._gather_cache: list = []
         self.recompile_reasons: list[str] = []
         self.trace_count = 0
-        functools.update_wrapper(self, fn)
+        functools.update_wrapper(self, fn, updated=())  # (a module's __dict__ is its own)
 
     @property
     def cache_size(self) -> int:
@@ -310,9 +310,10 @@ def _output_values(out: Any, name: str) -> Any:
 
 
 def _closure_objects(fn: Callable[..., Any]) -> list[Any]:
-    """Modules and optimizers the function refers to through its closure or globals (so
-    ``flow.jit`` finds the model a training step closes over)."""
-    found: list[Any] = []
+    """Modules and optimizers the function is (a module), is bound to (a method), or refers
+    to through its closure or globals (so ``flow.jit`` finds the model a step closes over)."""
+    found: list[Any] = [fn, getattr(fn, "__self__", None)]  # flow.jit(model), (model.forward)
+    fn = getattr(fn, "__func__", fn)
     code = getattr(fn, "__code__", None)
     cells = getattr(fn, "__closure__", None) or ()
     for c in cells:
