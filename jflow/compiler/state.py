@@ -214,8 +214,9 @@ class StepState:
                     values[i] = jnp.copy(values[i])
         grads = [t.grad._value if self.track_grads and t.grad is not None else None
                  for t in self.tensors]
-        opt_state = [[{k: v._value for k, v in s.items() if isinstance(v, Tensor)}
-                      for s in opt.state.values()] for opt in self.optimizers]
+        # flat lists (the order of opt.state and its entries): cheaper for jax to flatten
+        opt_state = [[v._value for s in opt.state.values() for v in s.values()
+                      if isinstance(v, Tensor)] for opt in self.optimizers]
         lrs = [[_lr_array(g) for g in opt.param_groups] for opt in self.optimizers]
         gen = _random.default_generator
         # host scalars go in as NumPy values: cheaper than dispatching a jnp conversion
@@ -239,8 +240,9 @@ class StepState:
         for opt, states, group_lrs in zip(self.optimizers, opt_state, lrs):
             undo.append((opt, opt.state, [g["lr"] for g in opt.param_groups]))
             new_state = {}
-            for (p, s), arrays in zip(opt.state.items(), states):
-                new_state[p] = {k: (wrap_like(arrays[k], v._global) if isinstance(v, Tensor)
+            it = iter(states)
+            for p, s in opt.state.items():
+                new_state[p] = {k: (wrap_like(next(it), v._global) if isinstance(v, Tensor)
                                     else v)
                                 for k, v in s.items()}
             opt.state = new_state
@@ -273,7 +275,7 @@ class StepState:
                 statics = {k: (TensorSlot(v._global) if isinstance(v, Tensor) else v)
                            for k, v in s.items()}
                 entries.append((self.index[id(p)], statics))
-                arrays.append({k: v._value for k, v in s.items() if isinstance(v, Tensor)})
+                arrays += [v._value for v in s.values() if isinstance(v, Tensor)]
             layout.opt_state.append(entries)
             opt_out.append(arrays)
         layout.draws = _random.default_generator._counter
@@ -314,9 +316,8 @@ class StepState:
             for v in new_values:
                 _own(v)
             for arrays in opt_out:
-                for entry in arrays:
-                    for v in entry.values():
-                        _own(v)
+                for v in arrays:
+                    _own(v)
         for i, v in zip(layout.changed, new_values):
             t = self.tensors[i]
             if t._value is not v:
@@ -335,18 +336,19 @@ class StepState:
         for opt, entries, arrays in zip(self.optimizers, layout.opt_state, opt_out):
             old = opt.state
             new: dict[Tensor, dict[str, Any]] = {}
-            for (pi, statics), arrs in zip(entries, arrays):
+            it = iter(arrays)
+            for pi, statics in entries:
                 p = self.tensors[pi]
                 prev = old.get(p, {})
                 entry = {}
                 for k, sv in statics.items():
-                    if k in arrs:
+                    if sv.__class__ is TensorSlot:
                         t = prev.get(k)
                         if isinstance(t, Tensor):
-                            t._value = arrs[k]
+                            t._value = next(it)
                             t._version += 1
                         else:
-                            t = wrap_like(arrs[k], sv.glob)
+                            t = wrap_like(next(it), sv.glob)
                         entry[k] = t
                     else:
                         entry[k] = sv
