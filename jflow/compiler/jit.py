@@ -32,6 +32,7 @@ from .state import (
     TensorSlot,
     _static_sig,
     is_stateful,
+    set_counter,
     tree_flatten_stateful,
     wrap_like,
 )
@@ -53,8 +54,9 @@ def _arg_sig(leaf: Any) -> Any:
 
 def _describe_sig(s: Any) -> str:
     if isinstance(s, tuple) and s and s[0] == "T":
-        shape, dtype, rg = s[1], s[2], s[3]
-        return f"Tensor{list(shape)} {np.dtype(dtype).name}{' requires_grad' if rg else ''}"
+        aval, rg = s[1], s[2]
+        return (f"Tensor{list(aval.shape)} {np.dtype(aval.dtype).name}"
+                f"{' requires_grad' if rg else ''}")
     if isinstance(s, tuple) and s and s[0] == "array":
         return f"array{list(s[1])} {s[2].name}"
     return repr(s)
@@ -193,11 +195,12 @@ class CompiledFunction:
         inputs = (*state.inputs(self.donate), arrays)
         self._current = (state, leaves, treedef)
         try:
-            out, new_values, new_grads, opt_out = entry.jitted(*inputs)
+            out, new_values, new_grads, opt_out, counter = entry.jitted(*inputs)
         finally:
             self._current = None
         layout = entry.layout
         state.write_back(layout, new_values, new_grads, opt_out, self.donate)
+        set_counter(counter)
         if self._after is not None:
             self._after()
         out_leaves, out_def = jax.tree_util.tree_flatten(out)
@@ -233,7 +236,7 @@ class CompiledFunction:
                 new = state.collect(layout, everything)
             finally:
                 state.restore()
-            return (out_vals, *new)
+            return (out_vals, *new, rng[1] + layout.draws)
         return pure
 
     def _new_entry(self, key: tuple) -> _Entry:

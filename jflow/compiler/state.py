@@ -47,8 +47,9 @@ def is_stateful(x: Any) -> bool:
 
 
 def _sig(t: Tensor) -> tuple:
-    v = t._value
-    return (tuple(v.shape), v.dtype, t._requires_grad, t._global)
+    # the abstract value (shape, dtype, sharding) is a cached attribute of jax arrays:
+    # several times cheaper than reading shape and dtype
+    return (t._value.aval, t._requires_grad, t._global)
 
 
 def _static_sig(v: Any) -> Any:
@@ -219,8 +220,10 @@ class StepState:
                       if isinstance(v, Tensor)] for opt in self.optimizers]
         lrs = [[_lr_array(g) for g in opt.param_groups] for opt in self.optimizers]
         gen = _random.default_generator
-        # host scalars go in as NumPy values: cheaper than dispatching a jnp conversion
-        rng = (gen._key_tensor()._value, np.int64(gen._counter))
+        c = _COUNTER
+        if c[0] is not gen or c[1] != gen._counter:   # (steady state: the last step's output)
+            c[:] = [gen, gen._counter, jax.device_put(np.int64(gen._counter))]
+        rng = (gen._key_tensor()._value, c[2])
         return arg_values, values, grads, opt_state, lrs, rng
 
     # -- inside the trace -----------------------------------------------------------------
@@ -373,12 +376,38 @@ def _owned(v: Any) -> bool:
     return r is not None and r() is v
 
 
+# Host scalars reach a compiled step as device arrays: a NumPy argument sends jax.jit down
+# its slow dispatch path (measured: 86 vs 51 µs for a small MLP step).
+
+#: (generator, draw count, that count as a device int64): the draw count after a step comes
+#: out of the step itself (see :meth:`StepState.set_counter`)
+_COUNTER: list[Any] = [None, None, None]
+
+#: learning rates as device scalars, by (value, dtype); bounded (a scheduler makes a new
+#: value per step)
+_LRS: dict[tuple, Any] = {}
+
+
 def _lr_array(group: dict[str, Any]) -> Any:
     lr = group["lr"]
     if isinstance(lr, Tensor):
         return lr._value
     dt = group["params"][0]._value.dtype
-    return np.asarray(lr, dtype=dt if dt.kind == "f" or dt == jnp.bfloat16 else np.float32)
+    dt = dt if dt.kind == "f" or dt == jnp.bfloat16 else np.dtype(np.float32)
+    k = (lr, dt)
+    a = _LRS.get(k)
+    if a is None:
+        if len(_LRS) >= 64:
+            _LRS.clear()
+        a = _LRS[k] = jax.device_put(np.asarray(lr, dtype=dt))
+    return a
+
+
+def set_counter(value: Any) -> None:
+    """Record the default generator's draw count after a step, as the step computed it on
+    device, so the next step needs no host-to-device transfer for it."""
+    gen = _random.default_generator
+    _COUNTER[:] = [gen, gen._counter, value]
 
 
 def _foreign_generator(gen: Any) -> None:
