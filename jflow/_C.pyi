@@ -151,12 +151,16 @@ __all__ = [
     "nll_loss",
     "cross_entropy",
     "binary_cross_entropy_with_logits",
+    "fused_bias_add_activation",
+    "scaled_dot_product_attention",
     "conv2d",
     "conv1d",
     "avg_pool2d",
     "adaptive_avg_pool2d",
     "max_pool2d",
     "max_pool2d_with_indices",
+    "conv_transpose2d",
+    "interpolate",
     "batch_norm",
 ]
 
@@ -826,6 +830,19 @@ def binary_cross_entropy_with_logits(
     pos_weight: Tensor | None = None,
 ) -> Tensor: ...
 
+def fused_bias_add_activation(x: Tensor, bias: Tensor, *, activation: str = 'gelu') -> Tensor: ...
+
+def scaled_dot_product_attention(
+    query: Tensor,
+    key: Tensor,
+    value: Tensor,
+    attn_mask: Tensor | None = None,
+    dropout_p: float = 0.0,
+    is_causal: bool = False,
+    scale: float | None = None,
+    enable_gqa: bool = False,
+) -> Tensor: ...
+
 @overload
 def conv2d(
     input: Tensor,
@@ -897,6 +914,38 @@ def max_pool2d_with_indices(
     dilation: int | Sequence[int] = 1,
     ceil_mode: bool = False,
 ) -> _max_pool2d_with_indices_result: ...
+
+def conv_transpose2d(
+    input: Tensor,
+    weight: Tensor,
+    bias: Tensor | None = None,
+    stride: int | Sequence[int] = 1,
+    padding: int | Sequence[int] = 0,
+    output_padding: int | Sequence[int] = 0,
+    groups: int = 1,
+    dilation: int | Sequence[int] = 1,
+) -> Tensor: ...
+
+@overload
+def interpolate(
+    input: Tensor,
+    size: Sequence[int] | None = None,
+    scale_factor: Sequence[float] | None = None,
+    mode: str = 'nearest',
+    align_corners: bool | None = None,
+    recompute_scale_factor: bool | None = None,
+    antialias: bool = False,
+) -> Tensor: ...
+@overload
+def interpolate(
+    input: Tensor,
+    size: int | None = None,
+    scale_factor: float | None = None,
+    mode: str = 'nearest',
+    align_corners: bool | None = None,
+    recompute_scale_factor: bool | None = None,
+    antialias: bool = False,
+) -> Tensor: ...
 
 def batch_norm(
     input: Tensor,

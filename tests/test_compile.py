@@ -307,3 +307,23 @@ def test_jit_of_a_module_and_of_a_bound_method():
         model[0].weight.mul_(0.0)           # state is read at call time, not frozen
         np.testing.assert_allclose(compiled(x).numpy(), model(x).numpy(), rtol=1e-6,
                                    atol=1e-6)
+
+
+def test_graph_updates_batchnorm_running_stats_as_eager():
+    def make():
+        flow.manual_seed(0)
+        m = nn.Sequential(nn.Linear(6, 8), nn.BatchNorm1d(8), nn.ReLU(), nn.Linear(8, 3))
+        return m, flow.optim.SGD(m.parameters(), lr=0.1)
+
+    (eager, oe), (compiled, oc) = make(), make()
+    _eager_steps(eager, oe, 4)
+    step = TrainStep(compiled, oc)
+    for _ in range(4):
+        step(flow.tensor(X), flow.tensor(Y))
+    for (name, a), b in zip(eager.named_buffers(), compiled.buffers()):
+        np.testing.assert_allclose(b.numpy(), a.numpy(), rtol=1e-5, atol=1e-6, err_msg=name)
+    assert int(compiled[1].num_batches_tracked) == 4
+    _assert_same_params(eager, compiled)
+    eager.eval(), compiled.eval()      # eval mode (running stats) through flow.jit
+    np.testing.assert_allclose(flow.jit(compiled)(flow.tensor(X)).numpy(),
+                               eager(flow.tensor(X)).numpy(), rtol=1e-5, atol=1e-6)

@@ -407,7 +407,10 @@ def set_counter(value: Any) -> None:
     """Record the default generator's draw count after a step, as the step computed it on
     device, so the next step needs no host-to-device transfer for it."""
     gen = _random.default_generator
-    _COUNTER[:] = [gen, gen._counter, value]
+    if isinstance(value.sharding, jax.sharding.SingleDeviceSharding):
+        # (a step over global tensors returns it replicated over the mesh: feeding that back
+        # would change an input's sharding and make jax retrace)
+        _COUNTER[:] = [gen, gen._counter, value]
 
 
 def _foreign_generator(gen: Any) -> None:

@@ -9,7 +9,20 @@ from __future__ import annotations
 from pathlib import Path
 
 # importing the functor modules registers their functors
-from .functors import conv, creation, index, loss, math, matmul, nn, norm, reduce, shape  # noqa: F401
+from .functors import (  # noqa: F401
+    attention,
+    conv,
+    creation,
+    fused,
+    index,
+    loss,
+    math,
+    matmul,
+    nn,
+    norm,
+    reduce,
+    shape,
+)
 from .registry import FUNCTORS, functor, load_api
 from .signature import ApiYamlError
 

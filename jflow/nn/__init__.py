@@ -6,9 +6,9 @@ autograd tape and trace under ``jax.jit``.
 """
 
 from . import functional, init, utils
+from .graph import Graph
 from .modules import *  # noqa: F401,F403
 from .modules import __all__ as _modules_all
 from .parameter import Parameter, is_parameter
-from .graph import Graph
 
 __all__ = ["Parameter", "is_parameter", "Graph", "functional", "init", "utils", *_modules_all]

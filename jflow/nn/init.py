@@ -190,3 +190,13 @@ def orthogonal_(tensor: Tensor, gain: float = 1.0, generator: Any = None) -> Ten
 def _draw_dtype(tensor: Tensor) -> Any:
     from .. import dtypes as _dt
     return tensor.dtype if tensor.is_floating_point() else _dt.get_default_dtype()
+
+
+def _reset_affine(weight: Tensor, bias: Tensor | None) -> None:
+    """PyTorch's default for Linear and Conv layers: ``kaiming_uniform_(a=sqrt(5))`` on the
+    weight, ``uniform(-1/sqrt(fan_in), 1/sqrt(fan_in))`` on the bias."""
+    kaiming_uniform_(weight, a=math.sqrt(5))
+    if bias is not None:
+        fan_in, _ = _calculate_fan_in_and_fan_out(weight)
+        bound = 1 / math.sqrt(fan_in) if fan_in > 0 else 0
+        uniform_(bias, -bound, bound)

@@ -20,7 +20,22 @@ from .registry import builtin_definitions as _builtin_definitions
 
 with _builtin_definitions():
     # importing the family modules registers the built-in ops
-    from . import activation, conv, factory, index, loss, math, matmul, nn, norm, reduce, shape  # noqa: F401
+    from . import (  # noqa: F401
+        activation,
+        attention,
+        conv,
+        factory,
+        fused,
+        index,
+        loss,
+        math,
+        matmul,
+        nn,
+        norm,
+        reduce,
+        shape,
+        upsample,
+    )
 
 from .python_op import define_python_op  # noqa: E402  (user ops with NumPy kernels)
 

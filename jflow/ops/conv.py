@@ -1,6 +1,6 @@
-"""Convolution ops (issue 6): conv2d and its two gradient ops, avg_pool2d / max_pool2d and
-their gradient ops, and batch_norm (training statistics) — definition, xla kernel and SBP
-signatures side by side.
+"""Convolution ops (issue 6): conv2d and its two gradient ops, conv_transpose2d, avg_pool2d /
+max_pool2d and their gradient ops, and batch_norm (training statistics) — definition, xla
+kernel and SBP signatures side by side.
 
 ``conv2d(x, w)`` is ``lax.conv_general_dilated`` in NCHW / OIHW layout with attrs ``stride``
 (2 ints), ``padding`` (4 ints: top, bottom, left, right), ``dilation`` (2 ints) and
@@ -189,12 +189,94 @@ define_op("conv2d_weight_grad", inputs=["x", "dy"], outputs=["dw"],
 register_kernel("conv2d_weight_grad", _weight_grad, name="conv2d_weight_grad_xla")
 
 
-# -- avg_pool2d and its transpose ----------------------------------------------------------------
-# attrs: kernel_size (2), stride (2), padding (2: symmetric, as PyTorch), count_include_pad.
-# ceil_mode is not supported (floor output size). Both ops are linear; each one's backward is
-# the other.
+# -- conv_transpose2d -----------------------------------------------------------------------------
+# conv_transpose2d(x, w) with w (Cin, Cout / groups, kH, kW) is conv2d_input_grad(x, w): the
+# weight layouts coincide (conv2d's out channels are the transposed conv's in channels). The
+# output size (H - 1) s - 2 p + d (k - 1) + output_padding + 1 is reached by giving the
+# conv2d_input_grad a bottom/right padding of p - output_padding (when output_padding <= p) and,
+# when output_padding > p, by appending the rows no window reaches (zeros) after the op.
 
-def _pool_out(xs: Any, kernel_size: Any, stride: Any, padding: Any) -> tuple[int, ...]:
+
+def conv_transpose_plan(xs: Any, ws: Any, stride: Any, padding: Any, output_padding: Any,
+                        dilation: Any, groups: int) -> tuple[tuple[int, ...], list[int],
+                                                             list[int], list[int]]:
+    """(output shape, conv2d padding (4 ints), the conv2d input size, and the zero rows/cols
+    appended after it) of conv_transpose2d; checks shapes and attrs."""
+    xs, ws = tuple(xs), tuple(ws)
+    if len(xs) != 4 or len(ws) != 4:
+        raise ValueError(f"expected a 4-d input (N, Cin, H, W) and a 4-d weight (Cin, "
+                         f"Cout/groups, kH, kW), got shapes {xs} and {ws}")
+    if len(padding) != 2 or any(p < 0 for p in padding):
+        raise ValueError(f"padding must be 2 non-negative ints, got {list(padding)}")
+    if len(output_padding) != 2 or any(p < 0 for p in output_padding):
+        raise ValueError(f"output_padding must be 2 non-negative ints, got "
+                         f"{list(output_padding)}")
+    _check_attrs(stride, list(padding) * 2, dilation, groups)
+    if xs[1] != ws[0]:
+        raise ValueError(f"input has {xs[1]} channels, but weight {ws} expects {ws[0]} "
+                         f"(weight dim 0)")
+    if ws[0] % groups:
+        raise ValueError(f"in channels {ws[0]} must be divisible by groups {groups}")
+    out, pads, conv_hw, extra = [], [], [], []
+    for i in range(2):
+        s, p, op, d, k = stride[i], padding[i], output_padding[i], dilation[i], ws[2 + i]
+        if op >= max(s, d):
+            raise ValueError(f"output_padding must be smaller than either stride or dilation, "
+                             f"got output_padding {list(output_padding)}, stride "
+                             f"{list(stride)} and dilation {list(dilation)}")
+        size = (xs[2 + i] - 1) * s - 2 * p + d * (k - 1) + op + 1
+        if size <= 0:
+            raise ValueError(f"output size {size} is too small (input {xs}, padding "
+                             f"{list(padding)})")
+        if op <= p:
+            pb, e = p - op, 0
+        else:
+            pb, e = 0, max(0, op - p - s + 1)
+        out.append(size)
+        pads += [p, pb]
+        conv_hw.append(size - e)
+        extra.append(e)
+    return (xs[0], ws[1] * groups) + tuple(out), pads, conv_hw, extra
+
+
+def _conv_t_infer(x: Any, w: Any, stride: Any, padding: Any, output_padding: Any,
+                  dilation: Any, groups: int) -> Any:
+    _same_dtype(x, w, "weight")
+    ys = conv_transpose_plan(x.shape, w.shape, stride, padding, output_padding, dilation,
+                             groups)[0]
+    return desc(ys, x.dtype)
+
+
+def _conv_t(x: Any, w: Any, stride: Any, padding: Any, output_padding: Any, dilation: Any,
+            groups: int) -> Any:
+    _, pads, conv_hw, extra = conv_transpose_plan(x.shape, w.shape, stride, padding,
+                                                  output_padding, dilation, groups)
+    y = _input_grad(x, w, conv_hw, stride, pads, dilation, groups)
+    if any(extra):
+        y = jnp.pad(y, ((0, 0), (0, 0), (0, extra[0]), (0, extra[1])))
+    return y
+
+
+define_op("conv_transpose2d", inputs=["x", "weight"], outputs=["y"],
+          attrs=[Attr("stride", "int64_list"), Attr("padding", "int64_list"),
+                 Attr("output_padding", "int64_list"), Attr("dilation", "int64_list"),
+                 Attr("groups", "int64", 1)],
+          infer=_conv_t_infer, sbp=_input_grad_sbp,
+          doc="2-d transposed convolution, NCHW input, (Cin, Cout/groups, kH, kW) weight "
+              "(no bias)")
+register_kernel("conv_transpose2d", _conv_t, name="conv_transpose2d_xla")
+
+
+# -- avg_pool2d and its transpose ----------------------------------------------------------------
+# attrs: kernel_size (2), stride (2), padding (2: symmetric, as PyTorch), count_include_pad,
+# ceil_mode and divisor_override (0: none). Both ops are linear; each one's backward is the
+# other.
+
+def _pool_out(xs: Any, kernel_size: Any, stride: Any, padding: Any,
+              ceil_mode: bool = False) -> tuple[int, ...]:
+    """Output shape of a 2-d pooling (``kernel_size`` already dilated). ``ceil_mode`` rounds
+    the window count up, as PyTorch, but drops a last window that would start past the input
+    and its left padding."""
     xs = tuple(xs)
     if len(xs) != 4:
         raise ValueError(f"expected a 4-d input (N, C, H, W), got shape {xs}")
@@ -208,22 +290,45 @@ def _pool_out(xs: Any, kernel_size: Any, stride: Any, padding: Any) -> tuple[int
     out = []
     for i in range(2):
         size = xs[2 + i] + 2 * padding[i]
-        if size < kernel_size[i]:
+        n = size - kernel_size[i] + (stride[i] - 1 if ceil_mode else 0)
+        o = n // stride[i] + 1
+        if ceil_mode and o > 0 and (o - 1) * stride[i] >= xs[2 + i] + padding[i]:
+            o -= 1
+        if o <= 0:
             raise ValueError(f"kernel size {kernel_size[i]} is larger than the padded input "
                              f"size {size}")
-        out.append((size - kernel_size[i]) // stride[i] + 1)
+        out.append(o)
     return xs[:2] + tuple(out)
 
 
-def _avg_pool(x: Any, kernel_size: Any, stride: Any, padding: Any,
-              count_include_pad: bool) -> Any:
+def _ceil_extra(xs: Any, out_hw: Any, kernel_size: Any, stride: Any, padding: Any) -> list[int]:
+    """Per spatial dim, how far the last window reaches past the padded input (ceil_mode)."""
+    return [max(0, (out_hw[i] - 1) * stride[i] + kernel_size[i] - xs[2 + i] - 2 * padding[i])
+            for i in range(2)]
+
+
+def _avg_pool(x: Any, kernel_size: Any, stride: Any, padding: Any, count_include_pad: bool,
+              ceil_mode: bool, divisor_override: int) -> Any:
+    """Window sums over the input padded by ``padding`` (plus, in ceil_mode, what the last
+    window needs), divided as PyTorch: by ``divisor_override`` if non-zero, else by the
+    window's cells inside input + padding (count_include_pad) or inside the input."""
+    out = _pool_out(x.shape, kernel_size, stride, padding, ceil_mode)
+    extra = _ceil_extra(x.shape, out[2:], kernel_size, stride, padding)
     win = (1, 1) + tuple(kernel_size)
     strides = (1, 1) + tuple(stride)
-    pads = ((0, 0), (0, 0)) + tuple((p, p) for p in padding)
+    pads = ((0, 0), (0, 0)) + tuple((p, p + e) for p, e in zip(padding, extra))
     xf = x.astype(np.float32) if x.dtype in (np.dtype(np.float16), np.dtype(jnp.bfloat16)) else x
     s = lax.reduce_window(xf, np.array(0, xf.dtype), lax.add, win, strides, pads)
-    if count_include_pad:
-        cnt = jnp.asarray(kernel_size[0] * kernel_size[1], xf.dtype)
+    if divisor_override:
+        cnt = jnp.asarray(divisor_override, xf.dtype)
+    elif count_include_pad:
+        if not any(extra):
+            cnt = jnp.asarray(kernel_size[0] * kernel_size[1], xf.dtype)
+        else:  # cells past input + padding do not count
+            ones = jnp.ones((1, 1) + tuple(h + 2 * p for h, p in zip(x.shape[2:], padding)),
+                            xf.dtype)
+            cnt = lax.reduce_window(ones, np.array(0, xf.dtype), lax.add, win, strides,
+                                    ((0, 0), (0, 0)) + tuple((0, e) for e in extra))
     else:
         ones = jnp.ones((1, 1) + tuple(x.shape[2:]), xf.dtype)
         cnt = lax.reduce_window(ones, np.array(0, xf.dtype), lax.add, win, strides, pads)
@@ -236,13 +341,14 @@ def _pool_sbp(in_shapes: Any, n_out: int = 1, **_: Any) -> list[Signature]:
 
 
 def _avg_pool_infer(x: Any, kernel_size: Any, stride: Any, padding: Any,
-                    count_include_pad: bool) -> Any:
+                    count_include_pad: bool, ceil_mode: bool, divisor_override: int) -> Any:
     check_dtype(x, FLOAT, "input")
-    return desc(_pool_out(x.shape, kernel_size, stride, padding), x.dtype)
+    return desc(_pool_out(x.shape, kernel_size, stride, padding, ceil_mode), x.dtype)
 
 
 _POOL_ATTRS = [Attr("kernel_size", "int64_list"), Attr("stride", "int64_list"),
-               Attr("padding", "int64_list"), Attr("count_include_pad", "bool", True)]
+               Attr("padding", "int64_list"), Attr("count_include_pad", "bool", True),
+               Attr("ceil_mode", "bool", False), Attr("divisor_override", "int64", 0)]
 
 define_op("avg_pool2d", inputs=["x"], outputs=["y"], attrs=_POOL_ATTRS, infer=_avg_pool_infer,
           sbp=_pool_sbp, doc="2-d average pooling over (H, W) windows, NCHW")
@@ -250,23 +356,23 @@ register_kernel("avg_pool2d", _avg_pool, name="avg_pool2d_xla")
 
 
 def _avg_pool_grad_infer(dy: Any, input_hw: Any, kernel_size: Any, stride: Any, padding: Any,
-                         count_include_pad: bool) -> Any:
+                         count_include_pad: bool, ceil_mode: bool, divisor_override: int) -> Any:
     check_dtype(dy, FLOAT, "grad")
     if len(dy.shape) != 4 or len(input_hw) != 2:
         raise ValueError(f"expected a 4-d grad and 2 ints input_hw, got shape "
                          f"{tuple(dy.shape)} and {list(input_hw)}")
     xs = tuple(dy.shape[:2]) + tuple(input_hw)
-    if _pool_out(xs, kernel_size, stride, padding) != tuple(dy.shape):
+    if _pool_out(xs, kernel_size, stride, padding, ceil_mode) != tuple(dy.shape):
         raise ValueError(f"grad shape {tuple(dy.shape)} does not match avg_pool2d of an input "
                          f"of shape {xs}")
     return desc(xs, dy.dtype)
 
 
 def _avg_pool_grad(dy: Any, input_hw: Any, kernel_size: Any, stride: Any, padding: Any,
-                   count_include_pad: bool) -> Any:
+                   count_include_pad: bool, ceil_mode: bool, divisor_override: int) -> Any:
     x0 = jnp.zeros(tuple(dy.shape[:2]) + tuple(input_hw), dy.dtype)
-    _, vjp = jax.vjp(lambda x: _avg_pool(x, kernel_size, stride, padding, count_include_pad),
-                     x0)
+    _, vjp = jax.vjp(lambda x: _avg_pool(x, kernel_size, stride, padding, count_include_pad,
+                                         ceil_mode, divisor_override), x0)
     return vjp(dy)[0]
 
 
@@ -280,9 +386,10 @@ register_kernel("avg_pool2d_grad", _avg_pool_grad, name="avg_pool2d_grad_xla")
 # max_pool2d returns (y, indices): indices (int64) are flat positions h * W + w in the unpadded
 # input of each selected maximum (the first one on ties, as PyTorch). Padding is -inf.
 # max_pool2d_grad(dy, indices) adds dy into those positions; its backward gathers with
-# dim_gather. ceil_mode is not supported.
+# dim_gather. ceil_mode as PyTorch (windows past the end see -inf there).
 
-def _max_pool_infer(x: Any, kernel_size: Any, stride: Any, padding: Any, dilation: Any) -> Any:
+def _max_pool_infer(x: Any, kernel_size: Any, stride: Any, padding: Any, dilation: Any,
+                    ceil_mode: bool) -> Any:
     check_dtype(x, FLOAT, "input")
     if len(dilation) != 2 or any(d <= 0 for d in dilation):
         raise ValueError(f"dilation must be 2 positive ints, got {list(dilation)}")
@@ -290,15 +397,16 @@ def _max_pool_infer(x: Any, kernel_size: Any, stride: Any, padding: Any, dilatio
     if len(padding) != 2 or any(p < 0 or 2 * p > k for p, k in zip(padding, kernel_size)):
         raise ValueError(f"padding must be 2 non-negative ints of at most half the kernel "
                          f"size, got {list(padding)}")
-    out = _pool_out(x.shape, eff, stride, padding)
+    out = _pool_out(x.shape, eff, stride, padding, ceil_mode)
     return desc(out, x.dtype), desc(out, np.int64)
 
 
-def _max_pool(x: Any, kernel_size: Any, stride: Any, padding: Any, dilation: Any) -> Any:
+def _max_pool(x: Any, kernel_size: Any, stride: Any, padding: Any, dilation: Any,
+              ceil_mode: bool) -> Any:
     n, c, h, w = x.shape
     (kh, kw), (sh, sw), (ph, pw), (dh, dw) = kernel_size, stride, padding, dilation
-    oh = (h + 2 * ph - dh * (kh - 1) - 1) // sh + 1
-    ow = (w + 2 * pw - dw * (kw - 1) - 1) // sw + 1
+    eff = [d * (k - 1) + 1 for d, k in zip(dilation, kernel_size)]
+    oh, ow = _pool_out(x.shape, eff, stride, padding, ceil_mode)[2:]
     rows = (np.arange(oh)[:, None] * sh + np.arange(kh)[None, :] * dh) - ph   # (oh, kh)
     cols = (np.arange(ow)[:, None] * sw + np.arange(kw)[None, :] * dw) - pw   # (ow, kw)
     r = np.broadcast_to(rows[:, None, :, None], (oh, ow, kh, kw)).reshape(oh, ow, -1)
@@ -316,7 +424,8 @@ def _max_pool(x: Any, kernel_size: Any, stride: Any, padding: Any, dilation: Any
 
 define_op("max_pool2d", inputs=["x"], outputs=["y", "indices"],
           attrs=[Attr("kernel_size", "int64_list"), Attr("stride", "int64_list"),
-                 Attr("padding", "int64_list"), Attr("dilation", "int64_list")],
+                 Attr("padding", "int64_list"), Attr("dilation", "int64_list"),
+                 Attr("ceil_mode", "bool", False)],
           infer=_max_pool_infer,
           sbp=lambda in_shapes, n_out=1, **_: [Signature((S(0),), (S(0), S(0))),
                                                Signature((S(1),), (S(1), S(1)))],

@@ -118,3 +118,87 @@ define_op("nll_loss", inputs=["x", "target", Input("weight", optional=True)],
           doc="-weight[t] * x[t] per element (class axis 1, or 0 for a 1-d input) and "
               "weight[t]; 0 where t == ignore_index")
 register_kernel("nll_loss", _nll, name="nll_loss_xla")
+
+
+# -- sparse_softmax_cross_entropy (issue 7) ----------------------------------------------------
+# The plain cross_entropy (2-d logits, class-index labels, no weight, no smoothing) as one op:
+# loss = logsumexp(logits) - logits[label] per row (0 where label == ignore_index), plus the
+# row's logsumexp (float32 for float16/bfloat16 logits) saved for the backward, which needs
+# no softmax kept in memory. On GPU a Pallas kernel streams the vocabulary in blocks with an
+# online logsumexp (jflow/kernels/pallas/cross_entropy.py).
+
+def _lse_dtype(dt: Any) -> Any:
+    return np.dtype(np.float32) if np.dtype(dt) in (np.dtype(np.float16),
+                                                    np.dtype(jnp.bfloat16)) else np.dtype(dt)
+
+
+def _sce_infer(logits: Any, labels: Any, ignore_index: int) -> Any:
+    check_dtype(logits, FLOAT, "logits")
+    check_dtype(labels, INT, "labels")
+    ls, ts = tuple(logits.shape), tuple(labels.shape)
+    if len(ls) != 2:
+        raise ValueError(f"logits must be 2-d (N, V), got shape {ls}")
+    if ts != ls[:1]:
+        raise ValueError(f"labels of shape {ts} do not match logits of shape {ls} (expected "
+                         f"{ls[:1]})")
+    return desc(ts, logits.dtype), desc(ts, _lse_dtype(logits.dtype))
+
+
+def _rows_sbp(in_shapes: Any, n_out: int = 1, **_: Any) -> list[Signature]:
+    """Split the rows (batch) of every input and output."""
+    return [Signature((S(0),) * len(in_shapes), (S(0),) * n_out)]
+
+
+def sce_forward(logits: Any, labels: Any, ignore_index: int) -> Any:
+    """(loss, lse) of the plain cross entropy (the xla kernel; also used as a reference)."""
+    x = logits.astype(_lse_dtype(logits.dtype))
+    m = jnp.max(x, axis=1, keepdims=True)
+    lse = (jnp.log(jnp.sum(jnp.exp(x - m), axis=1)) + m[:, 0])
+    valid = labels != ignore_index
+    t = jnp.where(valid, labels, 0)
+    picked = jnp.take_along_axis(x, t[:, None].astype(np.int32), axis=1, mode="fill",
+                                 fill_value=0)[:, 0]
+    loss = jnp.where(valid, lse - picked, jnp.zeros((), x.dtype))
+    return loss.astype(logits.dtype), lse
+
+
+define_op("sparse_softmax_cross_entropy", inputs=["logits", "labels"], outputs=["loss", "lse"],
+          attrs=[Attr("ignore_index", "int64", -100)], infer=_sce_infer, sbp=_rows_sbp,
+          doc="per row: logsumexp(logits) - logits[label] (0 where label == ignore_index), "
+              "and logsumexp(logits)")
+register_kernel("sparse_softmax_cross_entropy", sce_forward,
+                name="sparse_softmax_cross_entropy_xla")
+
+
+def _sceg_infer(logits: Any, labels: Any, lse: Any, dloss: Any, dlse: Any,
+                ignore_index: int) -> Any:
+    _sce_infer(logits, labels, ignore_index)
+    n = tuple(logits.shape[:1])
+    for name, t, dt in (("lse", lse, _lse_dtype(logits.dtype)), ("dloss", dloss, logits.dtype),
+                        ("dlse", dlse, _lse_dtype(logits.dtype))):
+        if tuple(t.shape) != n or np.dtype(t.dtype) != np.dtype(dt):
+            raise ValueError(f"{name} must have shape {n} and dtype {np.dtype(dt).name}, got "
+                             f"{tuple(t.shape)} {np.dtype(t.dtype).name}")
+    return desc(logits.shape, logits.dtype)
+
+
+def sce_backward(logits: Any, labels: Any, lse: Any, dloss: Any, dlse: Any,
+                 ignore_index: int) -> Any:
+    """d logits = softmax * (dloss * valid + dlse) - onehot(label) * dloss * valid."""
+    ct = _lse_dtype(logits.dtype)
+    x = logits.astype(ct)
+    valid = labels != ignore_index
+    dl = jnp.where(valid, dloss.astype(ct), jnp.zeros((), ct))
+    p = jnp.exp(x - lse.astype(ct)[:, None])
+    hit = jnp.arange(x.shape[1])[None, :] == labels[:, None]
+    g = p * (dl + dlse.astype(ct))[:, None] - jnp.where(hit, dl[:, None], jnp.zeros((), ct))
+    return g.astype(logits.dtype)
+
+
+define_op("sparse_softmax_cross_entropy_grad",
+          inputs=["logits", "labels", "lse", "dloss", "dlse"], outputs=["dlogits"],
+          attrs=[Attr("ignore_index", "int64", -100)], infer=_sceg_infer, sbp=_rows_sbp,
+          doc="backward of sparse_softmax_cross_entropy: softmax * (dloss * valid + dlse) - "
+              "onehot(label) * dloss * valid")
+register_kernel("sparse_softmax_cross_entropy_grad", sce_backward,
+                name="sparse_softmax_cross_entropy_grad_xla")

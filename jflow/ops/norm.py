@@ -161,3 +161,97 @@ define_op("group_norm", inputs=["x", Input("weight", optional=True), Input("bias
           sbp=_gn_sbp, doc="normalise x (N, C, *) over groups of channels, then per-channel "
                            "weight and bias")
 register_kernel("group_norm", _group_norm, name="group_norm_xla")
+
+
+# -- grad ops of layer_norm / rms_norm (issue 7) -----------------------------------------------
+# The backward rules call these: one op (a Pallas kernel on GPU) computes dx, dweight and dbias
+# from the saved statistics, also taking the statistics' own gradients (zeros when unused).
+# Their backward rules (jflow/autograd/rules/norm.py) keep higher-order derivatives working.
+# ``weight`` is optional and comes last; dweight / dbias are computed even without it.
+
+def _lng_infer(x: Any, mean: Any, inv_std: Any, dy: Any, dmean: Any, dinv_std: Any, weight: Any,
+               begin_norm_axis: int) -> Any:
+    check_dtype(x, FLOAT, "input")
+    b = _begin(x, begin_norm_axis)
+    shape = tuple(x.shape)
+    for name, t, s in (("dy", dy, shape), ("mean", mean, shape[:b]),
+                       ("inv_std", inv_std, shape[:b]), ("dmean", dmean, shape[:b]),
+                       ("dinv_std", dinv_std, shape[:b])):
+        if t is None:
+            continue
+        _check_param(x, t, s, name)
+    _check_param(x, weight, shape[b:], "weight")
+    return desc(shape, x.dtype), desc(shape[b:], x.dtype), desc(shape[b:], x.dtype)
+
+
+def _rmsg_infer(x: Any, inv_rms: Any, dy: Any, dinv_rms: Any, weight: Any,
+                begin_norm_axis: int) -> Any:
+    outs = _lng_infer(x, None, inv_rms, dy, None, dinv_rms, weight, begin_norm_axis)
+    return outs[0], outs[1]
+
+
+def _grad_sbp(n_stats: int) -> Any:
+    def sbp(in_shapes: Any, n_out: int = 1, begin_norm_axis: int = 0,
+            **_: Any) -> list[Signature]:
+        """Split a leading axis of x, dy and the statistics; dweight / dbias are then partial
+        sums (P); weight stays broadcast."""
+        from ..sharding.sbp import B, P
+        n_in = len(in_shapes)
+        has_w = n_in == 2 + 2 * n_stats + 1
+        sigs = []
+        for i in range(begin_norm_axis):
+            ins = (S(i),) * (n_in - (1 if has_w else 0)) + ((B,) if has_w else ())
+            sigs.append(Signature(ins, (S(i),) + (P,) * (n_out - 1)))
+        return sigs
+    return sbp
+
+
+def norm_backward(x: Any, mean: Any, r: Any, dy: Any, dmean: Any, dr: Any, weight: Any,
+                  begin: int) -> Any:
+    """(dx, dweight, dbias) of y = xhat * w + b, xhat = (x - mean) * r (or x * r when mean is
+    None), given also the statistics' gradients — the xla kernel of both grad ops."""
+    xf, g0 = _up(x), _up(dy)
+    axes = tuple(range(begin, x.ndim))
+    lead = tuple(range(begin))
+    bshape = x.shape[:begin] + (1,) * len(axes)
+    n = max(int(np.prod(x.shape[begin:])), 1)
+    rb = _up(r).reshape(bshape)
+    xc = xf - _up(mean).reshape(bshape) if mean is not None else xf
+    xhat = xc * rb
+    g = g0 if weight is None else g0 * _up(weight)
+    inner = xhat * jnp.mean(g * xhat, axis=axes, keepdims=True)
+    if mean is not None:
+        inner = inner + jnp.mean(g, axis=axes, keepdims=True)
+    dx = rb * (g - inner) - _up(dr).reshape(bshape) * rb * rb * xhat / n
+    if mean is not None:
+        dx = dx + _up(dmean).reshape(bshape) / n
+    dw = jnp.sum(g0 * xhat, axis=lead)
+    db = jnp.sum(g0, axis=lead)
+    return dx.astype(x.dtype), dw.astype(x.dtype), db.astype(x.dtype)
+
+
+def _layer_norm_grad(x: Any, mean: Any, inv_std: Any, dy: Any, dmean: Any, dinv_std: Any,
+                     weight: Any, begin_norm_axis: int) -> Any:
+    return norm_backward(x, mean, inv_std, dy, dmean, dinv_std, weight, begin_norm_axis)
+
+
+def _rms_norm_grad(x: Any, inv_rms: Any, dy: Any, dinv_rms: Any, weight: Any,
+                   begin_norm_axis: int) -> Any:
+    dx, dw, _ = norm_backward(x, None, inv_rms, dy, None, dinv_rms, weight, begin_norm_axis)
+    return dx, dw
+
+
+define_op("layer_norm_grad",
+          inputs=["x", "mean", "inv_std", "dy", "dmean", "dinv_std",
+                  Input("weight", optional=True)],
+          outputs=["dx", "dweight", "dbias"], attrs=[Attr("begin_norm_axis", "int64")],
+          infer=_lng_infer, sbp=_grad_sbp(2),
+          doc="backward of layer_norm from its saved statistics: dx, dweight, dbias")
+register_kernel("layer_norm_grad", _layer_norm_grad, name="layer_norm_grad_xla")
+
+define_op("rms_norm_grad",
+          inputs=["x", "inv_rms", "dy", "dinv_rms", Input("weight", optional=True)],
+          outputs=["dx", "dweight"], attrs=[Attr("begin_norm_axis", "int64")],
+          infer=_rmsg_infer, sbp=_grad_sbp(1),
+          doc="backward of rms_norm from its saved statistic: dx, dweight")
+register_kernel("rms_norm_grad", _rms_norm_grad, name="rms_norm_grad_xla")

@@ -3,7 +3,9 @@
 conv2d, conv2d_input_grad and conv2d_weight_grad are bilinear and transposes of each other:
 with ``y = conv2d(x, w)``, ``dx = conv2d_input_grad(dy, w)`` and
 ``dw = conv2d_weight_grad(x, dy)``, ``<dy, conv2d(x, w)> = <conv2d_input_grad(dy, w), x> =
-<conv2d_weight_grad(x, dy), w>``, so each rule is written with the other two ops.
+<conv2d_weight_grad(x, dy), w>``, so each rule is written with the other two ops;
+conv_transpose2d (conv2d_input_grad up to zero rows) reuses them. The pooling and upsample
+ops are linear pairs: each one's backward is the other.
 """
 
 from __future__ import annotations
@@ -55,9 +57,31 @@ def _conv2d_weight_grad(ctx, g):
     return gx, gdy
 
 
+@register_backward("conv_transpose2d", save=["x", "weight"])
+def _conv_transpose2d(ctx, dy):
+    """conv_transpose2d is conv2d_input_grad (then zero rows): dx is conv2d of dy (the zero
+    rows cropped), dw is conv2d_weight_grad with dy as conv2d's input."""
+    from ...ops.conv import conv_transpose_plan
+    x, w = ctx.saved_tensors
+    _, pads, _, extra = conv_transpose_plan(ctx.input_shapes[0], ctx.input_shapes[1],
+                                            ctx.stride, ctx.padding, ctx.output_padding,
+                                            ctx.dilation, ctx.groups)
+    if any(extra):
+        dy = O.pad(dy, pad=(0, -extra[1], 0, -extra[0]))
+    a = {"stride": ctx.stride, "padding": tuple(pads), "dilation": ctx.dilation,
+         "groups": ctx.groups}
+    dx = dw = None
+    if ctx.needs_input_grad[0]:
+        dx = O.conv2d(dy, w, **a)
+    if ctx.needs_input_grad[1]:
+        dw = O.conv2d_weight_grad(dy, x, kernel_size=tuple(ctx.input_shapes[1][2:]), **a)
+    return dx, dw
+
+
 def _pool_attrs(ctx):
     return {"kernel_size": ctx.kernel_size, "stride": ctx.stride, "padding": ctx.padding,
-            "count_include_pad": ctx.count_include_pad}
+            "count_include_pad": ctx.count_include_pad, "ceil_mode": ctx.ceil_mode,
+            "divisor_override": ctx.divisor_override}
 
 
 @register_backward("avg_pool2d")
@@ -105,3 +129,17 @@ def _batch_norm(ctx, dy, dmean, dr):
     if has[2]:
         grads.append(O.reduce_sum(dy, axis=axes, keepdim=False))
     return grads
+
+
+def _up_attrs(ctx):
+    return {"mode": ctx.mode, "scales": ctx.scales, "align_corners": ctx.align_corners}
+
+
+@register_backward("upsample2d")
+def _upsample2d(ctx, dy):
+    return O.upsample2d_grad(dy, input_hw=tuple(ctx.input_shapes[0][2:]), **_up_attrs(ctx))
+
+
+@register_backward("upsample2d_grad")
+def _upsample2d_grad(ctx, g):
+    return O.upsample2d(g, output_size=tuple(ctx.input_shapes[0][2:]), **_up_attrs(ctx))

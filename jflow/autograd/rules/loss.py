@@ -81,3 +81,42 @@ def _nll_loss(ctx, dloss, dwt):
         grads.append(O.reduce_sum(per, axis=tuple(range(nd - 1)), keepdim=False)
                      if nd > 1 else per)
     return grads
+
+
+@register_backward("sparse_softmax_cross_entropy", save=["logits", "labels", "lse"])
+def _sparse_softmax_cross_entropy(ctx, dloss, dlse):
+    """One sparse_softmax_cross_entropy_grad op (the softmax is never kept: exp(x - lse))."""
+    x, labels, lse = ctx.saved_tensors
+    return [O.sparse_softmax_cross_entropy_grad(x, labels, lse, dloss, dlse,
+                                                ignore_index=ctx.ignore_index), None]
+
+
+@register_backward("sparse_softmax_cross_entropy_grad", save=["logits", "labels", "lse", "dloss",
+                                                              "dlse"])
+def _sparse_softmax_cross_entropy_grad(ctx, g):
+    """out = p * c - onehot * dl, p = exp(x - lse), c = dl + dlse, dl = dloss * valid:
+    to x g p c; to lse -sum(g p c); to dloss (sum(g p) - g[label]) * valid; to dlse sum(g p)."""
+    x, labels, lse, dloss, dlse = ctx.saved_tensors
+    n, v = tuple(ctx.input_shapes[0])
+    dt = ctx.input_dtypes[0]
+    tdt = ctx.input_dtypes[1]
+    cast = (lambda t: t if t._value.dtype == dt else O.cast(t, dtype=dt))  # noqa: E731
+    valid = O.cast(O.ne(labels, O.full(shape=(), value=float(ctx.ignore_index), dtype=tdt)),
+                   dtype=dt)
+    dl = O.mul(cast(dloss), valid)
+    c = O.add(dl, cast(dlse))
+    p = O.exp(O.sub(x, O.reshape(cast(lse), shape=(n, 1))))
+    gp = O.mul(g, p)
+    gx = O.mul(gp, O.reshape(c, shape=(n, 1)))
+    sum_gp = O.reduce_sum(gp, axis=(1,), keepdim=False)
+    t = O.where(O.ne(valid, scalar_like(0.0, valid)), labels,
+                O.full(shape=(), value=-1.0, dtype=tdt))
+    g_label = O.reduce_sum(O.mul(g, O.one_hot(t, num_classes=v, dtype=dt)), axis=(1,),
+                           keepdim=False)
+    back = (lambda t_, i: t_ if t_._value.dtype == ctx.input_dtypes[i]  # noqa: E731
+            else O.cast(t_, dtype=ctx.input_dtypes[i]))
+    need = ctx.needs_input_grad
+    return [gx if need[0] else None, None,
+            back(O.neg(O.reduce_sum(gx, axis=(1,), keepdim=False)), 2) if need[2] else None,
+            back(O.mul(O.sub(sum_gp, g_label), valid), 3) if need[3] else None,
+            back(sum_gp, 4) if need[4] else None]

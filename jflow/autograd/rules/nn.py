@@ -16,16 +16,71 @@ def _sum_dim(t, dim):
 
 @register_backward("softmax", save=["y"])
 def _softmax(ctx, dy):
-    """y * (dy - sum(dy * y)) along dim."""
+    """y * (dy - sum(dy * y)) along dim: one softmax_grad op (a Pallas kernel on GPU)."""
     (y,) = ctx.saved_tensors
-    return O.mul(y, O.sub(dy, _sum_dim(O.mul(dy, y), ctx.dim)))
+    return O.softmax_grad(y, dy, dim=ctx.dim)
 
 
 @register_backward("log_softmax", save=["y"])
 def _log_softmax(ctx, dy):
-    """dy - exp(y) * sum(dy) along dim."""
+    """dy - exp(y) * sum(dy) along dim: one log_softmax_grad op (a Pallas kernel on GPU)."""
     (y,) = ctx.saved_tensors
-    return O.sub(dy, O.mul(O.exp(y), _sum_dim(dy, ctx.dim)))
+    return O.log_softmax_grad(y, dy, dim=ctx.dim)
+
+
+def _sum_dim_any(t, dim):
+    """sum along dim, keepdim (a 0-d tensor is its own sum)."""
+    return t if not t._value.ndim else _sum_dim(t, dim)
+
+
+@register_backward("softmax_grad", save=["y", "dy"])
+def _softmax_grad(ctx, g):
+    """dx = y * (dy - s), s = sum(dy * y): to dy softmax_grad(y, g); to y
+    g * (dy - s) - dy * sum(g * y)."""
+    y, dy = ctx.saved_tensors
+    s = _sum_dim_any(O.mul(dy, y), ctx.dim)
+    gy = O.sub(O.mul(g, O.sub(dy, s)), O.mul(dy, _sum_dim_any(O.mul(g, y), ctx.dim)))
+    return [gy if ctx.needs_input_grad[0] else None,
+            O.softmax_grad(y, g, dim=ctx.dim) if ctx.needs_input_grad[1] else None]
+
+
+@register_backward("log_softmax_grad", save=["y", "dy"])
+def _log_softmax_grad(ctx, g):
+    """dx = dy - exp(y) * sum(dy): to dy g - sum(g * exp(y)); to y -g * exp(y) * sum(dy)."""
+    y, dy = ctx.saved_tensors
+    e = O.exp(y)
+    gy = O.neg(O.mul(O.mul(g, e), _sum_dim_any(dy, ctx.dim)))
+    gdy = O.sub(g, _sum_dim_any(O.mul(g, e), ctx.dim))
+    return [gy if ctx.needs_input_grad[0] else None, gdy if ctx.needs_input_grad[1] else None]
+
+
+_SQRT_2PI = math.sqrt(2.0 * math.pi)
+
+
+@register_backward("fused_bias_add_activation", save=["x", "bias"])
+def _fused_bias_add_activation(ctx, dy):
+    """g = dy * act'(x + bias): to x, and summed over the leading axes to bias."""
+    x, bias = ctx.saved_tensors
+    z = O.add(x, bias)
+    c = lambda v: scalar_like(v, z)  # noqa: E731
+    if ctx.activation == "silu":
+        s = O.sigmoid(z)
+        d = O.mul(s, O.add(c(1.0), O.mul(z, O.sub(c(1.0), s))))
+    elif ctx.activation == "gelu_tanh":
+        k = math.sqrt(2.0 / math.pi)
+        z2 = O.square(z)
+        t = O.tanh(O.mul(O.mul(z, c(k)), O.add(c(1.0), O.mul(z2, c(0.044715)))))
+        dinner = O.mul(c(k), O.add(c(1.0), O.mul(z2, c(3 * 0.044715))))
+        d = O.add(O.mul(c(0.5), O.add(c(1.0), t)),
+                  O.mul(O.mul(O.mul(c(0.5), z), O.sub(c(1.0), O.square(t))), dinner))
+    else:
+        cdf = O.mul(c(0.5), O.add(c(1.0), O.erf(O.mul(z, c(1 / math.sqrt(2.0))))))
+        pdf = O.mul(O.exp(O.mul(O.square(z), c(-0.5))), c(1 / _SQRT_2PI))
+        d = O.add(cdf, O.mul(z, pdf))
+    g = O.mul(dy, d)
+    nd = len(ctx.input_shapes[0])
+    gb = O.reduce_sum(g, axis=tuple(range(nd - 1)), keepdim=False) if nd > 1 else g
+    return [g if ctx.needs_input_grad[0] else None, gb if ctx.needs_input_grad[1] else None]
 
 
 @register_backward("linear", save=["x", "weight"])

@@ -47,35 +47,104 @@ def _sum_lead(t, b):
 
 @register_backward("layer_norm", save=["x", "weight", "mean", "inv_std"])
 def _layer_norm(ctx, dy, dmean, dr):
+    """One layer_norm_grad op (a Pallas kernel on GPU) gives dx, dweight and dbias."""
     x, w, mean, r = ctx.saved_tensors
     has = _present(ctx, 3)
-    shape = tuple(ctx.input_shapes[0])
-    b = ctx.begin_norm_axis
-    axes = tuple(range(b, len(shape)))
-    bshape = shape[:b] + (1,) * len(axes)
-    dx, xhat = _normalize_backward(x, w, mean, r, dy, dmean, dr, axes, bshape,
-                                   math.prod(shape[b:]), True)
+    dx, dw, db = O.layer_norm_grad(x, mean, r, dy, dmean, dr, w,
+                                   begin_norm_axis=ctx.begin_norm_axis)
     grads = [dx]
     if has[1]:
-        grads.append(_sum_lead(O.mul(dy, xhat), b))
+        grads.append(dw)
     if has[2]:
-        grads.append(_sum_lead(dy, b))
+        grads.append(db)
     return grads
 
 
 @register_backward("rms_norm", save=["x", "weight", "inv_rms"])
 def _rms_norm(ctx, dy, dr):
+    """One rms_norm_grad op (a Pallas kernel on GPU) gives dx and dweight."""
     x, w, r = ctx.saved_tensors
     has = _present(ctx, 2)
+    dx, dw = O.rms_norm_grad(x, r, dy, dr, w, begin_norm_axis=ctx.begin_norm_axis)
+    return [dx, dw] if has[1] else [dx]
+
+
+def _norm_grad_backward(ctx, x, mean, r, dy, dr, w, gx, gw, gb, centered):
+    """Gradients of the grad op's inputs. Its outputs, per normalised row of n elements,
+    with xhat = (x - mean) r (or x r), g = dy w, A = mean(g xhat), M = mean(g):
+    dx = r (g - xhat A - M) - dr r^2 xhat / n + dmean / n, dw = sum_rows dy xhat,
+    db = sum_rows dy. Returns (x, mean, r, dy, dmean, dr, w) grads (mean/dmean None when
+    not centered)."""
     shape = tuple(ctx.input_shapes[0])
     b = ctx.begin_norm_axis
     axes = tuple(range(b, len(shape)))
     bshape = shape[:b] + (1,) * len(axes)
-    dx, xhat = _normalize_backward(x, w, None, r, dy, None, dr, axes, bshape,
-                                   math.prod(shape[b:]), False)
-    grads = [dx]
-    if has[1]:
-        grads.append(_sum_lead(O.mul(dy, xhat), b))
+    n = math.prod(shape[b:])
+    inv_n = scalar_like(1.0 / n if n else 0.0, x)
+    rb = O.reshape(r, shape=bshape)
+    xc = O.sub(x, O.reshape(mean, shape=bshape)) if centered else x
+    xhat = O.mul(xc, rb)
+    g = dy if w is None else O.mul(dy, w)
+
+    def rmean(t):
+        return O.reduce_mean(t, axis=axes, keepdim=True)
+
+    def rsum(t):
+        return O.reduce_sum(t, axis=axes, keepdim=True)
+
+    a = rmean(O.mul(g, xhat))
+    b1 = rmean(O.mul(gx, xhat))
+    b0 = rmean(gx) if centered else None
+    drb = O.reshape(dr, shape=bshape)
+    # d/dg (holding xhat, r): r (gx - xhat B1 - B0)
+    inner = O.mul(xhat, b1)
+    if centered:
+        inner = O.add(inner, b0)
+    hg = O.mul(rb, O.sub(gx, inner))
+    # d/dxhat (holding g, r), plus dweight's and dbias' parts
+    hxhat = O.neg(O.add(O.mul(O.mul(rb, a), gx), O.mul(O.mul(rb, b1), g)))
+    hxhat = O.sub(hxhat, O.mul(O.mul(O.mul(drb, O.mul(rb, rb)), inv_n), gx))
+    hxhat = O.add(hxhat, O.mul(gw, dy))
+    # d/dr (holding g, xhat)
+    core = O.sub(g, O.mul(xhat, a))
+    if centered:
+        core = O.sub(core, rmean(g))
+    hr = O.sub(rsum(O.mul(gx, core)),
+               O.mul(O.mul(O.mul(drb, rb), scalar_like(2.0, x)), b1))
+    hr = O.add(hr, rsum(O.mul(hxhat, xc)))
+    lead_shape = shape[:b]
+    gr = O.reshape(hr, shape=lead_shape)
+    gxin = O.mul(hxhat, rb)
+    gmean = O.reshape(O.neg(rsum(gxin)), shape=lead_shape) if centered else None
+    gdy = O.add(O.add(hg if w is None else O.mul(hg, w), O.mul(gw, xhat)), gb)
+    gdr = O.reshape(O.neg(O.mul(O.mul(rb, rb), b1)), shape=lead_shape)
+    gdmean = O.reshape(b0, shape=lead_shape) if centered else None
+    gw_in = None
+    if w is not None:
+        t = O.mul(hg, dy)
+        gw_in = O.reduce_sum(t, axis=tuple(range(b)), keepdim=False) if b else t
+    return gxin, gmean, gr, gdy, gdmean, gdr, gw_in
+
+
+@register_backward("layer_norm_grad", save=["x", "mean", "inv_std", "dy", "dinv_std", "weight"])
+def _layer_norm_grad(ctx, gx, gw, gb):
+    x, mean, r, dy, dr, w = ctx.saved_tensors
+    outs = _norm_grad_backward(ctx, x, mean, r, dy, dr, w, gx, gw, gb, True)
+    grads = list(outs[:6])
+    if _present(ctx, 7)[6]:
+        grads.append(outs[6])
+    return grads
+
+
+@register_backward("rms_norm_grad", save=["x", "inv_rms", "dy", "dinv_rms", "weight"])
+def _rms_norm_grad(ctx, gx, gw):
+    x, r, dy, dr, w = ctx.saved_tensors
+    zero_b = scalar_like(0.0, x)
+    gxin, _, gr, gdy, _, gdr, gw_in = _norm_grad_backward(ctx, x, None, r, dy, dr, w, gx, gw,
+                                                          zero_b, False)
+    grads = [gxin, gr, gdy, gdr]
+    if _present(ctx, 5)[4]:
+        grads.append(gw_in)
     return grads
 
 

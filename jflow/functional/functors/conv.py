@@ -1,5 +1,5 @@
-"""Functors of the conv, pooling and batch_norm ops (``jflow/ops/conv.py``): PyTorch's
-argument rules, then the op.
+"""Functors of the conv, pooling, batch_norm (``jflow/ops/conv.py``) and interpolation
+(``jflow/ops/upsample.py``) ops: PyTorch's argument rules, then the op.
 
 conv1d runs the conv2d op on a unit height dimension (reshapes in the functor); the bias is
 added after the op (broadcast over N, H, W), so its gradient is the ordinary sum.
@@ -20,6 +20,8 @@ from ..registry import functor
 from .matmul import matmul
 
 _conv2d = get("conv2d").apply
+_conv_transpose2d = get("conv_transpose2d").apply
+_upsample2d = get("upsample2d").apply
 _reshape = get("reshape").apply
 _add = get("add").apply
 _avg_pool2d = get("avg_pool2d").apply
@@ -118,6 +120,116 @@ def conv1d(input: Tensor, weight: Tensor, bias: Any = None, stride: Any = 1, pad
     return _conv("conv1d", input, weight, bias, stride, padding, dilation, groups, 1)
 
 
+@functor("ConvTranspose2d")
+def conv_transpose2d(input: Tensor, weight: Tensor, bias: Any = None, stride: Any = 1,
+                     padding: Any = 0, output_padding: Any = 0, groups: int = 1,
+                     dilation: Any = 1) -> Tensor:
+    """2-d transposed convolution (torch.nn.functional.conv_transpose2d): input (N, Cin, H, W)
+    or (Cin, H, W), weight (Cin, Cout / groups, kH, kW); output size per dim
+    ``(H - 1) stride - 2 padding + dilation (k - 1) + output_padding + 1``."""
+    fname = "conv_transpose2d"
+    if not input.is_floating_point():
+        raise TypeError(f"{fname}(): expected a floating point input, got {input.dtype}")
+    if input._value.ndim not in (3, 4):
+        raise RuntimeError(f"{fname}(): expected a 3-d (unbatched) or 4-d (batched) input, "
+                           f"got shape {list(input._value.shape)}")
+    ws = tuple(weight._value.shape)
+    if len(ws) != 4:
+        raise RuntimeError(f"{fname}(): expected a 4-d weight (Cin, Cout/groups, kH, kW), got "
+                           f"shape {list(ws)}")
+    if bias is not None and tuple(bias._value.shape) != (ws[1] * int(groups),):
+        raise RuntimeError(f"{fname}(): bias must have shape ({ws[1] * int(groups)},), got "
+                           f"{list(bias._value.shape)}")
+    stride = _pair(fname, "stride", stride, 2)
+    padding = _pair(fname, "padding", padding, 2)
+    output_padding = _pair(fname, "output_padding", output_padding, 2)
+    dilation = _pair(fname, "dilation", dilation, 2)
+    if any(p < 0 for p in padding) or any(p < 0 for p in output_padding):
+        raise ValueError(f"{fname}(): negative padding is not supported, got padding "
+                         f"{list(padding)} and output_padding {list(output_padding)}")
+    unbatched = input._value.ndim == 3
+    x = _reshape(input, shape=(1,) + tuple(input._value.shape)) if unbatched else input
+    try:
+        y = _conv_transpose2d(x, weight, stride=stride, padding=padding,
+                              output_padding=output_padding, dilation=dilation,
+                              groups=int(groups))
+    except ValueError as e:
+        raise ValueError(f"{fname}(): {e}") from None
+    if bias is not None:
+        y = _add(y, _reshape(bias, shape=(1, bias._value.shape[0], 1, 1)))
+    return _unbatch(y, unbatched)
+
+
+_INTERP_MODES = {1: ("nearest", "nearest-exact", "linear"),
+                 2: ("nearest", "nearest-exact", "bilinear")}
+
+
+@functor("Interpolate")
+def interpolate(input: Tensor, size: Any = None, scale_factor: Any = None,
+                mode: str = "nearest", align_corners: Any = None,
+                recompute_scale_factor: Any = None, antialias: bool = False) -> Tensor:
+    """torch.nn.functional.interpolate for 3-d (N, C, L: 'nearest', 'nearest-exact',
+    'linear') and 4-d (N, C, H, W: 'nearest', 'nearest-exact', 'bilinear') inputs. Exactly one
+    of ``size`` / ``scale_factor``; the output size is ``floor(in * scale_factor)``, and the
+    scale factor (unless ``recompute_scale_factor``) gives the source coordinates, as
+    PyTorch."""
+    fname = "interpolate"
+    if not input.is_floating_point():
+        raise TypeError(f"{fname}(): expected a floating point input, got {input.dtype}")
+    shape = tuple(input._value.shape)
+    nd = len(shape) - 2
+    if nd not in _INTERP_MODES:
+        raise NotImplementedError(f"{fname}(): jflow supports 3-d and 4-d inputs, got shape "
+                                  f"{list(shape)}")
+    if mode not in _INTERP_MODES[nd]:
+        known = ("nearest", "nearest-exact", "linear", "bilinear", "bicubic", "trilinear",
+                 "area")
+        if mode in known:
+            raise NotImplementedError(f"{fname}(): mode {mode!r} is not supported for a "
+                                      f"{nd + 2}-d input; supported: {list(_INTERP_MODES[nd])}")
+        raise ValueError(f"{fname}(): mode must be one of {list(known)}, got {mode!r}")
+    if antialias:
+        raise NotImplementedError(f"{fname}(): antialias=True is not supported by jflow")
+    if mode.startswith("nearest"):
+        if align_corners is not None:
+            raise ValueError(f"{fname}(): align_corners option can only be set with the "
+                             f"interpolating modes: linear | bilinear | bicubic | trilinear")
+        align_corners = False
+    align_corners = bool(align_corners)
+    if (size is None) == (scale_factor is None):
+        raise ValueError(f"{fname}(): exactly one of size or scale_factor should be defined, "
+                         f"got size={size} and scale_factor={scale_factor}")
+    in_sizes = shape[2:]
+    if size is not None:
+        out = (int(size),) * nd if isinstance(size, int) else tuple(int(v) for v in size)
+        if len(out) != nd:
+            raise ValueError(f"{fname}(): size must be an int or {nd} ints for a "
+                             f"{nd + 2}-d input, got {list(out)}")
+        scales = (0.0,) * nd
+    else:
+        sf = (float(scale_factor),) * nd if isinstance(scale_factor, (int, float)) else \
+            tuple(float(v) for v in scale_factor)
+        if len(sf) != nd:
+            raise ValueError(f"{fname}(): scale_factor must be a float or {nd} floats for a "
+                             f"{nd + 2}-d input, got {list(sf)}")
+        if any(not v > 0 for v in sf):
+            raise ValueError(f"{fname}(): scale_factor must be positive, got {list(sf)}")
+        out = tuple(int(np.floor(float(n) * v)) for n, v in zip(in_sizes, sf))
+        scales = (0.0,) * nd if recompute_scale_factor else sf
+    if any(o <= 0 for o in out):
+        raise ValueError(f"{fname}(): input and output sizes should be greater than 0, but "
+                         f"got input {list(in_sizes)} and output {list(out)}")
+    x = input
+    if nd == 1:  # a unit height dimension
+        x = _reshape(x, shape=shape[:2] + (1,) + shape[2:])
+        out, scales = (1,) + out, (0.0,) + scales
+    y = _upsample2d(x, output_size=out, mode="bilinear" if mode == "linear" else mode,
+                    scales=scales, align_corners=align_corners)
+    if nd == 1:
+        y = _reshape(y, shape=shape[:2] + out[1:])
+    return y
+
+
 def _pool_input(fname: str, input: Tensor) -> tuple[Tensor, bool]:
     if not input.is_floating_point():
         raise TypeError(f"{fname}(): expected a floating point input, got {input.dtype}")
@@ -139,17 +251,19 @@ def avg_pool2d(input: Tensor, kernel_size: Any, stride: Any = None, padding: Any
                ceil_mode: bool = False, count_include_pad: bool = True,
                divisor_override: Any = None) -> Tensor:
     """2-d average pooling (torch.nn.functional.avg_pool2d); ``stride`` defaults to the
-    kernel size. ``ceil_mode=True`` and ``divisor_override`` are not supported."""
-    if ceil_mode or divisor_override is not None:
-        raise NotImplementedError("avg_pool2d(): ceil_mode=True and divisor_override are not "
-                                  "supported by jflow")
+    kernel size. ``ceil_mode`` and ``divisor_override`` as PyTorch: with ceil_mode the last
+    window must start inside the input or its left padding, and cells past the right padding
+    do not count."""
+    if divisor_override is not None and int(divisor_override) == 0:
+        raise ValueError("avg_pool2d(): divisor_override must be non-zero, got 0")
     x, unbatched = _pool_input("avg_pool2d", input)
     k = _pair("avg_pool2d", "kernel_size", kernel_size, 2)
     st = k if stride is None or (not isinstance(stride, int) and len(stride) == 0) else \
         _pair("avg_pool2d", "stride", stride, 2)
     pad = _pair("avg_pool2d", "padding", padding, 2)
     y = _avg_pool2d(x, kernel_size=k, stride=st, padding=pad,
-                    count_include_pad=bool(count_include_pad))
+                    count_include_pad=bool(count_include_pad), ceil_mode=bool(ceil_mode),
+                    divisor_override=int(divisor_override or 0))
     return _unbatch(y, unbatched)
 
 
@@ -194,14 +308,13 @@ def adaptive_avg_pool2d(input: Tensor, output_size: Any) -> Tensor:
 
 def _max_pool(fname: str, input: Tensor, kernel_size: Any, stride: Any, padding: Any,
               dilation: Any, ceil_mode: bool) -> tuple[Tensor, Tensor]:
-    if ceil_mode:
-        raise NotImplementedError(f"{fname}(): ceil_mode=True is not supported by jflow")
     x, unbatched = _pool_input(fname, input)
     k = _pair(fname, "kernel_size", kernel_size, 2)
     st = k if stride is None or (not isinstance(stride, int) and len(stride) == 0) else \
         _pair(fname, "stride", stride, 2)
     y, idx = _max_pool2d(x, kernel_size=k, stride=st, padding=_pair(fname, "padding", padding, 2),
-                         dilation=_pair(fname, "dilation", dilation, 2))
+                         dilation=_pair(fname, "dilation", dilation, 2),
+                         ceil_mode=bool(ceil_mode))
     return _unbatch(y, unbatched), _unbatch(idx, unbatched)
 
 
@@ -209,7 +322,7 @@ def _max_pool(fname: str, input: Tensor, kernel_size: Any, stride: Any, padding:
 def max_pool2d(input: Tensor, kernel_size: Any, stride: Any = None, padding: Any = 0,
                dilation: Any = 1, ceil_mode: bool = False) -> Tensor:
     """2-d max pooling (torch.nn.functional.max_pool2d); ``stride`` defaults to the kernel
-    size; padding is -inf. ``ceil_mode=True`` is not supported; for the indices use
+    size; padding is -inf; ``ceil_mode`` as PyTorch. For the indices use
     ``max_pool2d_with_indices``."""
     return _max_pool("max_pool2d", input, kernel_size, stride, padding, dilation, ceil_mode)[0]
 

@@ -1,7 +1,9 @@
 """Functors of the loss ops (``jflow/ops/loss.py``): PyTorch's argument rules, then the op,
 then the reduction (``"none"``, ``"mean"``, ``"sum"``) with the reduction ops.
 
-``cross_entropy`` is ``log_softmax`` over the class axis + ``nll_loss`` (class-index targets)
+``cross_entropy`` of (N, C) logits with class indices, no weight and no label smoothing is one
+``sparse_softmax_cross_entropy`` op (Pallas on GPU: no softmax in memory). Otherwise it is
+``log_softmax`` over the class axis + ``nll_loss`` (class-index targets)
 or a weighted sum with the log-probabilities (class-probability targets: a floating target of
 the input's shape), with PyTorch's label smoothing: for class indices,
 ``(1 - ls) * nll + ls / C * smooth`` where ``smooth = -sum_c weight[c] log p_c`` (0 where the
@@ -24,6 +26,7 @@ from .index import host_min_max
 _mse, _l1 = get("mse_loss").apply, get("l1_loss").apply
 _bce = get("binary_cross_entropy_with_logits").apply
 _nll = get("nll_loss").apply
+_sce = get("sparse_softmax_cross_entropy").apply
 _sum, _mean = get("reduce_sum").apply, get("reduce_mean").apply
 _log_softmax = get("log_softmax").apply
 _mul, _add, _div, _neg = get("mul").apply, get("add").apply, get("div").apply, get("neg").apply
@@ -130,6 +133,23 @@ def nll_loss(input: Tensor, target: Tensor, weight: Any = None, ignore_index: in
     return _nll_reduced(loss, wt, reduction)
 
 
+def _plain_cross_entropy(input: Tensor, target: Tensor, c: int, ignore_index: int,
+                         reduction: str) -> Tensor:
+    """(N, C) logits and class indices, no weight, no smoothing: one
+    sparse_softmax_cross_entropy op (a Pallas kernel that never materialises the softmax on
+    GPU); "mean" divides by the number of non-ignored targets (nan if none, as PyTorch)."""
+    _check_targets("cross_entropy", target, c, ignore_index)
+    loss, _ = _sce(input, target, ignore_index=ignore_index)
+    if reduction == "none":
+        return loss
+    total = _sum(loss, axis=(), keepdim=False)
+    if reduction == "sum":
+        return total
+    dt = input._value.dtype
+    valid = _cast(_ne(target, scalar_tensor(ignore_index, target._value.dtype)), dtype=dt)
+    return _div(total, _sum(valid, axis=(), keepdim=False))
+
+
 @functor("CrossEntropy")
 def cross_entropy(input: Tensor, target: Tensor, weight: Any = None, ignore_index: int = -100,
                   reduction: str = "mean", label_smoothing: float = 0.0) -> Tensor:
@@ -143,6 +163,9 @@ def cross_entropy(input: Tensor, target: Tensor, weight: Any = None, ignore_inde
     c = _classes(input)
     (weight,) = _float_like(fname, input, weight)
     nd = input._value.ndim
+    if (nd == 2 and weight is None and label_smoothing == 0.0
+            and not target.is_floating_point()):
+        return _plain_cross_entropy(input, target, c, ignore_index, reduction)
     axis = 0 if nd == 1 else 1
     logp = _log_softmax(input, dim=axis)
     dt = input._value.dtype

@@ -1,11 +1,15 @@
 """Layers of ``flow.nn``."""
 
 from . import activation as _act
+from .batchnorm import BatchNorm1d, BatchNorm2d
 from .container import ModuleDict, ModuleList, Sequential
+from .conv import Conv1d, Conv2d, ConvTranspose2d
 from .linear import Flatten, Identity, Linear, Unflatten
 from .loss import BCEWithLogitsLoss, CrossEntropyLoss, L1Loss, MSELoss, NLLLoss
 from .module import Module
 from .normalization import Dropout, Embedding, GroupNorm, LayerNorm, RMSNorm
+from .pooling import AdaptiveAvgPool2d, AvgPool2d, MaxPool2d, Upsample
+from .transformer import MultiheadAttention, TransformerEncoder, TransformerEncoderLayer
 
 ELU, GELU, Hardtanh, LeakyReLU = _act.ELU, _act.GELU, _act.Hardtanh, _act.LeakyReLU
 LogSigmoid, LogSoftmax, Mish, ReLU = _act.LogSigmoid, _act.LogSoftmax, _act.Mish, _act.ReLU
@@ -17,3 +21,6 @@ __all__ = ["Module", "Sequential", "ModuleList", "ModuleDict", "Identity", "Line
            "LogSigmoid", "Tanh", "Softmax", "LogSoftmax", "Softmin", "ELU", "Softplus",
            "Hardtanh", "Dropout", "LayerNorm", "RMSNorm", "GroupNorm", "Embedding", "MSELoss",
            "L1Loss", "NLLLoss", "CrossEntropyLoss", "BCEWithLogitsLoss"]
+__all__ += ["MultiheadAttention", "TransformerEncoderLayer", "TransformerEncoder"]
+__all__ += ["Conv1d", "Conv2d", "ConvTranspose2d", "MaxPool2d", "AvgPool2d", "AdaptiveAvgPool2d",
+            "BatchNorm1d", "BatchNorm2d", "Upsample"]

@@ -109,3 +109,71 @@ register_samples("nll_loss", [
     ErrorSample([_f(4, 3), np.array([0, 1, 2, 1]), _u(4)], {}, ValueError, "one per class"),
     ErrorSample([np.float32(1.0), np.array(0), None], {}, ValueError, "at least 1-d"),
 ])
+
+
+# -- sparse_softmax_cross_entropy (issue 7) ----------------------------------------------------
+
+def _lse_ref(x64):
+    m = x64.max(axis=1, keepdims=True)
+    return np.log(np.exp(x64 - m).sum(axis=1)) + m[:, 0]
+
+
+def _low(dt):
+    return np.dtype(dt) in (np.dtype(np.float16),) or np.dtype(dt).name == "bfloat16"
+
+
+def _sce_ref(logits, labels, ignore_index=-100):
+    x64 = _d(logits)
+    t = np.asarray(labels)
+    lse = _lse_ref(x64)
+    loss = np.zeros(t.shape)
+    for i, k in enumerate(t):
+        if int(k) != ignore_index:
+            loss[i] = lse[i] - x64[i, int(k)]
+    dt = np.asarray(logits).dtype
+    return loss.astype(dt), lse.astype(np.float32 if _low(dt) else dt)
+
+
+register_samples("sparse_softmax_cross_entropy", [
+    Sample([_f(4, 5), np.array([0, 4, 2, 1], np.int64)], {}),
+    Sample([_f(3, 6, dtype=np.float64), np.array([5, -100, 0], np.int64)], {},
+           name="ignored row"),
+    Sample([_f(3, 4), np.array([1, 3, 3], np.int32)], {"ignore_index": 3},
+           name="int32 labels, ignore_index in range"),
+    Sample([_f(4, 8, dtype=np.float16), np.array([7, 0, 1, 3], np.int64)], {}),
+], _sce_ref, errors=[
+    ErrorSample([_f(4, 3), np.array([0, 1, 2])], {}, ValueError, "do not match"),
+    ErrorSample([_f(4), np.array(0)], {}, ValueError, "2-d"),
+    ErrorSample([_f(2, 3), np.array([0.0, 1.0])], {}, TypeError, "integer"),
+])
+
+
+def _sceg_ref(logits, labels, lse, dloss, dlse, ignore_index=-100):
+    x64 = _d(logits)
+    t = np.asarray(labels)
+    valid = (t != ignore_index).astype(np.float64)
+    dl = _d(dloss) * valid
+    p = np.exp(x64 - _d(lse)[:, None])
+    g = p * (dl + _d(dlse))[:, None]
+    for i, k in enumerate(t):
+        if 0 <= int(k) < x64.shape[1]:
+            g[i, int(k)] -= dl[i]
+    return g.astype(np.asarray(logits).dtype)
+
+
+def _sceg_sample(n, v, labels, dtype=np.float32, **kw):
+    x = _f(n, v, dtype=dtype)
+    lse_dt = np.float32 if _low(dtype) else dtype
+    lse = (_lse_ref(_d(x)) + _rng.uniform(-0.1, 0.1, n)).astype(lse_dt)
+    return Sample([x, np.array(labels, np.int64), lse, _f(n, dtype=dtype), _f(n, dtype=lse_dt)],
+                  **kw)
+
+
+register_samples("sparse_softmax_cross_entropy_grad", [
+    _sceg_sample(3, 4, [0, 3, 1]),
+    _sceg_sample(3, 5, [4, -100, 2], dtype=np.float64, name="ignored row"),
+    _sceg_sample(2, 8, [7, 0], dtype=np.float16),
+], _sceg_ref, errors=[
+    ErrorSample([_f(2, 3), np.array([0, 1]), _f(3), _f(2), _f(2)], {}, ValueError,
+                "lse must have shape"),
+])

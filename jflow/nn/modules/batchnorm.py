@@ -1,0 +1,102 @@
+"""``BatchNorm1d`` and ``BatchNorm2d`` over ``flow._C.batch_norm`` (jflow/ops/conv.py).
+
+As PyTorch: affine weight 1 / bias 0; buffers ``running_mean`` (0), ``running_var`` (1) and
+``num_batches_tracked`` (int64) when ``track_running_stats``; in training mode the batch
+statistics normalise and update the running ones in place (``momentum``, or a cumulative
+average when ``momentum=None``); in eval mode the running statistics normalise (batch
+statistics if the module tracks none).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from ... import dtypes as _dt
+from ...autograd import no_grad
+from ...creation import ones, tensor, zeros
+from ...tensor import Tensor
+from .. import functional as F
+from .. import init
+from ..parameter import Parameter
+from .module import Module
+
+__all__ = ["BatchNorm1d", "BatchNorm2d"]
+
+
+class _BatchNorm(Module):
+    _dims: tuple[int, ...] = ()
+
+    def __init__(self, num_features: int, eps: float = 1e-5, momentum: float | None = 0.1,
+                 affine: bool = True, track_running_stats: bool = True, device: Any = None,
+                 dtype: Any = None) -> None:
+        super().__init__()
+        self.num_features = int(num_features)
+        self.eps, self.momentum = float(eps), momentum
+        self.affine, self.track_running_stats = affine, track_running_stats
+        if affine:
+            self.weight = Parameter(ones(self.num_features, dtype=dtype, device=device))
+            self.bias = Parameter(zeros(self.num_features, dtype=dtype, device=device))
+        else:
+            self.register_parameter("weight", None)
+            self.register_parameter("bias", None)
+        if track_running_stats:
+            self.register_buffer("running_mean", zeros(self.num_features, dtype=dtype,
+                                                       device=device))
+            self.register_buffer("running_var", ones(self.num_features, dtype=dtype,
+                                                     device=device))
+            self.register_buffer("num_batches_tracked", tensor(0, dtype=_dt.int64,
+                                                               device=device))
+        else:
+            self.register_buffer("running_mean", None)
+            self.register_buffer("running_var", None)
+            self.register_buffer("num_batches_tracked", None)
+
+    def reset_running_stats(self) -> None:
+        if self.track_running_stats:
+            with no_grad():
+                self.running_mean.zero_()
+                self.running_var.fill_(1)
+                self.num_batches_tracked.zero_()
+
+    def reset_parameters(self) -> None:
+        self.reset_running_stats()
+        if self.affine:
+            init.ones_(self.weight)
+            init.zeros_(self.bias)
+
+    def _check_input_dim(self, input: Tensor) -> None:
+        if input.ndim not in self._dims:
+            want = " or ".join(f"{d}D" for d in self._dims)
+            raise ValueError(f"{type(self).__name__}: expected {want} input (got {input.ndim}D "
+                             f"input)")
+
+    def forward(self, input: Tensor) -> Tensor:
+        self._check_input_dim(input)
+        factor = 0.0 if self.momentum is None else float(self.momentum)
+        if self.training and self.track_running_stats and self.num_batches_tracked is not None:
+            with no_grad():
+                self.num_batches_tracked.add_(1)
+            if self.momentum is None:  # cumulative moving average
+                factor = 1.0 / float(self.num_batches_tracked.item())
+        use_batch_stats = self.training or (self.running_mean is None
+                                            and self.running_var is None)
+        track = not self.training or self.track_running_stats
+        return F.batch_norm(input, self.running_mean if track else None,
+                            self.running_var if track else None, self.weight, self.bias,
+                            use_batch_stats, factor, self.eps)
+
+    def extra_repr(self) -> str:
+        return (f"{self.num_features}, eps={self.eps}, momentum={self.momentum}, "
+                f"affine={self.affine}, track_running_stats={self.track_running_stats}")
+
+
+class BatchNorm1d(_BatchNorm):
+    """Batch normalisation of (N, C) or (N, C, L) inputs over every axis but C."""
+
+    _dims = (2, 3)
+
+
+class BatchNorm2d(_BatchNorm):
+    """Batch normalisation of (N, C, H, W) inputs over N, H and W per channel."""
+
+    _dims = (4,)

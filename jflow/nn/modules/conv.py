@@ -1,0 +1,194 @@
+"""``Conv1d``, ``Conv2d``, ``ConvTranspose2d`` over ``flow._C`` (conv ops in jflow/ops/conv.py).
+
+Parameters, attribute names, ``state_dict`` keys and the default initialisation are
+PyTorch's: weight ~ kaiming_uniform(a=√5) (i.e. U(±1/√fan_in)), bias ~ U(±1/√fan_in) with
+fan_in = weight.shape[1] · prod(kernel_size), from jflow's default generator.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from ...creation import empty
+from ...tensor import Tensor
+from .. import functional as F
+from .. import init
+from ..parameter import Parameter
+from .module import Module
+
+__all__ = ["Conv1d", "Conv2d", "ConvTranspose2d"]
+
+_PADDING_MODES = ("zeros", "reflect", "replicate", "circular")
+
+
+def _ntuple(v: Any, n: int, name: str) -> tuple[int, ...]:
+    t = (int(v),) * n if isinstance(v, int) else tuple(int(a) for a in v)
+    if len(t) == 1 and n > 1:
+        t = t * n
+    if len(t) != n:
+        raise ValueError(f"{name} must be an int or {n} ints, got {list(t)}")
+    return t
+
+
+class _ConvNd(Module):
+    """Shared constructor, initialisation and repr of the conv layers."""
+
+    _nd = 2
+    _transposed = False
+
+    def __init__(self, in_channels: int, out_channels: int, kernel_size: Any, stride: Any,
+                 padding: Any, dilation: Any, output_padding: Any, groups: int, bias: bool,
+                 padding_mode: str, device: Any, dtype: Any) -> None:
+        super().__init__()
+        n, name = self._nd, type(self).__name__
+        if groups <= 0:
+            raise ValueError(f"{name}: groups must be a positive integer, got {groups}")
+        if in_channels % groups:
+            raise ValueError(f"{name}: in_channels {in_channels} must be divisible by groups "
+                             f"{groups}")
+        if out_channels % groups:
+            raise ValueError(f"{name}: out_channels {out_channels} must be divisible by groups "
+                             f"{groups}")
+        if padding_mode not in _PADDING_MODES:
+            raise ValueError(f"{name}: padding_mode must be one of {list(_PADDING_MODES)}, "
+                             f"got {padding_mode!r}")
+        if self._transposed and padding_mode != "zeros":
+            raise ValueError(f"{name}: only 'zeros' padding mode is supported, got "
+                             f"{padding_mode!r}")
+        self.in_channels, self.out_channels = int(in_channels), int(out_channels)
+        self.kernel_size = _ntuple(kernel_size, n, "kernel_size")
+        self.stride = _ntuple(stride, n, "stride")
+        self.dilation = _ntuple(dilation, n, "dilation")
+        if isinstance(padding, str):
+            if self._transposed or padding not in ("same", "valid"):
+                raise ValueError(f"{name}: invalid padding string {padding!r}"
+                                 + ("" if not self._transposed else
+                                    " (transposed convolutions take ints)"))
+            if padding == "same" and any(s != 1 for s in self.stride):
+                raise ValueError(f"{name}: padding='same' is not supported for strided "
+                                 f"convolutions")
+            self.padding: Any = padding
+        else:
+            self.padding = _ntuple(padding, n, "padding")
+        self.output_padding = _ntuple(output_padding, n, "output_padding")
+        self.transposed, self.groups = self._transposed, int(groups)
+        self.padding_mode = padding_mode
+        if self._transposed:
+            shape = (self.in_channels, self.out_channels // self.groups) + self.kernel_size
+        else:
+            shape = (self.out_channels, self.in_channels // self.groups) + self.kernel_size
+        self.weight = Parameter(empty(*shape, dtype=dtype, device=device))
+        if bias:
+            self.bias = Parameter(empty(self.out_channels, dtype=dtype, device=device))
+        else:
+            self.register_parameter("bias", None)
+        self.reset_parameters()
+
+    def reset_parameters(self) -> None:
+        init._reset_affine(self.weight, self.bias)
+
+    def _pad_widths(self) -> list[int]:
+        """F.pad's list (last dim first) for a non-'zeros' padding_mode."""
+        if self.padding == "valid":
+            return [0, 0] * self._nd
+        out: list[int] = []
+        for i in reversed(range(self._nd)):
+            if self.padding == "same":
+                total = self.dilation[i] * (self.kernel_size[i] - 1)
+                out += [total // 2, total - total // 2]
+            else:
+                out += [self.padding[i], self.padding[i]]
+        return out
+
+    def extra_repr(self) -> str:
+        s = (f"{self.in_channels}, {self.out_channels}, kernel_size={self.kernel_size}, "
+             f"stride={self.stride}")
+        if self.padding != (0,) * self._nd:
+            s += f", padding={self.padding!r}" if isinstance(self.padding, str) \
+                else f", padding={self.padding}"
+        if self.dilation != (1,) * self._nd:
+            s += f", dilation={self.dilation}"
+        if self.output_padding != (0,) * self._nd:
+            s += f", output_padding={self.output_padding}"
+        if self.groups != 1:
+            s += f", groups={self.groups}"
+        if self.bias is None:
+            s += ", bias=False"
+        if self.padding_mode != "zeros":
+            s += f", padding_mode={self.padding_mode}"
+        return s
+
+
+class _Conv(_ConvNd):
+    """A convolution layer: ``F.conv{1,2}d`` after explicit padding for non-zero modes."""
+
+    _fn = "conv2d"
+
+    def __init__(self, in_channels: int, out_channels: int, kernel_size: Any, stride: Any = 1,
+                 padding: Any = 0, dilation: Any = 1, groups: int = 1, bias: bool = True,
+                 padding_mode: str = "zeros", device: Any = None, dtype: Any = None) -> None:
+        super().__init__(in_channels, out_channels, kernel_size, stride, padding, dilation, 0,
+                         groups, bias, padding_mode, device, dtype)
+
+    def forward(self, input: Tensor) -> Tensor:
+        conv = getattr(F, self._fn)
+        if self.padding_mode != "zeros":
+            return conv(F.pad(input, self._pad_widths(), mode=self.padding_mode),
+                        self.weight, self.bias, self.stride, 0, self.dilation, self.groups)
+        return conv(input, self.weight, self.bias, self.stride, self.padding, self.dilation,
+                    self.groups)
+
+
+class Conv1d(_Conv):
+    """1-d convolution over (N, C, L) or (C, L); weight (out, in / groups, k)."""
+
+    _nd, _fn = 1, "conv1d"
+
+
+class Conv2d(_Conv):
+    """2-d convolution over (N, C, H, W) or (C, H, W); weight (out, in / groups, kH, kW)."""
+
+    _nd, _fn = 2, "conv2d"
+
+
+class ConvTranspose2d(_ConvNd):
+    """2-d transposed convolution; weight (in, out / groups, kH, kW). ``forward(input,
+    output_size)`` picks the output_padding that gives ``output_size``, as PyTorch."""
+
+    _nd = 2
+    _transposed = True
+
+    def __init__(self, in_channels: int, out_channels: int, kernel_size: Any, stride: Any = 1,
+                 padding: Any = 0, output_padding: Any = 0, groups: int = 1, bias: bool = True,
+                 dilation: Any = 1, padding_mode: str = "zeros", device: Any = None,
+                 dtype: Any = None) -> None:
+        super().__init__(in_channels, out_channels, kernel_size, stride, padding, dilation,
+                         output_padding, groups, bias, padding_mode, device, dtype)
+
+    def _output_padding(self, input: Tensor, output_size: Any) -> tuple[int, ...]:
+        if output_size is None:
+            return self.output_padding
+        n = self._nd
+        lead = 2 if input.ndim == n + 2 else 1
+        size = [int(s) for s in output_size]
+        if len(size) == lead + n:
+            size = size[lead:]
+        if len(size) != n:
+            raise ValueError(f"ConvTranspose2d: output_size must have {n} or {lead + n} "
+                             f"elements (got {len(size)})")
+        res = []
+        for d in range(n):
+            lo = ((input.shape[lead + d] - 1) * self.stride[d] - 2 * self.padding[d]
+                  + self.dilation[d] * (self.kernel_size[d] - 1) + 1)
+            hi = lo + self.stride[d] - 1
+            if not lo <= size[d] <= hi:
+                raise ValueError(f"ConvTranspose2d: requested an output size of {size}, but "
+                                 f"valid sizes range from {lo} to {hi} in dim {d} (for an "
+                                 f"input of {list(input.shape)[lead:]})")
+            res.append(size[d] - lo)
+        return tuple(res)
+
+    def forward(self, input: Tensor, output_size: Any = None) -> Tensor:
+        return F.conv_transpose2d(input, self.weight, self.bias, self.stride, self.padding,
+                                  self._output_padding(input, output_size), self.groups,
+                                  self.dilation)

@@ -1,0 +1,289 @@
+"""``MultiheadAttention``, ``TransformerEncoderLayer``, ``TransformerEncoder`` (PyTorch's).
+
+Parameter names, shapes and initialisation follow PyTorch, so state dicts are interchangeable:
+``in_proj_weight (3E, E)`` / ``in_proj_bias (3E,)`` (or ``q_proj_weight``, ``k_proj_weight``,
+``v_proj_weight`` when ``kdim`` / ``vdim`` differ from ``embed_dim``) with xavier_uniform_ and
+zero biases, and ``out_proj`` a ``Linear`` (its default init, zero bias).
+
+Attention runs through the fused ``scaled_dot_product_attention`` op when the weights are not
+needed (``need_weights=False``, and always inside ``TransformerEncoderLayer``); with
+``need_weights=True`` the probabilities are materialised with jflow ops
+(:func:`jflow.functional.functors.attention.attention_math`) to be returned.
+
+Masks use PyTorch's ``nn.MultiheadAttention`` conventions: a bool ``attn_mask`` or
+``key_padding_mask`` marks positions that may NOT be attended (True = masked; the opposite of
+``scaled_dot_product_attention``), a float one is added to the scores. A query row with every
+key masked gives zeros (PyTorch gives NaN). ``is_causal=True`` is a hint that ``attn_mask``
+is the causal mask (as PyTorch); jflow then applies the causal mask itself, also when
+``attn_mask`` is None (PyTorch raises there).
+"""
+
+from __future__ import annotations
+
+import copy
+import math
+from collections.abc import Callable
+from typing import Any
+
+from ...creation import empty
+from ...functional.functors.attention import attention_math
+from ...tensor import Tensor
+from .. import functional as F
+from .. import init
+from ..parameter import Parameter
+from .container import ModuleList
+from .linear import Linear
+from .module import Module
+from .normalization import Dropout, LayerNorm
+
+__all__ = ["MultiheadAttention", "TransformerEncoderLayer", "TransformerEncoder"]
+
+_FN = "MultiheadAttention.forward()"
+
+
+def _as_float_mask(mask: Tensor, dtype: Any) -> Tensor:
+    """PyTorch's bool mask (True = masked) as an additive float mask (-inf where masked)."""
+    if mask.is_floating_point():
+        return mask.to(dtype)
+    return (mask.to(dtype) * 0.0).masked_fill(mask, -math.inf)
+
+
+class MultiheadAttention(Module):
+    """Multi-head attention (``torch.nn.MultiheadAttention``): ``out_proj(attention(q W_q,
+    k W_k, v W_v))`` over ``num_heads`` heads of size ``embed_dim // num_heads``.
+
+    ``add_bias_kv`` and ``add_zero_attn`` are not supported (NotImplementedError).
+    """
+
+    def __init__(self, embed_dim: int, num_heads: int, dropout: float = 0.0, bias: bool = True,
+                 add_bias_kv: bool = False, add_zero_attn: bool = False, kdim: Any = None,
+                 vdim: Any = None, batch_first: bool = False, device: Any = None,
+                 dtype: Any = None) -> None:
+        super().__init__()
+        if embed_dim <= 0 or num_heads <= 0:
+            raise ValueError(f"embed_dim and num_heads must be greater than 0, got "
+                             f"embed_dim={embed_dim} and num_heads={num_heads} instead")
+        if add_bias_kv or add_zero_attn:
+            raise NotImplementedError("MultiheadAttention: add_bias_kv=True and "
+                                      "add_zero_attn=True are not supported by jflow")
+        self.embed_dim = int(embed_dim)
+        self.kdim = int(kdim) if kdim is not None else self.embed_dim
+        self.vdim = int(vdim) if vdim is not None else self.embed_dim
+        self._qkv_same_embed_dim = self.kdim == self.embed_dim and self.vdim == self.embed_dim
+        self.num_heads = int(num_heads)
+        self.dropout = float(dropout)
+        self.batch_first = bool(batch_first)
+        self.head_dim = self.embed_dim // self.num_heads
+        if self.head_dim * self.num_heads != self.embed_dim:
+            raise ValueError(f"embed_dim ({embed_dim}) must be divisible by num_heads "
+                             f"({num_heads})")
+        e = self.embed_dim
+        kw = {"dtype": dtype, "device": device}
+        if self._qkv_same_embed_dim:
+            self.in_proj_weight = Parameter(empty(3 * e, e, **kw))
+            self.register_parameter("q_proj_weight", None)
+            self.register_parameter("k_proj_weight", None)
+            self.register_parameter("v_proj_weight", None)
+        else:
+            self.q_proj_weight = Parameter(empty(e, e, **kw))
+            self.k_proj_weight = Parameter(empty(e, self.kdim, **kw))
+            self.v_proj_weight = Parameter(empty(e, self.vdim, **kw))
+            self.register_parameter("in_proj_weight", None)
+        if bias:
+            self.in_proj_bias = Parameter(empty(3 * e, **kw))
+        else:
+            self.register_parameter("in_proj_bias", None)
+        self.out_proj = Linear(e, e, bias=bias, **kw)
+        self.bias_k = self.bias_v = None
+        self.add_zero_attn = False
+        self._reset_parameters()
+
+    def _reset_parameters(self) -> None:
+        if self._qkv_same_embed_dim:
+            init.xavier_uniform_(self.in_proj_weight)
+        else:
+            init.xavier_uniform_(self.q_proj_weight)
+            init.xavier_uniform_(self.k_proj_weight)
+            init.xavier_uniform_(self.v_proj_weight)
+        if self.in_proj_bias is not None:
+            init.constant_(self.in_proj_bias, 0.0)
+            init.constant_(self.out_proj.bias, 0.0)
+
+    def _projections(self, query: Tensor, key: Tensor, value: Tensor
+                     ) -> tuple[Tensor, Tensor, Tensor]:
+        b = self.in_proj_bias
+        bq, bk, bv = (None, None, None) if b is None else b.chunk(3)
+        if self._qkv_same_embed_dim:
+            w = self.in_proj_weight
+            if query is key and key is value:   # self-attention: one product
+                return F.linear(query, w, b).chunk(3, dim=-1)
+            wq, wk, wv = w.chunk(3)
+        else:
+            wq, wk, wv = self.q_proj_weight, self.k_proj_weight, self.v_proj_weight
+        return F.linear(query, wq, bq), F.linear(key, wk, bk), F.linear(value, wv, bv)
+
+    def _merged_mask(self, attn_mask: Any, key_padding_mask: Any, n: int, n_l: int, n_s: int,
+                     dtype: Any) -> Any:
+        """One mask for the op, in its convention (bool: True = attend; float: added), of
+        shape broadcastable to (N, H, L, S); None when there is none."""
+        masks = []
+        if attn_mask is not None:
+            if attn_mask.ndim == 2:
+                if tuple(attn_mask.shape) != (n_l, n_s):
+                    raise RuntimeError(f"{_FN}: the shape of the 2D attn_mask is "
+                                       f"{list(attn_mask.shape)}, but should be {[n_l, n_s]}")
+                m = attn_mask
+            elif attn_mask.ndim == 3:
+                want = (n * self.num_heads, n_l, n_s)
+                if tuple(attn_mask.shape) != want:
+                    raise RuntimeError(f"{_FN}: the shape of the 3D attn_mask is "
+                                       f"{list(attn_mask.shape)}, but should be {list(want)}")
+                m = attn_mask.reshape(n, self.num_heads, n_l, n_s)
+            else:
+                raise RuntimeError(f"{_FN}: attn_mask's dimension {attn_mask.ndim} is not "
+                                   f"supported (2 or 3)")
+            masks.append(m)
+        if key_padding_mask is not None:
+            if tuple(key_padding_mask.shape) != (n, n_s):
+                raise RuntimeError(f"{_FN}: expected key_padding_mask of shape {[n, n_s]}, got "
+                                   f"{list(key_padding_mask.shape)}")
+            masks.append(key_padding_mask.reshape(n, 1, 1, n_s))
+        if not masks:
+            return None
+        if all(not m.is_floating_point() for m in masks):
+            keep = masks[0].logical_not()
+            for m in masks[1:]:
+                keep = keep & m.logical_not()
+            return keep
+        out = _as_float_mask(masks[0], dtype)
+        for m in masks[1:]:
+            out = out + _as_float_mask(m, dtype)
+        return out
+
+    def forward(self, query: Tensor, key: Tensor, value: Tensor, key_padding_mask: Any = None,
+                need_weights: bool = True, attn_mask: Any = None,
+                average_attn_weights: bool = True, is_causal: bool = False
+                ) -> tuple[Tensor, Any]:
+        """(attention output, weights or None): output like ``query`` ((N, L, E) with
+        ``batch_first``, else (L, N, E); (L, E) unbatched); weights (N, L, S) averaged over
+        heads, or (N, H, L, S) with ``average_attn_weights=False``."""
+        unbatched = query.ndim == 2
+        if unbatched:
+            query, key, value = (t.unsqueeze(0) for t in (query, key, value))
+            if key_padding_mask is not None:
+                key_padding_mask = key_padding_mask.unsqueeze(0)
+        elif query.ndim != 3:
+            raise RuntimeError(f"{_FN}: query should be unbatched 2D or batched 3D, got shape "
+                               f"{list(query.shape)}")
+        elif not self.batch_first:
+            query, key, value = (t.transpose(0, 1) for t in (query, key, value))
+        n, n_l, e = query.shape
+        n_s = key.shape[1]
+        if e != self.embed_dim:
+            raise RuntimeError(f"{_FN}: was expecting embedding dimension of {self.embed_dim}, "
+                               f"but got {e}")
+        if tuple(key.shape[:2]) != tuple(value.shape[:2]):
+            raise RuntimeError(f"{_FN}: key shape {list(key.shape)} does not match value "
+                               f"shape {list(value.shape)}")
+        q, k, v = self._projections(query, key, value)
+        h, d = self.num_heads, self.head_dim
+        q, k, v = (t.reshape(n, t.shape[1], h, d).transpose(1, 2) for t in (q, k, v))
+        if is_causal:
+            attn_mask = None          # the hint: the op applies the causal mask itself
+        mask = self._merged_mask(attn_mask, key_padding_mask, n, n_l, n_s, q.dtype)
+        p = self.dropout if self.training else 0.0
+        weights = None
+        if need_weights:
+            out, weights = attention_math(q, k, v, mask, p, bool(is_causal))
+        else:
+            out = F.scaled_dot_product_attention(q, k, v, attn_mask=mask, dropout_p=p,
+                                                 is_causal=bool(is_causal))
+        out = self.out_proj(out.transpose(1, 2).reshape(n, n_l, e))
+        if weights is not None and average_attn_weights:
+            weights = weights.mean(dim=1)
+        if unbatched:
+            out = out.squeeze(0)
+            weights = None if weights is None else weights.squeeze(0)
+        elif not self.batch_first:
+            out = out.transpose(0, 1)
+        return out, weights
+
+    def extra_repr(self) -> str:
+        return (f"embed_dim={self.embed_dim}, num_heads={self.num_heads}, "
+                f"dropout={self.dropout}, batch_first={self.batch_first}")
+
+
+def _activation(activation: Any) -> Callable[[Tensor], Tensor]:
+    if callable(activation):
+        return activation
+    if activation == "relu":
+        return F.relu
+    if activation == "gelu":
+        return F.gelu
+    raise RuntimeError(f"activation should be relu/gelu, not {activation}")
+
+
+class TransformerEncoderLayer(Module):
+    """Self-attention and a feed-forward block (``torch.nn.TransformerEncoderLayer``): post-norm
+    ``x = norm1(x + sa(x)); x = norm2(x + ff(x))`` or, with ``norm_first``, pre-norm
+    ``x = x + sa(norm1(x)); x = x + ff(norm2(x))``."""
+
+    def __init__(self, d_model: int, nhead: int, dim_feedforward: int = 2048,
+                 dropout: float = 0.1, activation: Any = "relu", layer_norm_eps: float = 1e-5,
+                 batch_first: bool = False, norm_first: bool = False, bias: bool = True,
+                 device: Any = None, dtype: Any = None) -> None:
+        super().__init__()
+        kw = {"device": device, "dtype": dtype}
+        self.self_attn = MultiheadAttention(d_model, nhead, dropout=dropout, bias=bias,
+                                            batch_first=batch_first, **kw)
+        self.linear1 = Linear(d_model, dim_feedforward, bias=bias, **kw)
+        self.dropout = Dropout(dropout)
+        self.linear2 = Linear(dim_feedforward, d_model, bias=bias, **kw)
+        self.norm_first = bool(norm_first)
+        self.norm1 = LayerNorm(d_model, eps=layer_norm_eps, bias=bias, **kw)
+        self.norm2 = LayerNorm(d_model, eps=layer_norm_eps, bias=bias, **kw)
+        self.dropout1 = Dropout(dropout)
+        self.dropout2 = Dropout(dropout)
+        self.activation = _activation(activation)
+
+    def _sa_block(self, x: Tensor, attn_mask: Any, key_padding_mask: Any,
+                  is_causal: bool) -> Tensor:
+        x = self.self_attn(x, x, x, attn_mask=attn_mask, key_padding_mask=key_padding_mask,
+                           need_weights=False, is_causal=is_causal)[0]
+        return self.dropout1(x)
+
+    def _ff_block(self, x: Tensor) -> Tensor:
+        return self.dropout2(self.linear2(self.dropout(self.activation(self.linear1(x)))))
+
+    def forward(self, src: Tensor, src_mask: Any = None, src_key_padding_mask: Any = None,
+                is_causal: bool = False) -> Tensor:
+        x = src
+        if self.norm_first:
+            x = x + self._sa_block(self.norm1(x), src_mask, src_key_padding_mask, is_causal)
+            x = x + self._ff_block(self.norm2(x))
+        else:
+            x = self.norm1(x + self._sa_block(x, src_mask, src_key_padding_mask, is_causal))
+            x = self.norm2(x + self._ff_block(x))
+        return x
+
+
+class TransformerEncoder(Module):
+    """A stack of ``num_layers`` deep copies of ``encoder_layer`` (state dict keys
+    ``layers.<i>.…`` as PyTorch), then the optional ``norm``."""
+
+    def __init__(self, encoder_layer: Module, num_layers: int, norm: Any = None,
+                 enable_nested_tensor: bool = True, mask_check: bool = True) -> None:
+        super().__init__()
+        self.layers = ModuleList([copy.deepcopy(encoder_layer) for _ in range(num_layers)])
+        self.num_layers = int(num_layers)
+        self.norm = norm
+
+    def forward(self, src: Tensor, mask: Any = None, src_key_padding_mask: Any = None,
+                is_causal: Any = None) -> Tensor:
+        """``is_causal=None`` is False (PyTorch would inspect ``mask``; the mask is applied
+        either way, so the result is the same)."""
+        x = src
+        for layer in self.layers:
+            x = layer(x, src_mask=mask, src_key_padding_mask=src_key_padding_mask,
+                      is_causal=bool(is_causal))
+        return x if self.norm is None else self.norm(x)
