@@ -114,6 +114,8 @@ class Graph:
     def __call__(self, *args: Any, **kwargs: Any) -> Any:
         c = self._compiled
         if c is None:
+            for opt in self._optimizers:
+                opt._prepare_state()
             c = CompiledFunction(self._step, donate=bool(self._optimizers),
                                  explain=self._explain, max_cache_size=self._max_cache_size,
                                  track_grads=False, modules=list(self._modules.values()),

@@ -56,6 +56,9 @@ class Adam(Optimizer):
             state["max_exp_avg_sq"] = zeros_like(p)
         return state
 
+    def _initial_state(self, p: Tensor, group: dict[str, Any]) -> dict[str, Any]:
+        return self._init_state(p, group["amsgrad"])
+
     def step(self, closure: Callable[[], Any] | None = None) -> Any:
         """One update of every parameter that has a gradient; returns ``closure()``'s loss."""
         loss = self._closure(closure)

@@ -92,6 +92,22 @@ class Optimizer:
         else:
             p.add_(update, alpha=-lr)
 
+    def _initial_state(self, p: Tensor, group: dict[str, Any]) -> dict[str, Any] | None:
+        """The state ``step()`` would create for ``p`` on its first update, if creating it
+        beforehand gives the same updates (None: state stays lazy)."""
+        return None
+
+    def _prepare_state(self) -> None:
+        """Create the state of every trainable parameter now where that changes nothing, so
+        a compiled step (nn.Graph) sees its final state structure on the first call and
+        traces once instead of twice."""
+        for g in self.param_groups:
+            for p in g["params"]:
+                if p._requires_grad and p not in self.state:
+                    s = self._initial_state(p, g)
+                    if s is not None:
+                        self.state[p] = s
+
     def step(self, closure: Callable[[], Any] | None = None) -> Any:
         raise NotImplementedError
 

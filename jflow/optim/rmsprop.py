@@ -8,6 +8,7 @@ from typing import Any
 from .. import _C
 from ..autograd import no_grad
 from ..creation import zeros, zeros_like
+from ..tensor import Tensor
 from .optimizer import Optimizer
 
 __all__ = ["RMSprop"]
@@ -31,6 +32,14 @@ class RMSprop(Optimizer):
                 raise ValueError(f"Invalid {name}: {v}")
         super().__init__(params, dict(lr=lr, alpha=alpha, eps=eps, weight_decay=weight_decay,
                                       momentum=momentum, centered=centered, maximize=maximize))
+
+    def _initial_state(self, p: Tensor, group: dict[str, Any]) -> dict[str, Any]:
+        state = {"step": zeros((), dtype=p.dtype), "square_avg": zeros_like(p)}
+        if group["momentum"] > 0:
+            state["momentum_buffer"] = zeros_like(p)
+        if group["centered"]:
+            state["grad_avg"] = zeros_like(p)
+        return state
 
     def step(self, closure: Callable[[], Any] | None = None) -> Any:
         """One update of every parameter that has a gradient; returns ``closure()``'s loss."""

@@ -6,6 +6,8 @@ from collections.abc import Callable, Iterable
 from typing import Any
 
 from ..autograd import no_grad
+from ..creation import zeros_like
+from ..tensor import Tensor
 from .optimizer import Optimizer, required
 
 __all__ = ["SGD"]
@@ -34,6 +36,13 @@ class SGD(Optimizer):
         super().__init__(params, dict(lr=lr, momentum=momentum, dampening=dampening,
                                       weight_decay=weight_decay, nesterov=nesterov,
                                       maximize=maximize))
+
+    def _initial_state(self, p: Tensor, group: dict[str, Any]) -> dict[str, Any] | None:
+        # the first step sets the buffer to the gradient; a zero buffer gives the same
+        # ``0 * momentum + (1 - dampening) * g`` only without dampening
+        if group["momentum"] == 0 or group["dampening"] != 0:
+            return None
+        return {"momentum_buffer": zeros_like(p)}
 
     def step(self, closure: Callable[[], Any] | None = None) -> Any:
         """One update of every parameter that has a gradient; returns ``closure()``'s loss."""
