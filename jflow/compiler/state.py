@@ -388,19 +388,24 @@ _COUNTER: list[Any] = [None, None, None]
 _LRS: dict[tuple, Any] = {}
 
 
+def device_scalar(value: float, dtype: Any) -> Any:
+    """A 0-d device array of ``value`` (cached by value and dtype, bounded)."""
+    dt = np.dtype(dtype)
+    k = (value, dt)
+    a = _LRS.get(k)
+    if a is None:
+        if len(_LRS) >= 64:
+            _LRS.clear()
+        a = _LRS[k] = jax.device_put(np.asarray(value, dtype=dt))
+    return a
+
+
 def _lr_array(group: dict[str, Any]) -> Any:
     lr = group["lr"]
     if isinstance(lr, Tensor):
         return lr._value
     dt = group["params"][0]._value.dtype
-    dt = dt if dt.kind == "f" or dt == jnp.bfloat16 else np.dtype(np.float32)
-    k = (lr, dt)
-    a = _LRS.get(k)
-    if a is None:
-        if len(_LRS) >= 64:
-            _LRS.clear()
-        a = _LRS[k] = jax.device_put(np.asarray(lr, dtype=dt))
-    return a
+    return device_scalar(lr, dt if dt.kind == "f" or dt == jnp.bfloat16 else np.float32)
 
 
 def set_counter(value: Any) -> None:

@@ -32,6 +32,7 @@ with _builtin_definitions():
         matmul,
         nn,
         norm,
+        optim,
         reduce,
         shape,
         upsample,

@@ -8,8 +8,12 @@ from typing import Any
 from .. import _C
 from ..autograd import no_grad
 from ..creation import zeros, zeros_like
-from ..tensor import Tensor
-from .optimizer import Optimizer
+from ..ops import get as _get_op
+from ..sharding.sbp import broadcast
+from ..tensor import Tensor, _wrap
+from .optimizer import Optimizer, assign_
+
+_ADAM = _get_op("adam_update").apply
 
 __all__ = ["Adam", "AdamW"]
 
@@ -59,6 +63,18 @@ class Adam(Optimizer):
     def _initial_state(self, p: Tensor, group: dict[str, Any]) -> dict[str, Any]:
         return self._init_state(p, group["amsgrad"])
 
+    def _fused_update(self, p: Tensor, g: Tensor, state: dict[str, Any], lr: Any, b1: float,
+                      b2: float, eps: float, wd: float) -> None:
+        """The whole update as one ``adam_update`` op (jflow/ops/optim.py); the results are
+        written into the parameter and state tensors in place."""
+        step, m, v = state["step"], state["exp_avg"], state["exp_avg_sq"]
+        step.add_(1)
+        lr_t = lr if isinstance(lr, Tensor) else _scalar(lr, step)
+        outs = _ADAM(p, g, m, v, step, lr_t, beta1=b1, beta2=b2, eps=eps, weight_decay=wd,
+                     decoupled=self._decoupled)
+        for t, new in zip((p, m, v), outs):
+            assign_(t, new)
+
     def step(self, closure: Callable[[], Any] | None = None) -> Any:
         """One update of every parameter that has a gradient; returns ``closure()``'s loss."""
         loss = self._closure(closure)
@@ -72,6 +88,9 @@ class Adam(Optimizer):
                         state = self.state[p] = self._init_state(p, amsgrad)
                     if amsgrad and "max_exp_avg_sq" not in state:
                         state["max_exp_avg_sq"] = zeros_like(p)
+                    if not amsgrad:
+                        self._fused_update(p, g, state, lr, b1, b2, eps, wd)
+                        continue
                     step = state["step"]
                     step.add_(1)
                     if wd != 0:
@@ -91,6 +110,15 @@ class Adam(Optimizer):
                     denom = _C.sqrt(v) / bc2_sqrt + eps
                     p.sub_(m / denom * (lr / bc1))
         return loss
+
+
+def _scalar(value: Any, like: Tensor) -> Tensor:
+    """A 0-d tensor of ``value`` on ``like``'s placement (cached device scalars)."""
+    from ..compiler.state import device_scalar
+    t = _wrap(device_scalar(value, like._value.dtype))
+    if like._global is not None:
+        t = t.to_global(like._global[0], [broadcast] * len(like._global[1]))
+    return t
 
 
 class AdamW(Adam):

@@ -11,6 +11,15 @@ from ..tensor import Tensor
 __all__ = ["Optimizer", "required"]
 
 
+def assign_(t: Tensor, new: Tensor) -> None:
+    """Make ``new`` the value of ``t`` in place (an optimizer's update of a parameter or a
+    state tensor, under no_grad): ``t`` keeps its identity and global layout."""
+    if new._global != t._global:
+        new = new.to_global(*t._global) if t._global is not None else new
+    t._value = new._value
+    t._version += 1
+
+
 class _Required:
     def __repr__(self) -> str:
         return "<required parameter>"
