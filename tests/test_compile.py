@@ -238,7 +238,8 @@ def test_graph_steady_state_donates_without_copies(monkeypatch):
     """Parameters are donated: once they own their buffers, a step copies nothing."""
     from jflow.compiler import state
     m = _model()
-    step = TrainStep(m, flow.optim.Adam(m.parameters(), lr=0.01))
+    step_opt = flow.optim.Adam(m.parameters(), lr=0.01)
+    step = TrainStep(m, step_opt)
     x, y = flow.tensor(X), flow.tensor(Y)
     for _ in range(3):
         step(x, y)
@@ -251,6 +252,10 @@ def test_graph_steady_state_donates_without_copies(monkeypatch):
     held = m[0].weight._value          # someone else now holds a parameter's buffer
     step(x, y)
     assert copies == [1] and not held.is_deleted()
+    saved = step_opt.state_dict()      # ... and the optimizer state (detached views)
+    before = saved["state"][0]["exp_avg"].numpy().copy()
+    step(x, y)
+    np.testing.assert_array_equal(saved["state"][0]["exp_avg"].numpy(), before)
 
 
 def test_jit_outputs_are_differentiable_eagerly():

@@ -171,6 +171,7 @@ class CompiledFunction:
         self._last_key: tuple | None = None
         self._current: Any = None
         self._gather_cache: list = []
+        self._owned: dict[int, int] = {}   # id(state tensor) -> id(the array a step gave it)
         self.recompile_reasons: list[str] = []
         self.trace_count = 0
         functools.update_wrapper(self, fn, updated=())  # (a module's __dict__ is its own)
@@ -192,14 +193,15 @@ class CompiledFunction:
         else:
             self._cache.move_to_end(key)
         arrays = [x for x in leaves if isinstance(x, (jax.Array, np.ndarray))]
-        inputs = (*state.inputs(self.donate), arrays)
+        owned = self._owned if self.donate else None
+        inputs = (*state.inputs(owned), arrays)
         self._current = (state, leaves, treedef)
         try:
             out, new_values, new_grads, opt_out, counter = entry.jitted(*inputs)
         finally:
             self._current = None
         layout = entry.layout
-        state.write_back(layout, new_values, new_grads, opt_out, self.donate)
+        state.write_back(layout, new_values, new_grads, opt_out, owned)
         set_counter(counter)
         if self._after is not None:
             self._after()

@@ -15,7 +15,6 @@ recorded at trace time in a :class:`Layout` and is part of the cache key.
 from __future__ import annotations
 
 import sys
-import weakref
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -33,7 +32,7 @@ __all__ = ["StepState", "Layout", "is_stateful"]
 
 #: ``sys.getrefcount(values[i])`` of a state array that only its own tensor holds: the
 #: tensor's ``_value``, the input list and getrefcount's argument (tests/test_compile.py
-#: checks both that steady-state steps copy nothing and that a held buffer is copied)
+#: checks that steady-state steps copy nothing and that held buffers are copied)
 _OWNED_REFS = 3
 
 
@@ -183,8 +182,10 @@ class StepState:
             hyper = tuple(tuple(_static_sig(v) if k not in _NOT_HYPER else None
                                 for k, v in g.items()) + tuple(g)
                           for g in opt.param_groups)
+            # which entries exist, and the values of non-tensor ones (the avals of state
+            # tensors follow their parameters'; jax itself retraces if one ever differs)
             state = tuple((index.get(id(p), -1), tuple(s),
-                           tuple(_sig(v) if isinstance(v, Tensor) else _static_sig(v)
+                           tuple(None if isinstance(v, Tensor) else _static_sig(v)
                                  for v in s.values()))
                           for p, s in opt.state.items())
             opts.append((hyper, state))
@@ -193,7 +194,7 @@ class StepState:
                 ("optimizer hyper-parameters and state", tuple(opts)))
 
     # -- inputs ---------------------------------------------------------------------------
-    def inputs(self, donate: bool = False) -> tuple:
+    def inputs(self, owned: dict[int, int] | None = None) -> tuple:
         """(argument values, state values, grads, optimizer state, learning rates, rng) as
         arrays."""
         n = self.n_args
@@ -203,21 +204,28 @@ class StepState:
             arg_values[vi] = t._value
         for t, vi in zip(self.tensors[n:], self.value_of[n:]):
             values[vi] = t._value
-        if donate:
-            # A donated buffer is deleted by the call. jax arrays are immutable, so jflow
-            # shares them freely (detach(), deepcopy, the autograd tape's saved values) and
-            # jax itself may alias buffers (device_put of a local array into a global one).
-            # Only arrays that a compiled step produced and that nothing but their tensor
-            # references are donated; any other is copied first, once (afterwards the tensor
-            # owns a fresh output).
-            for i in range(len(values)):
-                if sys.getrefcount(values[i]) > _OWNED_REFS or not _owned(values[i]):
-                    values[i] = jnp.copy(values[i])
+        # flat lists (the order of opt.state and its entries): cheaper for jax to flatten
+        opt_tensors = [[v for s in opt.state.values() for v in s.values()
+                        if isinstance(v, Tensor)] for opt in self.optimizers]
+        opt_state = [[v._value for v in ts] for ts in opt_tensors]
+        if owned is not None:
+            # Donation: a donated buffer is deleted by the call. jax arrays are immutable, so
+            # jflow shares them freely (detach(), deepcopy, state_dict(), the tape's saved
+            # values) and jax itself may alias buffers (device_put of a local array into a
+            # global one). Only an array that this step produced for this very tensor (the
+            # ``owned`` record of the last write-back) and that nothing else references is
+            # donated; any other is copied first, once.
+            for t, vi in zip(self.tensors[n:], self.value_of[n:]):
+                if sys.getrefcount(values[vi]) > _OWNED_REFS or \
+                        owned.get(id(t)) != id(values[vi]):
+                    values[vi] = jnp.copy(values[vi])
+            for ts, arrays in zip(opt_tensors, opt_state):
+                for i, t in enumerate(ts):
+                    if sys.getrefcount(arrays[i]) > _OWNED_REFS or \
+                            owned.get(id(t)) != id(arrays[i]):
+                        arrays[i] = jnp.copy(arrays[i])
         grads = [t.grad._value if self.track_grads and t.grad is not None else None
                  for t in self.tensors]
-        # flat lists (the order of opt.state and its entries): cheaper for jax to flatten
-        opt_state = [[v._value for s in opt.state.values() for v in s.values()
-                      if isinstance(v, Tensor)] for opt in self.optimizers]
         lrs = [[_lr_array(g) for g in opt.param_groups] for opt in self.optimizers]
         gen = _random.default_generator
         c = _COUNTER
@@ -314,18 +322,18 @@ class StepState:
 
     # -- after the call -------------------------------------------------------------------
     def write_back(self, layout: Layout, new_values: list[Any], grads: list[Any],
-                   opt_out: list[Any], donated: bool = False) -> None:
-        if donated:
-            for v in new_values:
-                _own(v)
-            for arrays in opt_out:
-                for v in arrays:
-                    _own(v)
+                   opt_out: list[Any], owned: dict[int, int] | None = None) -> None:
+        """Write the step's outputs into the objects; with ``owned`` (a donating step),
+        record which array each state tensor now holds (see :meth:`inputs`)."""
+        if owned is not None:
+            owned.clear()
         for i, v in zip(layout.changed, new_values):
             t = self.tensors[i]
             if t._value is not v:
                 t._value = v
                 t._version += 1
+            if owned is not None:
+                owned[id(t)] = id(v)
         if self.track_grads:
             it = iter(grads)
             for t, slot in zip(self.tensors, layout.grads):
@@ -353,27 +361,14 @@ class StepState:
                         else:
                             t = wrap_like(next(it), sv.glob)
                         entry[k] = t
+                        if owned is not None:
+                            owned[id(t)] = id(t._value)
                     else:
                         entry[k] = sv
                 new[p] = entry
             opt.state = new
         if layout.draws:
             _random.default_generator._counter += layout.draws
-
-
-#: id -> weak reference of arrays produced by a donating compiled step: their buffers are
-#: known to be unaliased (entries vanish with the arrays)
-_OWNED: dict[int, Any] = {}
-
-
-def _own(v: Any) -> None:
-    k = id(v)
-    _OWNED[k] = weakref.ref(v, lambda _, k=k: _OWNED.pop(k, None))
-
-
-def _owned(v: Any) -> bool:
-    r = _OWNED.get(id(v))
-    return r is not None and r() is v
 
 
 # Host scalars reach a compiled step as device arrays: a NumPy argument sends jax.jit down
