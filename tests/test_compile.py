@@ -353,3 +353,14 @@ def test_graph_optimizer_state_created_up_front_only_where_exact():
         assert step.trace_count == traces, step.recompile_reasons
         if traces == 2:
             assert "optimizer" in step.recompile_reasons[0]
+
+
+def test_graph_keeps_optimizer_state_of_parameters_it_no_longer_updates():
+    m = _model()
+    opt = flow.optim.Adam(m.parameters(), lr=0.01)
+    orphan = nn.Parameter(flow.ones(2))
+    opt.state[orphan] = {"exp_avg": flow.full((2,), 3.0)}   # e.g. left by a removed group
+    step = TrainStep(m, opt)
+    step(flow.tensor(X), flow.tensor(Y))
+    step(flow.tensor(X), flow.tensor(Y))
+    np.testing.assert_array_equal(opt.state[orphan]["exp_avg"].numpy(), [3.0, 3.0])

@@ -285,7 +285,8 @@ class StepState:
             for p, s in opt.state.items():
                 statics = {k: (TensorSlot(v._global) if isinstance(v, Tensor) else v)
                            for k, v in s.items()}
-                entries.append((self.index[id(p)], statics))
+                # (state of a tensor the optimizer no longer updates is kept by identity)
+                entries.append((self.index.get(id(p), p), statics))
                 arrays += [v._value for v in s.values() if isinstance(v, Tensor)]
             layout.opt_state.append(entries)
             opt_out.append(arrays)
@@ -349,7 +350,7 @@ class StepState:
             new: dict[Tensor, dict[str, Any]] = {}
             it = iter(arrays)
             for pi, statics in entries:
-                p = self.tensors[pi]
+                p = self.tensors[pi] if isinstance(pi, int) else pi
                 prev = old.get(p, {})
                 entry = {}
                 for k, sv in statics.items():
