@@ -9,22 +9,21 @@ from collections.abc import Callable
 from typing import Any
 
 
+def run(fn: Callable[[], Any], number: int, wait: Callable[[Any], Any] | None = None) -> float:
+    """µs per call of one run of ``number`` calls; ``wait`` (e.g. ``jax.block_until_ready``)
+    is applied to the run's last result, so asynchronous work is inside the run."""
+    t0 = time.perf_counter()
+    r = None
+    for _ in range(number):
+        r = fn()
+    if wait is not None:
+        wait(r)
+    return (time.perf_counter() - t0) / number * 1e6
+
+
 def bench(fn: Callable[[], Any], number: int, repeat: int,
           wait: Callable[[Any], Any] | None = None) -> float:
-    """Median µs per call over ``repeat`` runs of ``number`` calls, after a warm-up; ``wait``
-    (e.g. ``jax.block_until_ready``) is applied to each run's last result."""
-    r = None
-    for _ in range(max(20, number // 10)):
-        r = fn()
-    if wait is not None:  # (asynchronous work queued by the warm-up must not land in run 1)
-        wait(r)
-    runs = []
-    for _ in range(repeat):
-        t0 = time.perf_counter()
-        r = None
-        for _ in range(number):
-            r = fn()
-        if wait is not None:
-            wait(r)
-        runs.append((time.perf_counter() - t0) / number * 1e6)
-    return statistics.median(runs)
+    """Median µs per call over ``repeat`` runs of ``number`` calls, after a warm-up (waited
+    for: work it queued must not land in the first run)."""
+    run(fn, max(20, number // 10), wait)
+    return statistics.median(run(fn, number, wait) for _ in range(repeat))

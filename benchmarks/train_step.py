@@ -29,7 +29,6 @@ import os
 import platform
 import statistics
 import sys
-import time
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -37,7 +36,7 @@ from typing import Any
 import jax
 import jax.numpy as jnp
 import numpy as np
-from _timing import bench  # noqa: E402  (benchmarks/ is on sys.path)
+from _timing import run  # noqa: E402  (benchmarks/ is on sys.path)
 
 import jflow as flow
 
@@ -333,7 +332,7 @@ def check_same_math(kind: str, init: dict[str, np.ndarray], x_np: np.ndarray,
 
 def run_case(kind: str, number: int, repeat: int) -> dict[str, float]:
     """Median ms per step of each implementation. The implementations take turns, one
-    ``bench`` run each per round, so a load change on a shared machine hits all of them
+    timed run each per round, so a load change on a shared machine hits all of them
     alike (the ratios stay meaningful even when the absolute times drift)."""
     init, x_np, y_np = mlp_case() if kind == "mlp" else lm_case()
     check_same_math(kind, init, x_np, y_np)
@@ -388,27 +387,14 @@ def run_case(kind: str, number: int, repeat: int) -> dict[str, float]:
 
 def round_robin(fns: dict[str, tuple[Callable[[], Any], int, Any]],
                 repeat: int) -> dict[str, float]:
-    """Median µs per call of each function, the functions taking turns run by run.
-
-    Warm-up goes through ``_timing.bench``; the rounds are timed here because ``bench``
-    does not wait for its warm-up calls: with asynchronous dispatch (a compiled step returns
-    before it finishes) the warm-up's queued work would land in the first timed run, which
-    ``bench``'s median hides only when one function has all its runs back to back.
-    """
+    """Median µs per call of each function, the functions taking turns run by run (so load
+    changes on a shared machine hit all of them alike)."""
     for fn, n, w in fns.values():
-        bench(fn, n, 1, wait=w)
-        if w is not None:
-            w(fn())
+        run(fn, max(20, n // 10), w)  # warm-up
     runs: dict[str, list[float]] = {k: [] for k in fns}
     for _ in range(repeat):
         for k, (fn, n, w) in fns.items():
-            t0 = time.perf_counter()
-            r = None
-            for _ in range(n):
-                r = fn()
-            if w is not None:
-                w(r)
-            runs[k].append((time.perf_counter() - t0) / n * 1e6)
+            runs[k].append(run(fn, n, w))
     return {k: statistics.median(v) for k, v in runs.items()}
 
 
