@@ -109,13 +109,14 @@ class _Entry:
 class _CompiledCall:
     """What the backward of one call needs: the call's inputs and objects."""
 
-    __slots__ = ("owner", "entry", "inputs", "current", "diff_pos", "out_pos", "outs",
-                 "diff_globals")
+    __slots__ = ("owner", "entry", "inputs", "current", "diff_pos", "diff_globals", "outs")
 
     def __init__(self, owner: CompiledFunction, entry: _Entry, inputs: tuple, current: tuple,
-                 diff_pos: tuple, out_pos: tuple) -> None:
+                 diff: list[tuple[int, int, Tensor]], outs: list[Tensor]) -> None:
         self.owner, self.entry, self.inputs, self.current = owner, entry, inputs, current
-        self.diff_pos, self.out_pos = diff_pos, out_pos
+        self.diff_pos = tuple((g, i) for g, i, _ in diff)   # (static for the vjp's jit)
+        self.diff_globals = [t._global for _, _, t in diff]
+        self.outs = outs
 
 
 class _CompiledVJP(Function):
@@ -272,10 +273,7 @@ class CompiledFunction:
                if d and isinstance(x, Tensor)]
         if entry.bwd is None:
             entry.bwd = jax.jit(self._make_vjp(entry), static_argnums=(2,))
-        call = _CompiledCall(self, entry, inputs, current, tuple((g, i) for g, i, _ in diff),
-                             tuple(pos))
-        call.outs = [leaves[k] for k in pos]
-        call.diff_globals = [t._global for _, _, t in diff]
+        call = _CompiledCall(self, entry, inputs, current, diff, [leaves[k] for k in pos])
         res = _CompiledVJP.apply(call, *[t for _, _, t in diff])
         res = (res,) if isinstance(res, Tensor) else res
         for k, r in zip(pos, res):

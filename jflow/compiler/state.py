@@ -100,11 +100,10 @@ class StepState:
     grads are left as they were (nn.Graph, as OneFlow's graph mode).
     """
 
-    def __init__(self, tensors: list[Tensor], n_args: int, modules: list[Module],
-                 submodules: tuple[Module, ...], optimizers: list[Optimizer],
+    def __init__(self, tensors: list[Tensor], n_args: int, submodules: tuple[Module, ...],
+                 optimizers: list[Optimizer],
                  track_grads: bool) -> None:
         self.tensors = tensors
-        self.modules = modules
         self.submodules = submodules
         self.optimizers = optimizers
         self.track_grads = track_grads
@@ -168,7 +167,7 @@ class StepState:
             tensors += [t for t in owned if id(t) not in seen]
         else:
             tensors = list(owned)
-        return StepState(tensors, n_args, modules, subs, optimizers, track_grads)
+        return StepState(tensors, n_args, subs, optimizers, track_grads)
 
     def key(self) -> tuple:
         """Everything about the state that shapes the trace (see :func:`explain_change`)."""
