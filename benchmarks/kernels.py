@@ -1,4 +1,4 @@
-"""Pallas kernels vs the xla kernels of the same ops, on a GPU (issue 7).
+"""Pallas kernels vs the xla kernels of the same ops, on a GPU.
 
     python benchmarks/kernels.py [--repeat 5] [--number 20] [--only softmax,attention]
     python benchmarks/kernels.py --smoke     # CPU: tiny sizes, Pallas in interpret mode
@@ -12,7 +12,7 @@ written once) as a fraction of the GPU's peak; for attention TFLOP/s (4 B H L S 
 2.5x that backward, halved when causal) against the GPU's dense bf16 peak. The registry's
 choice on ``cuda`` is checked too (the Pallas kernel must be the selected one).
 
-Targets (issue 7): memory-bound kernels >= 85% of peak bandwidth and no slower than XLA;
+Targets: memory-bound kernels >= 85% of peak bandwidth and no slower than XLA;
 flash attention >= 1.5x XLA's attention at seq 4096. Results go to
 ``benchmarks/results/kernels_<gpu>.txt``. Without a GPU it prints a skip line and exits 0.
 """

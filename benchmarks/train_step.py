@@ -4,7 +4,7 @@ run.
 
     python benchmarks/train_step.py [--repeat 7] [--number 10]
 
-Cases (issue 6), the models of the examples:
+Cases, the models of the examples:
 - digits MLP (examples/digits.py): 64-256-128-10, batch 64, cross-entropy, Adam;
 - char LM (examples/char_lm.py): byte-level GPT, 2 pre-norm blocks, d_model 128, 4 heads,
   batch 32 x 64 tokens, AdamW, gradient clipping at norm 1, a LambdaLR scheduler (the lr

@@ -60,6 +60,7 @@ __all__ = [
     "erf",
     "logical_not",
     "bitwise_not",
+    "clone",
     "clamp",
     "cast",
     "relu",
@@ -132,18 +133,18 @@ __all__ = [
     "unbind",
     "narrow",
     "slice",
+    "pad",
     "flip",
     "roll",
     "repeat",
     "tile",
     "tril",
     "triu",
-    "pad",
-    "clone",
     "linear",
     "layer_norm",
     "rms_norm",
     "group_norm",
+    "batch_norm",
     "dropout",
     "embedding",
     "mse_loss",
@@ -155,13 +156,12 @@ __all__ = [
     "scaled_dot_product_attention",
     "conv2d",
     "conv1d",
+    "conv_transpose2d",
     "avg_pool2d",
     "adaptive_avg_pool2d",
     "max_pool2d",
     "max_pool2d_with_indices",
-    "conv_transpose2d",
     "interpolate",
-    "batch_norm",
 ]
 
 
@@ -398,6 +398,8 @@ def erf(input: Tensor) -> Tensor: ...
 def logical_not(input: Tensor) -> Tensor: ...
 
 def bitwise_not(input: Tensor) -> Tensor: ...
+
+def clone(input: Tensor) -> Tensor: ...
 
 def clamp(
     input: Tensor,
@@ -733,6 +735,13 @@ def slice(
     step: Sequence[int],
 ) -> Tensor: ...
 
+def pad(
+    input: Tensor,
+    pad: Sequence[int],
+    mode: str = 'constant',
+    value: int | float | None = None,
+) -> Tensor: ...
+
 def flip(input: Tensor, dims: int | Sequence[int]) -> Tensor: ...
 
 def roll(
@@ -748,15 +757,6 @@ def tile(input: Tensor, dims: Sequence[int]) -> Tensor: ...
 def tril(input: Tensor, diagonal: int = 0) -> Tensor: ...
 
 def triu(input: Tensor, diagonal: int = 0) -> Tensor: ...
-
-def pad(
-    input: Tensor,
-    pad: Sequence[int],
-    mode: str = 'constant',
-    value: int | float | None = None,
-) -> Tensor: ...
-
-def clone(input: Tensor) -> Tensor: ...
 
 def linear(input: Tensor, weight: Tensor, bias: Tensor | None = None) -> Tensor: ...
 
@@ -780,6 +780,17 @@ def group_norm(
     num_groups: int,
     weight: Tensor | None = None,
     bias: Tensor | None = None,
+    eps: float = 1e-05,
+) -> Tensor: ...
+
+def batch_norm(
+    input: Tensor,
+    running_mean: Tensor | None = None,
+    running_var: Tensor | None = None,
+    weight: Tensor | None = None,
+    bias: Tensor | None = None,
+    training: bool = False,
+    momentum: float = 0.1,
     eps: float = 1e-05,
 ) -> Tensor: ...
 
@@ -885,6 +896,17 @@ def conv1d(
     groups: int = 1,
 ) -> Tensor: ...
 
+def conv_transpose2d(
+    input: Tensor,
+    weight: Tensor,
+    bias: Tensor | None = None,
+    stride: int | Sequence[int] = 1,
+    padding: int | Sequence[int] = 0,
+    output_padding: int | Sequence[int] = 0,
+    groups: int = 1,
+    dilation: int | Sequence[int] = 1,
+) -> Tensor: ...
+
 def avg_pool2d(
     input: Tensor,
     kernel_size: int | Sequence[int],
@@ -915,17 +937,6 @@ def max_pool2d_with_indices(
     ceil_mode: bool = False,
 ) -> _max_pool2d_with_indices_result: ...
 
-def conv_transpose2d(
-    input: Tensor,
-    weight: Tensor,
-    bias: Tensor | None = None,
-    stride: int | Sequence[int] = 1,
-    padding: int | Sequence[int] = 0,
-    output_padding: int | Sequence[int] = 0,
-    groups: int = 1,
-    dilation: int | Sequence[int] = 1,
-) -> Tensor: ...
-
 @overload
 def interpolate(
     input: Tensor,
@@ -945,15 +956,4 @@ def interpolate(
     align_corners: bool | None = None,
     recompute_scale_factor: bool | None = None,
     antialias: bool = False,
-) -> Tensor: ...
-
-def batch_norm(
-    input: Tensor,
-    running_mean: Tensor | None = None,
-    running_var: Tensor | None = None,
-    weight: Tensor | None = None,
-    bias: Tensor | None = None,
-    training: bool = False,
-    momentum: float = 0.1,
-    eps: float = 1e-05,
 ) -> Tensor: ...

@@ -13,7 +13,7 @@ import jax
 from jax import lax
 
 __all__ = ["all_gather_invariant", "manual_out_aval", "plain_lowering_ctx", "match_manual_type",
-           "vary_together"]
+           "vary_together", "is_tracing"]
 
 
 def _all_gather_invariant() -> Any:
@@ -129,3 +129,15 @@ def vary_together(values: Sequence[Any]) -> list[Any]:
             v = lax.pcast(v, missing, to="varying")
         out.append(v)
     return out
+
+
+def is_tracing() -> bool:
+    """True while JAX traces something (jit, grad, vmap...): not a moment to clear its caches.
+
+    JAX has no public query for this; ``trace_state_clean`` is what ``jax.clear_caches``
+    callers inside JAX use. Without it, assume tracing (never clear at an unsafe time)."""
+    try:
+        from jax._src.core import trace_state_clean
+    except ImportError:  # a JAX without it: the budget is then enforced only at top level
+        return True
+    return not trace_state_clean()

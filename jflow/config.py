@@ -9,18 +9,70 @@ See :mod:`jflow.kernels.ffi` and :mod:`jflow.utils.cpp_extension` (build + load 
 ``flow.config.enable_pallas_interpret(True)`` (or ``with flow.config.pallas_interpret():``)
 makes jflow's Pallas kernels (:mod:`jflow.kernels.pallas`) selectable on CPU, run by Pallas'
 interpreter: slow, for checking their numerics without a GPU (see docs/kernels.md).
+
+Memory: :func:`cache_limits` lists the bounds of jflow's own caches (:func:`set_cache_limit`
+changes one); :func:`set_executable_limit` bounds the executables JAX keeps for eager code
+(:mod:`jflow.executable_budget`: JAX's caches are cleared after that many compiles, at the
+next op call outside a trace; the cost is a recompile of shapes seen again).
 """
 
 from __future__ import annotations
 
 import contextlib
 from collections.abc import Iterator
+from typing import Any
 
+from . import dispatch as _dispatch
+from . import executable_budget as _budget
+from .autograd import engine as _engine
+from .autograd import jax_rules as _jax_rules
+from .functional import promotion as _promotion
 from .kernels import pallas as _pallas
 from .kernels.ffi import Library, LibraryError, load_library, loaded_libraries
+from .sharding import execute as _sharded
+from .sharding import global_tensor as _global_tensor
 
 __all__ = ["load_library", "loaded_libraries", "Library", "LibraryError",
-           "enable_pallas_interpret", "pallas_interpret", "pallas_interpret_enabled"]
+           "enable_pallas_interpret", "pallas_interpret", "pallas_interpret_enabled",
+           "cache_limits", "set_cache_limit", "set_executable_limit", "executable_limit",
+           "executable_stats", "clear_compiled"]
+
+#: jflow's caches: name -> (owner, attribute holding its bound, what one entry is)
+_CACHES: dict[str, tuple[Any, str, str]] = {
+    "op_executables": (_dispatch, "CACHE_SIZE", "eager executables per op (by attr values)"),
+    "backward_rules": (_engine, "CACHE_SIZE", "compiled backward rules per op"),
+    "backward_graphs": (_engine.graph_cache, "size", "whole-backward executables"),
+    "linear_rules": (_jax_rules, "_CACHE_SIZE", "forward-mode executables per op"),
+    "scalar_operands": (_promotion, "_SCALAR_CACHE_SIZE", "cached 0-d scalar tensors"),
+    "sharded_ops": (_sharded, "_CACHE_SIZE", "shard_map executables of global ops"),
+    "boxing": (_global_tensor, "_BOX_CACHE_SIZE", "SBP conversion executables"),
+}
+
+
+def cache_limits() -> dict[str, int]:
+    """The bound of each of jflow's caches (entries; the oldest go beyond it). Compiled
+    functions (``flow.jit``, ``nn.Graph``) take theirs as ``max_cache_size``."""
+    return {name: getattr(owner, attr) for name, (owner, attr, _) in _CACHES.items()}
+
+
+def set_cache_limit(name: str, limit: int) -> int:
+    """Set the bound of one of jflow's caches (see :func:`cache_limits`); returns the old."""
+    if name not in _CACHES:
+        raise KeyError(f"flow.config.set_cache_limit: unknown cache {name!r}; the caches are "
+                       f"{sorted(_CACHES)}")
+    if isinstance(limit, bool) or not isinstance(limit, int) or limit < 1:
+        raise ValueError(f"flow.config.set_cache_limit: limit must be a positive int, got "
+                         f"{limit!r}")
+    owner, attr, _ = _CACHES[name]
+    old = getattr(owner, attr)
+    setattr(owner, attr, limit)
+    return old
+
+
+set_executable_limit = _budget.set_limit
+executable_limit = _budget.get_limit
+executable_stats = _budget.stats
+clear_compiled = _budget.clear
 
 
 def enable_pallas_interpret(flag: bool = True) -> bool:

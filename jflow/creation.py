@@ -8,100 +8,15 @@ from __future__ import annotations
 
 from typing import Any
 
-import jax
-import jax.numpy as jnp
 import numpy as np
 
 from . import dtypes as _dt
-from .device import device as _device
-from .tensor import Tensor, _wrap
+from .functional import F, api_default
+from .tensor import Tensor, _sizes, _tensor_value, _wrap
 
 __all__ = ["tensor", "from_numpy", "as_tensor", "zeros", "ones", "full", "empty", "arange",
            "linspace", "eye", "rand", "randn", "randint", "zeros_like", "ones_like",
            "full_like", "empty_like", "rand_like", "randn_like", "randint_like"]
-
-
-def _F() -> Any:
-    from .functional import F
-    return F
-
-
-def _place(value: jax.Array, device: Any) -> jax.Array:
-    if device is None:
-        return value
-    return jax.device_put(value, _device(device).jax_device())
-
-
-def _tensor_value(data: Any, dtype: _dt.dtype | None, device: Any, fname: str,
-                  copy: bool = True) -> jax.Array:
-    """Convert data to a jax.Array: dtype kept for arrays, PyTorch defaults for Python data."""
-    if isinstance(data, (Tensor, jax.Array)):
-        v = data._value if isinstance(data, Tensor) else data
-        if dtype is None:
-            _dt.from_numpy_dtype(v.dtype)  # a clear error for dtypes jflow does not have
-        elif v.dtype != dtype.np:
-            v = v.astype(dtype.np)
-        return _place(v, device)
-    if isinstance(data, (np.ndarray, np.generic)):
-        arr = data
-        if dtype is None:
-            _dt.from_numpy_dtype(arr.dtype)  # raises a clear error for unsupported dtypes
-    else:
-        try:
-            arr = np.asarray(data)
-        except (ValueError, TypeError) as e:
-            raise TypeError(f"{fname}: could not convert {type(data).__name__} to a tensor: "
-                            f"{e}") from None
-        kind = arr.dtype.kind
-        if kind in "uO" or (kind == "f" and np.abs(arr).max(initial=0) >= 2.0**63):
-            arr, dtype = _big_ints(data, arr, dtype, fname)
-        if arr.dtype == object or arr.dtype.kind not in "biuf":
-            raise TypeError(f"{fname}: could not convert data of type {type(data).__name__} "
-                            f"(NumPy infers {arr.dtype}) to a tensor")
-        if dtype is None:
-            dtype = {"b": _dt.bool_, "i": _dt.int64, "u": _dt.int64}.get(
-                arr.dtype.kind, _dt.get_default_dtype())
-        elif dtype.category == 1 and arr.dtype.kind in "iu" and arr.size:
-            info = np.iinfo(dtype.np)  # Python ints that the integer dtype cannot hold
-            lo, hi = int(arr.min()), int(arr.max())
-            if lo < info.min or hi > info.max:
-                raise OverflowError(f"{fname}: the value {lo if lo < info.min else hi} cannot "
-                                    f"be converted to {dtype} without overflow (range "
-                                    f"[{info.min}, {info.max}])")
-    np_dtype = arr.dtype if dtype is None else dtype.np
-    with jax.ensure_compile_time_eval():
-        value = jnp.array(arr, dtype=np_dtype, copy=copy)
-    return _place(value, device)
-
-
-_INT64_RANGE = (-(1 << 63), (1 << 63) - 1)
-
-
-def _big_ints(data: Any, arr: np.ndarray, dtype: _dt.dtype | None, fname: str
-              ) -> tuple[np.ndarray, _dt.dtype | None]:
-    """Python ints beyond int64 in ``data``: NumPy would wrap them to uint64, turn them to
-    float64 or give up (object); PyTorch refuses them unless the tensor is floating."""
-    has_float, big, stack = False, None, [data]
-    while stack:
-        x = stack.pop()
-        if isinstance(x, (list, tuple)):
-            stack.extend(x)
-        elif isinstance(x, float):
-            has_float = True
-        elif type(x) is int and big is None and not _INT64_RANGE[0] <= x <= _INT64_RANGE[1]:
-            big = x
-    if big is None:
-        return arr, dtype
-    if (dtype is None and not has_float) or (dtype is not None and not dtype.is_floating_point):
-        raise OverflowError(f"{fname}: the Python int {big} is out of range for "
-                            f"{dtype or _dt.int64} (an integer tensor); pass a floating "
-                            f"dtype to store it approximately")
-    return np.asarray(data, dtype=np.float64), dtype or _dt.get_default_dtype()
-
-
-def _zeros_value(shape: tuple, dtype: _dt.dtype, device: Any, fname: str) -> jax.Array:
-    _sizes((shape,), fname)
-    return _place(jnp.zeros(shape, dtype.np), device)
 
 
 def tensor(data: Any, dtype: Any = None, device: Any = None,
@@ -132,20 +47,6 @@ def from_numpy(ndarray: np.ndarray) -> Tensor:
     return _wrap(_tensor_value(ndarray, None, None, "flow.from_numpy", copy=False))
 
 
-def _sizes(size: tuple, fname: str) -> tuple[int, ...]:
-    if len(size) == 1 and isinstance(size[0], (tuple, list)):
-        size = tuple(size[0])
-    out = []
-    for s in size:
-        if isinstance(s, bool) or not isinstance(s, (int, np.integer)):
-            raise TypeError(f"{fname}(): size must be a sequence of ints, got "
-                            f"{type(s).__name__} in {size!r}")
-        if s < 0:
-            raise ValueError(f"{fname}(): sizes must be non-negative, got {list(size)}")
-        out.append(int(s))
-    return tuple(out)
-
-
 def _finish(t: Tensor, requires_grad: bool, placement: Any = None, sbp: Any = None,
             fname: str = "factory") -> Tensor:
     """Make the new tensor global when ``placement=`` / ``sbp=`` are given (both needed: the
@@ -163,21 +64,21 @@ def _finish(t: Tensor, requires_grad: bool, placement: Any = None, sbp: Any = No
 def full(size: Any, fill_value: Any, *, dtype: Any = None, device: Any = None,
          requires_grad: bool = False, placement: Any = None, sbp: Any = None) -> Tensor:
     d = None if dtype is None else _dt.as_dtype(dtype)
-    return _finish(_F().full(_sizes((size,), "full"), fill_value, dtype=d, device=device),
+    return _finish(F.full(_sizes((size,), "full"), fill_value, dtype=d, device=device),
                    requires_grad, placement, sbp, "full")
 
 
 def zeros(*size: Any, dtype: Any = None, device: Any = None, requires_grad: bool = False,
           placement: Any = None, sbp: Any = None) -> Tensor:
     d = _dt.get_default_dtype() if dtype is None else _dt.as_dtype(dtype)
-    return _finish(_F().full(_sizes(size, "zeros"), 0, dtype=d, device=device), requires_grad,
+    return _finish(F.full(_sizes(size, "zeros"), 0, dtype=d, device=device), requires_grad,
                    placement, sbp, "zeros")
 
 
 def ones(*size: Any, dtype: Any = None, device: Any = None, requires_grad: bool = False,
          placement: Any = None, sbp: Any = None) -> Tensor:
     d = _dt.get_default_dtype() if dtype is None else _dt.as_dtype(dtype)
-    return _finish(_F().full(_sizes(size, "ones"), 1, dtype=d, device=device), requires_grad,
+    return _finish(F.full(_sizes(size, "ones"), 1, dtype=d, device=device), requires_grad,
                    placement, sbp, "ones")
 
 
@@ -188,34 +89,34 @@ def empty(*size: Any, dtype: Any = None, device: Any = None, requires_grad: bool
                  placement=placement, sbp=sbp)
 
 
-def arange(start: Any, end: Any = None, step: Any = 1, *, dtype: Any = None,
-           device: Any = None, requires_grad: bool = False, placement: Any = None,
-           sbp: Any = None) -> Tensor:
+def arange(start: Any, end: Any = None, step: Any = api_default("arange", "step"), *,
+           dtype: Any = None, device: Any = None, requires_grad: bool = False,
+           placement: Any = None, sbp: Any = None) -> Tensor:
     d = None if dtype is None else _dt.as_dtype(dtype)
     if end is None:
         start, end = 0, start
-    return _finish(_F().arange(start, end, step, dtype=d, device=device), requires_grad,
+    return _finish(F.arange(start, end, step, dtype=d, device=device), requires_grad,
                    placement, sbp, "arange")
 
 
 def linspace(start: Any, end: Any, steps: int, *, dtype: Any = None, device: Any = None,
              requires_grad: bool = False, placement: Any = None, sbp: Any = None) -> Tensor:
     d = None if dtype is None else _dt.as_dtype(dtype)
-    return _finish(_F().linspace(start, end, steps, dtype=d, device=device), requires_grad,
+    return _finish(F.linspace(start, end, steps, dtype=d, device=device), requires_grad,
                    placement, sbp, "linspace")
 
 
 def eye(n: int, m: int | None = None, *, dtype: Any = None, device: Any = None,
         requires_grad: bool = False, placement: Any = None, sbp: Any = None) -> Tensor:
     d = None if dtype is None else _dt.as_dtype(dtype)
-    return _finish(_F().eye(n, m, dtype=d, device=device), requires_grad, placement, sbp, "eye")
+    return _finish(F.eye(n, m, dtype=d, device=device), requires_grad, placement, sbp, "eye")
 
 
 def rand(*size: Any, generator: Any = None, dtype: Any = None, device: Any = None,
          requires_grad: bool = False, placement: Any = None, sbp: Any = None) -> Tensor:
     """Uniform [0, 1). A global draw is the same logical tensor for every placement/SBP."""
     d = None if dtype is None else _dt.as_dtype(dtype)
-    return _finish(_F().rand(_sizes(size, "rand"), generator=generator, dtype=d, device=device),
+    return _finish(F.rand(_sizes(size, "rand"), generator=generator, dtype=d, device=device),
                    requires_grad, placement, sbp, "rand")
 
 
@@ -223,7 +124,7 @@ def randn(*size: Any, generator: Any = None, dtype: Any = None, device: Any = No
           requires_grad: bool = False, placement: Any = None, sbp: Any = None) -> Tensor:
     """Standard normal. A global draw is the same logical tensor for every placement/SBP."""
     d = None if dtype is None else _dt.as_dtype(dtype)
-    return _finish(_F().randn(_sizes(size, "randn"), generator=generator, dtype=d,
+    return _finish(F.randn(_sizes(size, "randn"), generator=generator, dtype=d,
                               device=device), requires_grad, placement, sbp, "randn")
 
 
@@ -238,7 +139,7 @@ def randint(low: int, high: Any = None, size: Any = None, *, generator: Any = No
     elif high is None:  # randint(high, size=...)
         low, high = 0, low
     d = None if dtype is None else _dt.as_dtype(dtype)
-    return _finish(_F().randint(low, high, _sizes((size,), "randint"), generator=generator,
+    return _finish(F.randint(low, high, _sizes((size,), "randint"), generator=generator,
                                 dtype=d, device=device), False, placement, sbp, "randint")
 
 

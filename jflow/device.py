@@ -5,8 +5,9 @@ from __future__ import annotations
 from typing import Any
 
 import jax
+import numpy as np
 
-__all__ = ["device"]
+__all__ = ["device", "device_scalar"]
 
 _JAX_PLATFORM = {"cpu": "cpu", "cuda": "gpu", "rocm": "gpu", "tpu": "tpu"}
 _FROM_JAX = {"cpu": "cpu", "gpu": "cuda", "cuda": "cuda", "rocm": "rocm", "tpu": "tpu"}
@@ -64,3 +65,20 @@ class device:
     @staticmethod
     def from_jax(d: jax.Device) -> device:
         return device(_FROM_JAX.get(d.platform, d.platform), d.id if d.platform != "cpu" else None)
+
+
+#: 0-d device arrays by (value, dtype), shared by the compiler (learning rates) and eager
+#: optimizers; bounded (a scheduler makes a new value per step)
+_SCALARS: dict[tuple, Any] = {}
+
+
+def device_scalar(value: float, dtype: Any) -> Any:
+    """A 0-d device array of ``value`` (cached by value and dtype, bounded)."""
+    dt = np.dtype(dtype)
+    k = (value, dt)
+    a = _SCALARS.get(k)
+    if a is None:
+        if len(_SCALARS) >= 64:
+            _SCALARS.clear()
+        a = _SCALARS[k] = jax.device_put(np.asarray(value, dtype=dt))
+    return a

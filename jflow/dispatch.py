@@ -21,10 +21,24 @@ from jax.core import Tracer
 from .autograd.graph import record, record1, record2
 from .kernels.registry import reraise_host_error as _reraise_host_error
 from .ops.attrs import REQUIRED
+from .sharding.execute import global_apply
 from .tensor import Tensor as _Tensor
 from .tensor import _wrap as _new_tensor
 
-__all__ = ["make_apply", "primitive_impl", "CACHE_SIZE"]
+__all__ = ["make_apply", "primitive_impl", "CACHE_SIZE", "watch_inputs"]
+
+#: ``[fn or None]``: while set (by ``flow.jit`` while it traces), every op call first passes
+#: the op and its inputs (tensors; None or lists for optional / variadic inputs) to ``fn``, so
+#: tensors the traced code reads without them being inputs of the executable (captured
+#: constants) can be found and guarded.
+_WATCH: list[Any] = [None]
+
+
+def watch_inputs(fn: Callable[[Any, tuple], None] | None) -> Callable[[Any, tuple], None] | None:
+    """Install ``fn`` as the input watcher (None removes it); returns the previous one."""
+    old = _WATCH[0]
+    _WATCH[0] = fn
+    return old
 
 #: Executables kept per op (distinct attr values); the oldest are dropped beyond this.
 CACHE_SIZE = 512
@@ -94,7 +108,6 @@ def _builder(op: Any, cache: dict) -> Callable[..., Any]:
 
 
 def _global_apply(op: Any, params: dict, ins: Any, single: bool) -> Any:
-    from .sharding.execute import global_apply
     return global_apply(op, params, list(ins), single)
 
 
@@ -121,7 +134,7 @@ def make_apply(op: Any) -> Callable[..., Any]:
                           "_reraise_host_error": _reraise_host_error, "_record": record,
                           "_record1": record1, "_record2": record2,
                           "_global_apply": _global_apply,
-                          "_op": op}
+                          "_watch": _WATCH, "_op": op}
     attr_sig = []
     for a in op.attrs:
         if a.default is REQUIRED:
@@ -143,6 +156,9 @@ def make_apply(op: Any) -> Callable[..., Any]:
             return f"({a.name} if {a.name}.__class__ is not bool else ({a.name},))"
         return a.name
     keys = [k(a) for a in op.attrs]
+    if ins:  # (one list lookup on the hot path; set only while flow.jit traces)
+        lines.append("    if _watch[0] is not None:")
+        lines.append(f"        _watch[0](_op, ({''.join(i.name + ', ' for i in ins)}))")
     if op.structured:
         lines.append(f"    _layout = _layout_of(({''.join(i.name + ', ' for i in ins)}))")
         key = f"(_layout, {''.join(x + ', ' for x in keys)})"

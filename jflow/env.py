@@ -26,6 +26,13 @@ import socket
 from typing import Any
 
 import jax
+import numpy as np
+
+from .sharding.global_tensor import make_global
+from .sharding.placement import _platform, devices_by_rank
+from .sharding.sbp import _PartialSum
+from .sharding.spec import named_sharding, normalize_nd_sbp
+from .tensor import Tensor
 
 __all__ = ["init_distributed", "is_distributed", "get_rank", "get_world_size", "get_local_rank",
            "device_count", "devices_by_rank", "local_ranks", "global_from_process_local"]
@@ -122,18 +129,6 @@ def get_local_rank() -> int:
     return _LOCAL_RANK[0]
 
 
-def _platform(type: str) -> str:  # noqa: A002
-    if type not in ("cpu", "cuda"):
-        raise ValueError(f"flow.env: device type must be 'cpu' or 'cuda', got {type!r}")
-    return "gpu" if type == "cuda" else "cpu"
-
-
-def devices_by_rank(type: str = "cpu") -> list[Any]:  # noqa: A002
-    """Every ``type`` device of all processes, indexed by rank: ordered by process, then
-    device id (in one process, rank == device id)."""
-    return sorted(jax.devices(_platform(type)), key=lambda d: (d.process_index, d.id))
-
-
 def device_count(type: str = "cpu") -> int:  # noqa: A002
     """The number of ``type`` devices over all processes: valid ranks are ``0..n-1``."""
     return len(jax.devices(_platform(type)))
@@ -154,12 +149,6 @@ def global_from_process_local(data: Any, placement: Any, sbp: Any) -> Any:
     checked). ``partial_sum`` is refused: build it split or broadcast, then
     ``to_global(sbp=partial_sum)``.
     """
-    import numpy as np
-
-    from .sharding.global_tensor import make_global
-    from .sharding.sbp import _PartialSum
-    from .sharding.spec import named_sharding, normalize_nd_sbp
-    from .tensor import Tensor
     fname = "flow.env.global_from_process_local"
     local = np.asarray(data._value if isinstance(data, Tensor) else data)
     nd = normalize_nd_sbp(sbp, placement, local.ndim, fname)

@@ -12,6 +12,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
+from .device import device as _device
 from .tensor import Tensor, _wrap
 
 __all__ = ["Generator", "default_generator", "manual_seed", "seed", "initial_seed",
@@ -33,7 +34,6 @@ class Generator:
     __slots__ = ("_seed", "_counter", "_key", "_base", "device")
 
     def __init__(self, device: Any = "cpu") -> None:
-        from .device import device as _device
         self.device = _device(device)
         self.manual_seed(_DEFAULT_SEED)
 

@@ -2,16 +2,21 @@
 
 In-place operations replace ``_value`` and bump ``_version``; everything else is a pure
 function of values, which is what lets a Tensor flow through ``jax.jit`` / ``jax.vmap`` as a
-pytree. Operators and op-backed methods are attached by :mod:`jflow.tensor_methods`, after
-the op library is loaded; this module holds only what needs no op.
+pytree. ``Tensor`` is the bottom layer: it imports no other jflow layer. Methods that need a
+higher layer are attached by the layer that owns them (as JAX's ``array_methods.py`` does):
+``backward`` / ``register_hook`` by :mod:`jflow.autograd.engine`, ``to_global`` / ``to_local``
+by :mod:`jflow.sharding.global_tensor`, operators and op-backed methods by
+:mod:`jflow.tensor_methods` and :mod:`jflow.tensor_indexing`.
 """
 
 from __future__ import annotations
 
+import weakref
 from collections.abc import Iterator
 from typing import Any
 
 import jax
+import jax.numpy as jnp
 import numpy as np
 from jax.core import Tracer
 
@@ -50,7 +55,6 @@ class Tensor:
         ``flow.Tensor(2, 3)`` / ``flow.Tensor(flow.Size([2, 3]))`` makes a zero-filled tensor of
         that shape (immutable arrays have no uninitialised memory); ``flow.Tensor()`` is empty.
         As in PyTorch, a list or tuple is data: ``flow.Tensor((2, 3))`` is ``[2., 3.]``."""
-        from .creation import _sizes, _tensor_value, _zeros_value
         d = _dt.get_default_dtype() if dtype is None else _dt.as_dtype(dtype)
         if not args:
             value = _zeros_value((0,), d, device, "flow.Tensor")
@@ -162,24 +166,6 @@ class Tensor:
         self._requires_grad = False
         return self
 
-    def backward(self, gradient: Tensor | None = None, retain_graph: bool | None = None,
-                 create_graph: bool = False, inputs: Any = None) -> None:
-        """Accumulate d(self)/d(leaf) into every leaf's ``.grad`` (``gradient`` is required
-        unless this tensor has one element). ``inputs`` restricts which leaves get it."""
-        from .autograd import engine
-        retain = create_graph if retain_graph is None else retain_graph
-        if inputs is None:
-            engine.run_backward([self], [gradient], retain, create_graph)
-            return
-        ins = [inputs] if isinstance(inputs, Tensor) else list(inputs)
-        grads = engine.run_backward([self], [gradient], retain, create_graph, inputs=ins,
-                                    allow_unused=True)
-        from .autograd.grad_mode import set_grad_enabled
-        with set_grad_enabled(create_graph):
-            for x, g in zip(ins, grads or ()):
-                if g is not None:
-                    x.grad = g if x.grad is None else x.grad + g
-
     def retain_grad(self) -> None:
         """Keep ``.grad`` for this non-leaf tensor too (leaves always keep theirs)."""
         if self.grad_fn is None:
@@ -189,32 +175,12 @@ class Tensor:
         node = self.grad_fn
         if node.retained is None:
             node.retained = {}
-        import weakref
         node.retained[self._output_nr] = weakref.ref(self)
 
     @property
     def retains_grad(self) -> bool:
         node = self.grad_fn
         return bool(node is not None and node.retained and self._output_nr in node.retained)
-
-    def register_hook(self, hook: Any) -> Any:
-        """``hook(grad) -> grad or None`` runs when this tensor's gradient is computed; a
-        returned tensor replaces the gradient. Returns a handle with ``.remove()``."""
-        if not self._requires_grad:
-            raise RuntimeError("cannot register a hook on a tensor that doesn't require "
-                               "gradient")
-        if not callable(hook):
-            raise TypeError(f"register_hook: hook must be callable, got {type(hook).__name__}")
-        if self.grad_fn is None:
-            from .autograd.engine import register_leaf_hook
-            hooks = register_leaf_hook(self, hook)
-        else:
-            node = self.grad_fn
-            if node.hooks is None:
-                node.hooks = {}
-            hooks = node.hooks.setdefault(self._output_nr, [])
-            hooks.append(hook)
-        return _HookHandle(hooks, hook)
 
     def is_floating_point(self) -> bool:
         return self._value.dtype.kind == "f" or self._value.dtype.name == "bfloat16"
@@ -226,8 +192,7 @@ class Tensor:
             raise RuntimeError(f"Tensor.{what}() needs a concrete value, but this tensor is "
                                f"being traced (inside jax.jit / vmap / grad); return it instead")
         if self._global is not None:  # the logical value: gathered / reduced to every rank
-            from .sharding.global_tensor import replicated_value
-            return replicated_value(self)
+            return self._logical_value()  # attached by jflow.sharding.global_tensor
         return v
 
     # -- global tensors (placement + SBP; jflow.sharding) -------------------------------------
@@ -250,17 +215,6 @@ class Tensor:
         if self._global is None:
             raise RuntimeError("a local tensor has no sbp; use .to_global(placement, sbp)")
         return self._global[1]
-
-    def to_global(self, placement: Any = None, sbp: Any = None) -> Tensor:
-        """Distribute this local tensor (its value is the logical value) over ``placement``
-        with ``sbp``, or re-box a global one (collectives as needed)."""
-        from .sharding.global_tensor import to_global
-        return to_global(self, placement, sbp)
-
-    def to_local(self) -> Tensor:
-        """This process's shard of a global tensor (a local tensor is returned as is)."""
-        from .sharding.global_tensor import to_local
-        return to_local(self)
 
     def numpy(self) -> np.ndarray:
         """The value as a NumPy array (read-only view where JAX allows)."""
@@ -324,9 +278,8 @@ class Tensor:
             extra += f", grad_fn=<{self.grad_fn.name()}>"
         elif self._requires_grad:
             extra += ", requires_grad=True"
-        if self._global is not None:
-            from .sharding.spec import nd_sbp_repr
-            extra = f", placement={self._global[0]!r}, sbp={nd_sbp_repr(self._global[1])}" + extra
+        if self._global is not None:  # _global_repr: attached by jflow.sharding.global_tensor
+            extra = self._global_repr() + extra
         if isinstance(v, Tracer):
             return f"tensor(<traced {tuple(v.shape)}>, dtype={self.dtype}{extra})"
         a = np.asarray(self._concrete("__repr__"))
@@ -343,6 +296,23 @@ class Tensor:
         if self._value.ndim == 0 and not isinstance(self._value, Tracer):
             return format(self.item(), spec)
         return format(repr(self), spec)
+
+
+#: Tensors jflow itself caches and never changes (cached scalar operands, implicit root
+#: gradients), by id; ``flow.jit`` need not guard them when a trace reads them.
+_CONSTANTS: dict[int, weakref.ref] = {}
+
+
+def mark_constant(t: Tensor) -> Tensor:
+    """Record that ``t`` is an internal constant (its value is never replaced)."""
+    key = id(t)
+    _CONSTANTS[key] = weakref.ref(t, lambda _, k=key: _CONSTANTS.pop(k, None))
+    return t
+
+
+def is_constant(t: Tensor) -> bool:
+    ref = _CONSTANTS.get(id(t))
+    return ref is not None and ref() is t
 
 
 def is_tensor(x: object) -> bool:
@@ -378,17 +348,103 @@ def _unflatten(aux: Any, children: Any) -> Tensor:
     return t
 
 
-class _HookHandle:
-    """What ``register_hook`` returns: ``handle.remove()`` unregisters the hook."""
-
-    __slots__ = ("_hooks", "_hook")
-
-    def __init__(self, hooks: list, hook: Any) -> None:
-        self._hooks, self._hook = hooks, hook
-
-    def remove(self) -> None:
-        if self._hook in self._hooks:
-            self._hooks.remove(self._hook)
-
-
 jax.tree_util.register_pytree_node(Tensor, _flatten, _unflatten)
+
+
+# -- converting Python / NumPy / JAX data to a tensor's value ---------------------------------
+# (here, not in creation.py: ``Tensor(data)`` itself needs it, and Tensor is the bottom layer)
+
+def _place(value: jax.Array, device: Any) -> jax.Array:
+    if device is None:
+        return value
+    return jax.device_put(value, _device(device).jax_device())
+
+
+def _tensor_value(data: Any, dtype: _dt.dtype | None, device: Any, fname: str,
+                  copy: bool = True) -> jax.Array:
+    """Convert data to a jax.Array: dtype kept for arrays, PyTorch defaults for Python data."""
+    if isinstance(data, (Tensor, jax.Array)):
+        v = data._value if isinstance(data, Tensor) else data
+        if dtype is None:
+            _dt.from_numpy_dtype(v.dtype)  # a clear error for dtypes jflow does not have
+        elif v.dtype != dtype.np:
+            v = v.astype(dtype.np)
+        return _place(v, device)
+    if isinstance(data, (np.ndarray, np.generic)):
+        arr = data
+        if dtype is None:
+            _dt.from_numpy_dtype(arr.dtype)  # raises a clear error for unsupported dtypes
+    else:
+        try:
+            arr = np.asarray(data)
+        except (ValueError, TypeError) as e:
+            raise TypeError(f"{fname}: could not convert {type(data).__name__} to a tensor: "
+                            f"{e}") from None
+        kind = arr.dtype.kind
+        if kind in "uO" or (kind == "f" and np.abs(arr).max(initial=0) >= 2.0**63):
+            arr, dtype = _big_ints(data, arr, dtype, fname)
+        if arr.dtype == object or arr.dtype.kind not in "biuf":
+            raise TypeError(f"{fname}: could not convert data of type {type(data).__name__} "
+                            f"(NumPy infers {arr.dtype}) to a tensor")
+        if dtype is None:
+            dtype = {"b": _dt.bool_, "i": _dt.int64, "u": _dt.int64}.get(
+                arr.dtype.kind, _dt.get_default_dtype())
+        elif dtype.category == 1 and arr.dtype.kind in "iu" and arr.size:
+            info = np.iinfo(dtype.np)  # Python ints that the integer dtype cannot hold
+            lo, hi = int(arr.min()), int(arr.max())
+            if lo < info.min or hi > info.max:
+                raise OverflowError(f"{fname}: the value {lo if lo < info.min else hi} cannot "
+                                    f"be converted to {dtype} without overflow (range "
+                                    f"[{info.min}, {info.max}])")
+    np_dtype = arr.dtype if dtype is None else dtype.np
+    # converted on the host, then one transfer: ``jnp.array`` would compile a conversion per
+    # new shape. With ``copy`` a fresh host copy: on CPU the device buffer may alias host
+    # memory, and the tensor must not change when the caller's array does.
+    host = np.array(arr, dtype=np_dtype, copy=True) if copy else np.asarray(arr, np_dtype)
+    with jax.ensure_compile_time_eval():
+        value = jax.device_put(host)
+    return _place(value, device)
+
+
+_INT64_RANGE = (-(1 << 63), (1 << 63) - 1)
+
+
+def _big_ints(data: Any, arr: np.ndarray, dtype: _dt.dtype | None, fname: str
+              ) -> tuple[np.ndarray, _dt.dtype | None]:
+    """Python ints beyond int64 in ``data``: NumPy would wrap them to uint64, turn them to
+    float64 or give up (object); PyTorch refuses them unless the tensor is floating."""
+    has_float, big, stack = False, None, [data]
+    while stack:
+        x = stack.pop()
+        if isinstance(x, (list, tuple)):
+            stack.extend(x)
+        elif isinstance(x, float):
+            has_float = True
+        elif type(x) is int and big is None and not _INT64_RANGE[0] <= x <= _INT64_RANGE[1]:
+            big = x
+    if big is None:
+        return arr, dtype
+    if (dtype is None and not has_float) or (dtype is not None and not dtype.is_floating_point):
+        raise OverflowError(f"{fname}: the Python int {big} is out of range for "
+                            f"{dtype or _dt.int64} (an integer tensor); pass a floating "
+                            f"dtype to store it approximately")
+    return np.asarray(data, dtype=np.float64), dtype or _dt.get_default_dtype()
+
+
+def _zeros_value(shape: tuple, dtype: _dt.dtype, device: Any, fname: str) -> jax.Array:
+    _sizes((shape,), fname)
+    return _place(jnp.zeros(shape, dtype.np), device)
+
+
+def _sizes(size: tuple, fname: str) -> tuple[int, ...]:
+    if len(size) == 1 and isinstance(size[0], (tuple, list)):
+        size = tuple(size[0])
+    out = []
+    for s in size:
+        if isinstance(s, bool) or not isinstance(s, (int, np.integer)):
+            raise TypeError(f"{fname}(): size must be a sequence of ints, got "
+                            f"{type(s).__name__} in {size!r}")
+        if s < 0:
+            raise ValueError(f"{fname}(): sizes must be non-negative, got {list(size)}")
+        out.append(int(s))
+    return tuple(out)

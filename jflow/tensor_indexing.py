@@ -1,9 +1,10 @@
 """Tensor indexing (``x[...]`` and ``x[...] = v``) and the shape methods that take varargs.
 
 An index is split into a static part — ints, slices, None, Ellipsis, bools, written into the
-``spec`` string attr of the ``getitem`` / ``setitem`` ops (grammar in :mod:`jflow.ops.shape`)
-— and index tensors passed as op inputs. So indexing is one primitive per call: cached per
-spec, traceable under ``jax.jit`` / ``jax.vmap``, and it gets autograd and SBP like any op.
+``spec`` string attr of the ``getitem`` / ``setitem`` ops (grammar in
+:mod:`jflow.ops.subscript`) — and index tensors passed as op inputs. So indexing is one
+primitive per call: cached per spec, traceable under ``jax.jit`` / ``jax.vmap``, and it gets
+autograd and SBP like any op.
 
 Semantics are PyTorch's: ints, slices, None, Ellipsis and 0-d integer tensors are applied
 first (as views), then n-d integer tensors with NumPy's advanced-indexing rules (broadcast
@@ -35,7 +36,7 @@ from .autograd.graph import rebase_inplace
 from .functional import F
 from .functional.promotion import cast, scalar_tensor
 from .ops import get as _get_op
-from .ops.shape import _value_fits
+from .ops.subscript import value_fits
 from .tensor import Size, Tensor, _wrap
 
 __all__ = ["getitem", "setitem"]
@@ -280,7 +281,7 @@ def setitem(self: Tensor, index: Any, value: Any) -> None:
         if k > len(shape):
             raise IndexError(f"too many indices for tensor of dimension {len(shape)}")
         _mask_shape_check(mask._value.shape, shape, 0)
-        if _value_fits(v._value.shape, shape[k:]):
+        if value_fits(v._value.shape, shape[k:]):
             out = _setitem(self, v, [mask], spec="m")
             rebase_inplace(self, out, "Tensor.__setitem__")
             return

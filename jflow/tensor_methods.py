@@ -8,21 +8,27 @@ from __future__ import annotations
 
 from typing import Any
 
+import jax
 import numpy as np
+from jax.core import Tracer
 
 from . import dtypes as _dt
 from .autograd.graph import rebase_inplace
+from .creation import as_tensor
+from .device import device as _device
 from .functional import F
+from .functional.promotion import assign_inplace, cast
 from .functional.registry import FUNCTORS as _FN
-from .tensor import Tensor
+from .ops import get as _get_op
+from .tensor import Tensor, _wrap
 
 _SCALARS = (bool, int, float, np.bool_, np.integer, np.floating)
+_neg, _abs = _get_op("neg").apply, _get_op("abs").apply
 
 
 def _operand(x: Any) -> Any:
     """A NumPy array operand becomes a tensor (dtype kept), as ``torch_tensor + ndarray``."""
     if isinstance(x, np.ndarray):
-        from .creation import as_tensor
         return as_tensor(x)
     return x
 
@@ -84,7 +90,6 @@ def _matmul_ops() -> None:
         return fn(_operand(other), self)
 
     def imatmul(self: Tensor, other: Any) -> Any:
-        from .functional.promotion import assign_inplace
         if not isinstance(other, (Tensor, np.ndarray)):
             return NotImplemented
         return assign_inplace(self, fn(self, _operand(other)), "matmul")
@@ -94,9 +99,10 @@ def _matmul_ops() -> None:
 
 _matmul_ops()
 
-Tensor.__neg__ = lambda self: _FN["Neg"](self)
+# neg and abs take any dtype: their api.yaml entries bind the ops directly (=> op:neg)
+Tensor.__neg__ = lambda self: _neg(self)
 Tensor.__pos__ = lambda self: self
-Tensor.__abs__ = lambda self: _FN["Abs"](self)
+Tensor.__abs__ = lambda self: _abs(self)
 Tensor.__invert__ = lambda self: _FN["BitwiseNot"](self)
 
 
@@ -119,7 +125,6 @@ def _assign_result(fname: str):
     fn = getattr(F, fname)
 
     def op(self: Tensor, *args: Any, **kwargs: Any) -> Tensor:
-        from .functional.promotion import assign_inplace
         args = tuple(_operand(a) for a in args)
         return assign_inplace(self, fn(self, *args, **kwargs), f"{fname}_")
     op.__name__ = f"{fname}_"
@@ -214,7 +219,6 @@ def copy_(self: Tensor, src: Any) -> Tensor:
     """Copy ``src`` (broadcast to this shape, cast to this dtype) into this tensor."""
     if not isinstance(src, Tensor):
         raise TypeError(f"copy_(): argument 'src' must be Tensor, not {type(src).__name__}")
-    from .functional.promotion import assign_inplace, cast
     v = cast(src, self._value.dtype)
     if tuple(v.shape) != tuple(self.shape):
         v = F.broadcast_to(v, tuple(self.shape))
@@ -227,7 +231,6 @@ def to(self: Tensor, *args: Any, **kwargs: Any) -> Tensor:
     Returns ``self`` when neither the dtype nor the device changes (as PyTorch does), unless
     ``copy=True``; in-place ops on a copy never reach the original.
     """
-    from .device import device as _device
     dtype = kwargs.pop("dtype", None)
     device = kwargs.pop("device", None)
     copy = bool(kwargs.pop("copy", False))
@@ -250,16 +253,12 @@ def to(self: Tensor, *args: Any, **kwargs: Any) -> Tensor:
     if dtype is not None:
         out = F.cast(out, _dt.as_dtype(dtype))
     if device is not None:
-        import jax
-        from jax.core import Tracer
 
-        from .tensor import _wrap
         target = _device(device).jax_device()
         v = out._value
         if not isinstance(v, Tracer) and target not in v.devices():
             out = _wrap(jax.device_put(v, target))
     if copy and out is self:  # a new tensor; the immutable value itself needs no copy
-        from .tensor import _wrap
         out = _wrap(self._value)
     return out
 

@@ -23,7 +23,9 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
+from .ops.attrs import normalize_attr
 from .ops.registry import OpDef, get
+from .tensor import Tensor
 
 __all__ = ["user_op_builder", "UserOpBuilder", "UserOp", "UserOpBuilderError"]
 
@@ -84,8 +86,6 @@ class UserOpBuilder:
     def Input(self, input_name: str, input_blob_list: Sequence[Any]) -> UserOpBuilder:
         """Bind the declared input ``input_name`` to a list of tensors (one for a plain or
         optional input, any number >= the minimum for a variadic one)."""
-        from .tensor import Tensor
-
         op = self._need_op("Input")
         spec = next((i for i in op.inputs if i.name == input_name), None)
         if spec is None:
@@ -144,7 +144,6 @@ class UserOpBuilder:
             if t != spec.type:
                 raise UserOpBuilderError(f"{self._where()}: attr '{attr_name}' is declared "
                                          f"{spec.type}, the builder says {attr_type_name}")
-        from .ops.attrs import normalize_attr
         try:  # the type now, so the error points at this call; the op's check fn at Build()
             normalize_attr(spec.type, attr_value, spec.default is None)
         except (TypeError, ValueError) as e:

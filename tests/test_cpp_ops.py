@@ -1,4 +1,4 @@
-"""C++/CUDA ops (issue 5): jflow/op.h, flow.config.load_library, cpp_extension, sysconfig.
+"""C++/CUDA ops: jflow/op.h, flow.config.load_library, cpp_extension, sysconfig.
 
 The libraries are compiled once per session into a temporary build directory (module-scoped
 fixtures); the examples under examples/custom_ops/ run as subprocesses sharing it.

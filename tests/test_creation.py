@@ -3,6 +3,9 @@ sequence, dtypes, devices), and random numbers (seeding, generators, distributio
 
 from __future__ import annotations
 
+import logging
+
+import jax
 import jax.numpy as jnp
 import ml_dtypes
 import numpy as np
@@ -349,3 +352,24 @@ def test_generator_state_round_trip():
     assert flow.initial_seed() == 2**64 - 1
     s = flow.seed()
     assert flow.initial_seed() == s
+
+
+def test_tensor_from_ndarray_compiles_nothing_per_shape():
+    """Host -> device transfer is not a computation: new shapes must not compile."""
+    flow.tensor(np.ones((1, 3), np.float32))  # warm any one-time setup
+    with jax.log_compiles(True):
+        records = []
+        handler = logging.Handler()
+        handler.emit = records.append
+        logger = logging.getLogger("jax")
+        logger.addHandler(handler)
+        try:
+            for n in range(2, 8):
+                a = np.arange(n * 3, dtype=np.float32).reshape(n, 3)
+                t = flow.tensor(a)
+                a[0, 0] = -1.0  # the tensor holds a copy
+                assert t.numpy()[0, 0] == 0.0
+        finally:
+            logger.removeHandler(handler)
+    compiles = [r for r in records if "Compiling" in r.getMessage()]
+    assert not compiles, [r.getMessage() for r in compiles]

@@ -1,4 +1,4 @@
-"""User-defined ops from Python (issue 5): the examples in examples/custom_ops/, NumPy
+"""User-defined ops from Python: the examples in examples/custom_ops/, NumPy
 "python kernel" ops, flow.experimental.custom_op_module, OneFlow's user_op_builder, and the
 errors of bad input. Op names are unique (``tco_``): one process defines each name once."""
 

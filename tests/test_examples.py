@@ -1,4 +1,4 @@
-"""The training examples (issue 6) on small settings: they learn (accuracy / loss thresholds
+"""The training examples on small settings: they learn (accuracy / loss thresholds
 that these settings reach with margin), eager and ``nn.Graph`` training agree, and a missing
 scikit-learn gives the install hint. Run in-process through each example's ``main(argv)``
 (a subprocess would pay JAX's import and every compilation again)."""

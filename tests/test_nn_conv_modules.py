@@ -1,7 +1,7 @@
 """nn.Conv1d/Conv2d/ConvTranspose2d, pooling layers, Upsample and BatchNorm1d/2d: shapes,
 parameter counts, state_dict keys, default initialisation bounds, train/eval behaviour, and
 (when PyTorch is installed) numerics against torch with copied weights. Op-level checks of
-the underlying ops are the checker's (jflow/testing/op_samples/conv.py)."""
+the underlying ops are the checker's (jflow/testing/op_samples/{conv,pool}.py)."""
 
 from __future__ import annotations
 

@@ -107,7 +107,7 @@ def test_sbp_splits_every_axis_but_dim():
     assert Signature((S(1),), (S(1),)) not in sigs
 
 
-# -- conv_transpose2d, pooling ceil_mode, interpolate (functors/conv.py) -------------------------
+# -- conv_transpose2d, pooling ceil_mode, interpolate (functors/{conv,pool,upsample}.py) ---------
 
 _INTERP = [  # (input shape, kwargs)
     ((2, 3, 4, 5), dict(size=(7, 9))),

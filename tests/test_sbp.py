@@ -205,3 +205,15 @@ def test_regressions_found_by_the_benchmark() -> None:
     gx = flow.tensor(X).to_global(P8, S(0))
     jax.jit(lambda t: t * 0.25)(gx)
     np.testing.assert_allclose((gx * 0.25).numpy(), X * 0.25)
+
+
+def test_partial_sum_of_a_bool_tensor_is_refused_by_jflow() -> None:
+    """A bool partial sum has no meaning (JAX's own error was 'add does not accept bool')."""
+    flags = flow.tensor([True, False, True, True, False, True, True, False])
+    with pytest.raises(TypeError, match="to_global: sbp partial_sum is not defined for a bool"):
+        flags.to_global(P8, flow.sbp.partial_sum)
+    split = flags.to_global(P8, flow.sbp.split(0))
+    with pytest.raises(TypeError, match="partial_sum is not defined for a bool"):
+        split.to_global(sbp=flow.sbp.partial_sum)
+    ints = flags.to(flow.int64).to_global(P8, flow.sbp.partial_sum)  # the suggested way works
+    assert int(ints.sum().numpy()) == 5  # the logical value is kept

@@ -1,5 +1,6 @@
 """flow.save / flow.load: round trips, atomic writes, clear errors, and no pickle."""
 
+import base64
 import io
 import json
 import os
@@ -13,6 +14,7 @@ import pytest
 import jflow as flow
 from jflow import nn, optim
 from jflow import serialization as S
+from jflow.serialization import _zipformat as Z
 
 
 def test_tensor_round_trip_all_dtypes(tmp_path):
@@ -102,14 +104,14 @@ def test_atomic_write_keeps_old_file(tmp_path, monkeypatch):
     path = tmp_path / "model.jf"
     S.save({"w": flow.ones(3)}, path)
     before = path.read_bytes()
-    real = S._write_array
+    real = Z._write_array
 
     def failing(zf, name, a):
         real(zf, name, a)
         if name == "data/1":
             raise OSError("disk full")
 
-    monkeypatch.setattr(S, "_write_array", failing)
+    monkeypatch.setattr(Z, "_write_array", failing)
     with pytest.raises(OSError, match="disk full"):
         S.save({"w": flow.zeros(3), "v": flow.zeros(1000), "u": flow.zeros(5)}, path)
     assert path.read_bytes() == before                       # the old file is intact
@@ -202,3 +204,40 @@ def test_no_pickle(tmp_path, monkeypatch):
     assert S.load(path)["meta"] == ["a", 1]
     with pytest.raises(TypeError):
         S.save({"x": _Boom()}, path)      # arbitrary objects are not saved either
+
+
+# A checkpoint written by jflow before the hostile-file checks (format version 1, HEAD's
+# serialization.py): {"w": Parameter([[1.5, -2], [0.25, 8]]), "ids": int64 [3, 1, 2],
+# "half": bfloat16 [1, 2], "np": int16 arange(3), "meta": OrderedDict(epoch=3,
+# dtype=float16), "pair": (None, "x")}.
+V1_FILE = (
+    "UEsDBBQAAAAAALcjeF2nGbbgUQIAAFECAAAKAAAAamZsb3cuanNvbnsiZm9ybWF0IjoiamZsb3cuc2F2ZSIsInZlcn"
+    "Npb24iOjEsImJ5dGVvcmRlciI6ImxpdHRsZSIsInRlbnNvcnMiOlt7ImR0eXBlIjoiZmxvYXQzMiIsInNoYXBlIjpb"
+    "MiwyXSwibmJ5dGVzIjoxNiwicmVxdWlyZXNfZ3JhZCI6dHJ1ZSwicGFyYW1ldGVyIjp0cnVlfSx7ImR0eXBlIjoiaW"
+    "50NjQiLCJzaGFwZSI6WzNdLCJuYnl0ZXMiOjI0LCJyZXF1aXJlc19ncmFkIjpmYWxzZSwicGFyYW1ldGVyIjpmYWxz"
+    "ZX0seyJkdHlwZSI6ImJmbG9hdDE2Iiwic2hhcGUiOlsyXSwibmJ5dGVzIjo0LCJyZXF1aXJlc19ncmFkIjpmYWxzZS"
+    "wicGFyYW1ldGVyIjpmYWxzZX0seyJkdHlwZSI6ImludDE2Iiwic2hhcGUiOlszXSwibmJ5dGVzIjo2fV0sIm9iamVj"
+    "dCI6eyIkZGljdCI6W1sidyIseyIkdGVuc29yIjowfV0sWyJpZHMiLHsiJHRlbnNvciI6MX1dLFsiaGFsZiIseyIkdG"
+    "Vuc29yIjoyfV0sWyJucCIseyIkbmRhcnJheSI6M31dLFsibWV0YSIseyIkZGljdCI6W1siZXBvY2giLDNdLFsiZHR5"
+    "cGUiLHsiJGR0eXBlIjoiZmxvYXQxNiJ9XV0sIm9yZGVyZWQiOnRydWV9XSxbInBhaXIiLHsiJHR1cGxlIjpbbnVsbC"
+    "wieCJdfV1dLCJvcmRlcmVkIjpmYWxzZX19UEsDBC0AAAAAAAAAIQAtC8W3//////////8GABQAZGF0YS8wAQAQABAA"
+    "AAAAAAAAEAAAAAAAAAAAAMA/AAAAwAAAgD4AAABBUEsDBC0AAAAAAAAAIQDk9ZIX//////////8GABQAZGF0YS8xAQ"
+    "AQABgAAAAAAAAAGAAAAAAAAAADAAAAAAAAAAEAAAAAAAAAAgAAAAAAAABQSwMELQAAAAAAAAAhABqK9pX/////////"
+    "/wYAFABkYXRhLzIBABAABAAAAAAAAAAEAAAAAAAAAIA/AEBQSwMELQAAAAAAAAAhAESkSDv//////////wYAFABkYX"
+    "RhLzMBABAABgAAAAAAAAAGAAAAAAAAAAAAAQACAFBLAQIUAxQAAAAAALcjeF2nGbbgUQIAAFECAAAKAAAAAAAAAAAA"
+    "AACAAQAAAABqZmxvdy5qc29uUEsBAi0DLQAAAAAAAAAhAC0LxbcQAAAAEAAAAAYAAAAAAAAAAAAAAIABeQIAAGRhdG"
+    "EvMFBLAQItAy0AAAAAAAAAIQDk9ZIXGAAAABgAAAAGAAAAAAAAAAAAAACAAcECAABkYXRhLzFQSwECLQMtAAAAAAAA"
+    "ACEAGor2lQQAAAAEAAAABgAAAAAAAAAAAAAAgAERAwAAZGF0YS8yUEsBAi0DLQAAAAAAAAAhAESkSDsGAAAABgAAAA"
+    "YAAAAAAAAAAAAAAIABTQMAAGRhdGEvM1BLBQYAAAAABQAFAAgBAACLAwAAAAA="
+)
+
+
+def test_reads_files_written_by_earlier_jflow():
+    out = S.load(io.BytesIO(base64.b64decode(V1_FILE)))
+    assert isinstance(out["w"], nn.Parameter) and out["w"].requires_grad
+    assert out["w"].numpy().tolist() == [[1.5, -2.0], [0.25, 8.0]]
+    assert out["ids"].dtype == flow.int64 and out["ids"].numpy().tolist() == [3, 1, 2]
+    assert out["half"].dtype == flow.bfloat16 and out["half"].float().numpy().tolist() == [1, 2]
+    assert out["np"].dtype == np.int16 and out["np"].tolist() == [0, 1, 2]
+    assert out["meta"] == OrderedDict(epoch=3, dtype=flow.float16)
+    assert isinstance(out["meta"], OrderedDict) and out["pair"] == (None, "x")

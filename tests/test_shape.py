@@ -3,8 +3,9 @@
 Values are compared with NumPy (and PyTorch where installed); dim handling, -1 sizes,
 int-or-list arguments, dtype promotion of cat/stack, the varargs Tensor methods and
 PyTorch's error types are checked at the ``flow.*`` level. The op-level checks (inference,
-jit, vmap) are the checker's (jflow/testing/op_samples/shape.py); the SBP signatures of every
-shape op are verified here by running each signature on two simulated ranks.
+jit, vmap) are the checker's (jflow/testing/op_samples/view.py, join.py, slicing.py,
+rearrange.py, subscript.py); the SBP signatures of every shape op are verified here by running
+each signature on two simulated ranks.
 """
 
 from __future__ import annotations

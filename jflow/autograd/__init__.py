@@ -1,9 +1,11 @@
-"""Autograd (DESIGN §4): one backward rule per op serving the eager tape, JAX's own
+"""Autograd: one backward rule per op serving the eager tape, JAX's own
 transformations (``jax.grad`` / ``jvp`` / ``vmap`` ...) and the tape while tracing.
 
 * :mod:`.rule`      — ``register_backward``: an op's rule (capture what to save, apply);
 * :mod:`.graph`     — the tape: one node per recorded op call;
-* :mod:`.engine`    — ``backward`` / ``grad``: runs the rules over the tape;
+* :mod:`.saved`     — saved values read back for a backward (version checks, freed graphs);
+* :mod:`.engine`    — ``backward`` / ``grad``: runs the rules over the tape (whole graphs as
+  one executable: :mod:`.compiled_graph`); attaches ``Tensor.backward`` / ``register_hook``;
 * :mod:`.jax_rules` — the primitives' JVP / transpose rules, derived from the same rule;
 * :mod:`.function`  — ``flow.autograd.Function``: forward/backward written by the user;
 * ``rules/``        — the rules of jflow's own ops, one module per op family.

@@ -1,13 +1,15 @@
-"""Whole-backward compilation for the eager tape: a recorded graph seen again is run as ONE
-cached ``jax.jit`` instead of one call per node.
+"""Whole-backward compilation for the eager tape: a recorded graph runs as ONE cached
+``jax.jit`` instead of one call per node.
 
 A training loop records the same graph every step. The engine computes a structural key of
 the graph (per node, in topological order: op, attrs, which inputs need grad, avals, and where
-its gradients go); the second time a key is seen, the whole backward — every node's rule and
-every gradient accumulation — is traced into one function of (saved values, root gradients)
-returning the leaves' gradients. Graphs seen once (interactive use, dynamic control flow) keep
-the per-node path, whose compiled rules are shared across graphs, so nothing is compiled for a
-graph that never repeats.
+its gradients go); the whole backward — every node's rule and every gradient accumulation — is
+traced into one function of (saved values, root gradients) returning the leaves' gradients,
+compiled the first time the key is seen and reused after. It is compiled the *first* time too
+(not only once a graph repeats) because XLA fuses a whole graph differently from rule-by-rule
+executables, and the two round differently: a training run must not depend on whether the
+cache was warm. Graphs that cannot be compiled (hooks, retained grads, ``Function`` nodes,
+tracers) always take the per-node path.
 """
 
 from __future__ import annotations
@@ -115,15 +117,13 @@ class _Plan:
 
 
 class GraphCache:
-    """Structural keys of recorded graphs -> how often seen / their compiled backward."""
+    """Structural keys of recorded graphs -> their compiled backward (bounded, oldest out)."""
 
     def __init__(self, size: int = 64) -> None:
         self.size = size
-        self.seen: dict[Any, int] = {}
         self.compiled: dict[Any, tuple[Any, _Plan]] = {}
 
     def clear(self) -> None:
-        self.seen.clear()
         self.compiled.clear()
 
     @staticmethod
@@ -171,15 +171,8 @@ class GraphCache:
         return (tuple(parts), rk, tk), index, leaf_slot, leaves, saved
 
     def lookup(self, key: Any) -> tuple[Any, _Plan] | None:
-        """The compiled backward for ``key``, compiling it on its second sighting."""
-        hit = self.compiled.get(key)
-        if hit is not None:
-            return hit
-        n = self.seen.get(key, 0) + 1
-        if len(self.seen) >= 4 * self.size:
-            self.seen.clear()
-        self.seen[key] = n
-        return None if n < 2 else False  # type: ignore[return-value]
+        """The compiled backward for ``key``, or None when it must be built."""
+        return self.compiled.get(key)
 
     def build(self, key: Any, order: list[Node], index: dict[Node, int],
               leaf_slot: dict[int, int], needed: Any) -> tuple[Any, _Plan]:

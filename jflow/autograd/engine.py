@@ -2,13 +2,15 @@
 
 Three ways to run the rules, same rules:
 
-* **whole graph** (a graph seen before, e.g. every step of a training loop): the entire
-  backward is one cached ``jax.jit`` (:mod:`jflow.autograd.compiled_graph`);
-* **per node** (a graph seen for the first time): each rule is traced once per (op, attrs,
-  needs, avals) into a ``jax.jit`` — a rule of five jflow ops costs one cached call;
+* **whole graph** (every graph the scan can compile): the entire backward is one cached
+  ``jax.jit`` (:mod:`jflow.autograd.compiled_graph`), the same executable on the first and
+  every later step, so results do not depend on cache warmth;
+* **per node** (graphs with hooks, retained grads or ``Function`` nodes): each rule is traced
+  once per (op, attrs, needs, avals) into a ``jax.jit`` — a rule of five jflow ops costs one
+  cached call;
 * **direct** (``create_graph=True``, or values that are tracers): the rule runs op by op on
   Tensors; with ``create_graph`` the tape records it, which gives higher-order gradients, and
-  inside ``jax.jit`` it stages the backward into the compiled program (DESIGN §4, caller 3).
+  inside ``jax.jit`` it stages the backward into the compiled program (``flow.jit``, ``nn.Graph``).
 """
 
 from __future__ import annotations
@@ -22,12 +24,15 @@ import jax.numpy as jnp
 from jax.core import Tracer
 
 from ..kernels.registry import reraise_host_error as _reraise_host_error
-from ..tensor import Tensor
+from ..ops.registry import get as _get_op
+from ..sharding.sbp import broadcast
+from ..tensor import Tensor, mark_constant
 from ..tensor import _wrap as _wrap_value
 from .compiled_graph import GraphCache, traced_rule
 from .grad_mode import set_grad_enabled
-from .graph import LEAF, Node, version_error
+from .graph import LEAF, Node
 from .rule import get_rule, is_differentiable_dtype, run_rule, structure_saved
+from .saved import saved_tensors, wrap_saved
 
 __all__ = ["run_backward", "backward", "grad", "register_leaf_hook", "CACHE_SIZE"]
 
@@ -48,54 +53,6 @@ def register_leaf_hook(t: Tensor, hook: Any) -> list[Any]:
         weakref.finalize(t, _leaf_hooks.pop, key, None)
     hooks.append(hook)
     return hooks
-
-
-def _wrap_any(value: Any) -> Tensor:
-    """A Tensor around a saved value, global (placement + SBP read from its sharding) when the
-    value is a global array."""
-    t = _wrap_value(value)
-    sh = getattr(value, "sharding", None)
-    if sh is not None and not isinstance(sh, jax.sharding.SingleDeviceSharding):
-        from ..sharding.global_tensor import info_of_value
-        t._global = info_of_value(value)
-    elif sh is None and isinstance(value, Tracer):
-        from ..sharding.global_tensor import info_of_value
-        t._global = info_of_value(value)
-    return t
-
-
-_FREED = ("Trying to backward through the graph a second time (or directly access saved tensors "
-          "after they have already been freed). Saved intermediate values of the graph are freed "
-          "when you call .backward() or autograd.grad(). Specify retain_graph=True if you need "
-          "to backward through the graph a second time or if you need to access saved tensors "
-          "after calling backward.")
-
-
-def _saved_tensors(node: Node, connect: bool) -> list[Any]:
-    """The node's saved values, after the version check; as graph-connected Tensors when
-    ``connect`` (create_graph), else as plain values."""
-    if node.freed:
-        raise RuntimeError(_FREED)
-    out = []
-    for value, ref, version, nr in node.saved:  # type: ignore[union-attr]
-        t = ref if nr == LEAF else ref()
-        if t is not None and t._version != version:
-            raise version_error(node, value, nr, t._version, version)
-        if not connect:
-            out.append(value)
-        elif nr == LEAF:
-            out.append(t)
-        elif t is not None and t.grad_fn is node:
-            out.append(t)
-        elif not is_differentiable_dtype(value.dtype):  # e.g. saved indices: a constant
-            out.append(_wrap_any(value))
-        else:  # the output tensor is gone: a new handle on its value, still on the graph
-            n = _wrap_any(value)
-            n._requires_grad = True
-            n.grad_fn = node
-            n._output_nr = nr
-            out.append(n)
-    return out
 
 
 def _build_compiled(node: Node, mask: tuple[bool, ...]) -> Any:
@@ -126,7 +83,7 @@ def _run_compiled(node: Node, grads: list[Any]) -> list[Any]:
             if len(cache) >= CACHE_SIZE:
                 del cache[next(iter(cache))]
             cache[key] = f
-    vals = _saved_tensors(node, False)
+    vals = saved_tensors(node, False)
     try:
         res = f(*vals, *(g._value for g in grads if g is not None))
     except jax.errors.JaxRuntimeError:
@@ -140,9 +97,9 @@ def _run_direct(node: Node, grads: list[Any], create_graph: bool) -> list[Any]:
     layout = params.get("_layout")
     attrs = {k: v for k, v in params.items() if k not in ("_layout", "_vmap")}
     slots = rule.saved_slots(layout, len(node.out_avals))
-    saved_flat = _saved_tensors(node, create_graph)
+    saved_flat = saved_tensors(node, create_graph)
     if not create_graph:
-        saved_flat = [_wrap_any(v) for v in saved_flat]
+        saved_flat = [wrap_saved(v) for v in saved_flat]
     saved = structure_saved(slots, saved_flat)
     like = next((g for g in grads if g is not None), None)
     full = []
@@ -158,7 +115,6 @@ def _run_direct(node: Node, grads: list[Any], create_graph: bool) -> list[Any]:
 
 
 def _broadcast_sbp(plc: Any) -> tuple[Any, ...]:
-    from ..sharding.sbp import broadcast
     return (broadcast,) * len(plc.hierarchy)
 
 
@@ -180,8 +136,8 @@ graph_cache = GraphCache()
 def _run_graph_compiled(order: list[Node], node_roots: list[tuple[Node, int, Any]],
                         node_targets: dict[tuple[Node, int], int], needed: Any,
                         deliver_leaf: Any, results: list[Any], retain_graph: bool) -> bool:
-    """Run the whole backward as one executable when this graph was seen before; False when
-    the graph cannot be (hooks, Functions, tracers) or is new (the per-node path runs)."""
+    """Run the whole backward as one cached executable (compiled on the graph's first
+    sighting); False when the graph cannot be (hooks, Functions, tracers, global values)."""
     for _, _, g in node_roots:
         if g._global is not None or isinstance(g._value, Tracer):
             return False  # global graphs run rule by rule through the sharded executor
@@ -189,10 +145,7 @@ def _run_graph_compiled(order: list[Node], node_roots: list[tuple[Node, int, Any
     if made is None:
         return False
     key, index, leaf_slot, leaves, saved = made
-    hit = graph_cache.lookup(key)
-    if hit is None:
-        return False
-    f, plan = hit or graph_cache.build(key, order, index, leaf_slot, needed)
+    f, plan = graph_cache.lookup(key) or graph_cache.build(key, order, index, leaf_slot, needed)
     try:
         leaf_grads, captured = f(saved, [g._value for _, _, g in node_roots])
     except jax.errors.JaxRuntimeError:
@@ -266,7 +219,7 @@ def _ones(aval: Any) -> Tensor:
     t = _ONES.get(aval)
     if t is None:
         with jax.ensure_compile_time_eval():
-            t = _wrap_value(jnp.ones(aval.shape, aval.dtype))
+            t = mark_constant(_wrap_value(jnp.ones(aval.shape, aval.dtype)))
         if len(_ONES) > 64:
             _ONES.clear()
         _ONES[aval] = t
@@ -290,8 +243,7 @@ def _root_grad(t: Tensor, g: Any, i: int, create_graph: bool) -> Tensor:
                            f"{list(g._value.shape)} and output[{i}] has a shape of "
                            f"{list(t._value.shape)}")
     if g._value.dtype != t._value.dtype:
-        from ..functional.promotion import _cast
-        g = _cast(g, dtype=t._value.dtype)
+        g = _get_op("cast").apply(g, dtype=t._value.dtype)
     return g if create_graph else g.detach()
 
 
@@ -454,3 +406,61 @@ def grad(outputs: Any, inputs: Any, grad_outputs: Any = None, retain_graph: bool
     res = run_backward(outs, gs, create_graph if retain_graph is None else retain_graph,
                        create_graph, inputs=ins, allow_unused=allow_unused)
     return res  # type: ignore[return-value]
+
+
+# -- Tensor methods owned by the autograd layer (Tensor itself is the bottom layer) ----------
+
+def _tensor_backward(self: Tensor, gradient: Tensor | None = None,
+                     retain_graph: bool | None = None, create_graph: bool = False,
+                     inputs: Any = None) -> None:
+    """Accumulate d(self)/d(leaf) into every leaf's ``.grad`` (``gradient`` is required
+    unless this tensor has one element). ``inputs`` restricts which leaves get it."""
+    retain = create_graph if retain_graph is None else retain_graph
+    if inputs is None:
+        run_backward([self], [gradient], retain, create_graph)
+        return
+    ins = [inputs] if isinstance(inputs, Tensor) else list(inputs)
+    grads = run_backward([self], [gradient], retain, create_graph, inputs=ins,
+                         allow_unused=True)
+    with set_grad_enabled(create_graph):
+        for x, g in zip(ins, grads or ()):
+            if g is not None:
+                x.grad = g if x.grad is None else x.grad + g
+
+
+class _HookHandle:
+    """What ``register_hook`` returns: ``handle.remove()`` unregisters the hook."""
+
+    __slots__ = ("_hooks", "_hook")
+
+    def __init__(self, hooks: list, hook: Any) -> None:
+        self._hooks, self._hook = hooks, hook
+
+    def remove(self) -> None:
+        if self._hook in self._hooks:
+            self._hooks.remove(self._hook)
+
+
+def _tensor_register_hook(self: Tensor, hook: Any) -> _HookHandle:
+    """``hook(grad) -> grad or None`` runs when this tensor's gradient is computed; a
+    returned tensor replaces the gradient. Returns a handle with ``.remove()``."""
+    if not self._requires_grad:
+        raise RuntimeError("cannot register a hook on a tensor that doesn't require "
+                           "gradient")
+    if not callable(hook):
+        raise TypeError(f"register_hook: hook must be callable, got {type(hook).__name__}")
+    if self.grad_fn is None:
+        hooks = register_leaf_hook(self, hook)
+    else:
+        node = self.grad_fn
+        if node.hooks is None:
+            node.hooks = {}
+        hooks = node.hooks.setdefault(self._output_nr, [])
+        hooks.append(hook)
+    return _HookHandle(hooks, hook)
+
+
+_tensor_backward.__name__ = _tensor_backward.__qualname__ = "backward"
+_tensor_register_hook.__name__ = _tensor_register_hook.__qualname__ = "register_hook"
+Tensor.backward = _tensor_backward  # type: ignore[method-assign]
+Tensor.register_hook = _tensor_register_hook  # type: ignore[attr-defined]

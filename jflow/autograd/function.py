@@ -34,6 +34,7 @@ from ..tensor import Tensor, _wrap
 from .grad_mode import _state, no_grad, set_grad_enabled
 from .graph import LEAF, Node
 from .rule import is_differentiable_dtype
+from .saved import FREED, saved_tensors
 
 __all__ = ["Function", "FunctionCtx"]
 
@@ -70,11 +71,9 @@ class FunctionCtx:
             return self._to_save
         node = self._node
         if node is not None and node.freed:
-            from .engine import _FREED
-            raise RuntimeError(_FREED)
-        from .engine import _saved_tensors
+            raise RuntimeError(FREED)
         connect = getattr(_state, "enabled", True) and node is not None
-        vals = _saved_tensors(node, connect) if node is not None else []
+        vals = saved_tensors(node, connect) if node is not None else []
         out, it = [], iter(vals)
         for entry in self._saved:
             if entry is None:

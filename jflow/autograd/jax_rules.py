@@ -29,6 +29,7 @@ from jax.extend.core import Primitive
 from jax.interpreters import ad, batching, mlir
 
 from .._jax_compat import manual_out_aval, match_manual_type
+from ..ops.registry import strip_batch
 from ..tensor import _wrap
 from .grad_mode import no_grad
 from .rule import gather_saved, get_rule, is_differentiable_dtype, run_rule, structure_saved
@@ -53,8 +54,7 @@ def _under_vmap(fn: Callable[..., Any], vmap: tuple, in_axes_of: Callable[[tuple
 
 
 def _strip_vmap_sizes(avals: Sequence[Any], vmap: tuple) -> list[int]:
-    from ..ops.registry import _strip_batch
-    return _strip_batch(avals, vmap)[1]
+    return strip_batch(avals, vmap)[1]
 
 
 class _Linear:

@@ -27,6 +27,9 @@ from typing import Any
 
 import numpy as np
 
+from ..ops.registry import get as _get_op
+from ..tensor import Tensor
+
 __all__ = ["BackwardRule", "BackwardContext", "register_backward", "get_rule",
            "GradientNotFoundError", "is_differentiable_dtype"]
 
@@ -132,9 +135,7 @@ def register_backward(op_name: str, *, save: Iterable[str] = ()) -> Callable[[Ca
     ``save`` names inputs and/or outputs of the op to keep for the rule (in that order in
     ``ctx.saved_tensors``; a variadic one is kept as a list).
     """
-    from ..ops import registry
-
-    op = registry.get(op_name)
+    op = _get_op(op_name)
     if isinstance(save, str):
         raise TypeError(f"register_backward('{op_name}'): save= must be a list of names, got "
                         f"the string {save!r}")
@@ -213,7 +214,6 @@ def run_rule(rule: BackwardRule, attrs: dict[str, Any], layout: Any, saved: tupl
     if len(res) != n:
         raise ValueError(f"backward of op '{op.name}' returned {len(res)} gradients, the call "
                          f"has {n} inputs")
-    from ..tensor import Tensor
     out: list[Any] = []
     for i, (g, aval, need) in enumerate(zip(res, in_avals, needs)):
         if g is None or not need:

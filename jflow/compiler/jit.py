@@ -14,7 +14,9 @@ When a call needs a new trace, the reason (which argument or state changed, and 
 from __future__ import annotations
 
 import functools
+import types
 import warnings
+import weakref
 from collections import OrderedDict
 from collections.abc import Callable
 from typing import Any
@@ -23,6 +25,7 @@ import jax
 import numpy as np
 
 from ..autograd import Function, enable_grad, is_grad_enabled
+from ..dispatch import watch_inputs
 from ..nn.modules.module import Module
 from ..optim.optimizer import Optimizer
 from ..tensor import Tensor
@@ -89,6 +92,8 @@ def explain_change(old: tuple, new: tuple) -> str:
         elif name == "optimizer hyper-parameters and state":
             reasons.append("optimizer hyper-parameters or state changed (e.g. the state the "
                            "first optimizer step creates)")
+        elif name == "reachable modules and optimizers":
+            reasons.append(describe_reach_change(a, b))
         elif name == "grad mode":
             reasons.append(f"grad mode changed: {'enabled' if a else 'disabled'} -> "
                            f"{'enabled' if b else 'disabled'}")
@@ -98,12 +103,15 @@ def explain_change(old: tuple, new: tuple) -> str:
 
 
 class _Entry:
-    __slots__ = ("jitted", "layout", "bwd")
+    __slots__ = ("jitted", "layout", "bwd", "guards")
 
     def __init__(self, jitted: Any) -> None:
         self.jitted = jitted
         self.layout: Layout | None = None
         self.bwd: Any = None
+        #: tensors the trace read as constants: ``(weakref, value it had, description)``;
+        #: None until the first call has traced
+        self.guards: list[tuple[Any, Any, str]] | None = None
 
 
 class _CompiledCall:
@@ -152,6 +160,7 @@ class CompiledFunction:
                  max_cache_size: int = 16, track_grads: bool = True,
                  modules: list[Module] | None = None,
                  optimizers: list[Optimizer] | None = None, scan_closure: bool = True,
+                 reach: tuple[Callable[..., Any], ...] | None = None,
                  after: Callable[[], None] | None = None, name: str | None = None) -> None:
         if not callable(fn):
             raise TypeError(f"flow.jit: expected a function, got {type(fn).__name__}")
@@ -163,15 +172,18 @@ class CompiledFunction:
         self.max_cache_size = max_cache_size
         self.track_grads = track_grads
         self.name = name or getattr(fn, "__qualname__", repr(fn))
-        closed = _closure_objects(fn) if scan_closure else []
-        self._modules = list(modules or []) + [o for o in closed if isinstance(o, Module)]
-        self._optimizers = list(optimizers or []) + [o for o in closed
-                                                     if isinstance(o, Optimizer)]
+        self._modules = list(modules or [])
+        self._optimizers = list(optimizers or [])
+        #: where modules and optimizers are looked for on every call (see :func:`discover`)
+        self._reach = (fn,) if reach is None and scan_closure else tuple(reach or ())
+        #: captured tensors that changed after being traced as constants: now state inputs
+        self._extra: dict[int, Any] = {}
         self._after = after
         self._cache: OrderedDict[tuple, _Entry] = OrderedDict()
         self._last_key: tuple | None = None
         self._current: Any = None
         self._gather_cache: list = []
+        self._pending_reason: str | None = None
         self._owned: dict[int, int] = {}   # id(state tensor) -> id(the array a step gave it)
         self.recompile_reasons: list[str] = []
         self.trace_count = 0
@@ -181,14 +193,35 @@ class CompiledFunction:
     def cache_size(self) -> int:
         return len(self._cache)
 
+    def _reachable(self) -> tuple[tuple[str, Any], ...]:
+        found: list[tuple[str, Any]] = []
+        for root in self._reach:
+            found += discover(root)
+        return tuple(found)
+
     def __call__(self, *args: Any, **kwargs: Any) -> Any:
         leaves, treedef = tree_flatten_stateful((args, kwargs))
-        state = StepState.gather(leaves, self._modules, self._optimizers, self.track_grads,
-                                 self._gather_cache)
+        reach = self._reachable()
+        modules, optimizers = self._modules, self._optimizers
+        if reach:
+            have = {id(o) for o in (*modules, *optimizers)}
+            for _, o in reach:
+                if id(o) not in have:
+                    have.add(id(o))
+                    if isinstance(o, Module):
+                        modules = [*modules, o]
+                    else:
+                        optimizers = [*optimizers, o]
+        extra = [t for t in (r() for r in self._extra.values()) if t is not None]
+        state = StepState.gather(leaves, modules, optimizers, self.track_grads,
+                                 self._gather_cache, extra)
         grad_on = is_grad_enabled()
         key = (("arguments", (treedef, tuple(_arg_sig(x) for x in leaves))),
+               ("reachable modules and optimizers", tuple((p, id(o)) for p, o in reach)),
                *state.key(), ("grad mode", grad_on))
         entry = self._cache.get(key)
+        if entry is not None and entry.guards and self._promote_changed(entry):
+            return self(*args, **kwargs)  # the changed tensors are inputs now: a new key
         if entry is None:
             entry = self._new_entry(key)
         else:
@@ -202,6 +235,8 @@ class CompiledFunction:
         finally:
             self._current = None
         layout = entry.layout
+        if entry.guards is None:
+            self._set_guards(entry)
         state.write_back(layout, new_values, new_grads, opt_out, owned)
         set_counter(counter)
         if self._after is not None:
@@ -213,6 +248,43 @@ class CompiledFunction:
         if grad_on and not self.donate and any(layout.out_diff) and not layout.ran_backward:
             out = self._attach_backward(entry, out, inputs, (state, leaves, treedef))
         return out
+
+    # -- tensors the traced code read without them being inputs (captured constants) ---------
+    def _set_guards(self, entry: _Entry) -> None:
+        """After a trace: guard every live tensor it read as a constant (by its value's
+        identity: in-place ops replace the value), and say so with ``explain=True``."""
+        captured = entry.layout.captured
+        entry.layout.captured = {}
+        entry.guards = [(weakref.ref(t), t._value, desc) for t, desc in captured.values()]
+        if self.explain and entry.guards:
+            warnings.warn(f"flow.jit({self.name}): {len(entry.guards)} tensor(s) were read as "
+                          f"constants of the executable (guarded: if one changes, the step "
+                          f"traces again with it as an input): "
+                          f"{'; '.join(d for _, _, d in entry.guards)}", RecompileWarning,
+                          stacklevel=3)
+
+    @property
+    def captured_constants(self) -> list[str]:
+        """Descriptions of the live tensors the cached executables hold as constants."""
+        return [d for e in self._cache.values() for r, _, d in (e.guards or ()) if r() is not None]
+
+    def _promote_changed(self, entry: _Entry) -> bool:
+        """Captured tensors whose value changed since the trace become state inputs (the next
+        key differs, so the step traces again, with the reason)."""
+        changed = []
+        for ref, value, desc in entry.guards:
+            t = ref()
+            if t is not None and t._value is not value:
+                changed.append((t, desc))
+        if not changed:
+            return False
+        for t, _ in changed:
+            key = id(t)
+            self._extra[key] = weakref.ref(t, lambda _, k=key: self._extra.pop(k, None))
+        self._pending_reason = "; ".join(f"captured tensor {d} changed since it was traced "
+                                         f"as a constant (it is an input now)"
+                                         for _, d in changed)
+        return True
 
     def _make_pure(self, layout: Layout) -> Callable[..., tuple]:
         fn, everything, name = self.fn, self.donate, self.name
@@ -227,6 +299,7 @@ class CompiledFunction:
             call_leaves = [next(it) if isinstance(x, (jax.Array, np.ndarray)) else x
                            for x in leaves]
             state.install(arg_values, values, grads, opt_state, lrs, rng)
+            previous = watch_inputs(layout.watch)
             try:
                 a, kw = jax.tree_util.tree_unflatten(treedef, call_leaves)
                 out = fn(*a, **kw)
@@ -238,6 +311,7 @@ class CompiledFunction:
                                     for x in out_leaves]
                 new = state.collect(layout, everything)
             finally:
+                watch_inputs(previous)
                 state.restore()
             return (out_vals, *new, rng[1] + layout.draws)
         return pure
@@ -245,6 +319,9 @@ class CompiledFunction:
     def _new_entry(self, key: tuple) -> _Entry:
         if self._last_key is not None:
             reason = explain_change(self._last_key, key)
+            pending, self._pending_reason = self._pending_reason, None
+            if pending:
+                reason = pending
             self.recompile_reasons.append(reason)
             if self.explain:
                 warnings.warn(f"flow.jit({self.name}): recompiling because {reason}",
@@ -312,23 +389,87 @@ def _output_values(out: Any, name: str) -> Any:
         x, (Tensor, Module, Optimizer)))
 
 
-def _closure_objects(fn: Callable[..., Any]) -> list[Any]:
-    """Modules and optimizers the function is (a module), is bound to (a method), or refers
-    to through its closure or globals (so ``flow.jit`` finds the model a step closes over)."""
-    found: list[Any] = [fn, getattr(fn, "__self__", None)]  # flow.jit(model), (model.forward)
-    fn = getattr(fn, "__func__", fn)
-    code = getattr(fn, "__code__", None)
-    cells = getattr(fn, "__closure__", None) or ()
-    for c in cells:
-        try:
-            found.append(c.cell_contents)
-        except ValueError:  # an empty cell
-            pass
-    g = getattr(fn, "__globals__", {})
-    for name in getattr(code, "co_names", ()):
-        if name in g:
-            found.append(g[name])
-    return [o for o in found if isinstance(o, (Module, Optimizer))]
+#: How far :func:`discover` follows containers and attributes, and how many objects it visits
+#: at most (it runs on every call: a step must not pay for walking a large data structure).
+_DISCOVER_DEPTH = 3
+_DISCOVER_LIMIT = 256
+_SKIP = (types.ModuleType, type, Tensor, str, bytes, int, float, bool, complex, np.ndarray,
+         jax.Array)
+#: Functions of these packages are not user code: their closures and globals hold no model.
+_LIBRARIES = frozenset({"jflow", "jax", "jaxlib", "numpy", "builtins", "functools"})
+
+
+def discover(fn: Callable[..., Any]) -> tuple[tuple[str, Any], ...]:
+    """``(path, object)`` for every module and optimizer the function can reach: itself (a
+    module), the object it is bound to and that object's attributes, its closure cells, the
+    globals it names, functions it reaches that way (their closures and globals), and dicts,
+    lists, tuples and plain objects among those, a few levels deep.
+
+    It runs on every call, so a rebinding (``model = Net()`` again in the closure or module,
+    ``models["g"] = other``, ``trainer.model = other``) is seen before the executable runs:
+    the reachable set is part of the cache key and a change retraces, with the path as the
+    reason. Paths read like the code: ``closure 'model'``, ``global 'models'['g']``,
+    ``self.model``."""
+    found: list[tuple[str, Any]] = []
+    seen: set[int] = set()
+    budget = [_DISCOVER_LIMIT]
+
+    def visit(path: str, obj: Any, depth: int) -> None:
+        if budget[0] <= 0 or isinstance(obj, _SKIP) or obj is None or id(obj) in seen:
+            return
+        seen.add(id(obj))
+        budget[0] -= 1
+        if isinstance(obj, (Module, Optimizer)):
+            found.append((path, obj))
+            return
+        if depth >= _DISCOVER_DEPTH:
+            return
+        if isinstance(obj, types.MethodType):
+            visit(f"{path}.__self__" if path else "self", obj.__self__, depth)
+            visit(path, obj.__func__, depth)
+        elif isinstance(obj, types.FunctionType):
+            if (obj.__module__ or "").partition(".")[0] in _LIBRARIES:
+                return
+            code = obj.__code__
+            for name, cell in zip(code.co_freevars, obj.__closure__ or ()):
+                try:
+                    value = cell.cell_contents
+                except ValueError:  # an empty cell
+                    continue
+                visit(f"closure '{name}'", value, depth + 1)
+            g = obj.__globals__
+            for name in code.co_names:
+                if name in g:
+                    visit(f"global '{name}'", g[name], depth + 1)
+        elif isinstance(obj, dict):
+            for k, v in list(obj.items())[:_DISCOVER_LIMIT]:
+                visit(f"{path}[{k!r}]", v, depth + 1)
+        elif isinstance(obj, (list, tuple)):
+            for i, v in enumerate(obj[:_DISCOVER_LIMIT]):
+                visit(f"{path}[{i}]", v, depth + 1)
+        elif isinstance(getattr(obj, "__dict__", None), dict) and \
+                not isinstance(obj, CompiledFunction):  # a callable object, e.g. an nn.Graph
+            for k, v in list(vars(obj).items())[:_DISCOVER_LIMIT]:
+                visit(f"{path}.{k}", v, depth + 1)
+
+    visit("", fn, 0)
+    return tuple(found)
+
+
+def describe_reach_change(old: tuple, new: tuple) -> str:
+    """Why the reachable modules/optimizers differ: which paths were rebound, appeared or
+    disappeared (keys are ``((path, id), ...)``)."""
+    a, b = dict(old), dict(new)
+    out = []
+    for path in dict.fromkeys([*a, *b]):
+        if path in a and path in b:
+            if a[path] != b[path]:
+                out.append(f"{path or 'the function'} was rebound to another object")
+        elif path in b:
+            out.append(f"{path} now holds a module or optimizer")
+        else:
+            out.append(f"{path} no longer holds the module or optimizer it held")
+    return "; ".join(out) or "the reachable modules and optimizers changed"
 
 
 def jit(fn: Callable[..., Any] | None = None, *, donate: bool = False, explain: bool = False,

@@ -21,11 +21,13 @@ from typing import Any
 import jax
 import jax.numpy as jnp
 import numpy as np
+from jax.core import Tracer
 
 from .. import random as _random
+from ..device import device_scalar
 from ..nn.modules.module import Module, structure_version
 from ..optim.optimizer import Optimizer
-from ..tensor import Tensor, _wrap
+from ..tensor import Tensor, _wrap, is_constant
 
 __all__ = ["StepState", "Layout", "is_stateful"]
 
@@ -88,6 +90,21 @@ class Layout:
     ran_backward: bool = False                              # some .grad was (re)assigned
     out_diff: list[bool] = field(default_factory=list)      # per output leaf: requires grad
     out_slots: list[Any] = field(default_factory=list)      # per output leaf: TensorSlot|None
+    #: tensors the trace read with a concrete value (not inputs): id -> (tensor, description)
+    captured: dict[int, Any] = field(default_factory=dict)
+
+    def watch(self, op: Any, inputs: tuple) -> None:
+        """The dispatch watcher while tracing: note each input tensor that is not a tracer."""
+        for t in inputs:
+            if t is None:
+                continue
+            if isinstance(t, (list, tuple)):
+                self.watch(op, tuple(t))
+            elif not isinstance(t._value, Tracer) and id(t) not in self.captured \
+                    and not is_constant(t):
+                kind = "Parameter" if type(t).__name__ == "Parameter" else "Tensor"
+                self.captured[id(t)] = (t, f"{kind}{list(t.shape)} {t.dtype} (read by op "
+                                           f"'{op.name}')")
 
 
 class StepState:
@@ -123,9 +140,11 @@ class StepState:
     # -- gathering ------------------------------------------------------------------------
     @staticmethod
     def gather(leaves: list[Any], modules: list[Module], optimizers: list[Optimizer],
-               track_grads: bool, cache: list | None = None) -> StepState:
+               track_grads: bool, cache: list | None = None,
+               extra: list[Tensor] = ()) -> StepState:
         """The state of one call: the arguments' tensors, then the modules' parameters and
-        buffers and the optimizers' parameters (the latter walk is cached in ``cache`` under
+        buffers and the optimizers' parameters, then ``extra`` tensors (captured tensors that
+        changed after a trace: they become inputs) (the module walk is cached in ``cache`` under
         the module structure version and the optimizers' parameter groups)."""
         tensors: list[Tensor] = []
         seen: set[int] = set()
@@ -167,6 +186,9 @@ class StepState:
             tensors += [t for t in owned if id(t) not in seen]
         else:
             tensors = list(owned)
+        if extra:
+            have = {id(t) for t in tensors}
+            tensors += [t for t in extra if id(t) not in have]
         return StepState(tensors, n_args, subs, optimizers, track_grads)
 
     def key(self) -> tuple:
@@ -377,23 +399,6 @@ class StepState:
 #: (generator, draw count, that count as a device int64): the draw count after a step comes
 #: out of the step itself (see :meth:`StepState.set_counter`)
 _COUNTER: list[Any] = [None, None, None]
-
-#: learning rates as device scalars, by (value, dtype); bounded (a scheduler makes a new
-#: value per step)
-_LRS: dict[tuple, Any] = {}
-
-
-def device_scalar(value: float, dtype: Any) -> Any:
-    """A 0-d device array of ``value`` (cached by value and dtype, bounded)."""
-    dt = np.dtype(dtype)
-    k = (value, dt)
-    a = _LRS.get(k)
-    if a is None:
-        if len(_LRS) >= 64:
-            _LRS.clear()
-        a = _LRS[k] = jax.device_put(np.asarray(value, dtype=dt))
-    return a
-
 
 def _lr_array(group: dict[str, Any]) -> Any:
     lr = group["lr"]

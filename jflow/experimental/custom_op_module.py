@@ -32,6 +32,8 @@ import sys
 import types
 from pathlib import Path
 
+from ..ops.registry import list_ops
+
 __all__ = ["custom_op_module", "CustomOpModule", "CustomOpModuleError"]
 
 _LOADED: dict[tuple[str, str], CustomOpModule] = {}
@@ -135,8 +137,6 @@ class CustomOpModule:
         return mod
 
     def _load(self) -> None:
-        from ..ops.registry import list_ops
-
         before = set(list_ops())
         if self.files["py_kernel"].is_file():
             self.kernel_module = k = self._import("py_kernel")

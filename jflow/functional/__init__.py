@@ -1,4 +1,4 @@
-"""The functional layer (DESIGN §6): ``api.yaml`` -> generated parsers -> functors -> ops.
+"""The functional layer: ``api.yaml`` -> generated parsers -> functors -> ops.
 
 ``F`` holds every function of the built-in api.yaml (internal ones too); ``flow._C`` holds the
 ``bind_python: True`` ones. Users load their own yaml + functors with :func:`load_api`.
@@ -7,26 +7,33 @@
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Any
 
 # importing the functor modules registers their functors
 from .functors import (  # noqa: F401
+    activation,
     attention,
     conv,
-    creation,
+    factory,
     fused,
     index,
+    join,
     loss,
     math,
     matmul,
     nn,
     norm,
+    pool,
+    rearrange,
     reduce,
-    shape,
+    slicing,
+    upsample,
+    view,
 )
 from .registry import FUNCTORS, functor, load_api
 from .signature import ApiYamlError
 
-__all__ = ["F", "FUNCTORS", "functor", "load_api", "ApiYamlError", "api_yaml_path"]
+__all__ = ["F", "FUNCTORS", "functor", "load_api", "ApiYamlError", "api_yaml_path", "api_default"]
 
 
 def api_yaml_path() -> Path:
@@ -44,3 +51,18 @@ def _api_text() -> str:
 
 
 F = load_api(_api_text(), name="jflow")
+
+
+def api_default(name: str, param: str) -> Any:
+    """The default of parameter ``param`` of ``F.<name>`` (from the first overload that has
+    it), as a caller would pass it (:attr:`Param.default_as_written`). A default is written
+    once, in api.yaml (or, for an ``=> op:`` binding that leaves it out, on the op's attr);
+    layers above the functional API (``flow.nn.functional``, the nn modules) read it here
+    rather than restating it."""
+    for sig in getattr(F, name)._entry.signatures:
+        for p in sig.params:
+            if p.name == param:
+                if not p.has_default:
+                    raise KeyError(f"F.{name}: parameter '{param}' has no default")
+                return p.default_as_written
+    raise KeyError(f"F.{name} has no parameter '{param}'")

@@ -1,9 +1,10 @@
 """Generate the argument parser of each functional-API function, once, at load time.
 
 For a single signature the generated function has the signature's own Python parameters
-(CPython binds the arguments) followed by one inline type check per parameter and the functor
-call. For overloads, one matcher per signature (same technique, returning ``NO_MATCH`` on a
-type mismatch) is tried in order. Nothing is interpreted per call.
+(CPython binds the arguments) followed by one inline type check per parameter and the call of
+the functor (or, for ``=> op:name``, of the op's ``apply``: see :mod:`.opbind`). For
+overloads, one matcher per signature (same technique, returning ``NO_MATCH`` on a type
+mismatch) is tried in order. Nothing is interpreted per call.
 """
 
 from __future__ import annotations
@@ -14,6 +15,7 @@ from typing import Any
 
 from .. import dtypes as _dt
 from ..tensor import Tensor
+from .opbind import op_apply, op_call_source
 from .signature import Entry, Signature
 from .types import CONVERTERS, EXACT, FAST, NO_MATCH, type_name
 
@@ -106,6 +108,14 @@ def _checks(sig: Signature, k: int, on_fail: Callable[[str], str], indent: str) 
     return lines
 
 
+def _call(sig: Signature, k: int, args: list[str]) -> str:
+    """The call of signature ``k``'s target (``_F<k>``) with one source expression per
+    parameter: a functor takes them in order, an op (``=> op:name``) by input and attr."""
+    if sig.op is not None:
+        return op_call_source(sig, f"_F{k}", args)
+    return f"_F{k}({', '.join(args)})"
+
+
 def _ret(sig: Signature, call: str, k: int) -> str:
     if sig.ret_names:
         return f"_R{k}(*{call})"
@@ -123,7 +133,7 @@ def _tensor_fast_path(sig: Signature) -> list[str]:
     n = len(req)
     checks = " and ".join(f"isinstance(args[{i}], _Tensor)" for i in range(n))
     rest = [f"_d{i}_0" for i in range(n, len(sig.params))]
-    call = f"_F0({', '.join([f'args[{i}]' for i in range(n)] + rest)})"
+    call = _call(sig, 0, [f"args[{i}]" for i in range(n)] + rest)
     return [f"    if not kwargs and len(args) == {n} and {checks}:",
             f"        return {_ret(sig, call, 0)}"]
 
@@ -134,7 +144,7 @@ def generate(entry: Entry, functors: dict[str, Callable[..., Any]], where: str) 
                           "_MISSING": _MISSING, "_bad_arg": _bad_arg, "_bad_call": _bad_call,
                           "_sigs": entry.signatures}
     for k, sig in enumerate(entry.signatures):
-        fn = functors.get(sig.functor)
+        fn = op_apply(sig) if sig.op is not None else functors.get(sig.functor)
         if fn is None:
             raise KeyError(f"{where} entry '{entry.name}': signature {sig.text!r} refers to "
                            f"unknown functor '{sig.functor}'")
@@ -152,7 +162,7 @@ def generate(entry: Entry, functors: dict[str, Callable[..., Any]], where: str) 
         sig = entry.signatures[0]
         lines.append(f"def {name}({_param_list(sig, 0, False)}):")
         lines += _checks(sig, 0, lambda v: f"raise _bad_arg({name!r}, _S0, {v!r}, {v})", "    ")
-        call = f"_F0({', '.join(p.name for p in sig.params)})"
+        call = _call(sig, 0, [p.name for p in sig.params])
         lines.append(f"    return {_ret(sig, call, 0)}")
     else:
         for k, sig in enumerate(entry.signatures):
@@ -162,7 +172,7 @@ def generate(entry: Entry, functors: dict[str, Callable[..., Any]], where: str) 
             lines.append(f"    if {cond}:")
             lines.append("        return _NO")
             lines += _checks(sig, k, lambda v: "return _NO", "    ")
-            call = f"_F{k}({', '.join(p.name for p in sig.params)})"
+            call = _call(sig, k, [p.name for p in sig.params])
             lines.append(f"    return {_ret(sig, call, k)}")
         lines.append(f"def {name}(*args, **kwargs):")
         lines += _tensor_fast_path(entry.signatures[0])

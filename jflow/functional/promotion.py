@@ -15,7 +15,7 @@ import numpy as np
 from .. import dtypes as _dt
 from ..autograd.graph import rebase_inplace
 from ..ops import get as _get_op
-from ..tensor import Tensor, _wrap
+from ..tensor import Tensor, _wrap, mark_constant
 
 __all__ = ["result_dtype", "cast", "promote", "scalar_tensor", "scalar_result_dtype",
            "to_float", "assign_inplace", "default_float_np"]
@@ -85,7 +85,7 @@ def scalar_tensor(value: Any, np_dtype: np.dtype) -> Tensor:
                                     f"{_dt.from_numpy_dtype(nd)} without overflow (range "
                                     f"[{info.min}, {info.max}])")
         with jax.ensure_compile_time_eval():  # a concrete array even while tracing: it is
-            t = _wrap(jnp.asarray(value, dtype=np_dtype))  # cached, a tracer must not be
+            t = mark_constant(_wrap(jnp.asarray(value, dtype=np_dtype)))  # cached: no tracer
         if value == value:
             if len(_SCALAR_CACHE) >= _SCALAR_CACHE_SIZE:
                 _SCALAR_CACHE.clear()

@@ -1,16 +1,19 @@
 """The functor library (OneFlow's functional library): ``=> Name`` in a yaml signature
-refers to a functor registered here, and :func:`load_api` turns yaml into callables."""
+refers to a functor registered here (``=> op:name`` to an op, see :mod:`.opbind`), and
+:func:`load_api` turns yaml into callables."""
 
 from __future__ import annotations
 
 import os
 import types
 from collections.abc import Callable
+from dataclasses import replace
 from typing import Any
 
 import yaml
 
 from .codegen import generate
+from .opbind import bind_op
 from .signature import ApiYamlError, Entry, parse_entries
 
 __all__ = ["functor", "FUNCTORS", "load_api", "load_entries"]
@@ -34,7 +37,8 @@ def functor(name: str) -> Callable[[Callable[..., Any]], Callable[..., Any]]:
 def load_entries(source: str | os.PathLike[str], name: str = "yaml"
                  ) -> tuple[list[Entry], str]:
     """Parse a yaml file (a path, or a one-line string ending in .yaml/.yml) or yaml text
-    into entries. Errors name the file (or ``name`` for text) and the entry."""
+    into entries, with ``=> op:name`` signatures checked against their op. Errors name the
+    file (or ``name`` for text) and the entry."""
     if isinstance(source, os.PathLike) or (isinstance(source, str) and "\n" not in source
                                            and source.strip().endswith((".yaml", ".yml"))):
         where = os.fspath(source).strip()
@@ -49,7 +53,10 @@ def load_entries(source: str | os.PathLike[str], name: str = "yaml"
         data = yaml.load(text, Loader=loader)
     except yaml.YAMLError as e:
         raise ApiYamlError(f"{where}: invalid yaml: {e}") from None
-    return parse_entries(data, where), where
+    entries = [replace(e, signatures=tuple(bind_op(s, f"{where} entry '{e.name}'")
+                                           for s in e.signatures))
+               for e in parse_entries(data, where)]
+    return entries, where
 
 
 def load_api(source: str | os.PathLike[str], functors: dict[str, Callable[..., Any]] | None = None,

@@ -2,7 +2,9 @@
 
 ``"Tensor (Tensor input, Tensor other, *, Scalar alpha=1) => Add"`` becomes a
 :class:`Signature` with a return type, parameters (type, name, default, keyword-only, list
-size) and the functor name. A malformed entry raises :class:`ApiYamlError` naming the entry.
+size) and its target: the functor name, or with ``=> op:elu`` the op itself (jflow's
+extension; checked against the op by :mod:`jflow.functional.opbind`). A malformed entry
+raises :class:`ApiYamlError` naming the entry.
 """
 
 from __future__ import annotations
@@ -10,11 +12,15 @@ from __future__ import annotations
 import ast
 import keyword
 import re
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from .. import dtypes
+from .types import NO_MATCH, convert, type_name
+
 __all__ = ["Param", "Signature", "ApiYamlError", "parse_signature", "parse_entries", "TYPES",
-           "NO_DEFAULT"]
+           "NO_DEFAULT", "convert_default", "check_default_order"]
 
 TYPES = frozenset({
     "Tensor", "TensorTuple", "Scalar", "Int32", "Int64", "Float", "Double", "Bool", "String",
@@ -59,6 +65,14 @@ class Param:
     def has_default(self) -> bool:
         return self.default is not NO_DEFAULT
 
+    @property
+    def default_as_written(self) -> Any:
+        """The default as a caller would pass it: for a list type the yaml literal
+        (``Int64List[2] padding=0`` -> 0, where ``default`` is ``(0, 0)``), else ``default``."""
+        if self.type in LIST_TYPES and self.default_src is not None:
+            return _literal(self.default_src)
+        return self.default
+
     def describe(self) -> str:
         t = self.type + (f"[{self.size}]" if self.size is not None else "")
         if not self.has_default:
@@ -72,11 +86,17 @@ class Param:
 
 @dataclass(frozen=True)
 class Signature:
+    """One parsed signature; exactly one of ``functor`` (``=> Name``) and ``op``
+    (``=> op:name``) is set. ``op_names`` (``=> op:relu(x=input)``) pairs an op input or attr
+    name with the parameter that carries it, where the two names differ."""
+
     ret: str
     ret_names: tuple[str, ...] | None
     params: tuple[Param, ...]
-    functor: str
+    functor: str | None
     text: str
+    op: str | None = None
+    op_names: tuple[tuple[str, str], ...] = ()
 
     def describe(self) -> str:
         parts, star = [], False
@@ -89,7 +109,8 @@ class Signature:
 
 
 _SIG = re.compile(r"^\s*(?P<ret>\w+)(?:\[(?P<names>[\w\s,]*)\])?\s*\((?P<params>.*)\)\s*"
-                  r"=>\s*(?P<functor>\w+)\s*$", re.S)
+                  r"=>\s*(?P<op>op:)?(?P<functor>\w+)(?:\((?P<renames>[^()]*)\))?\s*$", re.S)
+_RENAME = re.compile(r"^\s*(?P<op_name>\w+)\s*=\s*(?P<param>\w+)\s*$")
 _PARAM = re.compile(r"^(?P<type>\w+)(?:\[(?P<size>\d+)\])?\s+(?P<name>\w+)\s*"
                     r"(?:=\s*(?P<default>.+))?$", re.S)
 
@@ -121,14 +142,11 @@ def _literal(text: str) -> Any:
     return ast.literal_eval(t)
 
 
-def _convert_default(where: str, ptype: str, name: str, size: int | None, src: str) -> Any:
+def convert_default(where: str, ptype: str, name: str, size: int | None, src: str) -> Any:
     """The default's literal, converted as an argument of this type would be (None = optional);
     a default the type cannot accept is an error at load time, not at the first call."""
-    from .types import NO_MATCH, convert, type_name
-
     src = src.strip()
     if ptype == "DataType" and src in DTYPE_DEFAULTS:
-        from .. import dtypes
         return dtypes.as_dtype(DTYPE_DEFAULTS[src])
     try:
         raw = _literal(src)
@@ -137,7 +155,6 @@ def _convert_default(where: str, ptype: str, name: str, size: int | None, src: s
     if raw is None:
         return None
     if ptype == "DataType" and isinstance(raw, str):
-        from .. import dtypes
         try:
             return dtypes.as_dtype(raw)
         except TypeError:
@@ -156,7 +173,8 @@ def parse_signature(text: str, where: str = "signature") -> Signature:
     m = _SIG.match(text)
     if not m:
         raise ApiYamlError(f"{where}: cannot parse signature {text!r}; expected "
-                           f"'Ret (Type name, ..., *, Type name=default) => Functor'")
+                           f"'Ret (Type name, ..., *, Type name=default) => Functor' or "
+                           f"'... => op:op_name' (optionally 'op:op_name(op_arg=param, ...)')")
     ret = m["ret"]
     if ret not in RETURN_TYPES:
         raise ApiYamlError(f"{where}: unknown return type '{ret}' in {text!r}")
@@ -199,12 +217,44 @@ def parse_signature(text: str, where: str = "signature") -> Signature:
         default, src = NO_DEFAULT, None
         if pm["default"] is not None:
             src = pm["default"].strip()
-            default = _convert_default(where, pm["type"], name, size, src)
-        elif params and params[-1].has_default and not kwonly:
-            raise ApiYamlError(f"{where}: parameter '{name}' without a default follows "
-                               f"one with a default in {text!r}")
+            default = convert_default(where, pm["type"], name, size, src)
         params.append(Param(pm["type"], name, default, kwonly, size, src))
+    if m["renames"] is not None and not m["op"]:
+        raise ApiYamlError(f"{where}: only an op binding ('=> op:name(arg=param)') takes "
+                           f"argument names, in {text!r}")
+    if m["op"]:  # an omitted default may come from the op's attr: checked once bound
+        return Signature(ret, names, tuple(params), None, text.strip(), op=m["functor"],
+                         op_names=_op_names(where, m["renames"], text))
+    check_default_order(where, params, text)
     return Signature(ret, names, tuple(params), m["functor"], text.strip())
+
+
+def _op_names(where: str, src: str | None, text: str) -> tuple[tuple[str, str], ...]:
+    """``x=input, y=other`` -> ``(("x", "input"), ("y", "other"))``."""
+    if src is None:
+        return ()
+    out = []
+    for item in src.split(","):
+        m = _RENAME.match(item)
+        if not m:
+            raise ApiYamlError(f"{where}: cannot parse op argument {item.strip()!r} in {text!r}; "
+                               f"expected 'op_arg=param'")
+        out.append((m["op_name"], m["param"]))
+    for k in (0, 1):
+        seen = [pair[k] for pair in out]
+        dup = sorted({n for n in seen if seen.count(n) > 1})
+        if dup:
+            raise ApiYamlError(f"{where}: '{dup[0]}' is named twice in the op arguments of "
+                               f"{text!r}")
+    return tuple(out)
+
+
+def check_default_order(where: str, params: Sequence[Param], text: str) -> None:
+    """A positional parameter without a default may not follow one with a default."""
+    for prev, p in zip(params, params[1:]):
+        if prev.has_default and not p.has_default and not p.kwonly:
+            raise ApiYamlError(f"{where}: parameter '{p.name}' without a default follows "
+                               f"one with a default in {text!r}")
 
 
 @dataclass(frozen=True)

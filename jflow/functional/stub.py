@@ -12,10 +12,12 @@ functions; the stub declares each ``bind_python: True`` entry with its parameter
 from __future__ import annotations
 
 import argparse
+import re
 import sys
 from collections.abc import Sequence
 from pathlib import Path
 
+from . import F
 from .signature import Entry, Param, Signature, _literal
 from .types import PY_ELEMENT, PY_RETURN_TYPES, PY_TYPES
 
@@ -110,7 +112,6 @@ def _result_classes(entries: Sequence[Entry]) -> tuple[list[str], dict[tuple[str
 def generate_stub(entries: Sequence[Entry] | None = None) -> str:
     """The stub text for the ``bind_python: True`` entries (default: the built-in yaml)."""
     if entries is None:
-        from . import F
         entries = F.entries
     public = [e for e in entries if e.bind_python]
     clash = sorted(e.name for e in public if e.name in _ANNOTATION_NAMES)
@@ -146,7 +147,6 @@ def _def_lines(name: str, params: list[str], ret: str) -> list[str]:
 
 def _import_lines(annotations: str) -> list[str]:
     """Import statements for the names the annotations use (stdlib, then jflow)."""
-    import re
     used = set(re.findall(r"\b\w+\b", annotations))
     by_module: dict[str, list[str]] = {}
     for mod, name in _IMPORTS:

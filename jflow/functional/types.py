@@ -13,6 +13,7 @@ import numpy as np
 
 from .. import dtypes as _dt
 from ..device import device as _device
+from ..random import Generator
 from ..sharding.placement import placement as _placement
 from ..sharding.sbp import SbpParallel
 from ..tensor import Tensor
@@ -166,7 +167,6 @@ def _device_arg(v: Any, size: int | None) -> Any:
 
 
 def _generator(v: Any, size: int | None) -> Any:
-    from ..random import Generator
     return v if isinstance(v, Generator) else NO_MATCH
 
 

@@ -1,4 +1,4 @@
-"""The ``ffi`` kernel backend: ops and XLA FFI kernels from C++/CUDA shared libraries (DESIGN §7).
+"""The ``ffi`` kernel backend: ops and XLA FFI kernels from C++/CUDA shared libraries.
 
 A library built against ``jflow/op.h`` (see :mod:`jflow.sysconfig`) declares ops and kernels
 with static registrations and exports ``jflow_library_describe``, a JSON description of both.
@@ -36,7 +36,15 @@ from typing import Any
 
 import jax
 import numpy as np
+from jax import core
 
+from ..dtypes import as_dtype
+from ..ops import registry as reg
+from ..ops.attrs import REQUIRED
+from ..ops.primitive import define_op
+from ..ops.registry import Attr, Input, OpDefinitionError, Output
+from ..ops.registry import get as _get_op
+from ..sharding import sbp as sbp_mod
 from .registry import Kernel, register_backend, register_kernel
 
 __all__ = ["load_library", "Library", "FfiKernel", "LibraryError", "loaded_libraries",
@@ -92,10 +100,7 @@ class FfiKernel:
         return list(fn(*flat, **self.ffi_attrs(attrs)))
 
     def __call__(self, *arrays: Any, **attrs: Any) -> Any:
-        from jax import core
-
-        from ..ops.registry import get
-        op = get(self.op_name)
+        op = _get_op(self.op_name)
         norm = op.normalize_attrs(attrs)
         arrays = tuple(jax.numpy.asarray(a) for a in arrays)
         avals = [core.ShapedArray(a.shape, a.dtype) for a in arrays]
@@ -128,8 +133,7 @@ class Library:
             raise AttributeError(f"library '{self.__dict__.get('path')}' defines no op '{name}'; "
                                  f"its ops are "
                                  f"{list(ops)}")
-        from ..ops.registry import get
-        return get(name)
+        return _get_op(name)
 
     def __dir__(self) -> list[str]:
         return sorted(set(super().__dir__()) | set(self.ops))
@@ -222,8 +226,6 @@ class _OpSpec:
 
 
 def _parse_op(d: dict[str, Any], where: str) -> _OpSpec:
-    from ..ops.attrs import REQUIRED
-
     name = d["name"]
     w = f"{where}: op '{name}'"
     attrs = []
@@ -257,11 +259,10 @@ def _parse_op(d: dict[str, Any], where: str) -> _OpSpec:
 
 
 def _owner(name: str) -> str:
-    from ..ops.registry import get
     if name in _OWNER:
         return f"library '{_OWNER[name]}' already defines it (a process holds one version of an " \
                f"op: restart Python to load a rebuilt library)"
-    if get(name).builtin:
+    if _get_op(name).builtin:
         return "it is a jflow built-in op"
     return "an op with this name is already registered (defined in Python)"
 
@@ -277,7 +278,6 @@ def _check_kernel(k: dict[str, Any], op: _OpSpec | None, existing: Any, where: s
                            f"an op '{k['op']}'")
     names = op.inputs + op.outputs if op is not None else \
         [x.name for x in (*existing.inputs, *existing.outputs)]
-    from ..dtypes import as_dtype
     for arg, dts in k["dtypes"].items():
         if arg not in names:
             raise LibraryError(f"{w}: Dtypes('{arg}', ...) names no input or output of the op "
@@ -333,9 +333,6 @@ def _validate(desc: dict[str, Any], where: str) -> tuple[list[_OpSpec], list[dic
 
 def _validate_unchecked(desc: dict[str, Any], where: str
                         ) -> tuple[list[_OpSpec], list[dict[str, Any]]]:
-    from ..ops import registry as reg
-    from ..ops.registry import Attr, Input, OpDefinitionError, Output
-
     specs = [_parse_op(d, where) for d in desc["ops"]]
     kernels = list(desc["kernels"])
     by_name: dict[str, _OpSpec] = {}
@@ -359,9 +356,6 @@ def _validate_unchecked(desc: dict[str, Any], where: str
 
 
 def _register(cdll: ctypes.CDLL, desc: dict[str, Any], path: str, where: str) -> Library:
-    from ..ops.registry import Attr, define_op
-    from ..sharding import sbp as sbp_mod
-
     specs, kernels = _validate(desc, where)
     by_name = {s.name: s for s in specs}
     handler_fn = getattr(cdll, _HANDLER)
@@ -394,9 +388,7 @@ def _register(cdll: ctypes.CDLL, desc: dict[str, Any], path: str, where: str) ->
 
 
 def _register_kernel(k: dict[str, Any], ptr: int, spec: _OpSpec | None, path: str) -> FfiKernel:
-    from ..ops.registry import get
-
-    op = get(k["op"])
+    op = _get_op(k["op"])
     platform = k["platform"]
     target = f"jflow.{_lib_name(path)}.{k['op']}.{platform}.{next(_target_ids)}"
     jax.ffi.register_ffi_target(target, jax.ffi.pycapsule(ptr), platform=_XLA_PLATFORM[platform])
@@ -468,7 +460,6 @@ def _make_infer(s: _OpSpec, infer_c: Any) -> Callable[..., Any]:
             return [d] * n_out
         return same
 
-    from ..dtypes import as_dtype
     types = {n: t for n, t, _ in s.attrs}
     name = s.name.encode()
 

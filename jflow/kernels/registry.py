@@ -21,6 +21,9 @@ import numpy as np
 from jax.interpreters import mlir
 
 from .._jax_compat import plain_lowering_ctx
+from ..dtypes import as_dtype
+from ..ops.registry import get as _get_op
+from ..ops.registry import strip_batch
 
 __all__ = ["Kernel", "register_kernel", "register_backend", "kernels_for", "select_kernel",
            "PLATFORMS", "FALLBACK", "DEFAULT", "OPTIMIZED", "KernelNotFoundError"]
@@ -118,11 +121,8 @@ def register_kernel(
         return lambda f: register_kernel(op_name, f, backend=backend, platforms=platforms,
                                          dtypes=dtypes, priority=priority,
                                          condition=condition, name=name)
-    from ..dtypes import as_dtype
-    from ..ops.registry import get
-
     try:
-        op = get(op_name)
+        op = _get_op(op_name)
     except KeyError as e:
         raise KeyError(f"cannot register a kernel for unknown op '{op_name}': "
                        f"{e.args[0]}") from None
@@ -279,11 +279,9 @@ def take_host_error() -> BaseException | None:
 
 
 def _make_lowering(op: Any, platform: str) -> Callable[..., Any]:
-    from ..ops.registry import _strip_batch
-
     def lowering(ctx: Any, /, *args: Any, **params: Any) -> Any:  # any attr name, even 'ctx'
         attrs, layout, vmap = op.split_params(params)
-        per_in, _ = _strip_batch(ctx.avals_in, vmap)
+        per_in, _ = strip_batch(ctx.avals_in, vmap)
         per_out = op.infer_descs(per_in, layout, attrs)
         _LOWERED.add(op.name)
         kernel = select_kernel(op, platform, per_in, per_out, layout)

@@ -10,6 +10,7 @@ from __future__ import annotations
 from typing import Any
 
 from .. import _C
+from ..functional import api_default as _default
 from ..tensor import Tensor
 
 __all__ = ["relu", "relu6", "leaky_relu", "elu", "gelu", "silu", "sigmoid", "tanh", "softplus",
@@ -29,15 +30,16 @@ def relu6(input: Tensor, inplace: bool = False) -> Tensor:
     return _inplace(input, _C.hardtanh(input, 0.0, 6.0), inplace)
 
 
-def leaky_relu(input: Tensor, negative_slope: float = 0.01, inplace: bool = False) -> Tensor:
+def leaky_relu(input: Tensor, negative_slope: float = _default("leaky_relu", "alpha"),
+               inplace: bool = _default("leaky_relu", "inplace")) -> Tensor:
     return _C.leaky_relu(input, negative_slope, inplace=inplace)
 
 
-def elu(input: Tensor, alpha: float = 1.0, inplace: bool = False) -> Tensor:
+def elu(input: Tensor, alpha: float = _default("elu", "alpha"), inplace: bool = False) -> Tensor:
     return _inplace(input, _C.elu(input, alpha), inplace)
 
 
-def gelu(input: Tensor, approximate: str = "none") -> Tensor:
+def gelu(input: Tensor, approximate: str = _default("gelu", "approximate")) -> Tensor:
     return _C.gelu(input, approximate=approximate)
 
 
@@ -61,28 +63,33 @@ def tanh(input: Tensor) -> Tensor:
     return _C.tanh(input)
 
 
-def softplus(input: Tensor, beta: float = 1.0, threshold: float = 20.0) -> Tensor:
+def softplus(input: Tensor, beta: float = _default("softplus", "beta"),
+             threshold: float = _default("softplus", "threshold")) -> Tensor:
     return _C.softplus(input, beta, threshold)
 
 
-def hardtanh(input: Tensor, min_val: float = -1.0, max_val: float = 1.0,
-             inplace: bool = False) -> Tensor:
+def hardtanh(input: Tensor, min_val: float = _default("hardtanh", "min_val"),
+             max_val: float = _default("hardtanh", "max_val"), inplace: bool = False) -> Tensor:
     return _inplace(input, _C.hardtanh(input, min_val, max_val), inplace)
 
 
-def softmax(input: Tensor, dim: int | None = None, dtype: Any = None) -> Tensor:
+def softmax(input: Tensor, dim: int | None = _default("softmax", "dim"),
+            dtype: Any = _default("softmax", "dtype")) -> Tensor:
     return _C.softmax(input, dim, dtype=dtype)
 
 
-def log_softmax(input: Tensor, dim: int | None = None, dtype: Any = None) -> Tensor:
+def log_softmax(input: Tensor, dim: int | None = _default("log_softmax", "dim"),
+                dtype: Any = _default("log_softmax", "dtype")) -> Tensor:
     return _C.log_softmax(input, dim, dtype=dtype)
 
 
-def softmin(input: Tensor, dim: int | None = None, dtype: Any = None) -> Tensor:
+def softmin(input: Tensor, dim: int | None = _default("softmax", "dim"),
+            dtype: Any = _default("softmax", "dtype")) -> Tensor:
     return _C.softmax(-input, dim, dtype=dtype)
 
 
-def linear(input: Tensor, weight: Tensor, bias: Tensor | None = None) -> Tensor:
+def linear(input: Tensor, weight: Tensor, bias: Tensor | None = _default("linear", "bias")
+           ) -> Tensor:
     """``input @ weight.T + bias`` (``flow._C.linear`` when the op library has it)."""
     fn = getattr(_C, "linear", None)
     if fn is not None:

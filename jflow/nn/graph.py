@@ -119,7 +119,8 @@ class Graph:
             c = CompiledFunction(self._step, donate=bool(self._optimizers),
                                  explain=self._explain, max_cache_size=self._max_cache_size,
                                  track_grads=False, modules=list(self._modules.values()),
-                                 optimizers=list(self._optimizers), scan_closure=False,
+                                 optimizers=list(self._optimizers),
+                                 reach=(self._step, self.build),
                                  after=self._after_call, name=self.name)
             self.__dict__["_compiled"] = c
         return c(*args, **kwargs)

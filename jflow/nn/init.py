@@ -13,6 +13,7 @@ import jax
 import jax.numpy as jnp
 
 from .. import creation as _cr
+from .. import dtypes as _dt
 from ..autograd import no_grad
 from ..tensor import Tensor, _wrap
 
@@ -188,7 +189,6 @@ def orthogonal_(tensor: Tensor, gain: float = 1.0, generator: Any = None) -> Ten
 
 
 def _draw_dtype(tensor: Tensor) -> Any:
-    from .. import dtypes as _dt
     return tensor.dtype if tensor.is_floating_point() else _dt.get_default_dtype()
 
 

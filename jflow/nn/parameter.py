@@ -12,6 +12,7 @@ from typing import Any
 
 import jax
 
+from ..creation import empty
 from ..tensor import Tensor, _flatten, _unflatten
 
 __all__ = ["Parameter", "is_parameter"]
@@ -29,7 +30,6 @@ class Parameter(Tensor):
 
     def __init__(self, data: Tensor | None = None, requires_grad: bool = True) -> None:
         if data is None:
-            from ..creation import empty
             data = empty(0)
         if not isinstance(data, Tensor):
             raise TypeError(f"nn.Parameter(): data must be a Tensor, got {type(data).__name__}")

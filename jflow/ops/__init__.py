@@ -1,10 +1,11 @@
-"""Op definitions (DESIGN §2): the registry and the built-in op families.
+"""Op definitions: the registry and the built-in op families (docs/architecture.md).
 
 ``jflow.ops.get(name)`` looks an op up, ``jflow.ops.list_ops()`` lists them, and
 ``op.signature()`` shows one. Each family module defines its ops, their xla kernels and
 SBP signatures together.
 """
 
+from .primitive import define_op
 from .registry import (
     TRAITS,
     Attr,
@@ -12,7 +13,6 @@ from .registry import (
     OpDef,
     OpDefinitionError,
     Output,
-    define_op,
     get,
     list_ops,
 )
@@ -27,15 +27,20 @@ with _builtin_definitions():
         factory,
         fused,
         index,
+        join,
         loss,
         math,
         matmul,
         nn,
         norm,
         optim,
+        pool,
+        rearrange,
         reduce,
-        shape,
+        slicing,
+        subscript,
         upsample,
+        view,
     )
 
 from .python_op import define_python_op  # noqa: E402  (user ops with NumPy kernels)

@@ -9,7 +9,8 @@ from jax import lax
 from ..kernels.registry import register_kernel
 from ..sharding.sbp import elementwise
 from .infer import FLOAT, NUMBER, same_as_input
-from .registry import Attr, define_op
+from .primitive import define_op
+from .registry import Attr
 
 _EW = elementwise("none")
 

@@ -1,4 +1,4 @@
-"""Attention ops (issue 6): ``scaled_dot_product_attention`` and its gradient op — definition,
+"""Attention ops: ``scaled_dot_product_attention`` and its gradient op — definition,
 xla kernel and SBP signatures side by side.
 
 ``scaled_dot_product_attention(query, key, value, attn_mask?, *, is_causal, scale)
@@ -42,7 +42,8 @@ from jax import lax
 from ..kernels.registry import register_kernel
 from ..sharding.sbp import B, P, S, Signature
 from .infer import FLOAT, check_dtype, desc, kind
-from .registry import Attr, Input, define_op
+from .primitive import define_op
+from .registry import Attr, Input
 
 _HIGHEST = lax.Precision.HIGHEST
 

@@ -11,7 +11,8 @@ import jax.numpy as jnp
 
 from ..kernels.registry import register_kernel
 from .infer import FLOAT, INT, check_dtype, desc
-from .registry import Attr, define_op
+from .primitive import define_op
+from .registry import Attr
 
 _FACTORY = ("NoSideEffect", "NoGrad")
 

@@ -1,15 +1,14 @@
-"""Fused ops (issue 7): ops whose point is one pass over memory, so that a Pallas kernel
+"""Fused ops: ops whose point is one pass over memory, so that a Pallas kernel
 (``jflow/kernels/pallas``) can replace several XLA ops on GPU — definition, xla kernel and
 SBP signatures side by side.
 
 * ``fused_bias_add_activation(x, bias, *, activation)``: ``act(x + bias)`` with ``bias`` of
   shape ``(C,)`` broadcast along the last axis of ``x``; ``activation`` is ``"gelu"`` (exact,
   erf), ``"gelu_tanh"`` or ``"silu"``. float16 / bfloat16 are computed in float32.
-* ``softmax_grad(y, dy, *, dim)`` / ``log_softmax_grad(y, dy, *, dim)``: the backward of
-  softmax / log_softmax from their output ``y`` (``y * (dy - sum(dy * y))`` and
-  ``dy - exp(y) * sum(dy)`` along ``dim``); the backward rules of softmax / log_softmax call
-  them, so one kernel (xla, or Pallas on GPU) computes the whole gradient. They have backward
-  rules of their own, so higher-order derivatives still work.
+
+The grad ops with Pallas kernels live with their forward op: ``softmax_grad`` /
+``log_softmax_grad`` in ``nn.py``, ``layer_norm_grad`` / ``rms_norm_grad`` in ``norm.py``,
+``sparse_softmax_cross_entropy_grad`` in ``loss.py``.
 """
 
 from __future__ import annotations
@@ -23,9 +22,10 @@ import numpy as np
 from jax import lax
 
 from ..kernels.registry import register_kernel
-from ..sharding.sbp import B, P, S, Signature, elementwise
-from .infer import FLOAT, check_dtype, desc, normalize_axis
-from .registry import Attr, define_op
+from ..sharding.sbp import elementwise
+from .infer import FLOAT, check_dtype, desc
+from .primitive import define_op
+from .registry import Attr
 
 _LOW_PRECISION = (np.dtype(np.float16), np.dtype(jnp.bfloat16))
 ACTIVATIONS = ("gelu", "gelu_tanh", "silu")
@@ -75,56 +75,3 @@ define_op("fused_bias_add_activation", inputs=["x", "bias"], outputs=["y"],
           doc="act(x + bias), bias (C,) along the last axis; act in gelu / gelu_tanh / silu")
 register_kernel("fused_bias_add_activation", _fused_bias_add_activation,
                 name="fused_bias_add_activation_xla")
-
-
-# -- softmax_grad / log_softmax_grad -----------------------------------------------------------
-
-def _sg_infer(y: Any, dy: Any, dim: int) -> Any:
-    check_dtype(y, FLOAT, "y")
-    if np.dtype(dy.dtype) != np.dtype(y.dtype) or tuple(dy.shape) != tuple(y.shape):
-        raise ValueError(f"dy must have y's shape {tuple(y.shape)} and dtype "
-                         f"{np.dtype(y.dtype).name}, got {tuple(dy.shape)} "
-                         f"{np.dtype(dy.dtype).name}")
-    normalize_axis(dim, max(len(y.shape), 1))
-    return desc(y.shape, y.dtype)
-
-
-def _sg_sbp(in_shapes: Any, n_out: int = 1, dim: int = -1, **_: Any) -> list[Signature]:
-    """Split any axis but ``dim``; linear in dy: (B, P) -> P."""
-    nd = len(in_shapes[0])
-    sigs = [Signature((B, P), (P,))]
-    if nd:
-        d = dim % nd
-        sigs += [Signature((S(i), S(i)), (S(i),)) for i in range(nd) if i != d]
-    return sigs
-
-
-def _along(y: Any, dy: Any, dim: int, f: Any) -> Any:
-    """``f(y, dy, axis)`` in float32 (or wider) along ``dim``; 0-d inputs as 1-element rows."""
-    if y.size == 0:
-        return dy
-    yf, g = _up(y), _up(dy)
-    d = dim % max(y.ndim, 1) if y.ndim else None
-    if d is None:
-        yf, g, d = yf.reshape(1), g.reshape(1), 0
-    return f(yf, g, d).reshape(y.shape).astype(y.dtype)
-
-
-def _softmax_grad(y: Any, dy: Any, dim: int) -> Any:
-    return _along(y, dy, dim, lambda y, g, d: y * (g - jnp.sum(g * y, axis=d, keepdims=True)))
-
-
-def _log_softmax_grad(y: Any, dy: Any, dim: int) -> Any:
-    return _along(y, dy, dim,
-                  lambda y, g, d: g - jnp.exp(y) * jnp.sum(g, axis=d, keepdims=True))
-
-
-define_op("softmax_grad", inputs=["y", "dy"], outputs=["dx"], attrs=[Attr("dim", "int64", -1)],
-          infer=_sg_infer, sbp=_sg_sbp,
-          doc="backward of softmax from its output: y * (dy - sum(dy * y)) along dim")
-register_kernel("softmax_grad", _softmax_grad, name="softmax_grad_xla")
-
-define_op("log_softmax_grad", inputs=["y", "dy"], outputs=["dx"],
-          attrs=[Attr("dim", "int64", -1)], infer=_sg_infer, sbp=_sg_sbp,
-          doc="backward of log_softmax from its output: dy - exp(y) * sum(dy) along dim")
-register_kernel("log_softmax_grad", _log_softmax_grad, name="log_softmax_grad_xla")

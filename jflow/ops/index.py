@@ -29,7 +29,8 @@ from jax import lax
 from ..kernels.registry import register_kernel
 from ..sharding.sbp import B, P, S, Signature, elementwise
 from .infer import ANY, BOOL, INT, NUMBER, broadcast_shapes, check_dtype, desc, normalize_axis
-from .registry import Attr, define_op
+from .primitive import define_op
+from .registry import Attr
 
 _I64 = np.dtype(np.int64)
 

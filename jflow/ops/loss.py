@@ -1,4 +1,4 @@
-"""Loss ops (issue 6): definition, xla kernel and SBP signatures side by side.
+"""Loss ops: definition, xla kernel and SBP signatures side by side.
 
 The ops compute per-element losses (PyTorch's ``reduction="none"``); the functors reduce
 (sum / mean) with the reduction ops, so a loss over batch-split data gives a partial sum and
@@ -17,7 +17,8 @@ import numpy as np
 from ..kernels.registry import register_kernel
 from ..sharding.sbp import B, S, Signature, elementwise
 from .infer import FLOAT, INT, broadcast_binary, broadcast_shapes, check_dtype, desc
-from .registry import Attr, Input, define_op
+from .primitive import define_op
+from .registry import Attr, Input
 
 # -- elementwise losses ------------------------------------------------------------------------
 
@@ -120,7 +121,7 @@ define_op("nll_loss", inputs=["x", "target", Input("weight", optional=True)],
 register_kernel("nll_loss", _nll, name="nll_loss_xla")
 
 
-# -- sparse_softmax_cross_entropy (issue 7) ----------------------------------------------------
+# -- sparse_softmax_cross_entropy ----------------------------------------------------
 # The plain cross_entropy (2-d logits, class-index labels, no weight, no smoothing) as one op:
 # loss = logsumexp(logits) - logits[label] per row (0 where label == ignore_index), plus the
 # row's logsumexp (float32 for float16/bfloat16 logits) saved for the backward, which needs

@@ -1,5 +1,5 @@
 """Elementwise math ops: unary, binary (broadcasting), comparison, logical, bitwise, where,
-clamp and cast — definition, xla kernel and SBP signatures side by side, one table each.
+clamp, cast and clone — definition, xla kernel and SBP signatures side by side, one table each.
 
 Scalar variants (``x + 2``) are functional-layer overloads over these binary primitives with
 a cached 0-d operand (OneFlow's ``*_by_tensor`` ops), so a changing Python scalar never
@@ -26,7 +26,8 @@ from .infer import (
     desc,
     same_as_input,
 )
-from .registry import Attr, define_op
+from .primitive import define_op
+from .registry import Attr
 
 _ELEMENTWISE = elementwise("none")
 _LINEAR = elementwise("linear")
@@ -155,3 +156,11 @@ def _cast_infer(x, dtype):
 define_op("cast", inputs=["x"], outputs=["y"], attrs=[Attr("dtype", "dtype")],
           infer=_cast_infer, sbp=_ELEMENTWISE)
 register_kernel("cast", lambda x, dtype: x.astype(dtype), name="cast_xla")
+
+
+# -- clone -----------------------------------------------------------------------------------
+# The identity as a new tensor: elementwise and linear like neg, its backward is the identity.
+
+define_op("clone", inputs=["x"], outputs=["y"], infer=lambda x: desc(x.shape, x.dtype),
+          sbp=_LINEAR, doc="A copy of x (a new tensor; JAX arrays are immutable).")
+register_kernel("clone", jnp.copy, name="clone_xla")

@@ -33,7 +33,8 @@ from jax import lax
 from ..kernels.registry import register_kernel
 from ..sharding.sbp import B, P, S, Signature
 from .infer import ANY, NUMBER, broadcast_shapes, check_dtype, desc, kind
-from .registry import Attr, define_op
+from .primitive import define_op
+from .registry import Attr
 
 _HIGHEST = lax.Precision.HIGHEST
 

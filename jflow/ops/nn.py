@@ -1,5 +1,5 @@
-"""nn ops: softmax and log_softmax (normalising along one axis), linear, embedding and
-dropout — definition, xla kernel and SBP signatures side by side.
+"""nn ops: softmax and log_softmax (normalising along one axis) and their grad ops, linear,
+embedding and dropout — definition, xla kernel and SBP signatures side by side.
 
 softmax and log_softmax are numerically stable (the row maximum is subtracted before
 ``exp``) and float-only. float16 / bfloat16 inputs are computed in float32 and rounded once
@@ -22,9 +22,15 @@ from jax import lax
 from ..kernels.registry import register_kernel
 from ..sharding.sbp import B, P, S, Signature
 from .infer import FLOAT, INT, check_dtype, desc, normalize_axis
-from .registry import Attr, Input, define_op
+from .primitive import define_op
+from .registry import Attr, Input
 
 _LOW_PRECISION = (np.dtype(np.float16), np.dtype(jnp.bfloat16))
+
+
+def _to_compute(x: Any) -> Any:
+    """float16 / bfloat16 computed in float32, other dtypes as they are."""
+    return x.astype(np.float32) if x.dtype in _LOW_PRECISION else x
 
 
 def _infer(x: Any, dim: int) -> Any:
@@ -44,7 +50,7 @@ def _sbp(in_shapes: Any, n_out: int = 1, dim: int = -1, **_: Any) -> list[Signat
 
 def _prepare(x: Any, dim: int) -> tuple[Any, int, Any]:
     """(x as a >=1-d compute-dtype array, its axis, the shifted values x - max)."""
-    xf = x.astype(np.float32) if x.dtype in _LOW_PRECISION else x
+    xf = _to_compute(x)
     if xf.ndim == 0:
         xf = xf.reshape(1)
     d = dim % xf.ndim
@@ -76,7 +82,63 @@ define_op("log_softmax", inputs=["x"], outputs=["y"], attrs=[Attr("dim", "int64"
 register_kernel("log_softmax", _log_softmax, name="log_softmax_xla")
 
 
-# -- linear, embedding, dropout (issue 6) -------------------------------------------------------
+# -- softmax_grad / log_softmax_grad -------------------------------------------------
+# The backward of softmax / log_softmax from their output y (y * (dy - sum(dy * y)) and
+# dy - exp(y) * sum(dy) along dim): their rules call these, so one kernel (xla, or Pallas on
+# GPU) computes the whole gradient. They have rules of their own, so higher orders still work.
+
+def _sg_infer(y: Any, dy: Any, dim: int) -> Any:
+    check_dtype(y, FLOAT, "y")
+    if np.dtype(dy.dtype) != np.dtype(y.dtype) or tuple(dy.shape) != tuple(y.shape):
+        raise ValueError(f"dy must have y's shape {tuple(y.shape)} and dtype "
+                         f"{np.dtype(y.dtype).name}, got {tuple(dy.shape)} "
+                         f"{np.dtype(dy.dtype).name}")
+    normalize_axis(dim, max(len(y.shape), 1))
+    return desc(y.shape, y.dtype)
+
+
+def _sg_sbp(in_shapes: Any, n_out: int = 1, dim: int = -1, **_: Any) -> list[Signature]:
+    """Split any axis but ``dim``; linear in dy: (B, P) -> P."""
+    nd = len(in_shapes[0])
+    sigs = [Signature((B, P), (P,))]
+    if nd:
+        d = dim % nd
+        sigs += [Signature((S(i), S(i)), (S(i),)) for i in range(nd) if i != d]
+    return sigs
+
+
+def _along(y: Any, dy: Any, dim: int, f: Any) -> Any:
+    """``f(y, dy, axis)`` in float32 (or wider) along ``dim``; 0-d inputs as 1-element rows."""
+    if y.size == 0:
+        return dy
+    yf, g = _to_compute(y), _to_compute(dy)
+    d = dim % max(y.ndim, 1) if y.ndim else None
+    if d is None:
+        yf, g, d = yf.reshape(1), g.reshape(1), 0
+    return f(yf, g, d).reshape(y.shape).astype(y.dtype)
+
+
+def _softmax_grad(y: Any, dy: Any, dim: int) -> Any:
+    return _along(y, dy, dim, lambda y, g, d: y * (g - jnp.sum(g * y, axis=d, keepdims=True)))
+
+
+def _log_softmax_grad(y: Any, dy: Any, dim: int) -> Any:
+    return _along(y, dy, dim,
+                  lambda y, g, d: g - jnp.exp(y) * jnp.sum(g, axis=d, keepdims=True))
+
+
+define_op("softmax_grad", inputs=["y", "dy"], outputs=["dx"], attrs=[Attr("dim", "int64", -1)],
+          infer=_sg_infer, sbp=_sg_sbp,
+          doc="backward of softmax from its output: y * (dy - sum(dy * y)) along dim")
+register_kernel("softmax_grad", _softmax_grad, name="softmax_grad_xla")
+
+define_op("log_softmax_grad", inputs=["y", "dy"], outputs=["dx"],
+          attrs=[Attr("dim", "int64", -1)], infer=_sg_infer, sbp=_sg_sbp,
+          doc="backward of log_softmax from its output: dy - exp(y) * sum(dy) along dim")
+register_kernel("log_softmax_grad", _log_softmax_grad, name="log_softmax_grad_xla")
+
+
+# -- linear, embedding, dropout -------------------------------------------------------
 # linear: y = x @ weight^T + bias, x (..., in), weight (out, in), bias (out,) optional (as
 # torch.nn.functional.linear; x may be 1-d). embedding: weight[indices] with integer indices of
 # any shape. dropout: the keep mask is an output (bool), drawn from the generator's (key,

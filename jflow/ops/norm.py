@@ -1,5 +1,6 @@
-"""Normalisation ops (issue 6): layer_norm, rms_norm, group_norm — definition, xla kernel and
-SBP signatures side by side.
+"""Normalisation ops: layer_norm, rms_norm, group_norm, batch_norm (training
+statistics) and the grad ops of layer_norm / rms_norm — definition, xla kernel and SBP
+signatures side by side.
 
 Each op returns, next to ``y``, the statistics its backward rule needs (OneFlow's layer_norm
 returns ``mean`` and ``inv_variance`` the same way): ``mean`` and ``inv_std`` (layer_norm,
@@ -18,9 +19,10 @@ import numpy as np
 from jax import lax
 
 from ..kernels.registry import register_kernel
-from ..sharding.sbp import S, Signature
+from ..sharding.sbp import B, P, S, Signature
 from .infer import FLOAT, check_dtype, desc
-from .registry import Attr, Input, define_op
+from .primitive import define_op
+from .registry import Attr, Input
 
 _LOW_PRECISION = (np.dtype(np.float16), np.dtype(jnp.bfloat16))
 
@@ -61,7 +63,6 @@ def _ln_infer(x: Any, weight: Any, bias: Any, begin_norm_axis: int, eps: float) 
 def _lead_sbp(in_shapes: Any, n_out: int = 1, begin_norm_axis: int = 0,
               **_: Any) -> list[Signature]:
     """Split any leading (not normalised) axis of x; weight and bias stay broadcast."""
-    from ..sharding.sbp import B
     n_params = len(in_shapes) - 1
     return [Signature((S(i),) + (B,) * n_params, (S(i),) * n_out)
             for i in range(begin_norm_axis)]
@@ -134,7 +135,6 @@ def _gn_infer(x: Any, weight: Any, bias: Any, num_groups: int, eps: float) -> An
 
 def _gn_sbp(in_shapes: Any, n_out: int = 1, **_: Any) -> list[Signature]:
     """Split the batch axis; weight and bias stay broadcast."""
-    from ..sharding.sbp import B
     return [Signature((S(0),) + (B,) * (len(in_shapes) - 1), (S(0),) * n_out)]
 
 
@@ -163,7 +163,58 @@ define_op("group_norm", inputs=["x", Input("weight", optional=True), Input("bias
 register_kernel("group_norm", _group_norm, name="group_norm_xla")
 
 
-# -- grad ops of layer_norm / rms_norm (issue 7) -----------------------------------------------
+# -- batch_norm (training mode: batch statistics) ------------------------------------------------
+# y = (x - mean) * inv_std * weight + bias with per-channel (axis 1) biased batch statistics
+# over every other axis; outputs y, mean, inv_std (shape (C,)) for the backward rule and the
+# functor's running-stat update. Eval mode (running stats) is elementwise ops in the functor.
+
+def _bn_infer(x: Any, weight: Any, bias: Any, eps: float) -> Any:
+    check_dtype(x, FLOAT, "input")
+    shape = tuple(x.shape)
+    if len(shape) < 2:
+        raise ValueError(f"expected an input of at least 2 dims (N, C, *), got shape {shape}")
+    for name, p in (("weight", weight), ("bias", bias)):
+        if p is None:
+            continue
+        if np.dtype(p.dtype) != np.dtype(x.dtype):
+            raise TypeError(f"{name} must have the input's dtype {np.dtype(x.dtype).name}, "
+                            f"got {np.dtype(p.dtype).name}")
+        if tuple(p.shape) != shape[1:2]:
+            raise ValueError(f"{name} must have shape {shape[1:2]}, got {tuple(p.shape)}")
+    stat = desc(shape[1:2], x.dtype)
+    return desc(shape, x.dtype), stat, stat
+
+
+def _batch_norm(x: Any, weight: Any, bias: Any, eps: float) -> Any:
+    xf = x.astype(np.float32) if x.dtype in (np.dtype(np.float16), np.dtype(jnp.bfloat16)) else x
+    axes = (0,) + tuple(range(2, x.ndim))
+    mean = jnp.mean(xf, axis=axes, keepdims=True)
+    d = xf - mean
+    r = lax.rsqrt(jnp.mean(d * d, axis=axes, keepdims=True) + jnp.asarray(eps, xf.dtype))
+    y = d * r
+    pshape = (1, x.shape[1]) + (1,) * (x.ndim - 2)
+    if weight is not None:
+        y = y * weight.astype(xf.dtype).reshape(pshape)
+    if bias is not None:
+        y = y + bias.astype(xf.dtype).reshape(pshape)
+    c = x.shape[1]
+    return y.astype(x.dtype), mean.reshape(c).astype(x.dtype), r.reshape(c).astype(x.dtype)
+
+
+def _bn_sbp(in_shapes: Any, n_out: int = 1, **_: Any) -> list[Signature]:
+    """Channel split (statistics are per channel); weight and bias split alike."""
+    return [Signature((S(1),) + (S(0),) * (len(in_shapes) - 1), (S(1), S(0), S(0)))]
+
+
+define_op("batch_norm", inputs=["x", Input("weight", optional=True),
+                                Input("bias", optional=True)],
+          outputs=["y", "mean", "inv_std"], attrs=[Attr("eps", "double", 1e-5)],
+          infer=_bn_infer, sbp=_bn_sbp,
+          doc="batch normalisation with batch statistics over every axis but 1 (training)")
+register_kernel("batch_norm", _batch_norm, name="batch_norm_xla")
+
+
+# -- grad ops of layer_norm / rms_norm -----------------------------------------------
 # The backward rules call these: one op (a Pallas kernel on GPU) computes dx, dweight and dbias
 # from the saved statistics, also taking the statistics' own gradients (zeros when unused).
 # Their backward rules (jflow/autograd/rules/norm.py) keep higher-order derivatives working.
@@ -195,7 +246,6 @@ def _grad_sbp(n_stats: int) -> Any:
             **_: Any) -> list[Signature]:
         """Split a leading axis of x, dy and the statistics; dweight / dbias are then partial
         sums (P); weight stays broadcast."""
-        from ..sharding.sbp import B, P
         n_in = len(in_shapes)
         has_w = n_in == 2 + 2 * n_stats + 1
         sigs = []

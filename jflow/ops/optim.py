@@ -26,7 +26,8 @@ import numpy as np
 from ..kernels.registry import register_kernel
 from ..sharding.sbp import B, S, Signature
 from .infer import FLOAT, check_dtype, desc
-from .registry import Attr, define_op
+from .primitive import define_op
+from .registry import Attr
 
 
 def _adam_infer(param: Any, grad: Any, exp_avg: Any, exp_avg_sq: Any, step: Any, lr: Any,

@@ -28,9 +28,11 @@ from typing import Any
 
 import numpy as np
 
+from ..autograd.rule import GradientNotFoundError, register_backward
 from ..kernels.registry import PLATFORMS, register_kernel
 from .infer import desc
-from .registry import Attr, Input, OpDef, OpDefinitionError, Output, define_op, get
+from .primitive import define_op
+from .registry import Attr, Input, OpDef, OpDefinitionError, Output, get
 
 __all__ = ["define_python_op", "INPUT_SHAPES_ATTR", "INPUT_DTYPES_ATTR"]
 
@@ -202,8 +204,6 @@ def _define_grad(op: OpDef, backward: Callable[..., Any], grad_name: str,
                  plan: tuple[list[str], list[str], list[str]], attrs: tuple[Attr, ...],
                  grad_sbp: Any, platforms: tuple[str, ...]) -> None:
     """The grad op ``(saved..., d<out>...) -> (d<in>...)`` and the backward rule using it."""
-    from ..autograd.rule import GradientNotFoundError, register_backward
-
     name = op.name
     in_names = [i.name for i in op.inputs]
     save_l, grad_ins, grad_outs = plan

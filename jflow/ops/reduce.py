@@ -38,7 +38,8 @@ from .infer import (
     normalize_axis,
     reduce_shape,
 )
-from .registry import Attr, define_op
+from .primitive import define_op
+from .registry import Attr
 
 _INT64 = np.dtype(np.int64)
 _BOOL = np.dtype(np.bool_)

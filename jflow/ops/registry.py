@@ -1,14 +1,10 @@
-"""Op definitions (OneFlow's ODS + ``REGISTER_USER_OP``) and the primitive each one becomes.
+"""Op declarations (OneFlow's ODS + ``REGISTER_USER_OP``): pure data, and the op registry.
 
-:func:`define_op` declares an op — inputs (single / optional / variadic), outputs, typed attrs
-with defaults, traits, an attr check, a logical shape+dtype inference function and SBP
-signatures — and turns it into exactly one ``jax.extend.core.Primitive``:
-
-* abstract eval  = the inference function (what ``jax.jit`` / ``jax.eval_shape`` see);
-* impl           = the cached eager executable (``jflow.dispatch``);
-* lowering       = per platform, the best kernel from ``jflow.kernels`` (chosen at lowering);
-* batching       = one generic rule: the batch axes become the ``_vmap`` param and the kernel
-  is lowered under ``jax.vmap``, so every backend (xla, python, pallas, ffi) batches exactly.
+An :class:`OpDef` says what an op *is* — inputs (single / optional / variadic), outputs,
+typed attrs with defaults, traits, an attr check, a logical shape+dtype inference function
+and SBP signatures — and knows how to validate attrs and run its inference. It knows nothing
+of JAX's rules, kernels or dispatch: :mod:`jflow.ops.primitive` assembles the primitive from
+this declaration, the kernel registry and the rule registry (``define_op`` lives there).
 
 Params of a bind are the normalised attrs plus, when needed, two private params: ``_layout``
 (how many arrays each declared input got: optional inputs 0/1, variadic ones n) and ``_vmap``
@@ -17,22 +13,22 @@ Params of a bind are the normalised attrs plus, when needed, two private params:
 
 from __future__ import annotations
 
-import keyword
+import difflib
+import keyword as _keyword
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-import jax
 import numpy as np
 from jax import core
 from jax.extend.core import Primitive
-from jax.interpreters import batching
 
-from .._jax_compat import manual_out_aval
+from ..dtypes import as_dtype
+from ..tensor import Tensor
 from .attrs import ATTR_TYPES, REQUIRED, normalize_attr
 
-__all__ = ["Input", "Output", "Attr", "OpDef", "define_op", "get", "list_ops", "TRAITS",
-           "OpDefinitionError", "REQUIRED"]
+__all__ = ["Input", "Output", "Attr", "OpDef", "declare_op", "register", "get", "list_ops",
+           "TRAITS", "OpDefinitionError", "REQUIRED", "strip_batch"]
 
 TRAITS = frozenset({"NoSideEffect", "NoGrad", "CpuOnly"})
 _PRIVATE_PARAMS = ("_layout", "_vmap")
@@ -95,7 +91,6 @@ def _as_output(x: Output | str) -> Output:
 
 
 def _to_np_dtype(d: Any) -> np.dtype:
-    from ..dtypes import as_dtype
     return as_dtype(d).np
 
 
@@ -137,7 +132,6 @@ class OpDef:
 
     def __call__(self, /, *inputs: Any, **attrs: Any) -> Any:
         """Run the op on jflow tensors (checked entry; functors use the faster ``apply``)."""
-        from ..tensor import Tensor
         for i, (spec, x) in enumerate(zip(self.inputs, inputs)):
             where = f"op '{self.name}': input {i} ('{spec.name}')"
             if spec.variadic:
@@ -271,31 +265,6 @@ class OpDef:
             result.append(core.ShapedArray(tuple(int(s) for s in d.shape), dt))
         return result
 
-    # -- primitive rules -------------------------------------------------------------------
-    # Their own arguments are positional-only: attrs arrive as keyword params and may have any
-    # name (an attr called ``dims`` or ``self`` must not collide with a rule's argument).
-    def _abstract_eval(self, /, *avals: core.ShapedArray, **params: Any
-                       ) -> list[core.ShapedArray]:
-        attrs, layout, vmap = self.split_params(params)
-        per_example, sizes = _strip_batch(avals, vmap)
-        outs = self.infer_descs(per_example, layout, attrs)
-        # inside shard_map (global tensors), outputs vary like the inputs (see _jax_compat)
-        return [manual_out_aval(tuple(sizes) + o.shape, o.dtype, avals) for o in outs]
-
-    def _batch_rule(self, axis_data: Any, args: Sequence[Any], dims: Sequence[Any], /,
-                    **params: Any) -> tuple[Any, list[Any]]:
-        """JAX's (fancy) batching rule: record this vmap level's axes in ``_vmap``."""
-        if all(d is None for d in dims):
-            outs = self.primitive.bind(*args, **params)
-            return outs, [None] * len(outs)
-        axes = tuple(None if d is None else 0 for d in dims)
-        moved = [a if d is None or d == 0 else jax.numpy.moveaxis(a, d, 0)
-                 for a, d in zip(args, dims)]
-        new = dict(params)
-        new["_vmap"] = (axes,) + tuple(params.get("_vmap", ()))
-        outs = self.primitive.bind(*moved, **new)
-        return outs, [0] * len(outs)
-
 
 def _renamed(e: Exception, op_name: str) -> Exception:
     """``e`` with its message prefixed by ``op 'name': `` (kept as is if it already is); an
@@ -315,7 +284,7 @@ def _renamed(e: Exception, op_name: str) -> Exception:
     return ValueError(msg)
 
 
-def _strip_batch(avals: Sequence[Any], vmap: tuple) -> tuple[list[Any], list[int]]:
+def strip_batch(avals: Sequence[Any], vmap: tuple) -> tuple[list[Any], list[int]]:
     """Per-example avals and batch sizes (outermost first) for a ``_vmap`` param."""
     avals = list(avals)
     sizes = []
@@ -350,7 +319,6 @@ def get(name: str) -> OpDef:
     try:
         return _REGISTRY[name]
     except KeyError:
-        import difflib
         close = difflib.get_close_matches(name, list(_REGISTRY), n=3)
         hint = f"; did you mean {close}?" if close else ""
         raise KeyError(f"no jflow op named '{name}'{hint}") from None
@@ -386,7 +354,7 @@ def _check_definition(name: str, inputs: tuple[Any, ...], outputs: tuple[Any, ..
     names = [x.name for x in (*inputs, *outputs, *attrs)]
     for n in names:
         # they become Python parameter names of the op's generated ``apply``
-        if not isinstance(n, str) or not n.isidentifier() or keyword.iskeyword(n):
+        if not isinstance(n, str) or not n.isidentifier() or _keyword.iskeyword(n):
             fail(f"input/output/attr names must be Python identifiers (not keywords), got {n!r}")
         if n.startswith("_"):
             fail(f"names starting with '_' are reserved: '{n}'")
@@ -426,7 +394,7 @@ def _check_definition(name: str, inputs: tuple[Any, ...], outputs: tuple[Any, ..
             fail(f"default {a.default!r} of attr '{a.name}' is not a valid {a.type}: {e}")
 
 
-def define_op(
+def declare_op(
     name: str,
     *,
     inputs: Iterable[Input | str] = (),
@@ -438,7 +406,7 @@ def define_op(
     sbp: Any = None,
     doc: str = "",
 ) -> OpDef:
-    """Declare an op and create its primitive.
+    """Validate a declaration and return its :class:`OpDef` (not yet registered, no primitive).
 
     ``infer(*inputs, **attrs)`` receives one aval (``.shape``/``.dtype``) per declared input
     (``None`` for an absent optional, a list for a variadic one) and returns one object with
@@ -446,10 +414,6 @@ def define_op(
     ``jax.ShapeDtypeStruct``. ``check(**attrs)`` raises ``ValueError`` for bad attr values.
     ``sbp`` holds the op's SBP signatures (a list, or a function of the inputs' ndims).
     """
-    from .. import dispatch
-    from ..autograd import jax_rules
-    from ..kernels import registry as kernels
-
     for what, v in (("inputs", inputs), ("outputs", outputs), ("attrs", attrs),
                     ("traits", traits)):
         if isinstance(v, str):
@@ -460,21 +424,16 @@ def define_op(
     attrs_t = tuple(attrs)
     traits_f = frozenset(traits)
     _check_definition(name, ins, outs, attrs_t, traits_f, infer, check)
+    return OpDef(name=name, inputs=ins, outputs=outs, attrs=attrs_t, infer=infer,
+                 traits=traits_f, check=check, sbp=sbp, doc=doc,
+                 structured=any(i.optional or i.variadic for i in ins),
+                 builtin=_defining_builtins)
 
-    op = OpDef(name=name, inputs=ins, outputs=outs, attrs=attrs_t, infer=infer,
-               traits=traits_f, check=check, sbp=sbp, doc=doc,
-               structured=any(i.optional or i.variadic for i in ins),
-               builtin=_defining_builtins)
-    prim = Primitive(f"jflow.{name}")
-    prim.multiple_results = True
-    prim.def_abstract_eval(op._abstract_eval)
-    prim.def_impl(dispatch.primitive_impl(op))
-    # registered directly as a "fancy" rule: JAX's primitive_batchers wrapper takes a keyword
-    # ``dims`` of its own, which an attr of that name would collide with
-    batching.fancy_primitive_batchers[prim] = op._batch_rule
-    op.primitive = prim
-    kernels.install_lowerings(op)
-    jax_rules.install(op)
-    op.apply = dispatch.make_apply(op)
-    _REGISTRY[name] = op
+
+def register(op: OpDef) -> OpDef:
+    """Add an assembled op to the registry (its name must still be free)."""
+    if op.name in _REGISTRY:
+        raise OpDefinitionError(f"cannot define op '{op.name}': an op with this name is "
+                                f"already registered")
+    _REGISTRY[op.name] = op
     return op

@@ -1,4 +1,4 @@
-"""Interpolation ops behind ``flow.nn.functional.interpolate`` (issue 6): ``upsample2d`` and
+"""Interpolation ops behind ``flow.nn.functional.interpolate``: ``upsample2d`` and
 its transpose ``upsample2d_grad`` — definition, xla kernel and SBP signatures.
 
 ``upsample2d(x)`` resizes the (H, W) dims of an NCHW input to ``output_size`` with ``mode``
@@ -23,7 +23,8 @@ import numpy as np
 from ..kernels.registry import register_kernel
 from ..sharding.sbp import P, S, Signature
 from .infer import FLOAT, check_dtype, desc
-from .registry import Attr, define_op
+from .primitive import define_op
+from .registry import Attr
 
 MODES = ("nearest", "nearest-exact", "bilinear")
 

@@ -8,6 +8,7 @@ from typing import Any
 from .. import _C
 from ..autograd import no_grad
 from ..creation import zeros, zeros_like
+from ..device import device_scalar
 from ..ops import get as _get_op
 from ..sharding.sbp import broadcast
 from ..tensor import Tensor, _wrap
@@ -114,7 +115,6 @@ class Adam(Optimizer):
 
 def _scalar(value: Any, like: Tensor) -> Tensor:
     """A 0-d tensor of ``value`` on ``like``'s placement (cached device scalars)."""
-    from ..compiler.state import device_scalar
     t = _wrap(device_scalar(value, like._value.dtype))
     if like._global is not None:
         t = t.to_global(like._global[0], [broadcast] * len(like._global[1]))

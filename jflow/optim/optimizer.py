@@ -6,6 +6,7 @@ from collections.abc import Callable, Iterable
 from typing import Any
 
 from ..autograd import enable_grad
+from ..nn.utils import zero_grads
 from ..tensor import Tensor
 
 __all__ = ["Optimizer", "required"]
@@ -80,7 +81,6 @@ class Optimizer:
 
     def zero_grad(self, set_to_none: bool = True) -> None:
         """Reset the gradients of all optimized parameters: to ``None`` (default) or zeros."""
-        from ..nn.utils import zero_grads
         zero_grads((p for g in self.param_groups for p in g["params"]), set_to_none)
 
     @staticmethod

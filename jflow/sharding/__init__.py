@@ -1,4 +1,4 @@
-"""Placement + SBP (OneFlow's distributed model) on ``jax.sharding`` (DESIGN §5).
+"""Placement + SBP (OneFlow's distributed model) on ``jax.sharding`` (docs/sbp.md).
 
 * :mod:`.sbp`, :mod:`.placement`  — the user-facing values and op SBP signatures;
 * :mod:`.spec`                    — nd-SBP <-> ``PartitionSpec`` (partial sum = unreduced);

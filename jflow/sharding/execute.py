@@ -1,4 +1,4 @@
-"""Running an op on global tensors (DESIGN §5): SBP signature inference, boxing, and the
+"""Running an op on global tensors: SBP signature inference, boxing, and the
 op's kernel under ``shard_map`` on the local shards.
 
 1. All inputs must share one placement. The op's 1-d signatures for these logical shapes
@@ -27,9 +27,10 @@ import numpy as np
 from jax import lax
 
 from .._jax_compat import vary_together
-from ..tensor import Tensor
+from ..autograd.graph import record
+from ..tensor import Tensor, _wrap
 from .boxing import box_local, cost, describe
-from .global_tensor import make_global
+from .global_tensor import make_global, make_local, to_global
 from .placement import placement as Placement
 from .sbp import SbpParallel, Signature, _Broadcast, _PartialSum, signatures_of
 from .spec import divisible, local_shape, partition_spec
@@ -176,7 +177,6 @@ _SCALARS: dict[Any, Any] = {}
 def _broadcast_scalar(t: Tensor, plc: Placement) -> Tensor:
     """A local 0-d tensor (a Python scalar operand, as in ``x * 2``) used with global
     tensors becomes broadcast on their placement (cached: scalar operands are reused)."""
-    from .global_tensor import to_global
     key = (id(t._value), plc)
     hit = _SCALARS.get(key)
     if hit is not None and hit[0] is t._value:
@@ -216,8 +216,6 @@ def _empty_apply(op: Any, params: dict[str, Any], ins: list[Tensor], single: boo
                  plc: Placement) -> Any:
     """An op touching an empty tensor: computed on the (tiny) logical values and broadcast —
     XLA's partitioner rejects zero-size operands in a manual computation."""
-    from ..tensor import _wrap
-    from .global_tensor import make_local, to_global
     if any(isinstance(t._value, jax.core.Tracer) for t in ins):
         raise NotImplementedError(f"op '{op.name}': empty global tensors are not supported "
                                   f"inside jax.jit")
@@ -274,6 +272,5 @@ def global_apply(op: Any, params: dict[str, Any], ins: list[Tensor], single: boo
     outs = [make_global(v, plc, nd) for v, nd in zip(fn(*[t._value for t in ins]), sig.outputs)]
     out = outs[0] if single else tuple(outs)
     if any(t._requires_grad for t in ins):
-        from ..autograd.graph import record
         return record(op, params, ins, out)
     return out

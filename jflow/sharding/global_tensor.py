@@ -15,14 +15,21 @@ from typing import Any
 import jax
 import numpy as np
 
+from ..autograd.function import Function
 from ..tensor import Tensor, _wrap
 from .boxing import box_local
-from .placement import BY_MESH as _BY_MESH
 from .placement import placement as Placement
-from .sbp import SbpParallel, broadcast, partial_sum, split
-from .spec import divisible, named_sharding, normalize_nd_sbp, partition_spec, split_factor
+from .sbp import SbpParallel, _PartialSum, broadcast
+from .spec import (
+    divisible,
+    named_sharding,
+    nd_sbp_repr,
+    normalize_nd_sbp,
+    partition_spec,
+    split_factor,
+)
 
-__all__ = ["to_global", "to_local", "make_global", "replicated_value", "info_of_value"]
+__all__ = ["to_global", "to_local", "make_global", "replicated_value"]
 
 _BOX_CACHE: dict[Any, Any] = {}
 _BOX_CACHE_SIZE = 256
@@ -103,10 +110,13 @@ def to_global(t: Tensor, placement: Placement | None = None, sbp: Any = None) ->
         raise TypeError(f"{fname}: placement must be a flow.placement, got "
                         f"{type(placement).__name__}")
     nd = normalize_nd_sbp(sbp, placement, t._value.ndim, fname)
+    if t._value.dtype == np.bool_ and any(isinstance(x, _PartialSum) for x in nd):
+        raise TypeError(f"{fname}: sbp partial_sum is not defined for a bool tensor (a sum "
+                        f"of bools is not a bool); cast it to an integer dtype first")
     _check_divisible(t._value.shape, placement, nd, fname)
     if t._global is not None and t._global == (placement, nd):
         return t
-    return _ToGlobal.apply(t, placement, nd)
+    return ToGlobal.apply(t, placement, nd)
 
 
 def _to_global_value(t: Tensor, plc: Placement, nd: tuple) -> Any:
@@ -136,78 +146,41 @@ def to_local(t: Tensor) -> Tensor:
     """``x.to_local()``: this process's shard as a local tensor (a local tensor: itself)."""
     if t._global is None:
         return t
-    return _ToLocal.apply(t)
+    return ToLocal.apply(t)
 
 
-def info_of_value(value: Any) -> tuple[Placement, tuple] | None:
-    """``(placement, nd_sbp)`` of a global ``jax.Array``/tracer, read from its sharding."""
-    from jax.sharding import NamedSharding
-    sh = getattr(value, "sharding", None)
-    if not isinstance(sh, NamedSharding):
-        try:
-            sh = jax.typeof(value).sharding
-        except TypeError:
-            return None
-    if not isinstance(sh, NamedSharding) or sh.mesh.empty:
-        return None
-    plc = _BY_MESH.get(sh.mesh)
-    if plc is None:
-        return None
-    spec = sh.spec
-    nd = []
-    for name in plc.axis_names:
-        if name in spec.unreduced:
-            nd.append(partial_sum)
-            continue
-        entries = getattr(spec, "partitions", None)  # (iterating a spec with unreduced
-        entries = tuple(spec) if entries is None else entries  # axes is refused by JAX)
-        for d, entry in enumerate(entries):
-            names = entry if isinstance(entry, tuple) else (entry,)
-            if name in names:
-                nd.append(split(d))
-                break
-        else:
-            nd.append(broadcast)
-    return plc, tuple(nd)
+class ToGlobal(Function):
+    """Identity on logical values: the gradient goes back to the source's layout."""
 
+    @staticmethod
+    def forward(ctx: Any, x: Tensor, plc: Placement, nd: tuple) -> Tensor:
+        ctx.src = x._global
+        return make_global(_to_global_value(x, plc, nd), plc, nd)
 
-def _make_functions() -> tuple[Any, Any]:
-    from ..autograd.function import Function
+    @staticmethod
+    def backward(ctx: Any, dy: Tensor) -> tuple[Any, None, None]:
+        if ctx.src is None:  # the input was local: its gradient is the logical gradient
+            return make_local(dy), None, None
+        plc, nd = ctx.src
+        return to_global(dy, plc, nd), None, None
 
-    class ToGlobal(Function):
-        """Identity on logical values: the gradient goes back to the source's layout."""
+class ToLocal(Function):
+    @staticmethod
+    def forward(ctx: Any, x: Tensor) -> Tensor:
+        ctx.src = x._global
+        ctx.shape = tuple(x._value.shape)
+        return _wrap(_local_of(x))
 
-        @staticmethod
-        def forward(ctx: Any, x: Tensor, plc: Placement, nd: tuple) -> Tensor:
-            ctx.src = x._global
-            return make_global(_to_global_value(x, plc, nd), plc, nd)
-
-        @staticmethod
-        def backward(ctx: Any, dy: Tensor) -> tuple[Any, None, None]:
-            if ctx.src is None:  # the input was local: its gradient is the logical gradient
-                return make_local(dy), None, None
-            plc, nd = ctx.src
-            return to_global(dy, plc, nd), None, None
-
-    class ToLocal(Function):
-        @staticmethod
-        def forward(ctx: Any, x: Tensor) -> Tensor:
-            ctx.src = x._global
-            ctx.shape = tuple(x._value.shape)
-            return _wrap(_local_of(x))
-
-        @staticmethod
-        def backward(ctx: Any, dy: Tensor) -> Any:
-            plc, nd = ctx.src
-            if all(x is broadcast for x in nd):
-                # every rank holds the same value: the logical gradient is this one (as
-                # OneFlow, which treats the local copies of a broadcast tensor as one)
-                return to_global(dy, plc, nd)
-            raise RuntimeError("Tensor.to_local: the gradient of a split or partial tensor's "
-                               "local shard is not defined in a single process; use "
-                               "to_global(sbp=broadcast) first")
-
-    return ToGlobal, ToLocal
+    @staticmethod
+    def backward(ctx: Any, dy: Tensor) -> Any:
+        plc, nd = ctx.src
+        if all(x is broadcast for x in nd):
+            # every rank holds the same value: the logical gradient is this one (as
+            # OneFlow, which treats the local copies of a broadcast tensor as one)
+            return to_global(dy, plc, nd)
+        raise RuntimeError("Tensor.to_local: the gradient of a split or partial tensor's "
+                           "local shard is not defined in a single process; use "
+                           "to_global(sbp=broadcast) first")
 
 
 def make_local(t: Tensor) -> Tensor:
@@ -215,4 +188,27 @@ def make_local(t: Tensor) -> Tensor:
     return _wrap(jax.numpy.asarray(np.asarray(replicated_value(t))))
 
 
-_ToGlobal, _ToLocal = _make_functions()
+# -- Tensor methods owned by the sharding layer (Tensor itself is the bottom layer) ----------
+
+def _tensor_to_global(self: Tensor, placement: Placement | None = None, sbp: Any = None
+                      ) -> Tensor:
+    """Distribute this local tensor (its value is the logical value) over ``placement``
+    with ``sbp``, or re-box a global one (collectives as needed)."""
+    return to_global(self, placement, sbp)
+
+
+def _tensor_to_local(self: Tensor) -> Tensor:
+    """This process's shard of a global tensor (a local tensor is returned as is)."""
+    return to_local(self)
+
+
+def _tensor_global_repr(self: Tensor) -> str:
+    return f", placement={self._global[0]!r}, sbp={nd_sbp_repr(self._global[1])}"
+
+
+_tensor_to_global.__name__ = _tensor_to_global.__qualname__ = "to_global"
+_tensor_to_local.__name__ = _tensor_to_local.__qualname__ = "to_local"
+Tensor.to_global = _tensor_to_global  # type: ignore[attr-defined]
+Tensor.to_local = _tensor_to_local  # type: ignore[attr-defined]
+Tensor._logical_value = replicated_value  # type: ignore[attr-defined]
+Tensor._global_repr = _tensor_global_repr  # type: ignore[attr-defined]

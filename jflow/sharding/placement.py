@@ -4,13 +4,27 @@ from __future__ import annotations
 
 from typing import Any
 
+import jax
 import numpy as np
+from jax.sharding import AxisType, Mesh
 
-__all__ = ["placement", "BY_MESH"]
+__all__ = ["placement", "BY_MESH", "devices_by_rank"]
 
 #: meshes (concrete and abstract) -> their placement: how a global value's sharding is read
 #: back as (placement, nd_sbp) where only the array is at hand
 BY_MESH: dict[Any, Any] = {}
+
+
+def _platform(type: str) -> str:  # noqa: A002
+    if type not in ("cpu", "cuda"):
+        raise ValueError(f"flow.env: device type must be 'cpu' or 'cuda', got {type!r}")
+    return "gpu" if type == "cuda" else "cpu"
+
+
+def devices_by_rank(type: str = "cpu") -> list[Any]:  # noqa: A002
+    """Every ``type`` device of all processes, indexed by rank: ordered by process, then
+    device id (in one process, rank == device id)."""
+    return sorted(jax.devices(_platform(type)), key=lambda d: (d.process_index, d.id))
 
 
 class placement:
@@ -64,9 +78,6 @@ class placement:
         ``flow.env.devices_by_rank``: by process, then device id), hierarchy axes ``Explicit``
         (needed for partial sums: ``PartitionSpec(unreduced=...)``)."""
         if self._mesh is None:
-            from jax.sharding import AxisType, Mesh
-
-            from ..env import devices_by_rank
             try:
                 devs = devices_by_rank(self.type)  # rank r -> devs[r]: by process, then id
             except RuntimeError:

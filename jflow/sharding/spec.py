@@ -12,13 +12,15 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
+import jax
 from jax.sharding import NamedSharding, PartitionSpec
 
+from .placement import BY_MESH as _BY_MESH
 from .placement import placement as Placement
-from .sbp import SbpParallel, _PartialSum, _Split
+from .sbp import SbpParallel, _PartialSum, _Split, broadcast, partial_sum, split
 
 __all__ = ["normalize_nd_sbp", "partition_spec", "named_sharding", "nd_sbp_repr",
-           "split_factor", "local_shape", "divisible"]
+           "split_factor", "local_shape", "divisible", "info_of_value"]
 
 NdSbp = tuple[SbpParallel, ...]
 
@@ -81,3 +83,33 @@ def divisible(shape: Sequence[int], nd_sbp: Sequence[SbpParallel],
 def nd_sbp_repr(nd_sbp: Sequence[SbpParallel]) -> str:
     return "(" + ", ".join(repr(x) for x in nd_sbp) + ("," if len(nd_sbp) == 1 else "") + ")"
 
+
+def info_of_value(value: Any) -> tuple[Placement, tuple] | None:
+    """``(placement, nd_sbp)`` of a global ``jax.Array``/tracer, read from its sharding."""
+    sh = getattr(value, "sharding", None)
+    if not isinstance(sh, NamedSharding):
+        try:
+            sh = jax.typeof(value).sharding
+        except TypeError:
+            return None
+    if not isinstance(sh, NamedSharding) or sh.mesh.empty:
+        return None
+    plc = _BY_MESH.get(sh.mesh)
+    if plc is None:
+        return None
+    spec = sh.spec
+    nd = []
+    for name in plc.axis_names:
+        if name in spec.unreduced:
+            nd.append(partial_sum)
+            continue
+        entries = getattr(spec, "partitions", None)  # (iterating a spec with unreduced
+        entries = tuple(spec) if entries is None else entries  # axes is refused by JAX)
+        for d, entry in enumerate(entries):
+            names = entry if isinstance(entry, tuple) else (entry,)
+            if name in names:
+                nd.append(split(d))
+                break
+        else:
+            nd.append(broadcast)
+    return plc, tuple(nd)

@@ -1,4 +1,4 @@
-"""Verification tools (DESIGN §9): the op checker and its sample registry."""
+"""Verification tools: the op checker and its sample registry."""
 
 from .checker import CheckFailure, check_op, check_op_grad, check_sample
 from .grad_check import GradCheckFailure, check_grad

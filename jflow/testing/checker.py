@@ -1,32 +1,45 @@
-"""The op checker: for each registered op and each of its samples,
+"""The op checker: for each registered op and each of its samples, every check compares two
+independently computed things (a check of code against itself could never fail):
 
-* abstract eval (``jax.eval_shape`` of the primitive) == the eager output's shape and dtype;
-* eager == an independent NumPy reference (values, and the dtype kind);
-* ``jax.jit`` == eager;
-* ``jax.vmap`` over a batch (all inputs batched, and only the first) == a Python loop;
-* each error sample raises the declared jflow error;
+* inference vs kernel: the primitive's abstract eval (``jax.eval_shape`` of the bind, i.e. the
+  op's inference) == the shapes and dtypes of the kernel the registry picks, called directly
+  outside the primitive (xla and pallas kernels abstractly, python kernels on the NumPy
+  inputs; ffi kernels write into buffers the inference sized, so they are not checked here);
+* eager == the sample's independent NumPy reference (values, and the dtype kind), or, for ops
+  whose values cannot be predicted (random draws), the sample's ``verify`` holds;
+* ``jax.jit`` (the primitive staged into a trace, a separate path from eager dispatch's cached
+  executables) == the same NumPy reference (or ``verify``);
+* ``jax.vmap`` (the primitive's batching rule) over a batch of two == a Python loop of eager
+  calls, with all inputs batched and with only the first batched;
+* each error sample raises the declared error type, with a message that matches and names
+  the op;
 * for differentiable ops, the gradient check of :mod:`jflow.testing.grad_check` (tape and
-  ``jax.grad`` vs finite differences in float64, ``jax.jvp`` vs ``jax.vjp``).
+  ``jax.grad`` vs finite differences in float64, ``jax.jvp`` vs ``jax.vjp``) on every sample
+  it applies to, at least one of which must really be checked (:func:`check_op_grad`).
+
+``tests/test_checker_catches.py`` shows each check failing on a deliberately wrong op.
 """
 
 from __future__ import annotations
 
 import re
+from collections.abc import Callable
 from typing import Any
 
 import jax
 import numpy as np
 
+from ..kernels import select_kernel
 from ..ops import get as get_op
-from ..tensor import Tensor, _wrap
-from .grad_check import check_grad, grad_applicable
+from ..tensor import _wrap
+from .grad_check import _flat_inputs, check_grad, grad_applicable
 from .samples import OpSamples, Sample, get_samples
 
 __all__ = ["check_op", "check_op_grad", "check_sample", "CheckFailure"]
 
 
 class CheckFailure(AssertionError):
-    """An op disagrees with its reference, its inference, jit or vmap."""
+    """An op disagrees with its reference, its kernel, under jit or vmap, or on errors."""
 
 
 _TOL = {"float64": (1e-9, 1e-12), "float32": (2e-5, 2e-6), "float16": (2e-3, 2e-3),
@@ -48,7 +61,7 @@ def _to_tensors(inputs: Any) -> list[Any]:
     return [_tree_map(lambda a: _wrap(jax.numpy.asarray(a)), x) for x in inputs]
 
 
-def _outs(res: Any) -> list[Tensor]:
+def _outs(res: Any) -> list[Any]:
     return list(res) if isinstance(res, (tuple, list)) else [res]
 
 
@@ -83,111 +96,159 @@ def _batched_second(s: Sample) -> list[Any]:
     return [_tree_map(perturb, x) for x in s.inputs]
 
 
-def check_sample(op_name: str, s: Sample, entry: OpSamples | None = None) -> None:
-    """Run every check on one sample (raises :class:`CheckFailure`)."""
-    op = get_op(op_name)
-    entry = entry or get_samples(op_name)
-    label = f"op '{op_name}' sample {s.name or s.attrs}"
-    tensors = _to_tensors(s.inputs)
-    eager = [np.asarray(t._value) for t in _outs(op(*tensors, **s.attrs))]
+def _platform() -> str:
+    """The kernel registry's name for the default backend (JAX says "gpu" for CUDA)."""
+    backend = jax.default_backend()
+    return "cuda" if backend == "gpu" else backend
 
-    # abstract eval == real output
-    flat = [a for x in s.inputs for a in (x if isinstance(x, list) else [x]) if a is not None]
-    attrs = op.normalize_attrs(dict(s.attrs))
-    params = dict(attrs)
+
+def _kernel_outputs(op: Any, flat: list[np.ndarray], params: dict[str, Any]
+                    ) -> list[tuple[tuple[int, ...], np.dtype]] | None:
+    """Shapes and dtypes of what the registry's kernel for these inputs returns, the kernel
+    called directly (not through the primitive, so the op's inference is not consulted);
+    None for backends whose outputs are allocated from the inference (ffi)."""
+    attrs, layout, _ = op.split_params(params)
+    in_avals = [jax.core.ShapedArray(a.shape, a.dtype) for a in flat]
+    kernel = select_kernel(op, _platform(), in_avals, op.infer_descs(in_avals, layout, attrs),
+                           layout)
+    if kernel.backend == "python":
+        res = kernel.fn(*op.unflatten(list(flat), layout), **attrs)
+        return [(np.shape(r), np.asarray(r).dtype) for r in _outs(res)]
+    if kernel.backend not in ("xla", "pallas"):
+        return None
+    extra = {"interpret": "cpu" in kernel.platforms} if kernel.backend == "pallas" else {}
+    res = jax.eval_shape(lambda *xs: kernel.fn(*op.unflatten(list(xs), layout), **extra,
+                                               **attrs), *in_avals)
+    return [(tuple(r.shape), np.dtype(r.dtype)) for r in _outs(res)]
+
+
+def _check_inference(op: Any, s: Sample, label: str) -> None:
+    """The primitive's abstract eval (what ``jax.jit`` sees) == the kernel's real outputs."""
+    flat = [np.asarray(a) for a in _flat_inputs(s)]
+    params = dict(op.normalize_attrs(dict(s.attrs)))
     if op.structured:
         params["_layout"] = op.layout_of(list(s.inputs))
     abstract = jax.eval_shape(lambda *xs: op.primitive.bind(*xs, **params),
-                              *[jax.ShapeDtypeStruct(np.shape(a), np.asarray(a).dtype)
-                                for a in flat])
-    if len(abstract) != len(eager):
-        raise CheckFailure(f"{label}: abstract eval gives {len(abstract)} outputs, eager "
-                           f"{len(eager)}")
-    for i, (a, e) in enumerate(zip(abstract, eager)):
-        if tuple(a.shape) != e.shape or np.dtype(a.dtype) != e.dtype:
+                              *[jax.ShapeDtypeStruct(a.shape, a.dtype) for a in flat])
+    kernel = _kernel_outputs(op, flat, params)
+    if kernel is None:
+        return
+    if len(abstract) != len(kernel):
+        raise CheckFailure(f"{label}: abstract eval gives {len(abstract)} outputs, the kernel "
+                           f"{len(kernel)}")
+    for i, (a, (shape, dtype)) in enumerate(zip(abstract, kernel)):
+        if tuple(a.shape) != tuple(shape) or np.dtype(a.dtype) != dtype:
             raise CheckFailure(f"{label}: output {i}: abstract eval says {a.dtype}{list(a.shape)}"
-                               f", the kernel gives {e.dtype}{list(e.shape)}")
+                               f", the kernel gives {dtype}{list(shape)}")
 
-    # eager == independent reference
-    if entry.reference is not None:
-        ref = entry.reference(*s.inputs, **s.attrs)
-        refs = list(ref) if isinstance(ref, (tuple, list)) else [ref]
-        if len(refs) != len(eager):
-            raise CheckFailure(f"{label}: reference gives {len(refs)} outputs, op {len(eager)}")
-        for i, (e, r) in enumerate(zip(eager, refs)):
-            _assert_close(f"{label}: output {i} vs NumPy reference", e, r, s, True)
-    else:
+
+def _reference_check(entry: OpSamples, s: Sample, label: str
+                     ) -> Callable[[str, list[np.ndarray]], None]:
+    """A function checking one run's outputs against the sample's reference (computed once)
+    or its ``verify``; ``what`` names the run in failure messages."""
+    if entry.reference is None:
         assert entry.verify is not None
-        entry.verify(eager, *s.inputs, **s.attrs)
 
-    # jit == eager
+        def verify(what: str, outs: list[np.ndarray]) -> None:
+            try:
+                entry.verify(outs, *s.inputs, **s.attrs)
+            except AssertionError as e:
+                raise CheckFailure(f"{label}: {what} fails the sample's verify: {e}") from e
+        return verify
+    ref = entry.reference(*s.inputs, **s.attrs)
+    refs = _outs(ref)
+
+    def compare(what: str, outs: list[np.ndarray]) -> None:
+        if len(refs) != len(outs):
+            raise CheckFailure(f"{label}: reference gives {len(refs)} outputs, {what} "
+                               f"{len(outs)}")
+        for i, (o, r) in enumerate(zip(outs, refs)):
+            _assert_close(f"{label}: output {i} {what} vs NumPy reference", o, r, s, True)
+    return compare
+
+
+def _runner(op: Any, s: Sample) -> Callable[..., list[Any]]:
+    """The op on raw arrays (for ``jax.jit`` / ``jax.vmap``: inside them it binds the
+    primitive on tracers)."""
     def run(*vals: Any) -> list[Any]:
         ts = [_tree_map(_wrap, v) for v in vals]
         return [t._value for t in _outs(op.apply(*ts, **s.attrs))]
+    return run
 
-    vals = [_tree_map(jax.numpy.asarray, x) for x in s.inputs]
-    jitted = jax.jit(run)(*vals)
-    for i, (j, e) in enumerate(zip(jitted, eager)):
-        _assert_close(f"{label}: output {i} under jax.jit vs eager", np.asarray(j), e, s, False)
 
-    # vmap == loop
-    if not s.vmap or not flat:
-        return
-    second = _batched_second(s)
-    sets = [list(s.inputs), second]
-    loop = [[np.asarray(t._value) for t in _outs(op(*_to_tensors(inp), **s.attrs))]
-            for inp in sets]
+def _eager(op: Any, inputs: list[Any], attrs: dict[str, Any]) -> list[np.ndarray]:
+    return [np.asarray(t._value) for t in _outs(op(*_to_tensors(inputs), **attrs))]
 
-    def stack(*xs: Any) -> Any:
-        if isinstance(xs[0], list):
-            return [np.stack(e) for e in zip(*xs)]
-        return None if xs[0] is None else np.stack(xs)
 
-    batched = [stack(*xs) for xs in zip(*sets)]
+def _stack(*xs: Any) -> Any:
+    if isinstance(xs[0], list):
+        return [np.stack(e) for e in zip(*xs)]
+    return None if xs[0] is None else np.stack(xs)
+
+
+def _check_vmap(op: Any, s: Sample, label: str) -> None:
+    """``jax.vmap`` over a batch of two input sets == a loop of eager calls, with every input
+    batched, then with only the first (the others shared)."""
+    run = _runner(op, s)
+    sets = [list(s.inputs), _batched_second(s)]
+    loop = [_eager(op, inp, s.attrs) for inp in sets]
+    batched = [_stack(*xs) for xs in zip(*sets)]
     got = jax.vmap(run)(*[_tree_map(jax.numpy.asarray, b) for b in batched])
     for i, g in enumerate(got):
         for b in range(2):
             _assert_close(f"{label}: output {i} under jax.vmap (row {b}) vs a loop",
                           np.asarray(g[b]), loop[b][i], s, False)
-    # only the first input batched, the rest shared
-    if len([x for x in s.inputs if x is not None]) > 1 and not isinstance(s.inputs[0], list):
-        axes = [0] + [None] * (len(s.inputs) - 1)
-        rest = [_tree_map(jax.numpy.asarray, x) for x in s.inputs[1:]]
-        got = jax.vmap(run, in_axes=axes)(jax.numpy.asarray(batched[0]), *rest)
-        loop2 = [[np.asarray(t._value) for t in
-                  _outs(op(*_to_tensors([sets[b][0], *s.inputs[1:]]), **s.attrs))]
-                 for b in range(2)]
-        for i, g in enumerate(got):
-            for b in range(2):
-                _assert_close(f"{label}: output {i} under jax.vmap(in_axes={axes}) (row {b})",
-                              np.asarray(g[b]), loop2[b][i], s, False)
+    if len([x for x in s.inputs if x is not None]) < 2 or isinstance(s.inputs[0], list):
+        return
+    axes = [0] + [None] * (len(s.inputs) - 1)
+    rest = [_tree_map(jax.numpy.asarray, x) for x in s.inputs[1:]]
+    got = jax.vmap(run, in_axes=axes)(jax.numpy.asarray(batched[0]), *rest)
+    loop2 = [_eager(op, [sets[b][0], *s.inputs[1:]], s.attrs) for b in range(2)]
+    for i, g in enumerate(got):
+        for b in range(2):
+            _assert_close(f"{label}: output {i} under jax.vmap(in_axes={axes}) (row {b})",
+                          np.asarray(g[b]), loop2[b][i], s, False)
 
 
-def check_op_grad(op_name: str) -> int:
-    """The gradient check on every applicable sample of ``op_name``; returns how many ran.
-    A differentiable op (not NoGrad) must have a backward rule and a sample to check it on."""
+def check_sample(op_name: str, s: Sample, entry: OpSamples | None = None) -> None:
+    """Run every check on one sample (raises :class:`CheckFailure`)."""
+    op = get_op(op_name)
+    entry = entry or get_samples(op_name)
+    label = f"op '{op_name}' sample {s.name or s.attrs}"
+    _check_inference(op, s, label)
+    check = _reference_check(entry, s, label)
+    check("eager", _eager(op, list(s.inputs), s.attrs))
+    vals = [_tree_map(jax.numpy.asarray, x) for x in s.inputs]
+    check("under jax.jit", [np.asarray(v) for v in jax.jit(_runner(op, s))(*vals)])
+    if s.vmap and _flat_inputs(s):
+        _check_vmap(op, s, label)
+
+
+def check_op_grad(op_name: str) -> tuple[int, int]:
+    """The gradient check on every applicable sample of ``op_name``; returns (samples
+    checked, samples skipped because no output is float64). A differentiable op (not NoGrad)
+    must have a backward rule and at least one sample whose gradient is really checked."""
     op = get_op(op_name)
     if op.has_trait("NoGrad"):
-        return 0
+        return 0, 0
     if op.grad_rule is None:
         raise CheckFailure(f"op '{op_name}' is neither NoGrad nor has a backward rule")
-    ran = 0
+    checked = skipped = 0
     for s in get_samples(op_name).samples:
         if grad_applicable(op_name, s):
-            check_grad(op_name, s)
-            ran += 1
-    if not ran:
-        raise CheckFailure(f"op '{op_name}' has a backward rule but no sample with floating "
-                           f"inputs to check it on")
-    return ran
+            if check_grad(op_name, s):
+                checked += 1
+            else:
+                skipped += 1
+    if not checked:
+        raise CheckFailure(f"op '{op_name}' has a backward rule but no sample whose gradient "
+                           f"is checked (floating inputs, and a float64 output for float64 "
+                           f"inputs); {skipped} sample(s) skipped")
+    return checked, skipped
 
 
-def check_op(op_name: str, grad: bool = True) -> None:
-    """Check every sample and error sample registered for ``op_name`` (and, with ``grad``,
-    its backward rule)."""
-    entry = get_samples(op_name)
-    for s in entry.samples:
-        check_sample(op_name, s, entry)
+def _check_errors(op_name: str, entry: OpSamples) -> None:
+    """Each error sample raises its declared type, with a message matching and naming the op."""
     op = get_op(op_name)
     for es in entry.errors:
         try:
@@ -202,5 +263,14 @@ def check_op(op_name: str, grad: bool = True) -> None:
         else:
             raise CheckFailure(f"op '{op_name}': expected {es.exc.__name__} for inputs "
                                f"{[np.shape(x) for x in es.inputs]} attrs {es.attrs}")
+
+
+def check_op(op_name: str, grad: bool = True) -> None:
+    """Check every sample and error sample registered for ``op_name`` (and, with ``grad``,
+    its backward rule)."""
+    entry = get_samples(op_name)
+    for s in entry.samples:
+        check_sample(op_name, s, entry)
+    _check_errors(op_name, entry)
     if grad:
         check_op_grad(op_name)

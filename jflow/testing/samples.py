@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import sys
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -53,6 +54,9 @@ class OpSamples:
     reference: Callable[..., Any] | None
     verify: Callable[..., None] | None
     errors: list[ErrorSample]
+    #: The module that registered the samples (tests/test_families.py checks that it is the
+    #: op family's ``jflow/testing/op_samples/<family>.py``).
+    module: str = ""
 
 
 _SAMPLES: dict[str, OpSamples] = {}
@@ -72,7 +76,8 @@ def register_samples(op: str, samples: Sequence[Sample],
         raise ValueError(f"register_samples('{op}'): give exactly one of reference= or verify=")
     if not samples:
         raise ValueError(f"register_samples('{op}'): at least one sample is needed")
-    _SAMPLES[op] = OpSamples(op, list(samples), reference, verify, list(errors))
+    module = sys._getframe(1).f_globals.get("__name__", "")
+    _SAMPLES[op] = OpSamples(op, list(samples), reference, verify, list(errors), module)
 
 
 def get_samples(op: str) -> OpSamples:

@@ -1,12 +1,18 @@
-"""The checker's SBP check (DESIGN §9): for an op and one sample, every SBP signature the op
+"""The checker's SBP check: for an op and one sample, every SBP signature the op
 declares for the sample's shapes, run on global inputs laid out as the signature says, gives
 the single-device result, and its outputs carry the signature's SBP.
 
 Each signature runs on the largest 1-d placement (4, 3 or 2 devices) that splits its split
-dimensions evenly; a signature no placement can split evenly is reported as skipped.
+dimensions evenly. A signature can go unrun on a sample for two reasons: no placement splits
+it evenly, or an earlier signature has the same input SBPs (inference always picks that one).
+:class:`SbpCoverage` records, per op, which declared signatures ran on some sample and why the
+others did not, so a test can demand that every declared signature is exercised.
 """
 
 from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
 
 import jax
 import jax.numpy as jnp
@@ -16,15 +22,40 @@ from ..ops import get as get_op
 from ..sharding.execute import usable_1d
 from ..sharding.placement import placement
 from ..sharding.sbp import Signature, _Split, signatures_of
-from ..tensor import _wrap
+from ..tensor import Tensor, _wrap
 from .grad_check import _flat_inputs, _rebuild
-from .samples import Sample
+from .samples import Sample, get_samples
 
-__all__ = ["check_sbp", "check_op_sbp", "SbpCheckFailure"]
+__all__ = ["check_sbp", "check_op_sbp", "sbp_coverage", "SbpCoverage", "SbpCheckFailure"]
 
 
 class SbpCheckFailure(AssertionError):
     """A signature's sharded run disagrees with the single-device result or its SBP."""
+
+
+@dataclass
+class SbpCoverage:
+    """Which of an op's declared signatures (keyed by ``repr``, e.g. ``(S(0), B) -> (S(0))``)
+    its samples ran. A signature counts as declared when the op offers it (and a 1-d layout
+    can carry it, see ``usable_1d``) for some sample's shapes."""
+
+    op: str
+    #: signature -> the first sample that declared it
+    declared: dict[str, str] = field(default_factory=dict)
+    #: signature -> the sample it ran (and passed) on
+    exercised: dict[str, str] = field(default_factory=dict)
+    #: signature -> why it did not run, one line per sample that declared it
+    not_run: dict[str, list[str]] = field(default_factory=dict)
+
+    @property
+    def missing(self) -> list[str]:
+        """Declared signatures no sample ran."""
+        return sorted(set(self.declared) - set(self.exercised))
+
+    def explain_missing(self) -> str:
+        """One line per missing signature, with the reasons (to fix: add a sample)."""
+        return "\n".join(f"op '{self.op}' {sig}: " + "; ".join(self.not_run.get(sig, ["?"]))
+                         for sig in self.missing)
 
 
 def _devices_for(sig: Signature, in_shapes: list[tuple], out_shapes: list[tuple]) -> int | None:
@@ -40,74 +71,101 @@ def _devices_for(sig: Signature, in_shapes: list[tuple], out_shapes: list[tuple]
     return None
 
 
-def check_sbp(op_name: str, s: Sample, done: set | None = None) -> tuple[int, int]:
-    """Check every signature on one sample; returns (checked, skipped for uneven splits).
-    ``done``: signatures (by repr) already checked on another sample of the op, skipped."""
-    op = get_op(op_name)
-    flat = [np.asarray(a) for a in _flat_inputs(s)]
-    if not flat:
-        return 0, 0
-    local = [_wrap(jnp.asarray(a)) for a in flat]
+def _label(s: Sample) -> str:
+    return f"sample {s.name!r}" if s.name else f"sample {s.attrs}"
+
+
+def _single_device(op: Any, s: Sample) -> tuple[list[Tensor], list[np.ndarray]]:
+    """The sample's local input tensors and its single-device outputs (the reference)."""
+    local = [_wrap(jnp.asarray(a)) for a in _flat_inputs(s)]
     res = op.apply(*_rebuild(s, local), **s.attrs)
-    ref = [np.asarray(t._value) for t in (res if isinstance(res, tuple) else (res,))]
+    return local, [np.asarray(t._value) for t in (res if isinstance(res, tuple) else (res,))]
+
+
+def _declared(op: Any, s: Sample, flat: list[np.ndarray], ref: list[np.ndarray]
+              ) -> list[Signature]:
+    """The signatures the op declares for the sample's shapes that a 1-d layout can carry."""
     attrs = op.normalize_attrs(dict(s.attrs))
-    in_shapes = [tuple(a.shape) for a in flat]
-    out_shapes = [r.shape for r in ref]
     in_avals = [jax.core.ShapedArray(a.shape, a.dtype) for a in flat]
     out_avals = [jax.core.ShapedArray(r.shape, r.dtype) for r in ref]
-    sigs = usable_1d(signatures_of(op, in_shapes, len(ref), attrs), in_avals, out_avals)
-    checked = skipped = 0
-    seen_inputs: set[tuple] = set()
-    for sig in sigs:
-        if sig.inputs in seen_inputs:
-            continue  # the first signature with these inputs is the one inference picks
-        seen_inputs.add(sig.inputs)
-        if done is not None and repr(sig) in done:
+    return usable_1d(signatures_of(op, [a.shape for a in flat], len(ref), attrs),
+                     in_avals, out_avals)
+
+
+def _close(v: np.ndarray, r: np.ndarray) -> bool:
+    if r.dtype.kind not in "fc":
+        return bool(np.array_equal(v, r))
+    tol = 2e-2 if r.dtype.itemsize < 4 else (1e-5 if r.dtype.itemsize == 4 else 1e-9)
+    return bool(np.allclose(v.astype(np.float64), r.astype(np.float64), rtol=tol, atol=tol,
+                            equal_nan=True))
+
+
+def _run_signature(op: Any, s: Sample, sig: Signature, n: int, local: list[Tensor],
+                   ref: list[np.ndarray]) -> None:
+    """Lay the inputs out as ``sig`` says on ``n`` devices, run the op, compare."""
+    plc = placement("cpu", list(range(n)))
+    ins = [t.to_global(plc, x) for t, x in zip(local, sig.inputs)]
+    label = f"op '{op.name}' {_label(s)} signature {sig} on {n} devices"
+    try:
+        got = op.apply(*_rebuild(s, ins), **s.attrs)
+    except Exception as e:
+        raise SbpCheckFailure(f"{label}: raised {type(e).__name__}: {e}") from e
+    got = got if isinstance(got, tuple) else (got,)
+    for k, (g, r, want_sbp) in enumerate(zip(got, ref, sig.outputs)):
+        if g.sbp != (want_sbp,):
+            raise SbpCheckFailure(f"{label}: output {k} has sbp {g.sbp}, the signature "
+                                  f"says {want_sbp!r}")
+        v = g.numpy()
+        if v.shape != r.shape or v.dtype != r.dtype:
+            raise SbpCheckFailure(f"{label}: output {k} is {v.dtype}{list(v.shape)}, the "
+                                  f"single-device result {r.dtype}{list(r.shape)}")
+        if not _close(v, r):
+            raise SbpCheckFailure(f"{label}: output {k} differs from the single-device result")
+
+
+def check_sbp(op_name: str, s: Sample, coverage: SbpCoverage | None = None) -> SbpCoverage:
+    """Check every signature declared for one sample, recording into ``coverage`` what was
+    declared, what ran and why the rest did not. A signature already exercised on another
+    sample of the op is not run again."""
+    op = get_op(op_name)
+    cov = coverage if coverage is not None else SbpCoverage(op_name)
+    flat = [np.asarray(a) for a in _flat_inputs(s)]
+    if not flat:
+        return cov
+    local, ref = _single_device(op, s)
+    picked: dict[tuple, Signature] = {}
+    for sig in _declared(op, s, flat, ref):
+        key = repr(sig)
+        cov.declared.setdefault(key, _label(s))
+        first = picked.setdefault(sig.inputs, sig)
+        if first is not sig:  # inference picks the first signature with these inputs
+            cov.not_run.setdefault(key, []).append(
+                f"{_label(s)}: shadowed by {first} (same input SBPs, declared earlier)")
             continue
-        n = _devices_for(sig, in_shapes, out_shapes)
+        if key in cov.exercised:
+            continue
+        n = _devices_for(sig, [a.shape for a in flat], [r.shape for r in ref])
         if n is None:
-            skipped += 1
+            cov.not_run.setdefault(key, []).append(
+                f"{_label(s)}: no placement of 4, 3 or 2 devices splits it evenly "
+                f"(input shapes {[list(a.shape) for a in flat]})")
             continue
-        plc = placement("cpu", list(range(n)))
-        ins = [t.to_global(plc, x) for t, x in zip(local, sig.inputs)]
-        label = f"op '{op_name}' sample {s.name or s.attrs} signature {sig} on {n} devices"
-        try:
-            got = op.apply(*_rebuild(s, ins), **s.attrs)
-        except Exception as e:
-            raise SbpCheckFailure(f"{label}: raised {type(e).__name__}: {e}") from e
-        got = got if isinstance(got, tuple) else (got,)
-        for k, (g, r, want_sbp) in enumerate(zip(got, ref, sig.outputs)):
-            if g.sbp != (want_sbp,):
-                raise SbpCheckFailure(f"{label}: output {k} has sbp {g.sbp}, the signature "
-                                      f"says {want_sbp!r}")
-            v = g.numpy()
-            if v.shape != r.shape or v.dtype != r.dtype:
-                raise SbpCheckFailure(f"{label}: output {k} is {v.dtype}{list(v.shape)}, the "
-                                      f"single-device result {r.dtype}{list(r.shape)}")
-            tol = 1e-5 if r.dtype.kind == "f" and r.dtype.itemsize <= 4 else 1e-9
-            if r.dtype.kind == "f" and r.dtype.itemsize < 4:
-                tol = 2e-2
-            ok = np.allclose(v.astype(np.float64), r.astype(np.float64), rtol=tol, atol=tol,
-                             equal_nan=True) if r.dtype.kind in "fc" else np.array_equal(v, r)
-            if not ok:
-                raise SbpCheckFailure(f"{label}: output {k} differs from the single-device "
-                                      f"result")
-        checked += 1
-        if done is not None:
-            done.add(repr(sig))
-    return checked, skipped
+        _run_signature(op, s, sig, n, local, ref)
+        cov.exercised[key] = _label(s)
+    return cov
+
+
+def sbp_coverage(op_name: str) -> SbpCoverage:
+    """The SBP check over all of an op's samples (those with ``sbp=True``), each distinct
+    signature run once (on the first sample where it is picked and divides evenly)."""
+    cov = SbpCoverage(op_name)
+    for s in get_samples(op_name).samples:
+        if s.sbp:
+            check_sbp(op_name, s, cov)
+    return cov
 
 
 def check_op_sbp(op_name: str) -> tuple[int, int]:
-    """The SBP check over an op's samples, each distinct signature once (first sample where
-    it divides evenly); returns (checked, never runnable evenly)."""
-    from .samples import get_samples
-    done: set = set()
-    checked = skipped = 0
-    for s in get_samples(op_name).samples:
-        if not s.sbp:
-            continue
-        c, k = check_sbp(op_name, s, done)
-        checked += c
-        skipped += k
-    return checked, skipped
+    """:func:`sbp_coverage`, as counts: (signatures checked, declared signatures never run)."""
+    cov = sbp_coverage(op_name)
+    return len(cov.exercised), len(cov.missing)

@@ -6,6 +6,7 @@ from typing import Any
 
 import jax
 
+from ..dtypes import from_numpy_dtype
 from ..tensor import Tensor, _wrap
 
 __all__ = ["from_jax", "to_jax", "cpp_extension"]
@@ -22,7 +23,6 @@ def from_jax(array: Any) -> Tensor:
     """Wrap a ``jax.Array`` (or tracer) as a Tensor without copying."""
     if not isinstance(array, jax.Array):
         raise TypeError(f"from_jax: expected a jax.Array, got {type(array).__name__}")
-    from ..dtypes import from_numpy_dtype
     from_numpy_dtype(array.dtype)  # a clear error for dtypes jflow does not have
     return _wrap(array)
 

@@ -27,6 +27,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from .. import sysconfig
+from ..kernels.ffi import load_library
 
 __all__ = ["load", "build", "BuildError", "find_nvcc", "find_cxx", "default_build_directory",
            "CPP_SUFFIXES", "CUDA_SUFFIXES"]
@@ -118,7 +119,6 @@ def load(name: str, sources: Sequence[str | os.PathLike[str]], extra_cflags: Seq
     to the link; ``extra_include_paths`` to both compilers. ``verbose`` prints the commands
     and the compiler output.
     """
-    from ..kernels.ffi import load_library
     return load_library(build(name, sources, extra_cflags, extra_cuda_cflags, extra_ldflags,
                               extra_include_paths, build_directory, verbose))
 

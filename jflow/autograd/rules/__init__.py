@@ -1,3 +1,23 @@
-"""Backward rules of jflow's own ops, one module per op family (mirrors ``jflow/ops``)."""
+"""Backward rules of jflow's own ops, one module per op family, named as in ``jflow/ops``
+(``tests/test_families.py`` keeps the names in step)."""
 
-from . import attention, conv, index, loss, math, matmul, nn, norm, reduce, shape  # noqa: F401
+from . import (  # noqa: F401
+    activation,
+    attention,
+    conv,
+    fused,
+    index,
+    join,
+    loss,
+    math,
+    matmul,
+    nn,
+    norm,
+    pool,
+    rearrange,
+    reduce,
+    slicing,
+    subscript,
+    upsample,
+    view,
+)

@@ -4,10 +4,11 @@ from __future__ import annotations
 
 from typing import Any
 
+from ...functional.promotion import scalar_tensor
 from ...ops import registry as _registry
 from ...tensor import Tensor
 
-__all__ = ["O", "sum_to", "zeros_like", "ones_like", "scalar_like"]
+__all__ = ["O", "sum_to", "zeros", "zeros_like", "ones_like", "scalar_like", "keep_where"]
 
 
 class _Ops:
@@ -37,8 +38,12 @@ def sum_to(g: Tensor, shape: tuple[int, ...]) -> Tensor:
 
 def scalar_like(value: float, like: Tensor) -> Tensor:
     """A 0-d tensor of ``like``'s dtype (cached per value/dtype: no recompiles)."""
-    from ...functional.promotion import scalar_tensor
     return scalar_tensor(value, like._value.dtype)
+
+
+def zeros(shape: tuple[int, ...], like: Tensor) -> Tensor:
+    """Zeros of ``like``'s dtype and the given shape."""
+    return O.full(shape=tuple(shape), value=0.0, dtype=like._value.dtype)
 
 
 def zeros_like(t: Tensor) -> Tensor:
@@ -47,3 +52,8 @@ def zeros_like(t: Tensor) -> Tensor:
 
 def ones_like(t: Tensor) -> Tensor:
     return O.full(shape=tuple(t._value.shape), value=1.0, dtype=t._value.dtype)
+
+
+def keep_where(cond: Tensor, dy: Tensor) -> Tensor:
+    """``dy`` where ``cond``, else 0 (the gradient of piecewise ops like relu and clamp)."""
+    return O.where(cond, dy, scalar_like(0.0, dy))

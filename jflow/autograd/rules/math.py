@@ -1,22 +1,16 @@
-"""Backward rules of the elementwise math and activation ops (``jflow/ops/math.py``,
-``jflow/ops/activation.py``). Binary ops broadcast, so their gradients are summed back to
-each input's shape (``sum_to``)."""
+"""Backward rules of the elementwise math ops (``jflow/ops/math.py``). Binary ops broadcast,
+so their gradients are summed back to each input's shape (``sum_to``)."""
 
 from __future__ import annotations
 
 import math
 
 from ..rule import register_backward
-from ._util import O, scalar_like, sum_to
+from ._util import O, keep_where, scalar_like, sum_to
 
 
 def _c(v: float, like):  # a cached 0-d constant of like's dtype
     return scalar_like(v, like)
-
-
-def _mask(cond, dy):
-    """dy where cond, else 0."""
-    return O.where(cond, dy, _c(0.0, dy))
 
 
 # -- unary -------------------------------------------------------------------------------------
@@ -125,62 +119,6 @@ def _erf(ctx, dy):
     return O.mul(O.mul(dy, _c(2.0 / math.sqrt(math.pi), dy)), O.exp(O.neg(O.square(x))))
 
 
-@register_backward("relu", save=["y"])
-def _relu(ctx, dy):
-    (y,) = ctx.saved_tensors
-    return _mask(O.gt(y, _c(0.0, y)), dy)
-
-
-@register_backward("leaky_relu", save=["x"])
-def _leaky_relu(ctx, dy):
-    (x,) = ctx.saved_tensors
-    return O.where(O.gt(x, _c(0.0, x)), dy, O.mul(dy, _c(ctx.alpha, dy)))
-
-
-@register_backward("elu", save=["x", "y"])
-def _elu(ctx, dy):
-    x, y = ctx.saved_tensors
-    return O.where(O.gt(x, _c(0.0, x)), dy, O.mul(dy, O.add(y, _c(ctx.alpha, y))))
-
-
-@register_backward("gelu", save=["x"])
-def _gelu(ctx, dy):
-    (x,) = ctx.saved_tensors
-    if ctx.approximate == "tanh":
-        k = math.sqrt(2.0 / math.pi)
-        x2 = O.square(x)
-        inner = O.mul(O.mul(x, _c(k, x)), O.add(_c(1.0, x), O.mul(x2, _c(0.044715, x))))
-        t = O.tanh(inner)
-        dinner = O.mul(_c(k, x), O.add(_c(1.0, x), O.mul(x2, _c(3 * 0.044715, x))))
-        left = O.mul(_c(0.5, x), O.add(_c(1.0, x), t))
-        right = O.mul(O.mul(O.mul(_c(0.5, x), x), O.sub(_c(1.0, x), O.square(t))), dinner)
-        return O.mul(dy, O.add(left, right))
-    cdf = O.mul(_c(0.5, x), O.add(_c(1.0, x), O.erf(O.mul(x, _c(1 / math.sqrt(2.0), x)))))
-    pdf = O.mul(O.exp(O.mul(O.square(x), _c(-0.5, x))), _c(1 / math.sqrt(2 * math.pi), x))
-    return O.mul(dy, O.add(cdf, O.mul(x, pdf)))
-
-
-@register_backward("silu", save=["x"])
-def _silu(ctx, dy):
-    (x,) = ctx.saved_tensors
-    s = O.sigmoid(x)
-    return O.mul(dy, O.mul(s, O.add(_c(1.0, x), O.mul(x, O.sub(_c(1.0, x), s)))))
-
-
-@register_backward("softplus", save=["x"])
-def _softplus(ctx, dy):
-    (x,) = ctx.saved_tensors
-    bx = O.mul(x, _c(ctx.beta, x))
-    return O.where(O.gt(bx, _c(ctx.threshold, x)), dy, O.mul(dy, O.sigmoid(bx)))
-
-
-@register_backward("hardtanh", save=["x"])
-def _hardtanh(ctx, dy):
-    (x,) = ctx.saved_tensors
-    inside = O.logical_and(O.gt(x, _c(ctx.min_val, x)), O.lt(x, _c(ctx.max_val, x)))
-    return _mask(inside, dy)
-
-
 @register_backward("clamp", save=["x"])
 def _clamp(ctx, dy):
     (x,) = ctx.saved_tensors
@@ -190,7 +128,7 @@ def _clamp(ctx, dy):
     if ctx.max is not None:
         le = O.le(x, _c(ctx.max, x))
         keep = le if keep is None else O.logical_and(keep, le)
-    return _mask(keep, dy)
+    return keep_where(keep, dy)
 
 
 @register_backward("cast")
@@ -245,11 +183,11 @@ def _extremum_rule(name, prefer):
     # PyTorch: the larger (smaller) input gets the gradient; ties split it in half
     def fx(dz, x, y):
         half = O.mul(dz, _c(0.5, dz))
-        return O.where(O.eq(x, y), half, _mask(prefer(x, y), dz))
+        return O.where(O.eq(x, y), half, keep_where(prefer(x, y), dz))
 
     def fy(dz, x, y):
         half = O.mul(dz, _c(0.5, dz))
-        return O.where(O.eq(x, y), half, _mask(prefer(y, x), dz))
+        return O.where(O.eq(x, y), half, keep_where(prefer(y, x), dz))
 
     _binary_rule(name, ["x", "y"], fx, fy)
 

@@ -1,4 +1,4 @@
-"""Backward rules of the norm ops (``jflow/ops/norm.py``).
+"""Backward rules of the norm ops (``jflow/ops/norm.py``), batch_norm included.
 
 Each rule also takes the gradients of the statistics outputs (zeros when they got none), so
 ``mean`` / ``inv_std`` / ``inv_rms`` are differentiable outputs like ``y``.
@@ -167,4 +167,23 @@ def _group_norm(ctx, dy, dmean, dr):
                                   keepdim=False))
     if has[2]:
         grads.append(O.reduce_sum(dy, axis=red, keepdim=False))
+    return grads
+
+
+@register_backward("batch_norm", save=["x", "weight", "mean", "inv_std"])
+def _batch_norm(ctx, dy, dmean, dr):
+    x, w, mean, r = ctx.saved_tensors
+    has = _present(ctx, 3)
+    shape = tuple(ctx.input_shapes[0])
+    c = shape[1]
+    axes = (0,) + tuple(range(2, len(shape)))
+    bshape = (1, c) + (1,) * (len(shape) - 2)
+    n = math.prod(shape) // c if c else 0
+    wb = None if w is None else O.reshape(w, shape=bshape)
+    dx, xhat = _normalize_backward(x, wb, mean, r, dy, dmean, dr, axes, bshape, n, True)
+    grads = [dx]
+    if has[1]:
+        grads.append(O.reduce_sum(O.mul(dy, xhat), axis=axes, keepdim=False))
+    if has[2]:
+        grads.append(O.reduce_sum(dy, axis=axes, keepdim=False))
     return grads

@@ -27,6 +27,7 @@ from ...ops import get
 from ...tensor import Tensor
 from ..promotion import cast, scalar_tensor
 from ..registry import functor
+from .nn import dropout
 
 _sdpa = get("scaled_dot_product_attention").apply
 _expand = get("expand").apply
@@ -105,8 +106,7 @@ def attention_math(query: Tensor, key: Tensor, value: Tensor, attn_mask: Any = N
     zero = scalar_tensor(0.0, cd)
     p = _where(valid, _softmax(_where(valid, s, zero), dim=-1), zero)
     if dropout_p > 0.0:
-        from .nn import dropout
-        p = dropout(p, p=dropout_p, training=True, generator=generator)
+        p = dropout(p, p=dropout_p, training=True, inplace=False, generator=generator)
     out = _mm(p, v)
     if low:
         out, p = cast(out, dt), cast(p, dt)
@@ -114,9 +114,9 @@ def attention_math(query: Tensor, key: Tensor, value: Tensor, attn_mask: Any = N
 
 
 @functor("ScaledDotProductAttention")
-def scaled_dot_product_attention(query: Tensor, key: Tensor, value: Tensor, attn_mask: Any = None,
-                                 dropout_p: float = 0.0, is_causal: bool = False,
-                                 scale: Any = None, enable_gqa: bool = False) -> Tensor:
+def scaled_dot_product_attention(query: Tensor, key: Tensor, value: Tensor, attn_mask: Any,
+                                 dropout_p: float, is_causal: bool, scale: Any,
+                                 enable_gqa: bool) -> Tensor:
     """softmax(query @ key^T * scale + mask) @ value (torch.nn.functional's), fused: the
     probabilities are never stored; the backward recomputes them from the rows' log-sum-exp."""
     if enable_gqa:

@@ -11,8 +11,9 @@ _fba = get("fused_bias_add_activation").apply
 
 
 @functor("FusedBiasAddActivation")
-def fused_bias_add_activation(x: Tensor, bias: Tensor, activation: str = "gelu") -> Tensor:
-    """act(x + bias) in one kernel; bias (C,) is cast to x's dtype."""
+def fused_bias_add_activation(x: Tensor, bias: Tensor, activation: str) -> Tensor:
+    """act(x + bias) in one kernel; bias (C,) is cast to x's dtype. (api.yaml's signature
+    holds the default activation.)"""
     if bias._value.dtype != x._value.dtype and x.is_floating_point():
         bias = cast(bias, x._value.dtype)
     return _fba(x, bias, activation=activation)

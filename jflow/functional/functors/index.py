@@ -115,7 +115,7 @@ def scalar_as(fname: str, value: Any, np_dtype: np.dtype) -> Tensor:
 # -- gather / scatter / index_select -----------------------------------------------------------
 
 @functor("DimGather")
-def gather(input: Tensor, dim: int, index: Tensor, sparse_grad: bool = False) -> Tensor:
+def gather(input: Tensor, dim: int, index: Tensor, sparse_grad: bool) -> Tensor:
     """torch.gather: ``out[i][j][k] = input[i][index[i][j][k]][k]`` for dim 1."""
     if sparse_grad:
         raise ValueError("gather(): sparse_grad=True is not supported (jflow has no sparse "
@@ -148,7 +148,7 @@ def _scatter_impl(fname: str, input: Tensor, dim: int, index: Tensor, src: Tenso
 
 
 @functor("DimScatter")
-def scatter(input: Tensor, dim: int, index: Tensor, src: Tensor, reduce: Any = None) -> Tensor:
+def scatter(input: Tensor, dim: int, index: Tensor, src: Tensor, reduce: Any) -> Tensor:
     """torch.scatter with a src tensor: ``out[index[i][j]][j] = src[i][j]`` for dim 0 (the
     input is not modified). With duplicate indices and no reduce, which src value lands is
     unspecified, as in PyTorch. ``reduce='add'`` / ``'multiply'`` accumulate instead."""
@@ -160,8 +160,7 @@ def scatter(input: Tensor, dim: int, index: Tensor, src: Tensor, reduce: Any = N
 
 
 @functor("DimScatterScalar")
-def scatter_value(input: Tensor, dim: int, index: Tensor, value: Any,
-                  reduce: Any = None) -> Tensor:
+def scatter_value(input: Tensor, dim: int, index: Tensor, value: Any, reduce: Any) -> Tensor:
     """torch.scatter with a scalar ``value`` written at every index position."""
     r = _reduce("scatter", reduce)
     v = scalar_as("scatter", value, input._value.dtype)
@@ -215,7 +214,7 @@ def masked_fill_tensor(input: Tensor, mask: Tensor, value: Tensor) -> Tensor:
 
 
 @functor("OneHot")
-def one_hot(input: Tensor, num_classes: int = -1) -> Tensor:
+def one_hot(input: Tensor, num_classes: int) -> Tensor:
     """torch.nn.functional.one_hot: int64 tensor of shape ``input.shape + (num_classes,)``.
 
     ``num_classes=-1`` infers ``max(input) + 1``; that needs the data, so under tracing
@@ -247,8 +246,7 @@ def one_hot(input: Tensor, num_classes: int = -1) -> Tensor:
 # -- sort / argsort / topk ---------------------------------------------------------------------
 
 @functor("Sort")
-def sort(input: Tensor, dim: int = -1, descending: bool = False,
-         stable: bool = False) -> tuple[Tensor, Tensor]:
+def sort(input: Tensor, dim: int, descending: bool, stable: bool) -> tuple[Tensor, Tensor]:
     """torch.sort -> (values, indices). Always stable (ties keep their order), so ``stable``
     changes nothing; NaN sorts as the largest value."""
     d = normalize_dim("sort", dim, input._value.ndim)
@@ -256,16 +254,15 @@ def sort(input: Tensor, dim: int = -1, descending: bool = False,
 
 
 @functor("ArgSort")
-def argsort(input: Tensor, dim: int = -1, descending: bool = False,
-            stable: bool = False) -> Tensor:
+def argsort(input: Tensor, dim: int, descending: bool, stable: bool) -> Tensor:
     """torch.argsort: the indices of :func:`sort` (always stable)."""
     d = normalize_dim("argsort", dim, input._value.ndim)
     return _sort(input, dim=d, descending=descending)[1]
 
 
 @functor("TopK")
-def topk(input: Tensor, k: int, dim: int = -1, largest: bool = True,
-         sorted: bool = True) -> tuple[Tensor, Tensor]:  # noqa: A002
+def topk(input: Tensor, k: int, dim: int, largest: bool,
+         sorted: bool) -> tuple[Tensor, Tensor]:  # noqa: A002
     """torch.topk -> (values, indices): the k largest (``largest=False``: smallest) entries
     along dim. Results are always in sorted order (``sorted=False`` allows any order, so this
     satisfies it); among equal values the lower index comes first."""

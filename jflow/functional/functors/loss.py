@@ -64,21 +64,20 @@ def _pointwise(fname: str, op: Any, input: Tensor, target: Tensor, reduction: st
 
 
 @functor("MseLoss")
-def mse_loss(input: Tensor, target: Tensor, reduction: str = "mean") -> Tensor:
+def mse_loss(input: Tensor, target: Tensor, reduction: str) -> Tensor:
     """(input - target)^2, reduced (input and target broadcast)."""
     return _pointwise("mse_loss", _mse, input, target, reduction)
 
 
 @functor("L1Loss")
-def l1_loss(input: Tensor, target: Tensor, reduction: str = "mean") -> Tensor:
+def l1_loss(input: Tensor, target: Tensor, reduction: str) -> Tensor:
     """|input - target|, reduced (input and target broadcast)."""
     return _pointwise("l1_loss", _l1, input, target, reduction)
 
 
 @functor("BinaryCrossEntropyWithLogits")
-def binary_cross_entropy_with_logits(input: Tensor, target: Tensor, weight: Any = None,
-                                     reduction: str = "mean", pos_weight: Any = None
-                                     ) -> Tensor:
+def binary_cross_entropy_with_logits(input: Tensor, target: Tensor, weight: Any, reduction: str,
+                                     pos_weight: Any) -> Tensor:
     """-w [pos_weight t log sigmoid(x) + (1 - t) log(1 - sigmoid(x))], reduced; pos_weight
     broadcasts along the last (class) axis."""
     fname = "binary_cross_entropy_with_logits"
@@ -121,8 +120,8 @@ def _nll_reduced(loss: Tensor, wt: Tensor, reduction: str) -> Tensor:
 
 
 @functor("NllLoss")
-def nll_loss(input: Tensor, target: Tensor, weight: Any = None, ignore_index: int = -100,
-             reduction: str = "mean") -> Tensor:
+def nll_loss(input: Tensor, target: Tensor, weight: Any, ignore_index: int,
+             reduction: str) -> Tensor:
     """-weight[t] input[t] per element (class axis 1, or 0 for a 1-d input); "mean" divides
     by the sum of the non-ignored targets' weights (nan if every target is ignored)."""
     _check_reduction("nll_loss", reduction)
@@ -151,8 +150,8 @@ def _plain_cross_entropy(input: Tensor, target: Tensor, c: int, ignore_index: in
 
 
 @functor("CrossEntropy")
-def cross_entropy(input: Tensor, target: Tensor, weight: Any = None, ignore_index: int = -100,
-                  reduction: str = "mean", label_smoothing: float = 0.0) -> Tensor:
+def cross_entropy(input: Tensor, target: Tensor, weight: Any, ignore_index: int, reduction: str,
+                  label_smoothing: float) -> Tensor:
     """log_softmax over the class axis + nll_loss (class indices), or -sum_c weight[c] t_c
     log p_c (class probabilities); PyTorch's label smoothing and reductions."""
     fname = "cross_entropy"

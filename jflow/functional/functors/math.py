@@ -1,4 +1,4 @@
-"""Functors of the elementwise math and activation ops: dtype promotion, then the op.
+"""Functors of the elementwise math ops (``jflow/ops/math.py``): dtype promotion, then the op.
 
 Binary ops come in three forms built by one factory: tensor-tensor (``Add``), tensor-scalar
 (``ScalarAdd``) and scalar-tensor (``ScalarRAdd``, for reflected Python operators).
@@ -11,6 +11,7 @@ from typing import Any
 import numpy as np
 from jax.core import Tracer
 
+from ... import dtypes as _dt
 from ...ops import get
 from ...tensor import Tensor, _wrap
 from ..promotion import (
@@ -148,7 +149,7 @@ def _finish(input: Tensor, out: Tensor, inplace: bool, fname: str) -> Tensor:
 
 
 @functor("AddAlpha")
-def add(input: Tensor, other: Tensor, alpha: Any = 1, inplace: bool = False) -> Tensor:
+def add(input: Tensor, other: Tensor, alpha: Any, inplace: bool) -> Tensor:
     if alpha == 1 and not inplace:  # the hot path: no extra call layers
         if input._value.dtype == other._value.dtype:
             return _add_op(input, other)
@@ -159,29 +160,29 @@ def add(input: Tensor, other: Tensor, alpha: Any = 1, inplace: bool = False) -> 
 
 
 @functor("ScalarAddAlpha")
-def scalar_add(input: Tensor, other: Any, alpha: Any = 1, inplace: bool = False) -> Tensor:
+def scalar_add(input: Tensor, other: Any, alpha: Any, inplace: bool) -> Tensor:
     return _finish(input, _add_ts(input, other * alpha if alpha != 1 else other), inplace, "add")
 
 
 @functor("SubAlpha")
-def sub(input: Tensor, other: Tensor, alpha: Any = 1, inplace: bool = False) -> Tensor:
+def sub(input: Tensor, other: Tensor, alpha: Any, inplace: bool) -> Tensor:
     if alpha != 1:
         other = _mul_ts(other, alpha)
     return _finish(input, _sub_tt(input, other), inplace, "sub")
 
 
 @functor("ScalarSubAlpha")
-def scalar_sub(input: Tensor, other: Any, alpha: Any = 1, inplace: bool = False) -> Tensor:
+def scalar_sub(input: Tensor, other: Any, alpha: Any, inplace: bool) -> Tensor:
     return _finish(input, _sub_ts(input, other * alpha if alpha != 1 else other), inplace, "sub")
 
 
 @functor("MulInplace")
-def mul(input: Tensor, other: Tensor, inplace: bool = False) -> Tensor:
+def mul(input: Tensor, other: Tensor, inplace: bool) -> Tensor:
     return _finish(input, _mul_tt(input, other), inplace, "mul")
 
 
 @functor("ScalarMulInplace")
-def scalar_mul(input: Tensor, other: Any, inplace: bool = False) -> Tensor:
+def scalar_mul(input: Tensor, other: Any, inplace: bool) -> Tensor:
     return _finish(input, _mul_ts(input, other), inplace, "mul")
 
 
@@ -198,47 +199,43 @@ def _rounding(mode: Any) -> tuple:
 
 
 @functor("DivMode")
-def div(input: Tensor, other: Tensor, rounding_mode: Any = None, inplace: bool = False) -> Tensor:
+def div(input: Tensor, other: Tensor, rounding_mode: Any, inplace: bool) -> Tensor:
     return _finish(input, _rounding(rounding_mode)[0](input, other), inplace, "div")
 
 
 @functor("ScalarDivMode")
-def scalar_div(input: Tensor, other: Any, rounding_mode: Any = None,
-               inplace: bool = False) -> Tensor:
+def scalar_div(input: Tensor, other: Any, rounding_mode: Any, inplace: bool) -> Tensor:
     return _finish(input, _rounding(rounding_mode)[1](input, other), inplace, "div")
 
 
 @functor("ScalarRDivMode")
-def scalar_rdiv(input: Any, other: Tensor, rounding_mode: Any = None) -> Tensor:
+def scalar_rdiv(input: Any, other: Tensor, rounding_mode: Any) -> Tensor:
     return _rounding(rounding_mode)[2](input, other)
 
 
 # -- unary ----------------------------------------------------------------------------------
 
-def _unary_functor(op_name: str, float_only: bool, int_identity: bool = False) -> None:
+def _unary_functor(op_name: str, int_identity: bool = False) -> None:
+    """A float-only unary op: bool / integer inputs are computed in the default float dtype,
+    or (``int_identity``: floor, ceil, round) are their own result. (abs, neg, logical_not
+    and clone take any dtype and are bound to their ops in api.yaml.)"""
     apply = get(op_name).apply
 
-    if float_only:
-        def fn(input: Tensor) -> Tensor:
-            if input._value.dtype.kind in "iub":
-                if int_identity:  # a new tensor (never the input: in-place ops on the
-                    return _wrap(input._value)  # result must not touch it); values are shared
-                input = to_float(input)
-            return apply(input)
-    else:
-        def fn(input: Tensor) -> Tensor:
-            return apply(input)
+    def fn(input: Tensor) -> Tensor:
+        if input._value.dtype.kind in "iub":
+            if int_identity:  # a new tensor (never the input: in-place ops on the
+                return _wrap(input._value)  # result must not touch it); values are shared
+            input = to_float(input)
+        return apply(input)
     fn.__name__ = _camel(op_name)
     functor(_camel(op_name))(fn)
 
 
 for _op in ["exp", "log", "log1p", "expm1", "sqrt", "rsqrt", "reciprocal", "sin", "cos", "tan",
-            "tanh", "sigmoid", "erf", "silu"]:
-    _unary_functor(_op, True)
+            "tanh", "sigmoid", "erf"]:
+    _unary_functor(_op)
 for _op in ["floor", "ceil", "round"]:
-    _unary_functor(_op, True, int_identity=True)
-for _op in ["abs", "neg", "relu", "logical_not"]:
-    _unary_functor(_op, False)
+    _unary_functor(_op, int_identity=True)
 
 _square, _sign = get("square").apply, get("sign").apply
 _INT64 = np.dtype(np.int64)
@@ -270,42 +267,12 @@ def bitwise_not(input: Tensor) -> Tensor:
     return _bitwise_not(input)
 
 
-_leaky_relu = get("leaky_relu").apply
-_elu = get("elu").apply
-_gelu = get("gelu").apply
-_softplus = get("softplus").apply
-_hardtanh = get("hardtanh").apply
 _clamp = get("clamp").apply
 _where = get("where").apply
 
 
-@functor("LeakyRelu")
-def leaky_relu(x: Tensor, alpha: float = 0.01, inplace: bool = False) -> Tensor:
-    return _finish(x, _leaky_relu(x, alpha=alpha), inplace, "leaky_relu")
-
-
-@functor("Elu")
-def elu(x: Tensor, alpha: float = 1.0) -> Tensor:
-    return _elu(x, alpha=alpha)
-
-
-@functor("Gelu")
-def gelu(x: Tensor, approximate: str = "none") -> Tensor:
-    return _gelu(x, approximate=approximate)
-
-
-@functor("Softplus")
-def softplus(x: Tensor, beta: float = 1.0, threshold: float = 20.0) -> Tensor:
-    return _softplus(x, beta=beta, threshold=threshold)
-
-
-@functor("Hardtanh")
-def hardtanh(x: Tensor, min_val: float = -1.0, max_val: float = 1.0) -> Tensor:
-    return _hardtanh(x, min_val=min_val, max_val=max_val)
-
-
 @functor("Clamp")
-def clamp(input: Tensor, min: Any = None, max: Any = None, inplace: bool = False) -> Tensor:  # noqa: A002
+def clamp(input: Tensor, min: Any, max: Any, inplace: bool) -> Tensor:  # noqa: A002
     if min is None and max is None:
         raise ValueError("clamp(): at least one of 'min' or 'max' must not be None")
     # PyTorch: result_type(input, min, max) with the bounds as Python scalars
@@ -333,7 +300,6 @@ def scalar_where(condition: Tensor, input: Any, other: Any) -> Tensor:
     if ref is not None:
         d = scalar_result_dtype(ref, other if a is not None else input)
     else:
-        from ... import dtypes as _dt
         d = _dt.result_type([], [], [_dt.scalar_category(input), _dt.scalar_category(other)]).np
     a = cast(a, d) if a is not None else scalar_tensor(input, d)
     b = cast(b, d) if b is not None else scalar_tensor(other, d)

@@ -42,8 +42,8 @@ def _require_ndim(fname: str, arg: str, t: Tensor, ndim: int) -> None:
 
 
 @functor("MatMul")
-def matmul(input: Tensor, other: Tensor, transpose_a: bool = False, transpose_b: bool = False,
-           alpha: float = 1.0) -> Tensor:
+def matmul(input: Tensor, other: Tensor, transpose_a: bool, transpose_b: bool,
+           alpha: float) -> Tensor:
     """torch.matmul: the product of two tensors, by the operands' ranks (module docstring)."""
     va, vb = input._value, other._value
     na, nb = va.ndim, vb.ndim

@@ -13,6 +13,7 @@ from __future__ import annotations
 from typing import Any
 
 from ...ops import get
+from ...random import default_generator
 from ...tensor import Tensor
 from ..promotion import assign_inplace, cast
 from ..registry import functor
@@ -35,35 +36,28 @@ def _prepare(fname: str, input: Tensor, dim: Any, dtype: Any) -> tuple[Tensor, i
 
 
 @functor("Softmax")
-def softmax(input: Tensor, dim: Any = None, dtype: Any = None) -> Tensor:
+def softmax(input: Tensor, dim: Any, dtype: Any) -> Tensor:
     """exp(x) / sum(exp(x)) along ``dim`` (default: the last axis), numerically stable."""
     x, d = _prepare("softmax", input, dim, dtype)
     return _softmax(x, dim=d)
 
 
 @functor("LogSoftmax")
-def log_softmax(input: Tensor, dim: Any = None, dtype: Any = None) -> Tensor:
+def log_softmax(input: Tensor, dim: Any, dtype: Any) -> Tensor:
     """x - logsumexp(x) along ``dim`` (default: the last axis), numerically stable."""
     x, d = _prepare("log_softmax", input, dim, dtype)
     return _log_softmax(x, dim=d)
 
 
-# -- linear, embedding, dropout ------------------------------------------------------------------
+# -- embedding, dropout --------------------------------------------------------------------------
 
-_linear = get("linear").apply
 _embedding = get("embedding").apply
 _dropout = get("dropout").apply
 
 
-@functor("Linear")
-def linear(input: Tensor, weight: Tensor, bias: Any = None) -> Tensor:
-    """input @ weight^T + bias (torch.nn.functional.linear); dtypes must match."""
-    return _linear(input, weight, bias)
-
-
 @functor("Embedding")
-def embedding(input: Tensor, weight: Tensor, padding_idx: Any = None, max_norm: Any = None,
-              scale_grad_by_freq: bool = False, sparse: bool = False) -> Tensor:
+def embedding(input: Tensor, weight: Tensor, padding_idx: Any, max_norm: Any,
+              scale_grad_by_freq: bool, sparse: bool) -> Tensor:
     """weight[input]; the ``padding_idx`` row gets no gradient. ``max_norm``,
     ``scale_grad_by_freq`` and ``sparse`` are not supported (an error if set)."""
     if max_norm is not None or scale_grad_by_freq or sparse:
@@ -86,8 +80,7 @@ def embedding(input: Tensor, weight: Tensor, padding_idx: Any = None, max_norm: 
 
 
 @functor("Dropout")
-def dropout(input: Tensor, p: float = 0.5, training: bool = True, inplace: bool = False,
-            generator: Any = None) -> Tensor:
+def dropout(input: Tensor, p: float, training: bool, inplace: bool, generator: Any) -> Tensor:
     """Zero each element with probability ``p`` and scale the rest by 1 / (1 - p) when
     ``training``; the identity otherwise. Draws from ``generator`` (default: the global one)."""
     if not 0.0 <= p <= 1.0:
@@ -96,7 +89,6 @@ def dropout(input: Tensor, p: float = 0.5, training: bool = True, inplace: bool 
         return input
     if not input.is_floating_point():
         raise TypeError(f"dropout(): expected a floating point input, got {input.dtype}")
-    from ...random import default_generator
     key, counter = (generator or default_generator)._next()
     y, _ = _dropout(input, key, counter, p=float(p))
     return assign_inplace(input, y, "dropout") if inplace else y

@@ -1,6 +1,7 @@
 """Functors of the norm ops (``jflow/ops/norm.py``): PyTorch's argument rules, then the op.
 
-The ops also return their statistics (for the backward rule); the functors return only ``y``.
+The ops also return their statistics (for the backward rule); the functors return only ``y``
+(batch_norm also updates the running statistics with them).
 """
 
 from __future__ import annotations
@@ -8,14 +9,21 @@ from __future__ import annotations
 from typing import Any
 
 import jax.numpy as jnp
+import numpy as np
 
+from ...autograd.grad_mode import no_grad
 from ...ops import get
-from ...tensor import Tensor
+from ...tensor import Tensor, _wrap
+from ..promotion import assign_inplace
 from ..registry import functor
 
 _layer_norm = get("layer_norm").apply
 _rms_norm = get("rms_norm").apply
 _group_norm = get("group_norm").apply
+_batch_norm = get("batch_norm").apply
+_reshape = get("reshape").apply
+_add, _sub, _mul = get("add").apply, get("sub").apply, get("mul").apply
+_rsqrt = get("rsqrt").apply
 
 
 def _begin(fname: str, input: Tensor, normalized_shape: Any) -> int:
@@ -35,8 +43,7 @@ def _float_input(fname: str, input: Tensor) -> None:
 
 
 @functor("LayerNorm")
-def layer_norm(input: Tensor, normalized_shape: Any, weight: Any = None, bias: Any = None,
-               eps: float = 1e-5) -> Tensor:
+def layer_norm(input: Tensor, normalized_shape: Any, weight: Any, bias: Any, eps: float) -> Tensor:
     """(x - mean) / sqrt(var + eps) * weight + bias over the last len(normalized_shape) dims."""
     _float_input("layer_norm", input)
     b = _begin("layer_norm", input, normalized_shape)
@@ -44,8 +51,7 @@ def layer_norm(input: Tensor, normalized_shape: Any, weight: Any = None, bias: A
 
 
 @functor("RmsNorm")
-def rms_norm(input: Tensor, normalized_shape: Any, weight: Any = None, eps: Any = None
-             ) -> Tensor:
+def rms_norm(input: Tensor, normalized_shape: Any, weight: Any, eps: Any) -> Tensor:
     """x / sqrt(mean(x^2) + eps) * weight; ``eps=None`` is the dtype's machine epsilon."""
     _float_input("rms_norm", input)
     b = _begin("rms_norm", input, normalized_shape)
@@ -55,8 +61,66 @@ def rms_norm(input: Tensor, normalized_shape: Any, weight: Any = None, eps: Any 
 
 
 @functor("GroupNorm")
-def group_norm(input: Tensor, num_groups: int, weight: Any = None, bias: Any = None,
-               eps: float = 1e-5) -> Tensor:
+def group_norm(input: Tensor, num_groups: int, weight: Any, bias: Any, eps: float) -> Tensor:
     """Normalise (N, C, *) over groups of C / num_groups channels, then per-channel affine."""
     _float_input("group_norm", input)
     return _group_norm(input, weight, bias, num_groups=num_groups, eps=float(eps))[0]
+
+
+def _const(v: float, like: Tensor) -> Tensor:
+    return _wrap(jnp.asarray(v, like._value.dtype))
+
+
+@functor("BatchNorm")
+def batch_norm(input: Tensor, running_mean: Any, running_var: Any, weight: Any, bias: Any,
+               training: bool, momentum: float, eps: float) -> Tensor:
+    """torch.nn.functional.batch_norm over axis 1 of (N, C, *). Training: batch statistics
+    (the batch_norm op), then, under no_grad, ``running = (1 - momentum) * running +
+    momentum * stat`` in place with the unbiased batch variance (as PyTorch). Eval: the
+    running statistics, as elementwise ops."""
+    if not input.is_floating_point():
+        raise TypeError(f"batch_norm(): expected a floating point input, got {input.dtype}")
+    shape = tuple(input._value.shape)
+    if len(shape) < 2:
+        raise ValueError(f"batch_norm(): expected an input of at least 2 dims (N, C, *), got "
+                         f"shape {list(shape)}")
+    c = shape[1]
+    for name, t in (("running_mean", running_mean), ("running_var", running_var),
+                    ("weight", weight), ("bias", bias)):
+        if t is not None and tuple(t._value.shape) != (c,):
+            raise RuntimeError(f"batch_norm(): {name} should contain {c} elements not "
+                               f"{int(np.prod(t._value.shape))}")
+    pshape = (1, c) + (1,) * (len(shape) - 2)
+    if training:
+        n = int(np.prod(shape)) // c if c else 0
+        if n <= 1:
+            raise ValueError(f"batch_norm(): expected more than 1 value per channel when "
+                             f"training, got input size {list(shape)}")
+        y, mean, inv_std = _batch_norm(input, weight, bias, eps=float(eps))
+        if running_mean is not None or running_var is not None:
+            m = float(momentum)
+            with no_grad():
+                if running_mean is not None:
+                    new = _add(_mul(running_mean, _const(1.0 - m, running_mean)),
+                               _mul(mean.to(running_mean.dtype), _const(m, running_mean)))
+                    assign_inplace(running_mean, new, "batch_norm")
+                if running_var is not None:
+                    r = inv_std.to(running_var.dtype)
+                    # biased variance = 1 / inv_std^2 - eps
+                    r2 = _rsqrt(_mul(r, r))
+                    var = _sub(_mul(r2, r2), _const(float(eps), running_var))
+                    var = _mul(var, _const(n / (n - 1), running_var))
+                    new = _add(_mul(running_var, _const(1.0 - m, running_var)),
+                               _mul(var, _const(m, running_var)))
+                    assign_inplace(running_var, new, "batch_norm")
+        return y
+    if running_mean is None or running_var is None:
+        raise ValueError("batch_norm(): running_mean and running_var are required when not "
+                         "training")
+    y = _mul(_sub(input, _reshape(running_mean, shape=pshape)),
+             _reshape(_rsqrt(_add(running_var, _const(float(eps), running_var))), shape=pshape))
+    if weight is not None:
+        y = _mul(y, _reshape(weight, shape=pshape))
+    if bias is not None:
+        y = _add(y, _reshape(bias, shape=pshape))
+    return y

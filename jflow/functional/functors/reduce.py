@@ -140,8 +140,7 @@ def _float_input(x: Tensor, dtype: Any, fname: str, what: str) -> Tensor:
 # -- sum / prod / mean -------------------------------------------------------------------------
 
 @functor("Sum")
-def sum_(input: Tensor, dim: tuple[int, ...] | None = None, keepdim: bool = False,
-         dtype: Any = None) -> Tensor:
+def sum_(input: Tensor, dim: tuple[int, ...] | None, keepdim: bool, dtype: Any) -> Tensor:
     """flow.sum: bool/int -> int64 unless ``dtype`` is given; an empty reduction is 0."""
     if dim is None and dtype is None and input._value.dtype.kind == "f":  # the hot path
         return _sum(input, axis=(), keepdim=keepdim)
@@ -150,16 +149,14 @@ def sum_(input: Tensor, dim: tuple[int, ...] | None = None, keepdim: bool = Fals
 
 
 @functor("Prod")
-def prod(input: Tensor, dim: tuple[int, ...] | None = None, keepdim: bool = False,
-         dtype: Any = None) -> Tensor:
+def prod(input: Tensor, dim: tuple[int, ...] | None, keepdim: bool, dtype: Any) -> Tensor:
     """flow.prod: bool/int -> int64 unless ``dtype`` is given; an empty reduction is 1."""
     x = _int_to_int64(input, dtype, "prod")
     return _prod(x, axis=_dims("prod", dim, x._value.ndim), keepdim=keepdim)
 
 
 @functor("Mean")
-def mean(input: Tensor, dim: tuple[int, ...] | None = None, keepdim: bool = False,
-         dtype: Any = None) -> Tensor:
+def mean(input: Tensor, dim: tuple[int, ...] | None, keepdim: bool, dtype: Any) -> Tensor:
     """flow.mean: floating inputs only (or ``dtype=`` a floating dtype); empty -> nan."""
     x = _float_input(input, dtype, "mean", "mean")
     return _mean(x, axis=_dims("mean", dim, x._value.ndim), keepdim=keepdim)
@@ -182,7 +179,7 @@ def min_(input: Tensor) -> Tensor:
 
 
 @functor("MaxDim")
-def max_dim(input: Tensor, dim: int, keepdim: bool = False) -> tuple[Tensor, Tensor]:
+def max_dim(input: Tensor, dim: int, keepdim: bool) -> tuple[Tensor, Tensor]:
     """flow.max(x, dim): (values, indices), the index of the first maximum (or first nan)."""
     d = _dim("max", dim, input._value.ndim)
     _check_nonempty("max", input, (d,), True)
@@ -190,7 +187,7 @@ def max_dim(input: Tensor, dim: int, keepdim: bool = False) -> tuple[Tensor, Ten
 
 
 @functor("MinDim")
-def min_dim(input: Tensor, dim: int, keepdim: bool = False) -> tuple[Tensor, Tensor]:
+def min_dim(input: Tensor, dim: int, keepdim: bool) -> tuple[Tensor, Tensor]:
     """flow.min(x, dim): (values, indices), the index of the first minimum (or first nan)."""
     d = _dim("min", dim, input._value.ndim)
     _check_nonempty("min", input, (d,), True)
@@ -198,7 +195,7 @@ def min_dim(input: Tensor, dim: int, keepdim: bool = False) -> tuple[Tensor, Ten
 
 
 @functor("Amax")
-def amax(input: Tensor, dim: tuple[int, ...] | None = None, keepdim: bool = False) -> Tensor:
+def amax(input: Tensor, dim: tuple[int, ...] | None, keepdim: bool) -> Tensor:
     """flow.amax: max over several dims (values only)."""
     axes = _dims("amax", dim, input._value.ndim)
     _check_nonempty("amax", input, axes, bool(dim), RuntimeError)
@@ -206,7 +203,7 @@ def amax(input: Tensor, dim: tuple[int, ...] | None = None, keepdim: bool = Fals
 
 
 @functor("Amin")
-def amin(input: Tensor, dim: tuple[int, ...] | None = None, keepdim: bool = False) -> Tensor:
+def amin(input: Tensor, dim: tuple[int, ...] | None, keepdim: bool) -> Tensor:
     """flow.amin: min over several dims (values only)."""
     axes = _dims("amin", dim, input._value.ndim)
     _check_nonempty("amin", input, axes, bool(dim), RuntimeError)
@@ -214,7 +211,7 @@ def amin(input: Tensor, dim: tuple[int, ...] | None = None, keepdim: bool = Fals
 
 
 @functor("Argmax")
-def argmax(input: Tensor, dim: int | None = None, keepdim: bool = False) -> Tensor:
+def argmax(input: Tensor, dim: int | None, keepdim: bool) -> Tensor:
     """flow.argmax: int64 index of the first maximum; ``dim=None`` indexes the flattened input."""
     if dim is None:
         _check_nonempty("argmax", input, (), False)
@@ -225,7 +222,7 @@ def argmax(input: Tensor, dim: int | None = None, keepdim: bool = False) -> Tens
 
 
 @functor("Argmin")
-def argmin(input: Tensor, dim: int | None = None, keepdim: bool = False) -> Tensor:
+def argmin(input: Tensor, dim: int | None, keepdim: bool) -> Tensor:
     """flow.argmin: int64 index of the first minimum; ``dim=None`` indexes the flattened input."""
     if dim is None:
         _check_nonempty("argmin", input, (), False)
@@ -238,8 +235,7 @@ def argmin(input: Tensor, dim: int | None = None, keepdim: bool = False) -> Tens
 # -- var / std / logsumexp / any / all -----------------------------------------------------------
 
 @functor("Var")
-def var(input: Tensor, dim: tuple[int, ...] | None = None, unbiased: bool = True,
-        keepdim: bool = False) -> Tensor:
+def var(input: Tensor, dim: tuple[int, ...] | None, unbiased: bool, keepdim: bool) -> Tensor:
     """flow.var: unbiased (n - 1) by default; a reduction of <= 1 element (unbiased) is nan."""
     x = _float_input(input, None, "var", "var")
     return _var(x, axis=_dims("var", dim, x._value.ndim), keepdim=keepdim, unbiased=unbiased)
@@ -252,8 +248,7 @@ def var_all(input: Tensor, unbiased: bool) -> Tensor:
 
 
 @functor("Std")
-def std(input: Tensor, dim: tuple[int, ...] | None = None, unbiased: bool = True,
-        keepdim: bool = False) -> Tensor:
+def std(input: Tensor, dim: tuple[int, ...] | None, unbiased: bool, keepdim: bool) -> Tensor:
     """flow.std: sqrt of flow.var with the same arguments."""
     x = _float_input(input, None, "std", "var")
     return _sqrt(_var(x, axis=_dims("std", dim, x._value.ndim), keepdim=keepdim,
@@ -267,20 +262,20 @@ def std_all(input: Tensor, unbiased: bool) -> Tensor:
 
 
 @functor("LogSumExp")
-def logsumexp(input: Tensor, dim: tuple[int, ...], keepdim: bool = False) -> Tensor:
+def logsumexp(input: Tensor, dim: tuple[int, ...], keepdim: bool) -> Tensor:
     """flow.logsumexp: stable log(sum(exp(x))); integer inputs in the default float dtype."""
     x = to_float(input)
     return _lse(x, axis=_dims("logsumexp", dim, x._value.ndim), keepdim=keepdim)
 
 
 @functor("ReduceAny")
-def any_(input: Tensor, dim: tuple[int, ...] | None = None, keepdim: bool = False) -> Tensor:
+def any_(input: Tensor, dim: tuple[int, ...] | None, keepdim: bool) -> Tensor:
     """flow.any: bool, True where some element is non-zero (nan counts); empty -> False."""
     return _rany(input, axis=_dims("any", dim, input._value.ndim), keepdim=keepdim)
 
 
 @functor("ReduceAll")
-def all_(input: Tensor, dim: tuple[int, ...] | None = None, keepdim: bool = False) -> Tensor:
+def all_(input: Tensor, dim: tuple[int, ...] | None, keepdim: bool) -> Tensor:
     """flow.all: bool, True where every element is non-zero; empty -> True."""
     return _rall(input, axis=_dims("all", dim, input._value.ndim), keepdim=keepdim)
 
@@ -288,8 +283,7 @@ def all_(input: Tensor, dim: tuple[int, ...] | None = None, keepdim: bool = Fals
 # -- norm ------------------------------------------------------------------------------------------
 
 @functor("Norm")
-def norm(input: Tensor, p: Any = 2, dim: tuple[int, ...] | None = None, keepdim: bool = False,
-         dtype: Any = None) -> Tensor:
+def norm(input: Tensor, p: Any, dim: tuple[int, ...] | None, keepdim: bool, dtype: Any) -> Tensor:
     """flow.norm with a numeric p: the vector p-norm over ``dim`` (every dim when None).
 
     p = inf / -inf: max / min of |x|; p = 0: the count of non-zeros; else (sum |x|^p)^(1/p).
@@ -308,8 +302,8 @@ def norm(input: Tensor, p: Any = 2, dim: tuple[int, ...] | None = None, keepdim:
 
 
 @functor("NormStr")
-def norm_str(input: Tensor, p: str, dim: tuple[int, ...] | None = None, keepdim: bool = False,
-             dtype: Any = None) -> Tensor:
+def norm_str(input: Tensor, p: str, dim: tuple[int, ...] | None, keepdim: bool,
+             dtype: Any) -> Tensor:
     """flow.norm(x, 'fro'): the Frobenius norm, i.e. the 2-norm over at most two dims."""
     if p == "nuc":
         raise ValueError("norm(): p='nuc' (the nuclear norm) is not supported; use p='fro' or a "
@@ -326,14 +320,14 @@ def norm_str(input: Tensor, p: str, dim: tuple[int, ...] | None = None, keepdim:
 # -- scans ---------------------------------------------------------------------------------------
 
 @functor("Cumsum")
-def cumsum(input: Tensor, dim: int, dtype: Any = None) -> Tensor:
+def cumsum(input: Tensor, dim: int, dtype: Any) -> Tensor:
     """flow.cumsum: bool/int -> int64 unless ``dtype`` is given."""
     x = _int_to_int64(input, dtype, "cumsum")
     return _cumsum(x, dim=_dim("cumsum", dim, x._value.ndim))
 
 
 @functor("Cumprod")
-def cumprod(input: Tensor, dim: int, dtype: Any = None) -> Tensor:
+def cumprod(input: Tensor, dim: int, dtype: Any) -> Tensor:
     """flow.cumprod: bool/int -> int64 unless ``dtype`` is given."""
     x = _int_to_int64(input, dtype, "cumprod")
     return _cumprod(x, dim=_dim("cumprod", dim, x._value.ndim))

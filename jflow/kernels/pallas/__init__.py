@@ -1,4 +1,4 @@
-"""Pallas kernels for jflow's hot paths (DESIGN §3, issue 7), the ``pallas`` kernel backend.
+"""Pallas kernels for jflow's hot paths, the ``pallas`` kernel backend.
 
 Importing this package registers the backend and the kernels: OPTIMIZED-priority kernels for
 ``cuda`` (Triton, see :mod:`._compat` and docs/kernels.md) with dtype / shape conditions,

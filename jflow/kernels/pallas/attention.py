@@ -235,19 +235,9 @@ def _grad_cond(query: Any, key: Any, value: Any, out: Any, lse: Any, dout: Any, 
     return attn_mask is None and _fits(query, key, value)
 
 
-def register() -> bool:
-    """Register the kernels if the attention ops exist (defined by jflow/ops/attention.py)."""
-    from ...ops.registry import _REGISTRY
-    if "scaled_dot_product_attention" not in _REGISTRY:
-        return False
-    register_pallas_kernel("scaled_dot_product_attention", sdpa_pallas,
-                           name="scaled_dot_product_attention_pallas",
-                           dtypes={"query": FLOAT_DTYPES}, condition=_cond)
-    if "scaled_dot_product_attention_grad" in _REGISTRY:
-        register_pallas_kernel("scaled_dot_product_attention_grad", sdpa_grad_pallas,
-                               name="scaled_dot_product_attention_grad_pallas",
-                               dtypes={"query": FLOAT_DTYPES}, condition=_grad_cond)
-    return True
-
-
-register()
+register_pallas_kernel("scaled_dot_product_attention", sdpa_pallas,
+                       name="scaled_dot_product_attention_pallas",
+                       dtypes={"query": FLOAT_DTYPES}, condition=_cond)
+register_pallas_kernel("scaled_dot_product_attention_grad", sdpa_grad_pallas,
+                       name="scaled_dot_product_attention_grad_pallas",
+                       dtypes={"query": FLOAT_DTYPES}, condition=_grad_cond)

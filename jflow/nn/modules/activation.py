@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from ...functional import api_default
 from ...tensor import Tensor
 from .. import functional as F
 from .module import Module
@@ -40,7 +41,8 @@ class Mish(_Inplace):
 
 
 class LeakyReLU(Module):
-    def __init__(self, negative_slope: float = 0.01, inplace: bool = False) -> None:
+    def __init__(self, negative_slope: float = api_default("leaky_relu", "alpha"),
+                 inplace: bool = api_default("leaky_relu", "inplace")) -> None:
         super().__init__()
         self.negative_slope, self.inplace = negative_slope, inplace
 
@@ -53,7 +55,7 @@ class LeakyReLU(Module):
 
 
 class ELU(Module):
-    def __init__(self, alpha: float = 1.0, inplace: bool = False) -> None:
+    def __init__(self, alpha: float = api_default("elu", "alpha"), inplace: bool = False) -> None:
         super().__init__()
         self.alpha, self.inplace = alpha, inplace
 
@@ -65,7 +67,7 @@ class ELU(Module):
 
 
 class GELU(Module):
-    def __init__(self, approximate: str = "none") -> None:
+    def __init__(self, approximate: str = api_default("gelu", "approximate")) -> None:
         super().__init__()
         self.approximate = approximate
 
@@ -92,7 +94,8 @@ class Tanh(Module):
 
 
 class Softplus(Module):
-    def __init__(self, beta: float = 1.0, threshold: float = 20.0) -> None:
+    def __init__(self, beta: float = api_default("softplus", "beta"),
+                 threshold: float = api_default("softplus", "threshold")) -> None:
         super().__init__()
         self.beta, self.threshold = beta, threshold
 
@@ -104,7 +107,8 @@ class Softplus(Module):
 
 
 class Hardtanh(Module):
-    def __init__(self, min_val: float = -1.0, max_val: float = 1.0,
+    def __init__(self, min_val: float = api_default("hardtanh", "min_val"),
+                 max_val: float = api_default("hardtanh", "max_val"),
                  inplace: bool = False) -> None:
         super().__init__()
         if max_val <= min_val:
@@ -121,7 +125,9 @@ class Hardtanh(Module):
 
 
 class _DimModule(Module):
-    def __init__(self, dim: int | None = None) -> None:
+    """Softmax / LogSoftmax / Softmin (``dim=None``: softmax's default, the last axis)."""
+
+    def __init__(self, dim: int | None = api_default("softmax", "dim")) -> None:
         super().__init__()
         self.dim = dim
 

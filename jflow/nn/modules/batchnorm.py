@@ -14,6 +14,7 @@ from typing import Any
 from ... import dtypes as _dt
 from ...autograd import no_grad
 from ...creation import ones, tensor, zeros
+from ...functional import api_default
 from ...tensor import Tensor
 from .. import functional as F
 from .. import init
@@ -26,7 +27,8 @@ __all__ = ["BatchNorm1d", "BatchNorm2d"]
 class _BatchNorm(Module):
     _dims: tuple[int, ...] = ()
 
-    def __init__(self, num_features: int, eps: float = 1e-5, momentum: float | None = 0.1,
+    def __init__(self, num_features: int, eps: float = api_default("batch_norm", "eps"),
+                 momentum: float | None = api_default("batch_norm", "momentum"),
                  affine: bool = True, track_running_stats: bool = True, device: Any = None,
                  dtype: Any = None) -> None:
         super().__init__()

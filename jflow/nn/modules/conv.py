@@ -10,6 +10,7 @@ from __future__ import annotations
 from typing import Any
 
 from ...creation import empty
+from ...functional import api_default
 from ...tensor import Tensor
 from .. import functional as F
 from .. import init
@@ -124,9 +125,9 @@ class _Conv(_ConvNd):
 
     _fn = "conv2d"
 
-    def __init__(self, in_channels: int, out_channels: int, kernel_size: Any, stride: Any = 1,
-                 padding: Any = 0, dilation: Any = 1, groups: int = 1, bias: bool = True,
-                 padding_mode: str = "zeros", device: Any = None, dtype: Any = None) -> None:
+    def __init__(self, in_channels: int, out_channels: int, kernel_size: Any, stride: Any,
+                 padding: Any, dilation: Any, groups: int, bias: bool, padding_mode: str,
+                 device: Any, dtype: Any) -> None:
         super().__init__(in_channels, out_channels, kernel_size, stride, padding, dilation, 0,
                          groups, bias, padding_mode, device, dtype)
 
@@ -144,11 +145,29 @@ class Conv1d(_Conv):
 
     _nd, _fn = 1, "conv1d"
 
+    def __init__(self, in_channels: int, out_channels: int, kernel_size: Any,
+                 stride: Any = api_default("conv1d", "stride"),
+                 padding: Any = api_default("conv1d", "padding"),
+                 dilation: Any = api_default("conv1d", "dilation"),
+                 groups: int = api_default("conv1d", "groups"), bias: bool = True,
+                 padding_mode: str = "zeros", device: Any = None, dtype: Any = None) -> None:
+        super().__init__(in_channels, out_channels, kernel_size, stride, padding, dilation,
+                         groups, bias, padding_mode, device, dtype)
+
 
 class Conv2d(_Conv):
     """2-d convolution over (N, C, H, W) or (C, H, W); weight (out, in / groups, kH, kW)."""
 
     _nd, _fn = 2, "conv2d"
+
+    def __init__(self, in_channels: int, out_channels: int, kernel_size: Any,
+                 stride: Any = api_default("conv2d", "stride"),
+                 padding: Any = api_default("conv2d", "padding"),
+                 dilation: Any = api_default("conv2d", "dilation"),
+                 groups: int = api_default("conv2d", "groups"), bias: bool = True,
+                 padding_mode: str = "zeros", device: Any = None, dtype: Any = None) -> None:
+        super().__init__(in_channels, out_channels, kernel_size, stride, padding, dilation,
+                         groups, bias, padding_mode, device, dtype)
 
 
 class ConvTranspose2d(_ConvNd):
@@ -158,10 +177,13 @@ class ConvTranspose2d(_ConvNd):
     _nd = 2
     _transposed = True
 
-    def __init__(self, in_channels: int, out_channels: int, kernel_size: Any, stride: Any = 1,
-                 padding: Any = 0, output_padding: Any = 0, groups: int = 1, bias: bool = True,
-                 dilation: Any = 1, padding_mode: str = "zeros", device: Any = None,
-                 dtype: Any = None) -> None:
+    def __init__(self, in_channels: int, out_channels: int, kernel_size: Any,
+                 stride: Any = api_default("conv_transpose2d", "stride"),
+                 padding: Any = api_default("conv_transpose2d", "padding"),
+                 output_padding: Any = api_default("conv_transpose2d", "output_padding"),
+                 groups: int = api_default("conv_transpose2d", "groups"), bias: bool = True,
+                 dilation: Any = api_default("conv_transpose2d", "dilation"),
+                 padding_mode: str = "zeros", device: Any = None, dtype: Any = None) -> None:
         super().__init__(in_channels, out_channels, kernel_size, stride, padding, dilation,
                          output_padding, groups, bias, padding_mode, device, dtype)
 

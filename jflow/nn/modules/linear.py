@@ -6,6 +6,7 @@ from typing import Any
 
 from ... import _C
 from ...creation import empty
+from ...functional import api_default
 from ...tensor import Tensor
 from .. import functional as F
 from .. import init
@@ -57,9 +58,11 @@ class Linear(Module):
 
 
 class Flatten(Module):
-    """Flattens dims ``start_dim..end_dim`` (default: all but the batch dim)."""
+    """Flattens dims ``start_dim..end_dim`` (default: all but the batch dim; the module's own
+    ``start_dim=1``, as PyTorch, where ``flow.flatten`` starts at 0)."""
 
-    def __init__(self, start_dim: int = 1, end_dim: int = -1) -> None:
+    def __init__(self, start_dim: int = 1, end_dim: int = api_default("flatten", "end_dim")
+                 ) -> None:
         super().__init__()
         self.start_dim, self.end_dim = start_dim, end_dim
 

@@ -1,9 +1,10 @@
 """Loss modules over ``flow._C``: ``MSELoss``, ``L1Loss``, ``NLLLoss``, ``CrossEntropyLoss``,
-``BCEWithLogitsLoss``."""
+``BCEWithLogitsLoss``. Their defaults are those of the ``flow._C`` loss functions (api.yaml)."""
 
 from __future__ import annotations
 
 from ... import _C
+from ...functional import api_default
 from ...tensor import Tensor
 from .module import Module
 
@@ -13,7 +14,7 @@ _REDUCTIONS = ("none", "mean", "sum")
 
 
 class _Loss(Module):
-    def __init__(self, reduction: str = "mean") -> None:
+    def __init__(self, reduction: str) -> None:
         super().__init__()
         if reduction not in _REDUCTIONS:
             raise ValueError(f"{reduction} is not a valid value for reduction "
@@ -22,24 +23,31 @@ class _Loss(Module):
 
 
 class _WeightedLoss(_Loss):
-    def __init__(self, weight: Tensor | None = None, reduction: str = "mean") -> None:
+    def __init__(self, weight: Tensor | None, reduction: str) -> None:
         super().__init__(reduction)
         self.register_buffer("weight", weight)
 
 
 class MSELoss(_Loss):
+    def __init__(self, reduction: str = api_default("mse_loss", "reduction")) -> None:
+        super().__init__(reduction)
+
     def forward(self, input: Tensor, target: Tensor) -> Tensor:
         return _C.mse_loss(input, target, reduction=self.reduction)
 
 
 class L1Loss(_Loss):
+    def __init__(self, reduction: str = api_default("l1_loss", "reduction")) -> None:
+        super().__init__(reduction)
+
     def forward(self, input: Tensor, target: Tensor) -> Tensor:
         return _C.l1_loss(input, target, reduction=self.reduction)
 
 
 class NLLLoss(_WeightedLoss):
-    def __init__(self, weight: Tensor | None = None, ignore_index: int = -100,
-                 reduction: str = "mean") -> None:
+    def __init__(self, weight: Tensor | None = api_default("nll_loss", "weight"),
+                 ignore_index: int = api_default("nll_loss", "ignore_index"),
+                 reduction: str = api_default("nll_loss", "reduction")) -> None:
         super().__init__(weight, reduction)
         self.ignore_index = ignore_index
 
@@ -52,8 +60,11 @@ class CrossEntropyLoss(_WeightedLoss):
     """``log_softmax`` + NLL over class dim 1, with ``ignore_index`` and ``label_smoothing``
     (targets are class indices)."""
 
-    def __init__(self, weight: Tensor | None = None, ignore_index: int = -100,
-                 reduction: str = "mean", label_smoothing: float = 0.0) -> None:
+    def __init__(self, weight: Tensor | None = api_default("cross_entropy", "weight"),
+                 ignore_index: int = api_default("cross_entropy", "ignore_index"),
+                 reduction: str = api_default("cross_entropy", "reduction"),
+                 label_smoothing: float = api_default("cross_entropy", "label_smoothing")
+                 ) -> None:
         super().__init__(weight, reduction)
         self.ignore_index, self.label_smoothing = ignore_index, label_smoothing
 
@@ -62,9 +73,13 @@ class CrossEntropyLoss(_WeightedLoss):
                                 reduction=self.reduction, label_smoothing=self.label_smoothing)
 
 
+_BCE = "binary_cross_entropy_with_logits"
+
+
 class BCEWithLogitsLoss(_WeightedLoss):
-    def __init__(self, weight: Tensor | None = None, reduction: str = "mean",
-                 pos_weight: Tensor | None = None) -> None:
+    def __init__(self, weight: Tensor | None = api_default(_BCE, "weight"),
+                 reduction: str = api_default(_BCE, "reduction"),
+                 pos_weight: Tensor | None = api_default(_BCE, "pos_weight")) -> None:
         super().__init__(weight, reduction)
         self.register_buffer("pos_weight", pos_weight)
 

@@ -8,8 +8,10 @@ from typing import Any, NamedTuple
 
 from ... import dtypes as _dt
 from ...autograd import no_grad
+from ...creation import as_tensor
 from ...tensor import Tensor
 from ..parameter import Parameter
+from ..utils import zero_grads
 
 __all__ = ["Module"]
 
@@ -348,7 +350,6 @@ class Module:
 
     def zero_grad(self, set_to_none: bool = True) -> None:
         """Reset the gradients of all parameters: to ``None`` (default) or to zeros."""
-        from ..utils import zero_grads
         zero_grads(self.parameters(), set_to_none)
 
     # -- dtype / device ---------------------------------------------------------------------
@@ -456,7 +457,6 @@ class Module:
             v = state_dict[key]
             if not isinstance(v, Tensor):
                 try:
-                    from ...creation import as_tensor
                     v = as_tensor(v)
                 except Exception:  # noqa: BLE001
                     errors.append(f"While copying the parameter named \"{key}\", expected a "

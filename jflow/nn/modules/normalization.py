@@ -6,7 +6,8 @@ from typing import Any
 
 from ... import _C
 from ...autograd import no_grad
-from ...creation import empty, ones, zeros
+from ...creation import empty, ones, tensor, zeros
+from ...functional import api_default
 from ...tensor import Tensor
 from .. import init
 from ..parameter import Parameter
@@ -23,7 +24,8 @@ class Dropout(Module):
     """Zeroes elements with probability ``p`` and scales the rest by ``1/(1-p)`` in training
     mode (draws from jflow's default generator); the identity in eval mode."""
 
-    def __init__(self, p: float = 0.5, inplace: bool = False) -> None:
+    def __init__(self, p: float = api_default("dropout", "p"),
+                 inplace: bool = api_default("dropout", "inplace")) -> None:
         super().__init__()
         if not 0.0 <= p <= 1.0:
             raise ValueError(f"dropout probability has to be between 0 and 1, but got {p}")
@@ -39,7 +41,7 @@ class Dropout(Module):
 class LayerNorm(Module):
     """Normalises over the last ``len(normalized_shape)`` dims; weight 1, bias 0."""
 
-    def __init__(self, normalized_shape: Any, eps: float = 1e-5,
+    def __init__(self, normalized_shape: Any, eps: float = api_default("layer_norm", "eps"),
                  elementwise_affine: bool = True, bias: bool = True, device: Any = None,
                  dtype: Any = None) -> None:
         super().__init__()
@@ -74,7 +76,7 @@ class RMSNorm(Module):
     """``x / sqrt(mean(x²) + eps) * weight`` over the last dims (``eps=None``: the dtype's
     machine epsilon, as PyTorch)."""
 
-    def __init__(self, normalized_shape: Any, eps: float | None = None,
+    def __init__(self, normalized_shape: Any, eps: float | None = api_default("rms_norm", "eps"),
                  elementwise_affine: bool = True, device: Any = None,
                  dtype: Any = None) -> None:
         super().__init__()
@@ -101,8 +103,9 @@ class GroupNorm(Module):
     """Normalises ``(N, C, ...)`` over groups of ``C / num_groups`` channels; per-channel
     affine weight 1 and bias 0."""
 
-    def __init__(self, num_groups: int, num_channels: int, eps: float = 1e-5,
-                 affine: bool = True, device: Any = None, dtype: Any = None) -> None:
+    def __init__(self, num_groups: int, num_channels: int,
+                 eps: float = api_default("group_norm", "eps"), affine: bool = True,
+                 device: Any = None, dtype: Any = None) -> None:
         super().__init__()
         if num_channels % num_groups:
             raise ValueError("num_channels must be divisible by num_groups")
@@ -126,9 +129,12 @@ class Embedding(Module):
     """A lookup table ``weight[num_embeddings, embedding_dim]`` initialised N(0, 1); the row
     ``padding_idx`` (if given) starts at zero and gets no gradient."""
 
-    def __init__(self, num_embeddings: int, embedding_dim: int, padding_idx: int | None = None,
-                 max_norm: float | None = None, norm_type: float = 2.0,
-                 scale_grad_by_freq: bool = False, sparse: bool = False,
+    def __init__(self, num_embeddings: int, embedding_dim: int,
+                 padding_idx: int | None = api_default("embedding", "padding_idx"),
+                 max_norm: float | None = api_default("embedding", "max_norm"),
+                 norm_type: float = 2.0,
+                 scale_grad_by_freq: bool = api_default("embedding", "scale_grad_by_freq"),
+                 sparse: bool = api_default("embedding", "sparse"),
                  _weight: Tensor | None = None, _freeze: bool = False, device: Any = None,
                  dtype: Any = None) -> None:
         super().__init__()
@@ -152,7 +158,6 @@ class Embedding(Module):
     def reset_parameters(self) -> None:
         init.normal_(self.weight)
         if self.padding_idx is not None:
-            from ...creation import tensor
             pad = _C.one_hot(tensor([self.padding_idx]), self.num_embeddings)
             keep = (1 - pad).reshape(self.num_embeddings, 1).to(self.weight.dtype)
             with no_grad():

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from ...functional import api_default
 from ...tensor import Tensor
 from .. import functional as F
 from .module import Module
@@ -17,9 +18,11 @@ class MaxPool2d(Module):
     """2-d max pooling; ``stride`` defaults to ``kernel_size``; ``return_indices=True``
     returns ``(output, indices)`` (flat h * W + w positions, as PyTorch)."""
 
-    def __init__(self, kernel_size: Any, stride: Any = None, padding: Any = 0,
-                 dilation: Any = 1, return_indices: bool = False,
-                 ceil_mode: bool = False) -> None:
+    def __init__(self, kernel_size: Any, stride: Any = api_default("max_pool2d", "stride"),
+                 padding: Any = api_default("max_pool2d", "padding"),
+                 dilation: Any = api_default("max_pool2d", "dilation"),
+                 return_indices: bool = False,
+                 ceil_mode: bool = api_default("max_pool2d", "ceil_mode")) -> None:
         super().__init__()
         self.kernel_size = kernel_size
         self.stride = stride if stride is not None else kernel_size
@@ -41,9 +44,12 @@ class MaxPool2d(Module):
 class AvgPool2d(Module):
     """2-d average pooling; ``stride`` defaults to ``kernel_size``."""
 
-    def __init__(self, kernel_size: Any, stride: Any = None, padding: Any = 0,
-                 ceil_mode: bool = False, count_include_pad: bool = True,
-                 divisor_override: int | None = None) -> None:
+    def __init__(self, kernel_size: Any, stride: Any = api_default("avg_pool2d", "stride"),
+                 padding: Any = api_default("avg_pool2d", "padding"),
+                 ceil_mode: bool = api_default("avg_pool2d", "ceil_mode"),
+                 count_include_pad: bool = api_default("avg_pool2d", "count_include_pad"),
+                 divisor_override: int | None = api_default("avg_pool2d", "divisor_override")
+                 ) -> None:
         super().__init__()
         self.kernel_size = kernel_size
         self.stride = stride if stride is not None else kernel_size
@@ -80,9 +86,13 @@ class Upsample(Module):
     """``F.interpolate`` as a layer: ``size`` or ``scale_factor``; modes 'nearest',
     'nearest-exact', 'linear' (3-d input) and 'bilinear' (4-d input)."""
 
-    def __init__(self, size: Any = None, scale_factor: Any = None, mode: str = "nearest",
-                 align_corners: bool | None = None,
-                 recompute_scale_factor: bool | None = None) -> None:
+    def __init__(self, size: Any = api_default("interpolate", "size"),
+                 scale_factor: Any = api_default("interpolate", "scale_factor"),
+                 mode: str = api_default("interpolate", "mode"),
+                 align_corners: bool | None = api_default("interpolate", "align_corners"),
+                 recompute_scale_factor: bool | None = api_default("interpolate",
+                                                                   "recompute_scale_factor")
+                 ) -> None:
         super().__init__()
         self.name = type(self).__name__
         self.size = size

@@ -8,6 +8,7 @@ from typing import Any
 
 from ... import _C
 from ...autograd import no_grad
+from ...creation import tensor
 from ...tensor import Tensor
 
 __all__ = ["clip_grad_norm_", "clip_grad_value_"]
@@ -31,7 +32,6 @@ def clip_grad_norm_(parameters: Tensor | Iterable[Tensor], max_norm: float,
     grads = _grads(parameters)
     max_norm, norm_type = float(max_norm), float(norm_type)
     if not grads:
-        from ...creation import tensor
         return tensor(0.0)
     with no_grad():
         if math.isinf(norm_type):

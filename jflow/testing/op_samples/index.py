@@ -141,6 +141,9 @@ register_samples("dim_scatter", [
            name="multiply with zeros: none, one and two zero factors per target"),
     Sample([_f(3, 5), _DUP, np.float32(1.25)], {"dim": 0, "reduce": "multiply"},
            name="multiply, 0-d src, repeats"),
+    # an even dim 1, so the SBP check runs (S(1), S(1), B) -> S(1) (a 0-d src stays B)
+    Sample([_f(3, 4), _DUP[:2, :4], np.float32(1.5)], {"dim": 0, "reduce": "add"},
+           name="add, 0-d src, even dim 1"),
 ], _scatter_ref, errors=[
     ErrorSample([_f(3, 5), _DUP, _f(3, 5, dtype=np.float64)], {"dim": 0}, TypeError, "dtype"),
     ErrorSample([_f(3, 5), _DUP, _f(3, 5)], {"dim": 0, "reduce": "max"}, ValueError, "reduce"),
@@ -274,6 +277,8 @@ _NANS = np.array([[1.0, np.nan, -0.0, 0.0, -1.0, np.nan, 0.0, -0.0]], np.float32
 register_samples("sort", [
     Sample([_f(3, 5)]),
     Sample([_f(3, 5)], {"dim": 0, "descending": True}),
+    # an even dim 1, so the SBP check runs (S(1)) -> (S(1), S(1)) for a sort along dim 0
+    Sample([_f(3, 4)], {"dim": 0}, name="along dim 0, even dim 1"),
     # ties are kinks of sort (finite differences average the tied slots): no gradient check
     Sample([_TIES], {"descending": True}, name="ties keep their order (descending)",
            grad=False),

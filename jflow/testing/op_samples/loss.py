@@ -111,7 +111,7 @@ register_samples("nll_loss", [
 ])
 
 
-# -- sparse_softmax_cross_entropy (issue 7) ----------------------------------------------------
+# -- sparse_softmax_cross_entropy ----------------------------------------------------
 
 def _lse_ref(x64):
     m = x64.max(axis=1, keepdims=True)

@@ -1,4 +1,4 @@
-"""Checker samples for jflow/ops/math.py and jflow/ops/activation.py (NumPy references)."""
+"""Checker samples for jflow/ops/math.py (NumPy references)."""
 
 from __future__ import annotations
 
@@ -60,27 +60,6 @@ _unary("erf", lambda x: _erf(x.astype(np.float64)), [_X])
 _unary("logical_not", np.logical_not, [_X > 0, _I])
 _unary("bitwise_not", np.invert, [], [_I, _I > 0], errors=[
     ErrorSample([_X], {}, TypeError, "integer or bool")])
-_unary("relu", lambda x: np.maximum(x, 0), [_X], [_I])
-_unary("silu", lambda x: x / (1 + np.exp(-x.astype(np.float64))), [_X])
-
-register_samples("leaky_relu", [Sample([_X], {"alpha": 0.2}), Sample([_X64])],
-                 lambda x, alpha=0.01: np.where(x > 0, x, alpha * x))
-register_samples("elu", [Sample([_X], {"alpha": 1.5})],
-                 lambda x, alpha=1.0: np.where(x > 0, x, alpha * np.expm1(x.astype(np.float64))))
-register_samples(
-    "gelu", [Sample([_X]), Sample([_X], {"approximate": "tanh"})],
-    lambda x, approximate="none": (
-        0.5 * x * (1 + np.tanh(np.sqrt(2 / np.pi) * (x + 0.044715 * x.astype(np.float64) ** 3)))
-        if approximate == "tanh" else 0.5 * x * (1 + _erf(x.astype(np.float64) / np.sqrt(2)))),
-    errors=[ErrorSample([_X], {"approximate": "fast"}, ValueError, "approximate")])
-register_samples(
-    "softplus", [Sample([_X * 15], {"beta": 2.0, "threshold": 20.0}), Sample([_X])],
-    lambda x, beta=1.0, threshold=20.0: np.where(
-        x * beta > threshold, x, np.log1p(np.exp(beta * x.astype(np.float64))) / beta))
-register_samples("hardtanh", [Sample([_X], {"min_val": -0.5, "max_val": 1.0}), Sample([_I])],
-                 lambda x, min_val=-1.0, max_val=1.0: np.clip(x, min_val, max_val).astype(x.dtype),
-                 errors=[ErrorSample([_X], {"min_val": 1.0, "max_val": 0.0}, ValueError,
-                                     "min_val")])
 
 # -- binary ----------------------------------------------------------------------------------
 _Y = _f(3, 4)
@@ -138,3 +117,7 @@ register_samples(
              Sample([_X], {"dtype": np.bool_}), Sample([_X], {"dtype": np.float64})],
     lambda x, dtype: x.astype(dtype),
     errors=[ErrorSample([_X], {"dtype": "complex64"}, TypeError, "dtype")])
+register_samples(
+    "clone", [Sample([_X]), Sample([_I]), Sample([_X > 0]), Sample([np.array(1.5, np.float32)]),
+              Sample([np.zeros((0, 3), np.float32)])],
+    lambda x: x.copy())

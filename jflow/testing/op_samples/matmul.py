@@ -64,6 +64,9 @@ register_samples("matmul", [
     Sample([_i(2, 3, dtype=np.int32), _i(3, 2, dtype=np.int32)]),
     Sample([_f(4, 3), _f(4, 5)], {"transpose_a": True}, **_F32_TOL),
     Sample([_f(3, 4), _f(5, 4)], {"transpose_b": True}, **_F32_TOL),
+    # an even n (b's dim 0 here), so the SBP check runs (B, S(0)) -> S(1)
+    Sample([_f(3, 4), _f(2, 4)], {"transpose_b": True}, name="transposed b, even n",
+           **_F32_TOL),
     Sample([_f(4, 3), _f(5, 4)], {"transpose_a": True, "transpose_b": True, "alpha": 2.5},
            **_F32_TOL),
     Sample([_f(3, 16, dtype=np.float16), _f(16, 2, dtype=np.float16)], rtol=2e-3, atol=1e-2),
@@ -90,6 +93,13 @@ register_samples("batch_matmul", [
            name="2-D a broadcast over 2 batch dims, transposes", **_F32_TOL),
     Sample([_f(1, 3, 2, 4), _f(2, 1, 3, 4)], {"transpose_b": True},
            name="size-1 batch dims broadcast on both sides", **_F32_TOL),
+    # even sizes where the samples above have odd ones, so the SBP check runs b's splits:
+    # (B, S(0)) -> S(1) (b's only batch dim), (B, S(1)) -> S(1) (b's 2nd of two batch dims,
+    # a broadcast), (B, S(1)) -> S(2) (n of a 2-D b)
+    Sample([_f(2, 1, 3, 4), _f(2, 4, 2)], name="broadcast batch dims, even b batch",
+           **_F32_TOL),
+    Sample([_f(3, 4), _f(2, 2, 4, 2)], name="2-D a, 4-D b", **_F32_TOL),
+    Sample([_f(2, 3, 4), _f(4, 2)], name="3-D a, 2-D b, even n", **_F32_TOL),
 ], _mm_ref, errors=[
     ErrorSample([_f(3, 4), _f(4, 5)], {}, ValueError, "3-D"),
     ErrorSample([_f(2, 3, 4), _f(3, 4, 5)], {}, ValueError, "broadcast"),
@@ -124,6 +134,8 @@ def _vm_ref(a, b, transpose_b=False):
 register_samples("vector_matrix_product", [
     Sample([_f(4), _f(4, 5)], **_F32_TOL),
     Sample([_f(4), _f(2, 4, 5)], name="batched matrix", **_F32_TOL),
+    # an even n, so the SBP check runs (B, S(2)) -> S(1)
+    Sample([_f(4), _f(2, 4, 2)], name="batched matrix, even n", **_F32_TOL),
     Sample([_f(4), _f(5, 4)], {"transpose_b": True}, **_F32_TOL),
     Sample([_f(4), _f(2, 3, 4)], {"transpose_b": True}, name="batched, transposed",
            **_F32_TOL),

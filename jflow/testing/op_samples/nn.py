@@ -1,4 +1,5 @@
-"""Checker samples for jflow/ops/nn.py (softmax, log_softmax).
+"""Checker samples for jflow/ops/nn.py (softmax, log_softmax and their grad ops, linear,
+embedding, dropout).
 
 References are computed row by row in Python floats with ``math.fsum`` (exact summation) and
 the max-shift identity, in float64 whatever the input dtype.
@@ -8,9 +9,13 @@ from __future__ import annotations
 
 import math
 
+import jax
+import jax.numpy as jnp
 import ml_dtypes
 import numpy as np
 
+from ...ops import get as _get_op
+from ...tensor import _wrap
 from ..samples import ErrorSample, Sample, register_samples
 
 _rng = np.random.default_rng(3)
@@ -91,6 +96,70 @@ register_samples("log_softmax", _samples(log=True),
                  lambda x, dim=-1: _rows(x, dim, _log_softmax_row), errors=_errors())
 
 
+# -- softmax_grad / log_softmax_grad ------------------------------------------------------------
+# float64 NumPy formulas from the output y; an own generator, so the other samples keep their
+# data.
+
+_rng_grad = np.random.default_rng(71)
+
+
+def _n(*shape, dtype=np.float32):
+    return _rng_grad.standard_normal(shape).astype(dtype)
+
+
+def _d(a):
+    return np.asarray(a).astype(np.float64)
+
+
+def _axis(y, dim):
+    return dim % y.ndim
+
+
+def _sg_ref(y, dy, dim=-1):
+    y64, g = _d(y), _d(dy)
+    if y64.ndim == 0:
+        return (y64 * (g - g * y64)).astype(np.asarray(y).dtype)
+    d = _axis(y64, dim)
+    return (y64 * (g - (g * y64).sum(axis=d, keepdims=True))).astype(np.asarray(y).dtype)
+
+
+def _lsg_ref(y, dy, dim=-1):
+    y64, g = _d(y), _d(dy)
+    if y64.ndim == 0:
+        return (g - np.exp(y64) * g).astype(np.asarray(y).dtype)
+    d = _axis(y64, dim)
+    return (g - np.exp(y64) * g.sum(axis=d, keepdims=True)).astype(np.asarray(y).dtype)
+
+
+def _probs(*shape, dim=-1, dtype=np.float32):
+    e = np.exp(_rng_grad.standard_normal(shape))
+    return (e / e.sum(axis=dim, keepdims=True)).astype(dtype)
+
+
+def _logprobs(*shape, dim=-1, dtype=np.float32):
+    x = _rng_grad.standard_normal(shape)
+    return (x - np.log(np.exp(x).sum(axis=dim, keepdims=True))).astype(dtype)
+
+
+_SG_ERR = [ErrorSample([_n(3, 4), _n(3, 5)], {}, ValueError, "dy must have"),
+           ErrorSample([np.ones((2, 2), np.int64), np.ones((2, 2), np.int64)], {}, TypeError,
+                       "floating")]
+
+register_samples("softmax_grad", [
+    Sample([_probs(3, 4), _n(3, 4)], {"dim": -1}),
+    Sample([_probs(2, 3, 2, dim=1, dtype=np.float64), _n(2, 3, 2, dtype=np.float64)], {"dim": 1},
+           name="middle axis"),
+    Sample([_probs(4, 8, dtype=np.float16), _n(4, 8, dtype=np.float16)], {"dim": -1}),
+], _sg_ref, errors=_SG_ERR)
+
+register_samples("log_softmax_grad", [
+    Sample([_logprobs(3, 4), _n(3, 4)], {"dim": -1}),
+    Sample([_logprobs(2, 3, 2, dim=0, dtype=np.float64), _n(2, 3, 2, dtype=np.float64)],
+           {"dim": 0}, name="first axis"),
+    Sample([_logprobs(4, 8, dtype=np.float16), _n(4, 8, dtype=np.float16)], {"dim": -1}),
+], _lsg_ref, errors=_SG_ERR)
+
+
 # -- linear, embedding, dropout -------------------------------------------------------------------
 
 def _linear_ref(x, weight, bias=None):
@@ -138,15 +207,10 @@ register_samples("embedding", [
 
 
 def _key(seed):
-    import jax
     return np.asarray(jax.random.PRNGKey(seed), dtype=np.uint32)
 
 
 def _verify_dropout(outs, x, key, counter, p=0.5):
-    import jax.numpy as jnp
-
-    from ...ops import get as _get_op
-    from ...tensor import _wrap
     y, mask = outs
     x = np.asarray(x)
     assert y.shape == x.shape and y.dtype == x.dtype, f"dropout: y is {y.dtype}{y.shape}"

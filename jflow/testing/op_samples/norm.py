@@ -1,4 +1,5 @@
-"""Checker samples for jflow/ops/norm.py (layer_norm, rms_norm, group_norm).
+"""Checker samples for jflow/ops/norm.py (layer_norm, rms_norm, group_norm, batch_norm and the
+grad ops of layer_norm / rms_norm).
 
 References are computed in float64 NumPy, row by row with the two-pass mean / biased
 variance; outputs are (y, statistics...) as the ops return them.
@@ -107,4 +108,111 @@ register_samples("group_norm", [
     ErrorSample([_f(2, 4, 3), None, None], {"num_groups": 3}, ValueError, "divide"),
     ErrorSample([_f(4), None, None], {"num_groups": 1}, ValueError, "at least 2 dims"),
     ErrorSample([_f(2, 4, 3), _f(3), None], {"num_groups": 2}, ValueError, "weight must have"),
+])
+
+
+# -- batch_norm (training statistics) ------------------------------------------------------------
+
+def _batch_norm_ref(x, weight=None, bias=None, eps=1e-5):
+    dt = np.asarray(x).dtype
+    x = np.asarray(x, np.float64)
+    c = x.shape[1]
+    rows = np.moveaxis(x, 1, 0).reshape(c, -1)
+    mean = rows.mean(axis=1)
+    r = 1.0 / np.sqrt(((rows - mean[:, None]) ** 2).mean(axis=1) + eps)
+    ps = (1, c) + (1,) * (x.ndim - 2)
+    y = (x - mean.reshape(ps)) * r.reshape(ps)
+    if weight is not None:
+        y = y * np.asarray(weight, np.float64).reshape(ps)
+    if bias is not None:
+        y = y + np.asarray(bias, np.float64).reshape(ps)
+    return y.astype(dt), mean.astype(dt), r.astype(dt)
+
+
+register_samples("batch_norm", [
+    Sample([_f(3, 2, 2, 2), _f(2), _f(2)], {}, name="4-d"),
+    Sample([_f(4, 3, dtype=np.float64), None, None], {"eps": 1e-3}, name="2-d, no affine"),
+    Sample([_f(2, 3, 4), _f(3), None], {}, name="3-d, weight only"),
+    Sample([_f(4, 2, 3, dtype=np.float16), _f(2, dtype=np.float16), _f(2, dtype=np.float16)],
+           {}, grad=False, name="float16"),
+], _batch_norm_ref, errors=[
+    ErrorSample([_f(4), None, None], {}, ValueError, "at least 2 dims"),
+    ErrorSample([_f(2, 3, 4), _f(4), None], {}, ValueError, "weight must have"),
+    ErrorSample([_f(2, 3, 4), _f(3, dtype=np.float64), None], {}, TypeError, "dtype"),
+])
+
+
+# -- layer_norm_grad / rms_norm_grad --------------------------------------------------------------
+
+def _norm_bwd_ref(x, mean, r, dy, dmean, dr, weight, b):
+    x64, g0 = _f64(x), _f64(dy)
+    axes = tuple(range(b, x64.ndim))
+    bshape = x64.shape[:b] + (1,) * len(axes)
+    n = int(np.prod(x64.shape[b:]))
+    rb = _f64(r).reshape(bshape)
+    xc = x64 - _f64(mean).reshape(bshape) if mean is not None else x64
+    xhat = xc * rb
+    g = g0 if weight is None else g0 * _f64(weight)
+    dx = rb * (g - xhat * (g * xhat).mean(axis=axes, keepdims=True)
+               - (g.mean(axis=axes, keepdims=True) if mean is not None else 0.0))
+    dx = dx - _f64(dr).reshape(bshape) * rb ** 2 * xhat / n
+    if mean is not None:
+        dx = dx + _f64(dmean).reshape(bshape) / n
+    dt = np.asarray(x).dtype
+    lead = tuple(range(b))
+    return (dx.astype(dt), (g0 * xhat).sum(axis=lead).astype(dt), g0.sum(axis=lead).astype(dt))
+
+
+def _lng_ref(x, mean, inv_std, dy, dmean, dinv_std, weight=None, begin_norm_axis=1):
+    return _norm_bwd_ref(x, mean, inv_std, dy, dmean, dinv_std, weight, begin_norm_axis)
+
+
+def _rmsg_ref(x, inv_rms, dy, dinv_rms, weight=None, begin_norm_axis=1):
+    return _norm_bwd_ref(x, None, inv_rms, dy, None, dinv_rms, weight, begin_norm_axis)[:2]
+
+
+def _stats(x, b, centered, dtype):
+    x64 = _f64(x)
+    axes = tuple(range(b, x64.ndim))
+    m = x64.mean(axis=axes) if centered else None
+    c = x64 - m.reshape(m.shape + (1,) * len(axes)) if centered else x64
+    r = 1 / np.sqrt((c * c).mean(axis=axes) + 1e-5)
+    return (None if m is None else m.astype(dtype)), r.astype(dtype)
+
+
+def _lng_sample(shape, b, dtype=np.float32, weight=True, **kw):
+    x = _f(*shape, dtype=dtype)
+    m, r = _stats(x, b, True, dtype)
+    lead = shape[:b]
+    return Sample([x, m, r, _f(*shape, dtype=dtype), _f(*lead, dtype=dtype, scale=0.3),
+                   _f(*lead, dtype=dtype, scale=0.3),
+                   _f(*shape[b:], dtype=dtype) if weight else None],
+                  {"begin_norm_axis": b}, **kw)
+
+
+def _rmsg_sample(shape, b, dtype=np.float32, weight=True, **kw):
+    x = _f(*shape, dtype=dtype)
+    _, r = _stats(x, b, False, dtype)
+    lead = shape[:b]
+    return Sample([x, r, _f(*shape, dtype=dtype), _f(*lead, dtype=dtype, scale=0.3),
+                   _f(*shape[b:], dtype=dtype) if weight else None],
+                  {"begin_norm_axis": b}, **kw)
+
+
+register_samples("layer_norm_grad", [
+    _lng_sample((3, 5), 1),
+    _lng_sample((2, 2, 3), 1, dtype=np.float64, weight=False, name="no weight, 2 axes"),
+    _lng_sample((4, 8), 1, dtype=np.float16, rtol=2e-2, atol=2e-2),
+], _lng_ref, errors=[
+    ErrorSample([_f(3, 4), _f(3), _f(3), _f(3, 5), _f(3), _f(3), None], {"begin_norm_axis": 1},
+                ValueError, "dy must have shape"),
+])
+
+register_samples("rms_norm_grad", [
+    _rmsg_sample((3, 5), 1),
+    _rmsg_sample((2, 3, 2), 2, dtype=np.float64, weight=False, name="no weight"),
+    _rmsg_sample((4, 8), 1, dtype=np.float16, rtol=2e-2, atol=2e-2),
+], _rmsg_ref, errors=[
+    ErrorSample([_f(3, 4), _f(3), _f(3, 4), _f(3), _f(5)], {"begin_norm_axis": 1},
+                ValueError, "weight must have shape"),
 ])

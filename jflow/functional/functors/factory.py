@@ -48,7 +48,7 @@ def _check_int_range(fname: str, what: str, value: int, dtype: Any) -> None:
 
 
 @functor("Full")
-def full(size: tuple, value: Any, dtype: Any = None, device: Any = None) -> Tensor:
+def full(size: tuple, value: Any, dtype: Any, device: Any) -> Tensor:
     """``value`` as a scalar of ``dtype`` (default: bool / int64 / default float by the
     value's kind); integers that a double cannot hold exactly are added on exactly."""
     if dtype is None:
@@ -62,7 +62,7 @@ def full(size: tuple, value: Any, dtype: Any = None, device: Any = None) -> Tens
 
 
 @functor("Arange")
-def arange(start: Any, end: Any, step: Any = 1, dtype: Any = None, device: Any = None) -> Tensor:
+def arange(start: Any, end: Any, step: Any, dtype: Any, device: Any) -> Tensor:
     if dtype is None:
         dtype = _dt.result_type([], [], [max(_dt.scalar_category(v) for v in (start, end, step)),
                                          1])
@@ -90,39 +90,38 @@ def _exact_int_arange(start: int, end: int, step: int, dtype: Any) -> Tensor:
 
 
 @functor("ArangeEnd")
-def arange_end(end: Any, dtype: Any = None, device: Any = None) -> Tensor:
+def arange_end(end: Any, dtype: Any, device: Any) -> Tensor:
     return arange(0, end, 1, dtype, device)
 
 
 @functor("Linspace")
-def linspace(start: Any, end: Any, steps: int, dtype: Any = None, device: Any = None) -> Tensor:
+def linspace(start: Any, end: Any, steps: int, dtype: Any, device: Any) -> Tensor:
     d = _dt.get_default_dtype() if dtype is None else dtype
     return on_device(_linspace(start=float(start), end=float(end), steps=steps, dtype=d.np), device)
 
 
 @functor("Eye")
-def eye(n: int, m: Any = None, dtype: Any = None, device: Any = None) -> Tensor:
+def eye(n: int, m: Any, dtype: Any, device: Any) -> Tensor:
     d = _dt.get_default_dtype() if dtype is None else dtype
     return on_device(_eye(n=n, m=n if m is None else m, dtype=d.np), device)
 
 
 @functor("Rand")
-def rand(size: tuple, generator: Any = None, dtype: Any = None, device: Any = None) -> Tensor:
+def rand(size: tuple, generator: Any, dtype: Any, device: Any) -> Tensor:
     key, counter = (generator or default_generator)._next()
     return on_device(_uniform(key, counter, shape=size, dtype=_float_dtype(dtype, "rand").np),
                      device)
 
 
 @functor("Randn")
-def randn(size: tuple, generator: Any = None, dtype: Any = None, device: Any = None) -> Tensor:
+def randn(size: tuple, generator: Any, dtype: Any, device: Any) -> Tensor:
     key, counter = (generator or default_generator)._next()
     return on_device(_normal(key, counter, shape=size, dtype=_float_dtype(dtype, "randn").np),
                      device)
 
 
 @functor("RandInt")
-def randint(low: int, high: int, size: tuple, generator: Any = None, dtype: Any = None,
-            device: Any = None) -> Tensor:
+def randint(low: int, high: int, size: tuple, generator: Any, dtype: Any, device: Any) -> Tensor:
     d = _dt.int64 if dtype is None else dtype
     if d.is_floating_point or d is _dt.bool_:
         raise TypeError(f"randint(): dtype must be an integer dtype, got {d}")

@@ -1,0 +1,163 @@
+"""Functors of the view ops (``jflow/ops/view.py``): reshape / view, flatten / unflatten,
+squeeze / unsqueeze, transpose / permute / movedim / t, expand / broadcast_to — PyTorch's
+argument handling (negative dims, -1 sizes, int-or-list arguments), then the op.
+
+Argument errors are raised here, naming the function as PyTorch does: ``IndexError`` for a
+dim out of range, ``ValueError`` for sizes that do not fit. The functor passes normalised
+attrs, so equal calls share one cached executable.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from ...ops import get
+from ...ops.view import expand_shape, reshape_shape
+from ...tensor import Tensor
+from ..registry import functor
+from ._shape_util import in_function, wrap_dim
+
+_reshape = get("reshape").apply
+_flatten = get("flatten").apply
+_squeeze = get("squeeze").apply
+_unsqueeze = get("unsqueeze").apply
+_transpose = get("transpose").apply
+_expand = get("expand").apply
+
+
+# -- reshape family ----------------------------------------------------------------------------
+
+def _reshape_to(fname: str, input: Tensor, shape: Sequence[int]) -> Tensor:
+    try:
+        s = reshape_shape(input._value.shape, shape)
+    except ValueError as e:
+        raise in_function(fname, e) from None
+    return _reshape(input, shape=s)
+
+
+@functor("Reshape")
+def reshape(input: Tensor, shape: tuple[int, ...]) -> Tensor:
+    return _reshape_to("reshape", input, shape)
+
+
+@functor("View")
+def view(input: Tensor, shape: tuple[int, ...]) -> Tensor:
+    """As reshape: JAX arrays are immutable, so a view is a reshaped value (writing into a view
+    does not write into its base)."""
+    return _reshape_to("view", input, shape)
+
+
+@functor("Flatten")
+def flatten(input: Tensor, start_dim: int, end_dim: int) -> Tensor:
+    nd = input._value.ndim
+    s = wrap_dim("flatten", start_dim, nd)
+    e = wrap_dim("flatten", end_dim, nd)
+    if nd and s > e:
+        raise ValueError(f"flatten(): start_dim ({start_dim}) cannot come after end_dim "
+                         f"({end_dim})")
+    return _flatten(input, start_dim=s, end_dim=e)
+
+
+@functor("Unflatten")
+def unflatten(input: Tensor, dim: int, sizes: tuple[int, ...]) -> Tensor:
+    shape = tuple(input._value.shape)
+    a = wrap_dim("unflatten", dim, len(shape))
+    if not sizes:
+        raise ValueError("unflatten(): sizes must be non-empty")
+    try:
+        inner = reshape_shape((shape[a],) if shape else (1,), sizes)
+    except ValueError as e:
+        raise ValueError(f"unflatten(): provided sizes {list(sizes)} don't multiply up to the "
+                         f"size of dim {dim} ({shape[a] if shape else 1}) in the input "
+                         f"tensor ({e})") from None
+    return _reshape(input, shape=shape[:a] + inner + shape[a + 1:])
+
+
+@functor("Squeeze")
+def squeeze(input: Tensor, dim: tuple[int, ...] | None) -> Tensor:
+    shape = input._value.shape
+    nd = len(shape)
+    if dim is None:
+        axes = tuple(i for i, s in enumerate(shape) if s == 1)
+    else:
+        norm = {wrap_dim("squeeze", d, nd) for d in dim}
+        axes = tuple(sorted(a for a in norm if nd and shape[a] == 1))
+    return _squeeze(input, axes=axes)
+
+
+@functor("Unsqueeze")
+def unsqueeze(input: Tensor, dim: int) -> Tensor:
+    return _unsqueeze(input, dim=wrap_dim("unsqueeze", dim, input._value.ndim, extra=1))
+
+
+# -- permutations ----------------------------------------------------------------------------
+
+@functor("Transpose")
+def transpose(input: Tensor, dim0: int, dim1: int) -> Tensor:
+    nd = input._value.ndim
+    a, b = wrap_dim("transpose", dim0, nd), wrap_dim("transpose", dim1, nd)
+    perm = list(range(nd))
+    if nd:
+        perm[a], perm[b] = perm[b], perm[a]
+    return _transpose(input, perm=tuple(perm))
+
+
+@functor("Permute")
+def permute(input: Tensor, dims: tuple[int, ...]) -> Tensor:
+    nd = input._value.ndim
+    if len(dims) != nd:
+        raise ValueError(f"permute(): number of dims don't match: the input has {nd} dims but "
+                         f"dims has {len(dims)} entries ({list(dims)})")
+    perm = tuple(wrap_dim("permute", d, nd) for d in dims)
+    if len(set(perm)) != nd:
+        raise ValueError(f"permute(): repeated dim in {list(dims)}")
+    return _transpose(input, perm=perm)
+
+
+@functor("Movedim")
+def movedim(input: Tensor, source: tuple[int, ...], destination: tuple[int, ...]) -> Tensor:
+    nd = input._value.ndim
+    if len(source) != len(destination):
+        raise ValueError(f"movedim(): invalid source or destination dims: source "
+                         f"({list(source)} dims) should contain the same number of dims as "
+                         f"destination ({list(destination)} dims)")
+    src = [wrap_dim("movedim", d, nd) for d in source]
+    dst = [wrap_dim("movedim", d, nd) for d in destination]
+    if len(set(src)) != len(src):
+        raise ValueError(f"movedim(): repeated dim in `source` ({list(source)})")
+    if len(set(dst)) != len(dst):
+        raise ValueError(f"movedim(): repeated dim in `destination` ({list(destination)})")
+    perm: list[int | None] = [None] * nd
+    for s, d in zip(src, dst):
+        perm[d] = s
+    rest = iter(i for i in range(nd) if i not in src)
+    final = tuple(p if p is not None else next(rest) for p in perm)
+    return _transpose(input, perm=final)
+
+
+@functor("T")
+def t(input: Tensor) -> Tensor:
+    nd = input._value.ndim
+    if nd > 2:
+        raise ValueError(f"t() expects a tensor with <= 2 dimensions, but input is {nd}D")
+    return _transpose(input, perm=(1, 0) if nd == 2 else tuple(range(nd)))
+
+
+# -- expand ----------------------------------------------------------------------------------
+
+def _expand_to(fname: str, input: Tensor, size: Sequence[int]) -> Tensor:
+    try:
+        s = expand_shape(input._value.shape, size)
+    except ValueError as e:
+        raise in_function(fname, e) from None
+    return _expand(input, shape=s)
+
+
+@functor("Expand")
+def expand(input: Tensor, size: tuple[int, ...]) -> Tensor:
+    return _expand_to("expand", input, size)
+
+
+@functor("BroadcastTo")
+def broadcast_to(input: Tensor, size: tuple[int, ...]) -> Tensor:
+    return _expand_to("broadcast_to", input, size)

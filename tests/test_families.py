@@ -1,0 +1,149 @@
+"""One family name per concern: an op defined in ``jflow/ops/<family>.py`` has its backward
+rule in ``jflow/autograd/rules/<family>.py``, its checker samples in
+``jflow/testing/op_samples/<family>.py`` and its functors (where it has any) in
+``jflow/functional/functors/<family>.py``, so whoever looks for one part of an op finds the
+others by the same file name.
+
+Which module defines an op is not recorded by the registry, so a fresh interpreter records
+it while jflow is imported: a profile hook sees each ``define_op`` call and walks up to the
+``jflow.ops.<family>`` frame that made it (helpers like ``_unary`` in ``ops/math.py`` count
+for their module).
+"""
+
+from __future__ import annotations
+
+import json
+import pkgutil
+import re
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+import jflow
+import jflow.autograd.rules
+import jflow.functional.functors
+import jflow.testing.op_samples
+from jflow.functional import FUNCTORS
+from jflow.testing import get_samples
+from jflow.testing.op_samples import load_builtin
+
+load_builtin()
+
+#: Modules of ``jflow.ops`` that are machinery, not op families.
+_NOT_FAMILIES = frozenset({"registry", "primitive", "attrs", "infer", "python_op"})
+
+_RECORD_DEFINITIONS = r"""
+import json, sys
+
+import jax  # imported before the hook: only jflow's own calls are profiled
+
+_NOT_FAMILIES = set(json.loads(sys.argv[1]))
+defined = {}
+
+
+def _family_frame(frame):
+    while frame is not None:
+        mod = frame.f_globals.get("__name__", "")
+        if mod.startswith("jflow.ops.") and mod.rsplit(".", 1)[1] not in _NOT_FAMILIES:
+            return mod
+        frame = frame.f_back
+    return None
+
+
+def _hook(frame, event, arg):
+    code = frame.f_code
+    if (event == "call" and code.co_name == "define_op"
+            and frame.f_globals.get("__name__") == "jflow.ops.primitive"):
+        defined[frame.f_locals["name"]] = _family_frame(frame.f_back)
+
+
+sys.setprofile(_hook)
+import jflow  # noqa: E402,F401
+sys.setprofile(None)
+print(json.dumps(defined))
+"""
+
+
+def _defined_in() -> dict[str, str]:
+    """``{op name: "jflow.ops.<family>"}`` for every op jflow defines at import."""
+    root = Path(jflow.__file__).resolve().parent.parent
+    r = subprocess.run([sys.executable, "-c", _RECORD_DEFINITIONS,
+                        json.dumps(sorted(_NOT_FAMILIES))],
+                       capture_output=True, text=True, cwd=root, check=True)
+    return json.loads(r.stdout.strip().splitlines()[-1])
+
+
+DEFINED_IN = _defined_in()
+BUILTIN = sorted(n for n in jflow.ops.list_ops() if jflow.ops.get(n).builtin)
+FAMILIES = sorted(m.name for m in pkgutil.iter_modules(jflow.ops.__path__)
+                  if not m.name.startswith("_") and m.name not in _NOT_FAMILIES)
+
+
+def _family(op: str) -> str:
+    return DEFINED_IN[op].rsplit(".", 1)[1]
+
+
+def test_every_builtin_op_is_defined_in_a_family_module() -> None:
+    missing = [n for n in BUILTIN if n not in DEFINED_IN]
+    assert not missing, f"built-in ops whose defining module was not recorded: {missing}"
+    stray = {n: DEFINED_IN[n] for n in BUILTIN
+             if DEFINED_IN[n] is None or _family(n) not in FAMILIES}
+    assert not stray, f"built-in ops defined outside jflow/ops/<family>.py: {stray}"
+
+
+@pytest.mark.parametrize("package", [jflow.autograd.rules, jflow.functional.functors,
+                                     jflow.testing.op_samples],
+                         ids=["rules", "functors", "op_samples"])
+def test_family_packages_hold_only_family_files(package) -> None:
+    """A rules / functors / samples module is named after an op family (no ``creation.py``
+    beside ``ops/factory.py``); helpers start with ``_``."""
+    names = [m.name for m in pkgutil.iter_modules(package.__path__)
+             if not m.name.startswith("_")]
+    stray = sorted(set(names) - set(FAMILIES))
+    assert not stray, (f"{package.__name__} has modules that are no op family of jflow/ops "
+                       f"({FAMILIES}): {stray}")
+
+
+@pytest.mark.parametrize("op_name", [n for n in BUILTIN if jflow.ops.get(n).grad_rule])
+def test_rule_lives_in_the_family_file(op_name: str) -> None:
+    where = jflow.ops.get(op_name).grad_rule.apply.__module__
+    want = f"jflow.autograd.rules.{_family(op_name)}"
+    assert where == want, (f"op '{op_name}' is defined in {DEFINED_IN[op_name]}, so its backward "
+                           f"rule belongs in {want}, not {where}")
+
+
+@pytest.mark.parametrize("op_name", BUILTIN)
+def test_samples_live_in_the_family_file(op_name: str) -> None:
+    where = get_samples(op_name).module
+    want = f"jflow.testing.op_samples.{_family(op_name)}"
+    assert where == want, (f"op '{op_name}' is defined in {DEFINED_IN[op_name]}, so its checker "
+                           f"samples belong in {want}, not {where}")
+
+
+def _op_of_functor(name: str) -> str | None:
+    """The op a functor is named after (``LayerNorm`` -> ``layer_norm``; ``ScalarAdd`` and
+    ``ScalarRAdd`` -> ``add``), or None where its name is no op's (``Chunk``, ``MatMul``)."""
+    base = re.sub(r"^Scalar(R(?=[A-Z]))?", "", name) or name
+    snake = re.sub(r"(?<=[a-z0-9])(?=[A-Z])", "_", base).lower()
+    return snake if snake in DEFINED_IN else None
+
+
+_NAMED_AFTER_OPS = sorted(n for n in FUNCTORS if _op_of_functor(n))
+
+
+def test_functor_names_map_to_ops() -> None:
+    """The mapping below is well defined for most functors (a guard against a renaming that
+    would quietly leave every functor unchecked)."""
+    assert len(_NAMED_AFTER_OPS) > len(FUNCTORS) // 2
+
+
+@pytest.mark.parametrize("functor_name", _NAMED_AFTER_OPS)
+def test_functor_lives_in_the_family_file(functor_name: str) -> None:
+    """A functor named after an op lives in the functors file of that op's family."""
+    op = _op_of_functor(functor_name)
+    where = FUNCTORS[functor_name].__module__
+    want = f"jflow.functional.functors.{_family(op)}"
+    assert where == want, (f"functor '{functor_name}' (of op '{op}', defined in "
+                           f"{DEFINED_IN[op]}) belongs in {want}, not {where}")
