@@ -27,3 +27,23 @@ def bench(fn: Callable[[], Any], number: int, repeat: int,
     for: work it queued must not land in the first run)."""
     run(fn, max(20, number // 10), wait)
     return statistics.median(run(fn, number, wait) for _ in range(repeat))
+
+
+def round_robin(fns: dict[str, tuple[Callable[[], Any], int, Any]], repeat: int
+                ) -> tuple[dict[str, float], dict[str, list[float]]]:
+    """Interleaved timing: each round runs every function once (``(fn, number, wait)``), so
+    load changes on a shared machine hit all of them alike. Returns the median µs per call of
+    each function and every round's µs per call (for per-round ratios, see
+    :func:`median_ratio`)."""
+    for fn, n, w in fns.values():
+        run(fn, max(20, n // 10), w)  # warm-up
+    runs: dict[str, list[float]] = {k: [] for k in fns}
+    for _ in range(repeat):
+        for k, (fn, n, w) in fns.items():
+            runs[k].append(run(fn, n, w))
+    return {k: statistics.median(v) for k, v in runs.items()}, runs
+
+
+def median_ratio(runs: dict[str, list[float]], a: str, b: str) -> float:
+    """The median over rounds of ``a``'s time / ``b``'s time in the same round."""
+    return statistics.median(x / y for x, y in zip(runs[a], runs[b]))

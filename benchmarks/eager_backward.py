@@ -29,7 +29,7 @@ from typing import Any
 import jax
 import jax.numpy as jnp
 import numpy as np
-from _timing import bench  # noqa: E402  (benchmarks/ is on sys.path)
+from _timing import median_ratio, round_robin  # noqa: E402  (benchmarks/ is on sys.path)
 
 import jflow as flow
 
@@ -158,18 +158,20 @@ def main() -> None:
     print(f"jflow {flow.__version__}, jax {jax.__version__}, {cpu} x {os.cpu_count()}, "
           f"load average {load}, backend {jax.default_backend()}; median µs per "
           f"forward+backward step, every step waited for")
-    print("jflow column = eager forward + cached-graph backward: after the first step the "
-          "whole backward is ONE cached executable (jflow/autograd/compiled_graph.py), not an "
-          "op-by-op eager backward")
+    print("jflow column = eager forward + cached-graph backward: the whole backward is ONE "
+          "cached executable per graph (jflow/autograd/compiled_graph.py), not an op-by-op "
+          "eager backward; ratios: median of per-round ratios over interleaved rounds")
     header = f"{'case':28s} {'jflow (cached-graph bwd)':>24s} {'torch':>9s} " \
              f"{'jit(grad)':>10s}   {'jflow/torch':>11s} {'jflow/jit':>9s}"
     print(header)
     print("-" * len(header))
     for name, fns in cases():
-        r = {k: bench(waited(f), args.number, args.repeat) for k, f in fns.items()}
+        r, runs = round_robin({k: (waited(f), args.number, None) for k, f in fns.items()},
+                              args.repeat)
         j, t = r[JFLOW], r.get(TORCH)
+        vs_torch = t and median_ratio(runs, JFLOW, TORCH)
         print(f"{name:28s} {j:24.1f} {_col(t, 9)} {r[JIT]:10.1f}   "
-              f"{_col(t and j / t, 11, '.2f')} {j / r[JIT]:9.2f}")
+              f"{_col(vs_torch, 11, '.2f')} {median_ratio(runs, JFLOW, JIT):9.2f}")
 
 
 if __name__ == "__main__":

@@ -6,12 +6,14 @@
 Targets: jflow eager <= 1.3x the bare cached jax.jit call, and faster than the
 eager jax.numpy call.
 
-Like for like: every column is one library call per op as a user writes it, and every run of
-``number`` calls ends by waiting for its last result (``jax.block_until_ready``; a no-op on
-PyTorch's synchronous CPU tensors). For leaky_relu the "jax" column is ``jax.nn.leaky_relu``,
-which JAX itself defines as a jitted function (one dispatch, as jflow's op), and the
-``jax.jit`` column jits that same function; an eager ``jnp.where(x > 0, x, 0.2 * x)`` would be
-three dispatches and no fair baseline.
+Interleaved: each round runs every column once (``_timing.round_robin``), and the ratios are
+the median over rounds of the per-round ratio, so load changes on a shared machine hit jflow
+and its baselines alike. Like for like: every column is one library call per op as a user
+writes it, and every run of ``number`` calls ends by waiting for its last result
+(``jax.block_until_ready``; a no-op on PyTorch's synchronous CPU tensors). For leaky_relu
+the "jax" column is ``jax.nn.leaky_relu``, which JAX itself defines as a jitted function (one
+dispatch, as jflow's op), and the ``jax.jit`` column jits that same function; an eager
+``jnp.where(x > 0, x, 0.2 * x)`` would be three dispatches and no fair baseline.
 """
 
 from __future__ import annotations
@@ -25,7 +27,7 @@ from typing import Any
 import jax
 import jax.numpy as jnp
 import numpy as np
-from _timing import bench  # noqa: E402  (benchmarks/ is on sys.path)
+from _timing import median_ratio, round_robin  # noqa: E402  (benchmarks/ is on sys.path)
 
 import jflow as flow
 
@@ -99,21 +101,21 @@ def main() -> None:
     load = ", ".join(f"{v:.1f}" for v in os.getloadavg())
     print(f"jflow {flow.__version__}, jax {jax.__version__}, {cpu} x {os.cpu_count()}, "
           f"load average {load}, backend {jax.default_backend()}; median µs per call (runs "
-          f"waited for)")
+          f"waited for); ratios: median of per-round ratios, {args.repeat} interleaved rounds")
     print("jax: the jax.numpy / jax.nn call (leaky_relu: jax.nn.leaky_relu, itself jitted)")
     header = f"{'case':24s} {'jflow':>8s} {'jax.jit':>8s} {'jax':>8s} {'torch':>8s}   " \
              f"{'jflow/jit':>9s} {'jflow/jax':>9s} {'jflow/torch':>11s}"
     print(header)
     print("-" * len(header))
     for name, fns in cases():
-        r = {k: bench(f, args.number, args.repeat, wait=jax.block_until_ready)
-             for k, f in fns.items()}
+        r, runs = round_robin({k: (f, args.number, jax.block_until_ready)
+                               for k, f in fns.items()}, args.repeat)
         t = r.get("torch")
         torch_col = f"{t:8.2f}" if t else f"{'-':>8s}"
-        torch_ratio = f"{r['jflow'] / t:11.2f}" if t else f"{'-':>11s}"
+        torch_ratio = f"{median_ratio(runs, 'jflow', 'torch'):11.2f}" if t else f"{'-':>11s}"
         print(f"{name:24s} {r['jflow']:8.2f} {r['jax.jit']:8.2f} {r['jax']:8.2f} "
-              f"{torch_col}   {r['jflow'] / r['jax.jit']:9.2f} "
-              f"{r['jflow'] / r['jax']:9.2f} {torch_ratio}")
+              f"{torch_col}   {median_ratio(runs, 'jflow', 'jax.jit'):9.2f} "
+              f"{median_ratio(runs, 'jflow', 'jax'):9.2f} {torch_ratio}")
 
 
 if __name__ == "__main__":

@@ -27,7 +27,6 @@ import argparse
 import math
 import os
 import platform
-import statistics
 import sys
 from collections.abc import Callable
 from pathlib import Path
@@ -36,7 +35,7 @@ from typing import Any
 import jax
 import jax.numpy as jnp
 import numpy as np
-from _timing import run  # noqa: E402  (benchmarks/ is on sys.path)
+from _timing import round_robin  # noqa: E402  (benchmarks/ is on sys.path)
 
 import jflow as flow
 
@@ -382,20 +381,7 @@ def run_case(kind: str, number: int, repeat: int) -> dict[str, float]:
         if not math.isclose(v, ref, rel_tol=1e-4, abs_tol=1e-5):
             raise AssertionError(f"{kind}: first-step loss of {k} = {v} differs from the "
                                  f"pure-JAX step's {ref}: the steps are not equivalent")
-    return round_robin(fns, repeat)
-
-
-def round_robin(fns: dict[str, tuple[Callable[[], Any], int, Any]],
-                repeat: int) -> dict[str, float]:
-    """Median µs per call of each function, the functions taking turns run by run (so load
-    changes on a shared machine hit all of them alike)."""
-    for fn, n, w in fns.values():
-        run(fn, max(20, n // 10), w)  # warm-up
-    runs: dict[str, list[float]] = {k: [] for k in fns}
-    for _ in range(repeat):
-        for k, (fn, n, w) in fns.items():
-            runs[k].append(run(fn, n, w))
-    return {k: statistics.median(v) for k, v in runs.items()}
+    return round_robin(fns, repeat)[0]
 
 
 def main() -> None:

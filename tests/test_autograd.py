@@ -391,8 +391,8 @@ def test_backward_inputs_and_function_under_jit() -> None:
 def test_cold_and_warm_backward_give_bitwise_equal_training():
     """The first backward of a graph and every later one run the same executable: 50 eager
     Adam steps give bitwise-equal parameters whether the backward cache starts cold or warm."""
-    from jflow.autograd import engine
     import jflow.nn.functional as F
+    from jflow.autograd import engine
 
     def train() -> list[np.ndarray]:
         flow.manual_seed(0)

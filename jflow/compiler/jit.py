@@ -194,10 +194,7 @@ class CompiledFunction:
         return len(self._cache)
 
     def _reachable(self) -> tuple[tuple[str, Any], ...]:
-        found: list[tuple[str, Any]] = []
-        for root in self._reach:
-            found += discover(root)
-        return tuple(found)
+        return discover(*self._reach) if self._reach else ()
 
     def __call__(self, *args: Any, **kwargs: Any) -> Any:
         leaves, treedef = tree_flatten_stateful((args, kwargs))
@@ -393,29 +390,46 @@ def _output_values(out: Any, name: str) -> Any:
 #: at most (it runs on every call: a step must not pay for walking a large data structure).
 _DISCOVER_DEPTH = 3
 _DISCOVER_LIMIT = 256
-_SKIP = (types.ModuleType, type, Tensor, str, bytes, int, float, bool, complex, np.ndarray,
-         jax.Array)
+#: Values that never lead to a module (checked by exact type first: the common case).
+_LEAF_TYPES = frozenset({int, float, bool, str, bytes, complex, type(None)})
+_SKIP = (types.ModuleType, type, Tensor, np.ndarray, jax.Array, types.BuiltinFunctionType,
+         CompiledFunction)
 #: Functions of these packages are not user code: their closures and globals hold no model.
 _LIBRARIES = frozenset({"jflow", "jax", "jaxlib", "numpy", "builtins", "functools"})
 
 
-def discover(fn: Callable[..., Any]) -> tuple[tuple[str, Any], ...]:
-    """``(path, object)`` for every module and optimizer the function can reach: itself (a
-    module), the object it is bound to and that object's attributes, its closure cells, the
-    globals it names, functions it reaches that way (their closures and globals), and dicts,
-    lists, tuples and plain objects among those, a few levels deep.
+_PATH_FORMATS = {"self": "self", "__self__": ".__self__", "closure": "closure '{}'",
+                 "global": "global '{}'", "item": "[{!r}]", "attr": ".{}"}
+
+
+def _path_text(path: Any) -> str:
+    """A path kept as nested ``(parent, kind, key)`` triples (cheap to build: formatted only
+    for what is found) as text."""
+    parts = []
+    while path is not None:
+        path, kind, key = path
+        parts.append(_PATH_FORMATS[kind].format(key))
+    return "".join(reversed(parts))
+
+
+def discover(*roots: Callable[..., Any]) -> tuple[tuple[str, Any], ...]:
+    """``(path, object)`` for every module and optimizer the roots can reach: a root itself
+    (a module), the object a method is bound to and that object's attributes, closure cells,
+    the globals the code names, functions reached that way (their closures and globals), and
+    dicts, lists, tuples and plain objects among those, a few levels deep.
 
     It runs on every call, so a rebinding (``model = Net()`` again in the closure or module,
     ``models["g"] = other``, ``trainer.model = other``) is seen before the executable runs:
     the reachable set is part of the cache key and a change retraces, with the path as the
     reason. Paths read like the code: ``closure 'model'``, ``global 'models'['g']``,
     ``self.model``."""
-    found: list[tuple[str, Any]] = []
+    found: list[tuple[Any, Any]] = []
     seen: set[int] = set()
     budget = [_DISCOVER_LIMIT]
 
-    def visit(path: str, obj: Any, depth: int) -> None:
-        if budget[0] <= 0 or isinstance(obj, _SKIP) or obj is None or id(obj) in seen:
+    def visit(path: Any, obj: Any, depth: int) -> None:
+        t = type(obj)
+        if t in _LEAF_TYPES or id(obj) in seen or budget[0] <= 0:
             return
         seen.add(id(obj))
         budget[0] -= 1
@@ -424,10 +438,11 @@ def discover(fn: Callable[..., Any]) -> tuple[tuple[str, Any], ...]:
             return
         if depth >= _DISCOVER_DEPTH:
             return
-        if isinstance(obj, types.MethodType):
-            visit(f"{path}.__self__" if path else "self", obj.__self__, depth)
+        if t is types.MethodType:
+            visit((path, "__self__", None) if path is not None else (None, "self", None),
+                  obj.__self__, depth)
             visit(path, obj.__func__, depth)
-        elif isinstance(obj, types.FunctionType):
+        elif t is types.FunctionType:
             if (obj.__module__ or "").partition(".")[0] in _LIBRARIES:
                 return
             code = obj.__code__
@@ -436,24 +451,38 @@ def discover(fn: Callable[..., Any]) -> tuple[tuple[str, Any], ...]:
                     value = cell.cell_contents
                 except ValueError:  # an empty cell
                     continue
-                visit(f"closure '{name}'", value, depth + 1)
+                visit((None, "closure", name), value, depth + 1)
             g = obj.__globals__
             for name in code.co_names:
-                if name in g:
-                    visit(f"global '{name}'", g[name], depth + 1)
-        elif isinstance(obj, dict):
-            for k, v in list(obj.items())[:_DISCOVER_LIMIT]:
-                visit(f"{path}[{k!r}]", v, depth + 1)
-        elif isinstance(obj, (list, tuple)):
+                value = g.get(name, _MISSING)
+                if value is not _MISSING:
+                    visit((None, "global", name), value, depth + 1)
+        elif t is list or t is tuple:
             for i, v in enumerate(obj[:_DISCOVER_LIMIT]):
-                visit(f"{path}[{i}]", v, depth + 1)
-        elif isinstance(getattr(obj, "__dict__", None), dict) and \
-                not isinstance(obj, CompiledFunction):  # a callable object, e.g. an nn.Graph
-            for k, v in list(vars(obj).items())[:_DISCOVER_LIMIT]:
-                visit(f"{path}.{k}", v, depth + 1)
+                if type(v) not in _LEAF_TYPES:
+                    visit((path, "item", i), v, depth + 1)
+        elif isinstance(obj, dict):
+            for n, (k, v) in enumerate(obj.items()):
+                if n >= _DISCOVER_LIMIT:
+                    break
+                if type(v) not in _LEAF_TYPES:
+                    visit((path, "item", k), v, depth + 1)
+        elif not isinstance(obj, _SKIP):
+            d = getattr(obj, "__dict__", None)  # a plain or callable object, e.g. nn.Graph
+            if type(d) is dict:
+                known = getattr(t, "_state_known_to_compiler", ())  # e.g. a Graph's registry
+                for n, (k, v) in enumerate(d.items()):
+                    if n >= _DISCOVER_LIMIT:
+                        break
+                    if type(v) not in _LEAF_TYPES and k not in known:
+                        visit((path, "attr", k), v, depth + 1)
 
-    visit("", fn, 0)
-    return tuple(found)
+    for root in roots:
+        visit(None, root, 0)
+    return tuple((_path_text(p), o) for p, o in found)
+
+
+_MISSING = object()
 
 
 def describe_reach_change(old: tuple, new: tuple) -> str:

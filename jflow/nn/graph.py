@@ -41,6 +41,11 @@ class Graph:
                 return loss
     """
 
+    #: attributes the compiler need not search for modules: the Graph hands their contents
+    #: over itself, and assigning a module to the Graph recreates the compiled step
+    _state_known_to_compiler = frozenset({"_modules", "_optimizers", "_schedulers",
+                                          "_compiled"})
+
     def __init__(self, *, explain: bool = False, max_cache_size: int = 8) -> None:
         d = self.__dict__
         d["_modules"] = OrderedDict()
@@ -120,7 +125,7 @@ class Graph:
                                  explain=self._explain, max_cache_size=self._max_cache_size,
                                  track_grads=False, modules=list(self._modules.values()),
                                  optimizers=list(self._optimizers),
-                                 reach=(self._step, self.build),
+                                 reach=(self.build,),
                                  after=self._after_call, name=self.name)
             self.__dict__["_compiled"] = c
         return c(*args, **kwargs)

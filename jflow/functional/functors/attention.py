@@ -78,9 +78,8 @@ def _prepare(query: Tensor, key: Tensor, value: Tensor, attn_mask: Any,
     return query, key, value, attn_mask, float(scale)
 
 
-def attention_math(query: Tensor, key: Tensor, value: Tensor, attn_mask: Any = None,
-                   dropout_p: float = 0.0, is_causal: bool = False, scale: Any = None,
-                   generator: Any = None) -> tuple[Tensor, Tensor]:
+def attention_math(query: Tensor, key: Tensor, value: Tensor, attn_mask: Any, dropout_p: float,
+                   is_causal: bool, scale: Any, generator: Any) -> tuple[Tensor, Tensor]:
     """(out, probabilities) with jflow ops on the materialised (..., L, S) probabilities
     (the composite path: dropout, or when the caller needs the weights). The returned
     probabilities are those applied to ``value`` (after dropout, as PyTorch's
@@ -126,6 +125,7 @@ def scaled_dot_product_attention(query: Tensor, key: Tensor, value: Tensor, attn
     if not 0.0 <= dropout_p <= 1.0:
         raise ValueError(f"{_FN}: dropout_p must be in [0, 1], got {dropout_p}")
     if dropout_p > 0.0:
-        return attention_math(query, key, value, attn_mask, dropout_p, is_causal, scale)[0]
+        return attention_math(query, key, value, attn_mask, dropout_p, is_causal, scale,
+                              generator=None)[0]
     q, k, v, mask, scale = _prepare(query, key, value, attn_mask, scale)
     return _sdpa(q, k, v, mask, is_causal=bool(is_causal), scale=scale)[0]

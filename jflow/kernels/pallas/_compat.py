@@ -81,11 +81,11 @@ def _check_vma() -> bool:
 def out_struct(shape: Any, dtype: Any) -> Any:
     """A ``pallas_call`` output shape.
 
-    Inside ``shard_map`` (how global tensors run: jflow/sharding/execute.py) Pallas wants to be told how each
-    output varies over the manual mesh axes. jflow lowers kernels with plain avals (the
-    registry strips the manual-axis types: the op's SBP signature decides validity), so the
-    outputs vary over no axis: ``manual_axis_type`` with nothing varying on JAX 0.10, ``vma``
-    (an empty set) on later versions.
+    Inside ``shard_map`` (how global tensors run: jflow/sharding/execute.py) Pallas wants to be
+    told how each output varies over the manual mesh axes. jflow lowers kernels with plain
+    avals (the registry strips the manual-axis types: the op's SBP signature decides
+    validity), so the outputs vary over no axis: ``manual_axis_type`` with nothing varying on
+    JAX 0.10, ``vma`` (an empty set) on later versions.
     """
     import jax
     if not _check_vma():

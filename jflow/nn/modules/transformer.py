@@ -194,7 +194,8 @@ class MultiheadAttention(Module):
         p = self.dropout if self.training else 0.0
         weights = None
         if need_weights:
-            out, weights = attention_math(q, k, v, mask, p, bool(is_causal))
+            out, weights = attention_math(q, k, v, mask, p, bool(is_causal), scale=None,
+                                          generator=None)
         else:
             out = F.scaled_dot_product_attention(q, k, v, attn_mask=mask, dropout_p=p,
                                                  is_causal=bool(is_causal))
