@@ -213,7 +213,7 @@ def make_apply(op: Any) -> Callable[..., Any]:
     if single:  # Tensor construction inlined (this is the hot path)
         lines += ["        _t = _new(_T)", "        try:", f"            _t._value = {call}",
                   "        except _JaxRuntimeError:", "            _reraise_host_error()",
-                  "        _t._requires_grad = False", "        _t.grad = None",
+                  "        _t._requires_grad = False", "        _t._grad = None",
                   "        _t.grad_fn = None", "        _t._version = 0",
                   "        _t._global = None"]
     else:

@@ -46,7 +46,9 @@ class Tensor:
 
     # ``_output_nr`` (which output of ``grad_fn`` this is) is set only together with grad_fn;
     # ``_global`` is None for a local tensor, else ``(placement, nd_sbp)`` (jflow.sharding)
-    __slots__ = ("_value", "_requires_grad", "grad", "grad_fn", "_version", "_output_nr",
+    # ``_grad`` is ``.grad`` (a property: assignments are checked; jflow's own writes, which
+    # are right by construction, set the slot)
+    __slots__ = ("_value", "_requires_grad", "_grad", "grad_fn", "_version", "_output_nr",
                  "_global", "__weakref__")
 
     def __init__(self, *args: Any, dtype: Any = None, device: Any = None,
@@ -69,7 +71,7 @@ class Tensor:
             value = _zeros_value(_sizes(args, "flow.Tensor"), d, device, "flow.Tensor")
         self._value = value
         self._requires_grad = False
-        self.grad = None
+        self._grad = None
         self.grad_fn = None
         self._version = 0
         self._global = None
@@ -150,6 +152,17 @@ class Tensor:
                                f"got {self.dtype}")
         self._requires_grad = requires_grad
         return self
+
+    @property
+    def grad(self) -> Tensor | None:
+        """The gradient accumulated by backward (None until one reaches this tensor)."""
+        return self._grad
+
+    @grad.setter
+    def grad(self, value: Tensor | None) -> None:
+        if value is not None:
+            _check_grad(self, value)
+        self._grad = value
 
     @property
     def is_leaf(self) -> bool:
@@ -319,6 +332,26 @@ def is_tensor(x: object) -> bool:
     return isinstance(x, Tensor)
 
 
+def _check_grad(t: Tensor, g: Any) -> None:
+    """What PyTorch checks when ``t.grad = g`` is assigned: a tensor (not ``t`` itself) of
+    ``t``'s dtype and shape. Backward accumulates into ``.grad`` and optimizers read it as
+    ``t``'s update, so a wrong one would be broadcast or cast silently later."""
+    if not isinstance(g, Tensor):
+        raise TypeError(f"Tensor.grad: assigned grad expected to be a Tensor or None but got "
+                        f"grad of type {type(g).__name__}")
+    if g is t:
+        raise RuntimeError("Tensor.grad: can't assign Variable as its own grad")
+    if g._value.dtype != t._value.dtype:
+        raise RuntimeError(f"Tensor.grad: attempting to assign a gradient with dtype {g.dtype} "
+                           f"to a tensor with dtype {t.dtype} (assigned grad has data of a "
+                           f"different type)")
+    if g._value.shape != t._value.shape:
+        raise RuntimeError(f"Tensor.grad: attempting to assign a gradient of size "
+                           f"{list(g._value.shape)} to a tensor of size "
+                           f"{list(t._value.shape)} (assigned grad has data of a different "
+                           f"size)")
+
+
 _new = object.__new__
 
 
@@ -327,7 +360,7 @@ def _wrap(value: Any) -> Tensor:
     t = _new(Tensor)
     t._value = value
     t._requires_grad = False
-    t.grad = None
+    t._grad = None
     t.grad_fn = None
     t._version = 0
     t._global = None

@@ -13,7 +13,7 @@ import numpy as np
 from jax.core import Tracer
 
 from . import dtypes as _dt
-from .autograd.graph import rebase_inplace
+from .autograd.grad_mode import is_grad_enabled
 from .creation import as_tensor
 from .device import device as _device
 from .functional import F
@@ -203,16 +203,21 @@ def zero_(self: Tensor) -> Tensor:
 
 
 def fill_(self: Tensor, value: Any) -> Tensor:
-    """Fill with ``value`` (a number or a 0-d tensor) in place."""
+    """Fill with ``value`` (a number or a 0-d tensor) in place. As PyTorch, the graph is kept:
+    a tensor with history still requires grad (a zero gradient reaches its old value), and a
+    ``value`` that requires grad gets the sum of this tensor's gradient."""
     if isinstance(value, Tensor):
         if value.ndim != 0:
             raise RuntimeError(f"fill_ only supports 0-dimension value tensor but got tensor "
                                f"with {value.ndim} dimensions")
+        if value._requires_grad and is_grad_enabled():
+            filled = F.broadcast_to(cast(value, self._value.dtype), tuple(self.shape))
+            return assign_inplace(self, filled, "fill_")
         value = value.item()
     if not isinstance(value, _SCALARS):
         raise TypeError(f"fill_(): argument 'value' must be a Number, not {type(value).__name__}")
     filled = F.full(tuple(self.shape), value, dtype=self.dtype)
-    return rebase_inplace(self, filled, "fill_")
+    return assign_inplace(self, filled, "fill_")
 
 
 def copy_(self: Tensor, src: Any) -> Tensor:

@@ -4,20 +4,14 @@ rule in ``jflow/autograd/rules/<family>.py``, its checker samples in
 ``jflow/functional/functors/<family>.py``, so whoever looks for one part of an op finds the
 others by the same file name.
 
-Which module defines an op is not recorded by the registry, so a fresh interpreter records
-it while jflow is imported: a profile hook sees each ``define_op`` call and walks up to the
-``jflow.ops.<family>`` frame that made it (helpers like ``_unary`` in ``ops/math.py`` count
-for their module).
+Which module defined an op is recorded by ``define_op`` (``op.module``: a helper such as
+``_unary`` in ``ops/math.py`` counts for its module).
 """
 
 from __future__ import annotations
 
-import json
 import pkgutil
 import re
-import subprocess
-import sys
-from pathlib import Path
 
 import pytest
 
@@ -34,48 +28,7 @@ load_builtin()
 #: Modules of ``jflow.ops`` that are machinery, not op families.
 _NOT_FAMILIES = frozenset({"registry", "primitive", "attrs", "infer", "python_op"})
 
-_RECORD_DEFINITIONS = r"""
-import json, sys
-
-import jax  # imported before the hook: only jflow's own calls are profiled
-
-_NOT_FAMILIES = set(json.loads(sys.argv[1]))
-defined = {}
-
-
-def _family_frame(frame):
-    while frame is not None:
-        mod = frame.f_globals.get("__name__", "")
-        if mod.startswith("jflow.ops.") and mod.rsplit(".", 1)[1] not in _NOT_FAMILIES:
-            return mod
-        frame = frame.f_back
-    return None
-
-
-def _hook(frame, event, arg):
-    code = frame.f_code
-    if (event == "call" and code.co_name == "define_op"
-            and frame.f_globals.get("__name__") == "jflow.ops.primitive"):
-        defined[frame.f_locals["name"]] = _family_frame(frame.f_back)
-
-
-sys.setprofile(_hook)
-import jflow  # noqa: E402,F401
-sys.setprofile(None)
-print(json.dumps(defined))
-"""
-
-
-def _defined_in() -> dict[str, str]:
-    """``{op name: "jflow.ops.<family>"}`` for every op jflow defines at import."""
-    root = Path(jflow.__file__).resolve().parent.parent
-    r = subprocess.run([sys.executable, "-c", _RECORD_DEFINITIONS,
-                        json.dumps(sorted(_NOT_FAMILIES))],
-                       capture_output=True, text=True, cwd=root, check=True)
-    return json.loads(r.stdout.strip().splitlines()[-1])
-
-
-DEFINED_IN = _defined_in()
+DEFINED_IN = {n: jflow.ops.get(n).module for n in jflow.ops.list_ops()}
 BUILTIN = sorted(n for n in jflow.ops.list_ops() if jflow.ops.get(n).builtin)
 FAMILIES = sorted(m.name for m in pkgutil.iter_modules(jflow.ops.__path__)
                   if not m.name.startswith("_") and m.name not in _NOT_FAMILIES)

@@ -175,19 +175,23 @@ def _accumulate(a: Any, b: Any) -> Any:
 
 
 def _topological(roots: Sequence[Node]) -> list[Node]:
-    """Nodes reachable from ``roots``, each after every node that sends it a gradient."""
-    deps: dict[Node, int] = {}  # in-degree from reachable nodes; also the visited set
-    stack = list(roots)
+    """Nodes reachable from ``roots``, each after every node that sends it a gradient.
+
+    ``roots`` may repeat a node (two outputs of one split, or one tensor passed twice): each
+    node's edges must be counted once, or its inputs never reach in-degree 0 and drop out."""
+    deps: dict[Node, int] = {}  # in-degree from reachable nodes
+    unique = list(dict.fromkeys(roots))
+    seen = set(unique)  # visited: a root may also be reached from another root
+    stack = list(unique)
     while stack:
         for e in stack.pop().next_edges:
             if e is not None and e[1] >= 0:
                 m = e[0]
-                if m in deps:
-                    deps[m] += 1
-                else:
-                    deps[m] = 1
+                deps[m] = deps.get(m, 0) + 1
+                if m not in seen:
+                    seen.add(m)
                     stack.append(m)
-    ready = [n for n in dict.fromkeys(roots) if n not in deps]
+    ready = [n for n in unique if n not in deps]
     order = []
     while ready:
         n = ready.pop()
@@ -287,7 +291,7 @@ def run_backward(tensors: Sequence[Tensor], grad_tensors: Sequence[Any], retain_
             if r is not None:
                 g = r
         with set_grad_enabled(create_graph):
-            leaf.grad = g if leaf.grad is None else leaf.grad + g
+            leaf._grad = g if leaf._grad is None else leaf._grad + g
 
     buffers: dict[Node, list[Any]] = {}
     root_nodes = []
@@ -342,7 +346,7 @@ def run_backward(tensors: Sequence[Tensor], grad_tensors: Sequence[Any], retain_
                 t = node.retained[k]()
                 if t is not None:
                     with set_grad_enabled(create_graph):
-                        t.grad = g if t.grad is None else t.grad + g
+                        t._grad = g if t._grad is None else t._grad + g
         if needed is not None and node not in needed:
             continue
         in_grads = _execute(node, grads, create_graph)
@@ -425,7 +429,7 @@ def _tensor_backward(self: Tensor, gradient: Tensor | None = None,
     with set_grad_enabled(create_graph):
         for x, g in zip(ins, grads or ()):
             if g is not None:
-                x.grad = g if x.grad is None else x.grad + g
+                x._grad = g if x._grad is None else x._grad + g
 
 
 class _HookHandle:

@@ -267,7 +267,7 @@ class StepState:
             undo.append((t, t._value, t._version, t.grad_fn, t.grad))
             t._value = v
             t.grad_fn = None
-            t.grad = None if g is None else wrap_like(g, t.grad._global)
+            t._grad = None if g is None else wrap_like(g, t.grad._global)
             self._installed_grads.append((t.grad, g))
         for opt, states, group_lrs in zip(self.optimizers, opt_state, lrs):
             undo.append((opt, opt.state, [g["lr"] for g in opt.param_groups]))
@@ -333,7 +333,7 @@ class StepState:
         for u in reversed(self._undo):
             obj = u[0]
             if isinstance(obj, Tensor):
-                obj._value, obj._version, obj.grad_fn, obj.grad = u[1:]
+                obj._value, obj._version, obj.grad_fn, obj._grad = u[1:]
             elif isinstance(obj, Optimizer):
                 obj.state = u[1]
                 for g, lr in zip(obj.param_groups, u[2]):
@@ -360,9 +360,9 @@ class StepState:
             it = iter(grads)
             for t, slot in zip(self.tensors, layout.grads):
                 if slot is None:
-                    t.grad = None
+                    t._grad = None
                 elif t.grad is None:
-                    t.grad = wrap_like(next(it), slot.glob)
+                    t._grad = wrap_like(next(it), slot.glob)
                 else:
                     t.grad._value = next(it)
                     t.grad._version += 1

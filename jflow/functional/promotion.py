@@ -13,6 +13,7 @@ import jax.numpy as jnp
 import numpy as np
 
 from .. import dtypes as _dt
+from ..autograd.grad_mode import is_grad_enabled
 from ..autograd.graph import rebase_inplace
 from ..ops import get as _get_op
 from ..tensor import Tensor, _wrap, mark_constant
@@ -21,6 +22,8 @@ __all__ = ["result_dtype", "cast", "promote", "scalar_tensor", "scalar_result_dt
            "to_float", "assign_inplace", "default_float_np"]
 
 _cast = _get_op("cast").apply
+_where = _get_op("where").apply
+_BOOL = np.dtype(np.bool_)
 _SCALAR_CACHE: dict[Any, Tensor] = {}
 _SCALAR_CACHE_SIZE = 1024
 
@@ -130,4 +133,20 @@ def assign_inplace(target: Tensor, result: Tensor, fname: str) -> Tensor:
             raise RuntimeError(f"{fname}: result type {_TORCH_NAMES[src]} can't be cast to the "
                                f"desired output type {_TORCH_NAMES[dst]}")
         result = _cast(result, dtype=tv.dtype)
-    return rebase_inplace(target, result, fname)
+    return rebase_inplace(target, _keep_history(target, result), fname)
+
+
+def _keep_history(target: Tensor, result: Tensor) -> Tensor:
+    """``result`` on the tape when it is not, but ``target`` or ``result`` requires grad.
+
+    As PyTorch, an in-place op never drops the graph: ``y.zero_()`` / ``y.fill_(v)`` /
+    ``y.copy_(src)`` on a ``y`` with history still requires grad, and the gradient reaching
+    the old ``y`` is zero (``y.copy_(leaf)`` sends it to the leaf instead). A value with no
+    node of its own (a constant, or a leaf) is joined by ``where(True, result, target)``: the
+    same values, a zero gradient to ``target``. In-place ops that read ``target`` already
+    have a node, so they pay one attribute test.
+    """
+    if result.grad_fn is None and (target.grad_fn is not None or result._requires_grad) \
+            and is_grad_enabled():
+        return _where(scalar_tensor(True, _BOOL), result, target)
+    return result

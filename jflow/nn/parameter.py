@@ -35,7 +35,7 @@ class Parameter(Tensor):
             raise TypeError(f"nn.Parameter(): data must be a Tensor, got {type(data).__name__}")
         self._value = data._value
         self._requires_grad = False
-        self.grad = None
+        self._grad = None
         self.grad_fn = None
         self._version = 0
         self._global = data._global
@@ -80,7 +80,7 @@ class _ParameterData(Tensor):
     def __init__(self, param: Parameter) -> None:
         self._param = param
         self._requires_grad = False
-        self.grad = None
+        self._grad = None
         self.grad_fn = None
         self._version = 0
         self._global = param._global
@@ -98,7 +98,7 @@ class _ParameterData(Tensor):
 def _unflatten_parameter(aux: Any, children: Any) -> Parameter:
     p = object.__new__(Parameter)
     p._value = children[0]
-    p.grad = None
+    p._grad = None
     p.grad_fn = None
     p._version = 0
     if aux.__class__ is tuple:

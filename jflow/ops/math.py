@@ -84,6 +84,20 @@ def _trunc_divide(x, y):
     return jnp.trunc(x / y)
 
 
+def _power(x, y):
+    """``x ** y``, with PyTorch's result for a signed integer raised to a negative power
+    (XLA's is unspecified): ``1`` for base 1, ``±1`` for base -1 (by the exponent's parity),
+    else ``0`` (C's truncation of ``1 / x ** -y``)."""
+    if not jnp.issubdtype(x.dtype, jnp.signedinteger):
+        return jnp.power(x, y)
+    x, y = jnp.broadcast_arrays(x, y)
+    neg = y < 0
+    pos = jnp.power(x, jnp.where(neg, jnp.zeros_like(y), y))
+    minus_one = jnp.where((y & 1) == 1, -jnp.ones_like(x), jnp.ones_like(x))
+    inverse = jnp.where(x == 1, x, jnp.where(x == -1, minus_one, jnp.zeros_like(x)))
+    return jnp.where(neg, inverse, pos)
+
+
 for _name, _fn, _allowed, _sbp in [
     ("add", jnp.add, ANY, _LINEAR),
     ("sub", jnp.subtract, NUMBER, _LINEAR),
@@ -93,7 +107,7 @@ for _name, _fn, _allowed, _sbp in [
     ("trunc_divide", _trunc_divide, NUMBER, _ELEMENTWISE),
     ("remainder", jnp.remainder, NUMBER, _ELEMENTWISE),
     ("fmod", jnp.fmod, NUMBER, _ELEMENTWISE),
-    ("pow", jnp.power, NUMBER, _ELEMENTWISE),
+    ("pow", _power, NUMBER, _ELEMENTWISE),
     ("maximum", jnp.maximum, ANY, _ELEMENTWISE),
     ("minimum", jnp.minimum, ANY, _ELEMENTWISE),
     ("atan2", jnp.arctan2, FLOAT, _ELEMENTWISE),
@@ -123,11 +137,6 @@ define_op("where", inputs=["condition", "x", "y"], outputs=["out"], infer=_where
 register_kernel("where", jnp.where, name="where_xla")
 
 
-def _clamp_check(min, max):  # noqa: A002
-    if min is not None and max is not None and min > max:
-        raise ValueError(f"min ({min}) must not exceed max ({max})")
-
-
 def _clamp_infer(x, min, max):  # noqa: A002
     check_dtype(x, NUMBER, "input")
     if min is None and max is None:
@@ -136,6 +145,8 @@ def _clamp_infer(x, min, max):  # noqa: A002
 
 
 def _clamp(x, min, max):  # noqa: A002
+    """``min(max(x, min), max)``: with ``min > max`` every value is ``max``, as PyTorch (and
+    NumPy's clip) define it, so that case is no error."""
     if min is not None:
         x = jnp.maximum(x, jnp.asarray(min).astype(x.dtype))
     if max is not None:
@@ -145,7 +156,7 @@ def _clamp(x, min, max):  # noqa: A002
 
 define_op("clamp", inputs=["x"], outputs=["y"],
           attrs=[Attr("min", "double", None), Attr("max", "double", None)],
-          check=_clamp_check, infer=_clamp_infer, sbp=_ELEMENTWISE)
+          infer=_clamp_infer, sbp=_ELEMENTWISE)
 register_kernel("clamp", _clamp, name="clamp_xla")
 
 

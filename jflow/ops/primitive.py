@@ -16,6 +16,7 @@ This is the one place where the three registries meet, imported at top level the
 from __future__ import annotations
 
 import inspect
+import sys
 from collections.abc import Callable, Sequence
 from typing import Any
 
@@ -39,6 +40,9 @@ def define_op(name: str, **declaration: Any) -> OpDef:
     Takes the arguments of :func:`jflow.ops.registry.declare_op` (inputs, outputs, attrs,
     infer, traits, check, sbp, doc), which validates them; returns the registered
     :class:`OpDef` (``op.primitive``, ``op.apply``)."""
+    # the defining module, read from the caller's frame (as ``warnings`` and ``dataclasses``
+    # do): it tells where an op was declared and which family its other parts belong to
+    declaration.setdefault("module", sys._getframe(1).f_globals.get("__name__", ""))
     op = declare_op(name, **declaration)
     build_primitive(op)
     return register(op)

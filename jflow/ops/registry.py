@@ -113,6 +113,9 @@ class OpDef:
     structured: bool = False
     #: True for the ops jflow itself defines (the checker requires samples for all of them).
     builtin: bool = False
+    #: The module whose code defined the op (``jflow.ops.<family>`` for a built-in op): where
+    #: its declaration is, and the family its rule, samples and functors are filed under.
+    module: str = ""
     #: The op's backward rule (:func:`jflow.autograd.register_backward`), if it has one.
     grad_rule: Any = field(repr=False, default=None)
     #: The linear primitive carrying the rule into JAX's autodiff (see autograd.jax_rules).
@@ -405,6 +408,7 @@ def declare_op(
     check: Callable[..., None] | None = None,
     sbp: Any = None,
     doc: str = "",
+    module: str = "",
 ) -> OpDef:
     """Validate a declaration and return its :class:`OpDef` (not yet registered, no primitive).
 
@@ -427,7 +431,7 @@ def declare_op(
     return OpDef(name=name, inputs=ins, outputs=outs, attrs=attrs_t, infer=infer,
                  traits=traits_f, check=check, sbp=sbp, doc=doc,
                  structured=any(i.optional or i.variadic for i in ins),
-                 builtin=_defining_builtins)
+                 builtin=_defining_builtins, module=module)
 
 
 def register(op: OpDef) -> OpDef:

@@ -75,10 +75,22 @@ def _check_int_divisor(op_name: str, divisor: Tensor) -> None:
         raise ZeroDivisionError(f"{op_name}: integer division by zero")
 
 
+def _check_int_power(input: Tensor, exponent: Any) -> None:
+    """PyTorch refuses an integer (or bool) tensor to a negative Python integer power, whose
+    result would truncate to 0 (RuntimeError). A negative *tensor* exponent is allowed, as
+    in PyTorch: the kernel defines its result (see ``jflow/ops/math.py``), so no value of
+    the exponent is read on the host."""
+    if input._value.dtype.kind in "iub" and isinstance(exponent, (int, np.integer)) \
+            and exponent < 0:
+        raise RuntimeError(f"pow(): Integers to negative integer powers are not allowed "
+                           f"(input is {input.dtype}, exponent is {exponent})")
+
+
 def _binary_functors(op_name: str, style: str) -> None:
     apply = get(op_name).apply
     name = _camel(op_name)
     is_sub = op_name == "sub"
+    is_pow = op_name == "pow"
     int_div = op_name in _INT_DIVISION
 
     # same dtypes need no promotion, except where the op's dtype differs from the inputs'
@@ -101,6 +113,8 @@ def _binary_functors(op_name: str, style: str) -> None:
     def tensor_scalar(input: Tensor, other: Any) -> Tensor:
         if is_sub:
             _sub_check(input, other)
+        elif is_pow:
+            _check_int_power(input, other)
         d = _scalar_dtype(style, input, other)
         if int_div and other == 0 and d.kind in "iu":
             raise ZeroDivisionError(f"{op_name}: integer division by zero")
@@ -148,32 +162,71 @@ def _finish(input: Tensor, out: Tensor, inplace: bool, fname: str) -> Tensor:
     return assign_inplace(input, out, fname) if inplace else out
 
 
+def _check_alpha(fname: str, dtype: np.dtype, alpha: Any) -> None:
+    """PyTorch's check of ``alpha`` against the result dtype of add/sub (RuntimeError): a
+    bool alpha only for a bool result, a float alpha only for a floating one."""
+    if isinstance(alpha, bool) and dtype != _BOOL:
+        raise RuntimeError(f"{fname}(): Boolean alpha only supported for Boolean results "
+                           f"(the result is {_dt.from_numpy_dtype(dtype)})")
+    if isinstance(alpha, float) and dtype.kind in "iub":
+        raise RuntimeError(f"{fname}(): For integral input tensors, argument alpha must not be "
+                           f"a floating point number (got alpha={alpha})")
+
+
+def _scaled(fname: str, input: Tensor, other: Tensor, alpha: Any) -> Tensor:
+    """``alpha * other`` for add/sub, in the result dtype of ``input`` and ``other``: alpha
+    takes no part in the promotion (PyTorch: ``add(bool, bool, alpha=2)`` is bool ``True``,
+    not int64 ``3``)."""
+    d = result_dtype(input, other)
+    _check_alpha(fname, d, alpha)
+    if alpha == 1:
+        return other
+    return _mul_ts(cast(other, d), bool(alpha) if d == _BOOL else alpha)
+
+
+def _scaled_scalar(fname: str, input: Tensor, other: Any, alpha: Any) -> Any:
+    """``alpha * other`` for add/sub with a Python scalar ``other``, in its category in the
+    result (a bool result stays a bool: ``True`` and not ``2``)."""
+    d = scalar_result_dtype(input, other)
+    _check_alpha(fname, d, alpha)
+    if d == _BOOL:
+        return bool(other) and bool(alpha)
+    return other if alpha == 1 else other * alpha
+
+
 @functor("AddAlpha")
 def add(input: Tensor, other: Tensor, alpha: Any, inplace: bool) -> Tensor:
-    if alpha == 1 and not inplace:  # the hot path: no extra call layers
-        if input._value.dtype == other._value.dtype:
-            return _add_op(input, other)
-        return _add_tt(input, other)
-    if alpha != 1:
-        other = _mul_ts(other, alpha)
+    if alpha.__class__ is int and alpha == 1:  # the default: valid for every dtype
+        if not inplace:  # the hot path: no extra call layers
+            if input._value.dtype == other._value.dtype:
+                return _add_op(input, other)
+            return _add_tt(input, other)
+    else:
+        other = _scaled("add", input, other, alpha)
     return _finish(input, _add_tt(input, other), inplace, "add")
 
 
 @functor("ScalarAddAlpha")
 def scalar_add(input: Tensor, other: Any, alpha: Any, inplace: bool) -> Tensor:
-    return _finish(input, _add_ts(input, other * alpha if alpha != 1 else other), inplace, "add")
+    if alpha.__class__ is not int or alpha != 1:
+        other = _scaled_scalar("add", input, other, alpha)
+    return _finish(input, _add_ts(input, other), inplace, "add")
 
 
 @functor("SubAlpha")
 def sub(input: Tensor, other: Tensor, alpha: Any, inplace: bool) -> Tensor:
-    if alpha != 1:
-        other = _mul_ts(other, alpha)
+    if alpha.__class__ is not int or alpha != 1:
+        _sub_check(input, other)  # before scaling casts a bool ``other`` away
+        other = _scaled("sub", input, other, alpha)
     return _finish(input, _sub_tt(input, other), inplace, "sub")
 
 
 @functor("ScalarSubAlpha")
 def scalar_sub(input: Tensor, other: Any, alpha: Any, inplace: bool) -> Tensor:
-    return _finish(input, _sub_ts(input, other * alpha if alpha != 1 else other), inplace, "sub")
+    if alpha.__class__ is not int or alpha != 1:
+        _sub_check(input, other)
+        other = _scaled_scalar("sub", input, other, alpha)
+    return _finish(input, _sub_ts(input, other), inplace, "sub")
 
 
 @functor("MulInplace")
