@@ -165,12 +165,24 @@ def make_apply(op: Any) -> Callable[..., Any]:
     else:
         lines.append("    _layout = None")
         key = keys[0] if len(keys) == 1 else f"({''.join(x + ', ' for x in keys)})"
-    lines += [
+    lookup = [
         "    try:",
         f"        _f, _params = _cache[{key}]",
         "    except (KeyError, TypeError):",
         f"        _f, _params = _build({key}, _layout{''.join(f', {n}={n}' for n in names)})",
     ]
+    defaults = [a.name for a in op.attrs if a.default is not REQUIRED]
+    if not op.structured and len(op.attrs) >= 2 and len(defaults) == len(op.attrs):
+        # every attr left at its default (the common call, e.g. matmul without transposes):
+        # the entry is kept aside, no key tuple is built and hashed
+        ns["_dflt"] = []
+        at_default = " and ".join(f"{n} is _D_{n}" for n in defaults)
+        lines += [f"    if {at_default} and _dflt:", "        _f, _params = _dflt[0]",
+                  "    else:"]
+        lines += ["    " + line for line in lookup]
+        lines += [f"        if {at_default}:", "            _dflt[:] = [(_f, _params)]"]
+    else:
+        lines += lookup
     grad = bool(ins) and not op.has_trait("NoGrad")
     if op.structured:
         lines.append("    _vals = []")

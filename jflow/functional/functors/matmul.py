@@ -48,6 +48,8 @@ def matmul(input: Tensor, other: Tensor, transpose_a: bool, transpose_b: bool,
     va, vb = input._value, other._value
     na, nb = va.ndim, vb.ndim
     if na == 2 and nb == 2 and va.dtype == vb.dtype and alpha == 1.0:  # the hot path
+        if not (transpose_a or transpose_b):  # the op's defaults: its cheapest call
+            return _matmul(input, other)
         return _matmul(input, other, transpose_a=transpose_a, transpose_b=transpose_b,
                        alpha=alpha)
     _same_dtype("matmul", input, other)
