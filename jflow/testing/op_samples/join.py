@@ -10,47 +10,25 @@ from __future__ import annotations
 import numpy as np
 
 from ..samples import ErrorSample, Sample, register_samples
-
-_rng = np.random.default_rng(2)
-
-
-def _f(*shape, dtype=np.float32):
-    return _rng.uniform(-2.0, 2.0, shape).astype(dtype)
-
-
-def _i(*shape, lo=-5, hi=6, dtype=np.int64):
-    return _rng.integers(lo, hi, shape).astype(dtype)
-
-
-_X = _f(2, 3, 4)
-_I = _i(2, 3, 4)
-_I32 = _i(3, 4, dtype=np.int32)
-_B = _rng.random((2, 3)) > 0.5
-_S = np.array(1.5, np.float32)  # 0-d
-_E = np.zeros((0, 3), np.float32)  # zero-size
-
-
-def _reg(op, samples, ref, errors=()):
-    register_samples(op, samples, ref, errors=list(errors))
-
+from ._shape_data import _B, _E, _I, _I32, _S, _X, _f, _i
 
 # -- cat / stack / split --------------------------------------------------------------------------
 
-_reg("cat",
+register_samples("cat",
      [Sample([[_X, _f(2, 3, 4)]], {"dim": 0}), Sample([[_X, _f(2, 3, 2)]], {"dim": -1}),
       Sample([[_I32, _i(1, 4, dtype=np.int32), _i(2, 4, dtype=np.int32)]]),
       Sample([[_B, _B]], {"dim": 1}), Sample([[_E, _E]], {"dim": 0})],
      lambda xs, dim=0: np.concatenate(xs, axis=dim),
-     [ErrorSample([[_X, _X.astype(np.float64)]], {}, TypeError, "same dtype"),
+     errors=[ErrorSample([[_X, _X.astype(np.float64)]], {}, TypeError, "same dtype"),
       ErrorSample([[_X, _f(2, 2, 4)]], {"dim": 0}, ValueError, "must match except in dimension"),
       ErrorSample([[_X, _f(2, 3)]], {}, ValueError, "same number of dimensions"),
       ErrorSample([[_S, _S]], {}, ValueError, "zero-dimensional")])
 
-_reg("stack",
+register_samples("stack",
      [Sample([[_X, _f(2, 3, 4)]], {"dim": 0}), Sample([[_X, _X, _X]], {"dim": -1}),
       Sample([[_I32, _I32]], {"dim": 1}), Sample([[_S, _S]]), Sample([[_B]], {"dim": 2})],
      lambda xs, dim=0: np.stack(xs, axis=dim),
-     [ErrorSample([[_X, _f(2, 3, 3)]], {}, ValueError, "equal size"),
+     errors=[ErrorSample([[_X, _f(2, 3, 3)]], {}, ValueError, "equal size"),
       ErrorSample([[_X, _X]], {"dim": 4}, ValueError, "out of range")])
 
 
@@ -58,10 +36,10 @@ def _split_ref(x, dim, sizes):
     return np.split(x, np.cumsum(sizes)[:-1], axis=dim)
 
 
-_reg("split",
+register_samples("split",
      [Sample([_X], {"dim": 1, "sizes": (1, 2)}), Sample([_X], {"dim": -1, "sizes": (2, 2, 0)}),
       Sample([_I], {"dim": 0, "sizes": (2,)}), Sample([_B], {"dim": 1, "sizes": (1, 1, 1)})],
      _split_ref,
-     [ErrorSample([_X], {"dim": 1, "sizes": (1, 1)}, ValueError, "must sum exactly to 3"),
+     errors=[ErrorSample([_X], {"dim": 1, "sizes": (1, 1)}, ValueError, "must sum exactly to 3"),
       ErrorSample([_X], {"dim": 1, "sizes": (4, -1)}, ValueError, "non-negative"),
       ErrorSample([_S], {"dim": 0, "sizes": (1,)}, ValueError, "0-d")])

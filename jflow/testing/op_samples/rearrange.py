@@ -10,44 +10,15 @@ from __future__ import annotations
 import numpy as np
 
 from ..samples import ErrorSample, Sample, register_samples
-
-_rng = np.random.default_rng(2)
-
-
-def _f(*shape, dtype=np.float32):
-    return _rng.uniform(-2.0, 2.0, shape).astype(dtype)
-
-
-def _g(*shape):
-    """float64 data for the extra gradient samples (own generator: the data above is unchanged)."""
-    return _rng_g.uniform(-2.0, 2.0, shape)
-
-
-_rng_g = np.random.default_rng(3)
-
-
-def _i(*shape, lo=-5, hi=6, dtype=np.int64):
-    return _rng.integers(lo, hi, shape).astype(dtype)
-
-
-_X = _f(2, 3, 4)
-_I = _i(2, 3, 4)
-_I32 = _i(3, 4, dtype=np.int32)
-_B = _rng.random((2, 3)) > 0.5
-_S = np.array(1.5, np.float32)  # 0-d
-
-
-def _reg(op, samples, ref, errors=()):
-    register_samples(op, samples, ref, errors=list(errors))
-
+from ._shape_data import _B, _I, _I32, _S, _X, _f, _g
 
 # -- flip / roll / repeat / tril / triu -----------------------------------------------------------
 
-_reg("flip",
+register_samples("flip",
      [Sample([_X], {"axes": (0,)}), Sample([_X], {"axes": (0, -1)}), Sample([_I], {"axes": ()}),
       Sample([_B], {"axes": (1,)})],
      lambda x, axes: np.flip(x, axis=tuple(axes)) if axes else x,
-     [ErrorSample([_X], {"axes": (0, -3)}, ValueError, "multiple times"),
+     errors=[ErrorSample([_X], {"axes": (0, -3)}, ValueError, "multiple times"),
       ErrorSample([_X], {"axes": (3,)}, ValueError, "out of range")])
 
 
@@ -60,11 +31,11 @@ def _roll_ref(x, shifts, axes=()):
     return x
 
 
-_reg("roll",
+register_samples("roll",
      [Sample([_X], {"shifts": (1,)}), Sample([_X], {"shifts": (1, -2), "axes": (0, 2)}),
       Sample([_I], {"shifts": (5,), "axes": (-2,)}), Sample([_B], {"shifts": (-1,)})],
      _roll_ref,
-     [ErrorSample([_X], {"shifts": (1, 2), "axes": (0,)}, ValueError, "same length"),
+     errors=[ErrorSample([_X], {"shifts": (1, 2), "axes": (0,)}, ValueError, "same length"),
       ErrorSample([_X], {"shifts": (1, 2)}, ValueError, "one entry")])
 
 
@@ -75,12 +46,12 @@ def _repeat_ref(x, repeats):
     return x
 
 
-_reg("repeat",
+register_samples("repeat",
      [Sample([_X], {"repeats": (1, 2, 1)}), Sample([_I32], {"repeats": (2, 1, 3)}),
       Sample([_S], {"repeats": (3,)}), Sample([_B], {"repeats": (0, 2)}),
       Sample([_g(2, 3)], {"repeats": (2, 3, 2)}), Sample([_g(2, 3)], {"repeats": (0, 2)})],
      _repeat_ref,
-     [ErrorSample([_X], {"repeats": (2, 2)}, ValueError, "can not be smaller"),
+     errors=[ErrorSample([_X], {"repeats": (2, 2)}, ValueError, "can not be smaller"),
       ErrorSample([_X], {"repeats": (1, -1, 1)}, ValueError, "non-negative")])
 
 
@@ -94,8 +65,8 @@ def _tri_ref(upper):
 
 
 for _name, _upper in [("tril", False), ("triu", True)]:
-    _reg(_name,
+    register_samples(_name,
          [Sample([_f(4, 4)]), Sample([_X], {"diagonal": 1}), Sample([_I], {"diagonal": -1}),
           Sample([_B], {"diagonal": 5}), Sample([_f(3, 5, dtype=np.float64)], {"diagonal": -2})],
          _tri_ref(_upper),
-         [ErrorSample([_f(4)], {}, ValueError, "at least 2 dimensions")])
+         errors=[ErrorSample([_f(4)], {}, ValueError, "at least 2 dimensions")])

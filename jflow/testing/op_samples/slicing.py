@@ -10,45 +10,16 @@ from __future__ import annotations
 import numpy as np
 
 from ..samples import ErrorSample, Sample, register_samples
-
-_rng = np.random.default_rng(2)
-
-
-def _f(*shape, dtype=np.float32):
-    return _rng.uniform(-2.0, 2.0, shape).astype(dtype)
-
-
-def _g(*shape):
-    """float64 data for the extra gradient samples (own generator: the data above is unchanged)."""
-    return _rng_g.uniform(-2.0, 2.0, shape)
-
-
-_rng_g = np.random.default_rng(3)
-
-
-def _i(*shape, lo=-5, hi=6, dtype=np.int64):
-    return _rng.integers(lo, hi, shape).astype(dtype)
-
-
-_X = _f(2, 3, 4)
-_X64 = _f(3, 4, dtype=np.float64)
-_I = _i(2, 3, 4)
-_I32 = _i(3, 4, dtype=np.int32)
-_B = _rng.random((2, 3)) > 0.5
-
-
-def _reg(op, samples, ref, errors=()):
-    register_samples(op, samples, ref, errors=list(errors))
-
+from ._shape_data import _B, _I, _I32, _X, _X64, _g
 
 # -- narrow / slice -------------------------------------------------------------------------------
 
-_reg("narrow",
+register_samples("narrow",
      [Sample([_X], {"dim": 1, "start": 1, "length": 2}),
       Sample([_I], {"dim": -1, "start": 0, "length": 0}),
       Sample([_X64], {"dim": 0, "start": 2, "length": 1})],
      lambda x, dim, start, length: np.take(x, np.arange(start, start + length), axis=dim),
-     [ErrorSample([_X], {"dim": 1, "start": 2, "length": 2}, ValueError, "exceeds"),
+     errors=[ErrorSample([_X], {"dim": 1, "start": 2, "length": 2}, ValueError, "exceeds"),
       ErrorSample([_X], {"dim": 1, "start": -1, "length": 1}, ValueError, "non-negative")])
 
 
@@ -56,15 +27,15 @@ def _slice_ref(x, start, stop, step):
     return x[tuple(slice(a, b, c) for a, b, c in zip(start, stop, step))]
 
 
-_reg("slice",
+register_samples("slice",
      [Sample([_X], {"start": (0, 1, 0), "stop": (2, 3, 4), "step": (1, 1, 2)}),
       Sample([_I], {"start": (-1, -3, 1), "stop": (100, -1, 4), "step": (1, 2, 3)}),
       Sample([_X64], {"start": (2, 0), "stop": (1, 4), "step": (1, 1)}),
       Sample([_B], {"start": (0, 0), "stop": (2, 3), "step": (2, 5)}),
       Sample([_g(2, 3, 4)], {"start": (-1, -3, 1), "stop": (100, -1, 4), "step": (1, 2, 3)})],
      _slice_ref,
-     [ErrorSample([_X], {"start": (0, 0, 0), "stop": (1, 1, 1), "step": (1, 0, 1)}, ValueError,
-                  "positive"),
+     errors=[ErrorSample([_X], {"start": (0, 0, 0), "stop": (1, 1, 1), "step": (1, 0, 1)},
+                         ValueError, "positive"),
       ErrorSample([_X], {"start": (0,), "stop": (1,), "step": (1,)}, ValueError,
                   "one entry per dim")])
 
@@ -86,7 +57,7 @@ def _pad_ref(x, pad, mode="constant", value=0.0):
                               "circular": "wrap"}[mode])
 
 
-_reg("pad",
+register_samples("pad",
      [Sample([_X], {"pad": (1, 2)}), Sample([_X], {"pad": (1, 0, 0, 2), "value": 3.5}),
       Sample([_I], {"pad": (-1, 1, 2, -2), "value": -7.0}), Sample([_B], {"pad": (1, 1, 1, 0)}),
       Sample([_X], {"pad": (2, 1, 1, 1), "mode": "reflect"}),
@@ -97,7 +68,7 @@ _reg("pad",
       Sample([_g(3, 4)], {"pad": (1, 3, 2, 0), "mode": "replicate"}),
       Sample([_g(2, 3, 4)], {"pad": (3, 1, 0, 2), "mode": "circular"})],
      _pad_ref,
-     [ErrorSample([_X], {"pad": (1, 2, 3)}, ValueError, "divisible by 2"),
+     errors=[ErrorSample([_X], {"pad": (1, 2, 3)}, ValueError, "divisible by 2"),
       ErrorSample([_X], {"pad": (4, 0), "mode": "reflect"}, ValueError, "less than"),
       ErrorSample([_X], {"pad": (1, 1), "mode": "wrap"}, ValueError, "mode must be one of"),
       ErrorSample([_X], {"pad": (-3, -2)}, ValueError, "negative output size"),

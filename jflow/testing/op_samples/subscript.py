@@ -11,34 +11,7 @@ from __future__ import annotations
 import numpy as np
 
 from ..samples import ErrorSample, Sample, register_samples
-
-_rng = np.random.default_rng(2)
-
-
-def _f(*shape, dtype=np.float32):
-    return _rng.uniform(-2.0, 2.0, shape).astype(dtype)
-
-
-def _g(*shape):
-    """float64 data for the extra gradient samples (own generator: the data above is unchanged)."""
-    return _rng_g.uniform(-2.0, 2.0, shape)
-
-
-_rng_g = np.random.default_rng(3)
-
-
-def _i(*shape, lo=-5, hi=6, dtype=np.int64):
-    return _rng.integers(lo, hi, shape).astype(dtype)
-
-
-_B = _rng.random((2, 3)) > 0.5
-_S = np.array(1.5, np.float32)  # 0-d
-_E = np.zeros((0, 3), np.float32)  # zero-size
-
-
-def _reg(op, samples, ref, errors=()):
-    register_samples(op, samples, ref, errors=list(errors))
-
+from ._shape_data import _B, _E, _S, _f, _g, _i
 
 # -- getitem / setitem ------------------------------------------------------------------------
 
@@ -46,7 +19,9 @@ _Y = _f(4, 4, 6)  # even sizes, so the SBP test can split every dim on two ranks
 _YI = _i(4, 4, 6)
 _ix = _i(2, lo=-4, hi=4)          # indexes dim 0 (size 4), negatives included
 _iy = _i(2, 3, lo=-4, hi=4)       # indexes dim 1 (size 4)
-_iz = _i(3, lo=0, hi=6, dtype=np.int32)   # indexes dim 2 (size 6)
+# indexes dim 2 (size 6); distinct, so set[i0,s::,t] writes every position once (a duplicate
+# would make finite differences see only the last write while the gradient goes to both)
+_iz = np.array([4, 1, 3], np.int32)
 _i0 = np.array(-2, np.int64)      # a 0-d index tensor (acts as an int)
 
 # spec -> (inputs, NumPy reference of x[index] written with PyTorch's semantics)
@@ -80,13 +55,13 @@ def _getitem_ref(x, indices, spec):
     return _GET[spec][1](x, *indices)
 
 
-_reg("getitem",
+register_samples("getitem",
      [Sample([x, list(idx)], {"spec": spec}, name=f"{x.dtype}[{spec}]")
       for spec, (idx, _) in _GET.items() for x in ((_Y, _YI) if spec in _INT_TOO else (_Y,))]
      + [Sample([_B, [np.array([1, 0])]], {"spec": "s::,t"}),
         Sample([_S, []], {"spec": "n"}), Sample([_E, [np.array([1, 2])]], {"spec": "s::,t"})],
      _getitem_ref,
-     [ErrorSample([_Y, []], {"spec": "s::,s::,s::,i0"}, IndexError, "too many indices"),
+     errors=[ErrorSample([_Y, []], {"spec": "s::,s::,s::,i0"}, IndexError, "too many indices"),
       ErrorSample([_Y, []], {"spec": "i4"}, IndexError, "out of bounds for dimension 0"),
       ErrorSample([_Y, [np.array([0.5])]], {"spec": "t"}, TypeError, "integer dtype"),
       ErrorSample([_Y, [_ix, _iz]], {"spec": "t,s::,t"}, ValueError, "could not be broadcast"),
@@ -165,7 +140,7 @@ def _setitem_ref(x, value, indices, spec, accumulate=False):
 _DUP = np.array([1, -3, 1, 0, 1])  # repeated indices (dim 1, size 4)
 
 
-_reg("setitem",
+register_samples("setitem",
      # _iy repeats indices (0 and -4): with accumulate=False only one of the duplicates is
      # written, so finite differences see the value only there, while the gradient (as
      # torch's index_put backward) goes to every duplicate: no gradient check on that sample
@@ -185,7 +160,7 @@ _reg("setitem",
      + [Sample([_YI, _i(4, 5, 6), [_DUP]], {"spec": "s::,t", "accumulate": True}),
         Sample([_Y, _f(4, 1, 6), [_DUP]], {"spec": "s::,t", "accumulate": True}, rtol=1e-5)],
      _setitem_ref,
-     [ErrorSample([_Y, _f(3), []], {"spec": "i0"}, ValueError, "cannot be broadcast"),
+     errors=[ErrorSample([_Y, _f(3), []], {"spec": "i0"}, ValueError, "cannot be broadcast"),
       ErrorSample([_Y, _f(6).astype(np.float64), []], {"spec": "i0"}, TypeError, "dtype"),
       ErrorSample([_Y, _f(6), [_MASK[:2]]], {"spec": "m"}, IndexError, "does not match"),
       ErrorSample([_Y, _f(6), [_iz]], {"spec": "m"}, TypeError, "bool"),

@@ -10,40 +10,17 @@ from __future__ import annotations
 import numpy as np
 
 from ..samples import ErrorSample, Sample, register_samples
-
-_rng = np.random.default_rng(2)
-
-
-def _f(*shape, dtype=np.float32):
-    return _rng.uniform(-2.0, 2.0, shape).astype(dtype)
-
-
-def _i(*shape, lo=-5, hi=6, dtype=np.int64):
-    return _rng.integers(lo, hi, shape).astype(dtype)
-
-
-_X = _f(2, 3, 4)
-_X64 = _f(3, 4, dtype=np.float64)
-_I = _i(2, 3, 4)
-_I32 = _i(3, 4, dtype=np.int32)
-_B = _rng.random((2, 3)) > 0.5
-_S = np.array(1.5, np.float32)  # 0-d
-_E = np.zeros((0, 3), np.float32)  # zero-size
-
-
-def _reg(op, samples, ref, errors=()):
-    register_samples(op, samples, ref, errors=list(errors))
-
+from ._shape_data import _B, _E, _I, _I32, _S, _X, _X64, _f
 
 # -- reshape / flatten -------------------------------------------------------------------------
 
-_reg("reshape",
+register_samples("reshape",
      [Sample([_X], {"shape": (4, 6)}), Sample([_X], {"shape": (-1,)}),
       Sample([_I], {"shape": (3, -1, 2)}), Sample([_B], {"shape": (6, 1)}),
       Sample([_S], {"shape": (1, 1)}), Sample([_E], {"shape": (3, 0)}),
       Sample([_f(4, 6, 2)], {"shape": (4, 2, 6)}), Sample([_f(4, 6, 2)], {"shape": (6, -1)})],
      lambda x, shape: np.reshape(x, shape),
-     [ErrorSample([_X], {"shape": (5, 5)}, ValueError, "invalid for input of size 24"),
+     errors=[ErrorSample([_X], {"shape": (5, 5)}, ValueError, "invalid for input of size 24"),
       ErrorSample([_X], {"shape": (-1, -1)}, ValueError, "only one dimension"),
       ErrorSample([_E], {"shape": (-1, 0)}, ValueError, "ambiguous")])
 
@@ -56,43 +33,43 @@ def _flatten_ref(x, start_dim=0, end_dim=-1):
     return x.reshape(x.shape[:s] + (merged,) + x.shape[e + 1:])
 
 
-_reg("flatten",
+register_samples("flatten",
      [Sample([_X]), Sample([_X], {"start_dim": 1}), Sample([_I], {"start_dim": -2, "end_dim": -1}),
       Sample([_X], {"start_dim": 0, "end_dim": 1}), Sample([_S]), Sample([_E], {"start_dim": 0})],
      _flatten_ref,
-     [ErrorSample([_X], {"start_dim": 2, "end_dim": 1}, ValueError, "cannot come after"),
+     errors=[ErrorSample([_X], {"start_dim": 2, "end_dim": 1}, ValueError, "cannot come after"),
       ErrorSample([_X], {"start_dim": 3}, ValueError, "out of range")])
 
 # -- squeeze / unsqueeze -------------------------------------------------------------------------
 
 _Q = _f(1, 3, 1, 2)
-_reg("squeeze",
+register_samples("squeeze",
      [Sample([_Q], {"axes": (0, 2)}), Sample([_Q], {"axes": (-2,)}), Sample([_Q], {"axes": ()}),
       Sample([_Q.astype(np.int32)], {"axes": (0,)}), Sample([_S], {"axes": ()}),
       # even kept dims, so the SBP check runs (S(0)) -> S(0), (S(2)) -> S(1), (S(2)) -> S(2)
       Sample([_X[:, :1]], {"axes": (1,)}), Sample([_X[..., None]], {"axes": (-1,)})],
      lambda x, axes: np.squeeze(x, axis=tuple(axes)),
-     [ErrorSample([_Q], {"axes": (1,)}, ValueError, "only size-1 axes"),
+     errors=[ErrorSample([_Q], {"axes": (1,)}, ValueError, "only size-1 axes"),
       ErrorSample([_Q], {"axes": (0, -4)}, ValueError, "repeat")])
 
-_reg("unsqueeze",
+register_samples("unsqueeze",
      [Sample([_X], {"dim": 0}), Sample([_X], {"dim": -1}), Sample([_I], {"dim": 2}),
       Sample([_S], {"dim": 0}), Sample([_B], {"dim": -2})],
      lambda x, dim: np.expand_dims(x, dim),
-     [ErrorSample([_X], {"dim": 4}, ValueError, "out of range")])
+     errors=[ErrorSample([_X], {"dim": 4}, ValueError, "out of range")])
 
 # -- transpose / expand --------------------------------------------------------------------------
 
-_reg("transpose",
+register_samples("transpose",
      [Sample([_X], {"perm": (2, 0, 1)}), Sample([_X64], {"perm": (1, 0)}),
       Sample([_I], {"perm": (-1, 0, 1)}), Sample([_S], {"perm": ()}),
       Sample([_E], {"perm": (1, 0)})],
      lambda x, perm: np.transpose(x, perm),
-     [ErrorSample([_X], {"perm": (0, 0, 1)}, ValueError, "repeats a dim"),
+     errors=[ErrorSample([_X], {"perm": (0, 0, 1)}, ValueError, "repeats a dim"),
       ErrorSample([_X], {"perm": (0, 1)}, ValueError, "has 2 entries")])
 
 _COL = _f(3, 1)
-_reg("expand",
+register_samples("expand",
      [Sample([_COL], {"shape": (3, 4)}), Sample([_COL], {"shape": (2, -1, 5)}),
       # no broadcast dim before dim 2 (whose (B) -> S(2) the sample above shadows with
       # (B) -> S(0)), and an even one, so the SBP check runs (B) -> S(2)
@@ -102,6 +79,6 @@ _reg("expand",
      lambda x, shape: np.broadcast_to(
          x, tuple(x.shape[j - (len(shape) - x.ndim)] if s == -1 else s
                   for j, s in enumerate(shape))),
-     [ErrorSample([_COL], {"shape": (4, 4)}, ValueError, "must match the existing size"),
+     errors=[ErrorSample([_COL], {"shape": (4, 4)}, ValueError, "must match the existing size"),
       ErrorSample([_COL], {"shape": (4,)}, ValueError, "number of sizes"),
       ErrorSample([_COL], {"shape": (-1, 3, 1)}, ValueError, "leading")])
