@@ -3,10 +3,33 @@ scripts, so their folder is on ``sys.path``)."""
 
 from __future__ import annotations
 
+import argparse
+import os
+import platform
 import statistics
 import time
 from collections.abc import Callable
 from typing import Any
+
+import jax
+
+import jflow as flow
+
+
+def options(doc: str, number: int, repeat: int = 7) -> argparse.Namespace:
+    """The ``--repeat`` / ``--number`` command line every timing benchmark takes."""
+    ap = argparse.ArgumentParser(description=doc.splitlines()[0])
+    ap.add_argument("--repeat", type=int, default=repeat)
+    ap.add_argument("--number", type=int, default=number)
+    return ap.parse_args()
+
+
+def machine() -> str:
+    """Versions, CPU, load and backend: the first words of every results file."""
+    cpu = platform.processor() or platform.machine()
+    load = ", ".join(f"{v:.1f}" for v in os.getloadavg())
+    return (f"jflow {flow.__version__}, jax {jax.__version__}, {cpu} x {os.cpu_count()}, "
+            f"load average {load}, backend {jax.default_backend()}")
 
 
 def run(fn: Callable[[], Any], number: int, wait: Callable[[Any], Any] | None = None) -> float:

@@ -20,16 +20,13 @@ bwd"): it is what a training loop gets, not the cost of an op-by-op eager backwa
 
 from __future__ import annotations
 
-import argparse
-import os
-import platform
 from collections.abc import Callable
 from typing import Any
 
 import jax
 import jax.numpy as jnp
 import numpy as np
-from _timing import median_ratio, round_robin  # noqa: E402  (benchmarks/ is on sys.path)
+from _timing import machine, median_ratio, options, round_robin  # noqa: E402  (benchmarks/ is on sys.path)
 
 import jflow as flow
 
@@ -149,15 +146,8 @@ def _col(v: float | None, width: int, fmt: str = ".1f") -> str:
 
 
 def main() -> None:
-    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--repeat", type=int, default=7)
-    ap.add_argument("--number", type=int, default=300)
-    args = ap.parse_args()
-    cpu = platform.processor() or platform.machine()
-    load = ", ".join(f"{v:.1f}" for v in os.getloadavg())
-    print(f"jflow {flow.__version__}, jax {jax.__version__}, {cpu} x {os.cpu_count()}, "
-          f"load average {load}, backend {jax.default_backend()}; median µs per "
-          f"forward+backward step, every step waited for")
+    args = options(__doc__, number=300)
+    print(f"{machine()}; median µs per forward+backward step, every step waited for")
     print("jflow column = eager forward + cached-graph backward: the whole backward is ONE "
           "cached executable per graph (jflow/autograd/compiled_graph.py), not an op-by-op "
           "eager backward; ratios: median of per-round ratios over interleaved rounds")

@@ -18,16 +18,13 @@ dispatch, as jflow's op), and the ``jax.jit`` column jits that same function; an
 
 from __future__ import annotations
 
-import argparse
-import os
-import platform
 from collections.abc import Callable
 from typing import Any
 
 import jax
 import jax.numpy as jnp
 import numpy as np
-from _timing import median_ratio, round_robin  # noqa: E402  (benchmarks/ is on sys.path)
+from _timing import machine, median_ratio, options, round_robin  # noqa: E402  (benchmarks/ is on sys.path)
 
 import jflow as flow
 
@@ -93,15 +90,9 @@ def cases() -> list[tuple[str, dict[str, Callable[[], Any]]]]:
 
 
 def main() -> None:
-    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--repeat", type=int, default=7)
-    ap.add_argument("--number", type=int, default=2000)
-    args = ap.parse_args()
-    cpu = platform.processor() or platform.machine()
-    load = ", ".join(f"{v:.1f}" for v in os.getloadavg())
-    print(f"jflow {flow.__version__}, jax {jax.__version__}, {cpu} x {os.cpu_count()}, "
-          f"load average {load}, backend {jax.default_backend()}; median µs per call (runs "
-          f"waited for); ratios: median of per-round ratios, {args.repeat} interleaved rounds")
+    args = options(__doc__, number=2000)
+    print(f"{machine()}; median µs per call (runs waited for); ratios: median of per-round "
+          f"ratios, {args.repeat} interleaved rounds")
     print("jax: the jax.numpy / jax.nn call (leaky_relu: jax.nn.leaky_relu, itself jitted)")
     header = f"{'case':24s} {'jflow':>8s} {'jax.jit':>8s} {'jax':>8s} {'torch':>8s}   " \
              f"{'jflow/jit':>9s} {'jflow/jax':>9s} {'jflow/torch':>11s}"

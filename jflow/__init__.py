@@ -23,6 +23,7 @@ short = int16
 
 from . import ops, kernels  # noqa: E402  (ops first: the op layer pulls in the layers below it)
 from .kernels import ffi as _ffi  # noqa: E402,F401  (the "ffi" backend: defines ops, so after ops)
+from . import views  # noqa: E402,F401  (views alias their base: before the functional layer)
 from . import functional  # noqa: E402
 from . import _C  # noqa: E402
 from .autograd import rules as _grad_rules  # noqa: E402,F401  (needs the functional layer)

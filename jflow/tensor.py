@@ -47,9 +47,13 @@ class Tensor:
     # ``_output_nr`` (which output of ``grad_fn`` this is) is set only together with grad_fn;
     # ``_global`` is None for a local tensor, else ``(placement, nd_sbp)`` (jflow.sharding)
     # ``_grad`` is ``.grad`` (a property: assignments are checked; jflow's own writes, which
-    # are right by construction, set the slot)
+    # are right by construction, set the slot); ``_view`` is set only on a view
+    # (jflow.views.alias.View, a subclass with the same slots)
     __slots__ = ("_value", "_requires_grad", "_grad", "grad_fn", "_version", "_output_nr",
-                 "_global", "__weakref__")
+                 "_global", "_view", "__weakref__")
+
+    #: True for views (jflow.views): in-place writes go through to the base
+    _aliases = False
 
     def __init__(self, *args: Any, dtype: Any = None, device: Any = None,
                  requires_grad: bool = False) -> None:
@@ -167,12 +171,6 @@ class Tensor:
     @property
     def is_leaf(self) -> bool:
         return self.grad_fn is None
-
-    def detach(self) -> Tensor:
-        """The same value (and placement/SBP), cut from the graph (never requires grad)."""
-        t = _wrap(self._value)
-        t._global = self._global
-        return t
 
     def detach_(self) -> Tensor:
         self.grad_fn = None

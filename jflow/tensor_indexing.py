@@ -38,6 +38,7 @@ from .functional.promotion import cast, scalar_tensor
 from .ops import get as _get_op
 from .ops.subscript import value_fits
 from .tensor import Size, Tensor, _wrap
+from .views import alias
 
 __all__ = ["getitem", "setitem"]
 
@@ -232,7 +233,26 @@ def _compile(x: Tensor, index: Any, fname: str) -> tuple[str, list[Tensor]]:
 def getitem(self: Tensor, index: Any) -> Tensor:
     """``x[index]`` with PyTorch semantics (see the module docstring)."""
     spec, tensors = _compile(self, index, "Tensor.__getitem__")
-    return _getitem(self, tensors, spec=spec)
+    if tensors:  # advanced indexing: a copy, as in PyTorch
+        return _getitem(self, tensors, spec=spec)
+    return alias(_getitem(self, tensors, spec=spec), self, "index", (spec,))
+
+
+def select(self: Tensor, dim: int, index: int) -> Tensor:
+    """``x.select(dim, i)``: the slice at ``i`` along ``dim``, without that dim (a view)."""
+    nd = self._value.ndim
+    if nd == 0:
+        raise IndexError("select() cannot be applied to a 0-dim tensor")
+    if isinstance(dim, bool) or not isinstance(dim, _INTS) or not -nd <= dim < nd:
+        raise IndexError(f"select(): dimension out of range (expected to be in range of "
+                         f"[{-nd}, {nd - 1}], but got {dim!r})")
+    size = self._value.shape[dim]
+    if isinstance(index, Tensor):
+        index = operator.index(index)
+    if isinstance(index, bool) or not isinstance(index, _INTS) or not -size <= index < size:
+        raise IndexError(f"select(): index {index!r} out of range for tensor of size "
+                         f"{list(self._value.shape)} at dimension {dim}")
+    return getitem(self, (slice(None),) * (dim % nd) + (int(index),))
 
 
 def _value_tensor(value: Any, like: Tensor) -> Tensor:
@@ -310,8 +330,8 @@ def reshape(self: Tensor, *shape: Any, **kwargs: Any) -> Tensor:
 
 
 def view(self: Tensor, *shape: Any, **kwargs: Any) -> Tensor:
-    """``x.view(2, 3)`` / ``x.view(-1)``: as reshape (JAX values are immutable, so writing into
-    the result does not write into ``x``). ``view(dtype)`` is not supported."""
+    """``x.view(2, 3)`` / ``x.view(-1)``: a view sharing ``x``'s elements (writes reach
+    ``x``). ``view(dtype)`` (a bit cast) is not supported."""
     if len(shape) == 1 and not kwargs and (isinstance(shape[0], _dt.dtype)
                                            or isinstance(shape[0], type)):
         raise TypeError("Tensor.view(dtype) (a bit cast) is not supported; use "
@@ -378,6 +398,7 @@ Tensor.__getitem__ = getitem  # type: ignore[method-assign]
 Tensor.__setitem__ = setitem  # type: ignore[method-assign]
 Tensor.T = property(_T)  # type: ignore[attr-defined]
 Tensor.mT = property(_mT)  # type: ignore[attr-defined]
-for _fn in (reshape, view, permute, expand, repeat, tile, flip, expand_as, view_as, reshape_as):
+for _fn in (reshape, view, permute, expand, repeat, tile, flip, expand_as, view_as, reshape_as,
+            select):
     setattr(Tensor, _fn.__name__, _fn)
 del _fn

@@ -148,13 +148,15 @@ def test_graph_dropout_not_frozen_and_reproducible():
 def test_graph_donation_keeps_aliases_valid_and_errors():
     m = _model()
     snapshot = copy.deepcopy(m)          # shares m's (immutable) arrays
-    w_before = m[0].weight.detach()      # so does a detached view
+    w_before = m[0].weight.clone()       # so does a copy
+    w_view = m[0].weight.detach()        # a detached view follows the parameter (PyTorch)
     step = TrainStep(m, flow.optim.SGD(m.parameters(), lr=0.5))
     step(flow.tensor(X), flow.tensor(Y))
     step(flow.tensor(X), flow.tensor(Y))
-    # the aliases still hold the old values (a donated buffer is never one someone else holds)
+    # the copies still hold the old values (a donated buffer is never one someone else holds)
     np.testing.assert_array_equal(snapshot[0].weight.numpy(), w_before.numpy())
     assert not np.allclose(m[0].weight.numpy(), w_before.numpy())
+    np.testing.assert_array_equal(w_view.numpy(), m[0].weight.numpy())
 
     class NoBackward(nn.Graph):
         def __init__(self):
@@ -253,9 +255,14 @@ def test_graph_steady_state_donates_without_copies(monkeypatch):
     step(x, y)
     assert copies == [1] and not held.is_deleted()
     saved = step_opt.state_dict()      # ... and the optimizer state (detached views)
+    snapshot = copy.deepcopy(saved)    # (a deep copy owns its values, as in PyTorch)
     before = saved["state"][0]["exp_avg"].numpy().copy()
     step(x, y)
-    np.testing.assert_array_equal(saved["state"][0]["exp_avg"].numpy(), before)
+    np.testing.assert_array_equal(snapshot["state"][0]["exp_avg"].numpy(), before)
+    # the state_dict's views follow the optimizer's state, as PyTorch's references do
+    now = step_opt.state[m[0].weight]["exp_avg"].numpy()
+    assert not np.array_equal(now, before)
+    np.testing.assert_array_equal(saved["state"][0]["exp_avg"].numpy(), now)
 
 
 def test_jit_outputs_are_differentiable_eagerly():

@@ -207,9 +207,11 @@ def test_setitem_is_functional_and_bumps_version():
     assert x._version == v0 + 1
     assert np.asarray(old)[0, 1, 0, 0] == A[0, 1, 0, 0]  # the old value is untouched
     assert (x.numpy()[0, 1] == 100).all()
-    y = x[1]  # an earlier read is not changed by a later write
+    y = x[1]  # a view: it sees a later write into its base, as in PyTorch
+    c = x[1].clone()  # a copy does not
     x[1] = 0
-    np.testing.assert_array_equal(y.numpy(), A[1])
+    np.testing.assert_array_equal(y.numpy(), np.zeros_like(A[1]))
+    np.testing.assert_array_equal(c.numpy(), A[1])
 
 
 def test_setitem_value_conversion():

@@ -22,6 +22,19 @@ __all__ = ["Node", "record", "LEAF"]
 #: ``output_nr`` of an edge that points at a leaf tensor (accumulate into its ``.grad``).
 LEAF = -1
 
+#: ``[fn or None]``: while set (by ``flow.jit`` while it traces), every in-place write first
+#: passes its target to ``fn`` — so a tensor the traced code writes without it being state
+#: of the step (a captured tensor) is found instead of left holding a tracer.
+_WRITES: list[Any] = [None]
+
+
+def watch_writes(fn: Any) -> Any:
+    """Install ``fn(target)`` as the in-place write watcher (None removes it); returns the
+    previous one."""
+    old = _WRITES[0]
+    _WRITES[0] = fn
+    return old
+
 
 class Node:
     """A recorded op call. ``next_edges[i]`` is ``(node, output_nr)`` or ``(leaf, LEAF)``
@@ -131,6 +144,10 @@ def rebase_inplace(target: Any, result: Any, fname: str) -> Any:
     tape. The node that computed ``result`` may have saved ``target`` itself as an input: that
     one use of the old value is legitimate, so its saved version follows the bump.
     """
+    if target._aliases:  # a view: the write goes to its base (jflow.views.alias)
+        return target._write_through(result, fname)
+    if _WRITES[0] is not None:
+        _WRITES[0](target)
     enabled = getattr(_state, "enabled", True)
     if enabled and target.grad_fn is None and target._requires_grad:
         raise RuntimeError(f"{fname}: a leaf Variable that requires grad is being used in an "
@@ -165,12 +182,15 @@ def _edge(t: Any) -> tuple[Any, int]:
 
 def _save(node: Node, rule: Any, ins: tuple[Any, ...], out: Any) -> None:
     saved = node.saved
-    for is_out, i in rule.flat_save:
+    for is_out, i, needed_for in rule.flat_save:
         if is_out:
             saved.append((out._value, weakref.ref(out), 0, 0))
         else:
             t = ins[i]
-            saved.append((t._value, t, t._version, LEAF))
+            if needed_for is not None and not any(node.needs[j] for j in needed_for):
+                saved.append((t._value, None, 0, LEAF))  # unused: not version-checked
+            else:
+                saved.append((t._value, t, t._version, LEAF))
 
 
 def record1(op: Any, params: dict[str, Any], x: Any, out: Any) -> Any:

@@ -52,17 +52,20 @@ class BackwardRule:
     op: Any
     apply: Callable[..., Any]
     save: tuple[tuple[str, int], ...]
+    save_for: tuple[tuple[int, ...] | None, ...] = ()
     _slots: dict = field(default_factory=dict, compare=False, hash=False, repr=False)
 
     @property
-    def flat_save(self) -> tuple[tuple[bool, int], ...]:
-        """``(is_output, flat index)`` per saved tensor, for an op without optional/variadic
-        inputs or outputs (the fast recording path of one-output ops)."""
+    def flat_save(self) -> tuple[tuple[bool, int, tuple[int, ...] | None], ...]:
+        """``(is_output, flat index, needed_for)`` per saved tensor, for an op without
+        optional/variadic inputs or outputs (the fast recording path of one-output ops);
+        ``needed_for``: the inputs whose gradient reads it (None: any)."""
         return self._flat_save
 
     def __post_init__(self) -> None:
+        fors = self.save_for or (None,) * len(self.save)
         object.__setattr__(self, "_flat_save",
-                           tuple((kind == "out", i) for kind, i in self.save))
+                           tuple((kind == "out", i, f) for (kind, i), f in zip(self.save, fors)))
 
     def saved_slots(self, layout: Any, n_flat_out: int) -> list[tuple[str, int, int, bool]]:
         """``(kind, flat_start, count, is_list)`` for each saved name, given the call's input
@@ -129,11 +132,16 @@ class BackwardContext:
                                  f"'{name}'; attrs are {sorted(self.attrs)}") from None
 
 
-def register_backward(op_name: str, *, save: Iterable[str] = ()) -> Callable[[Callable], Callable]:
+def register_backward(op_name: str, *, save: Iterable[str] = (),
+                      save_for: dict[str, Iterable[str]] | None = None
+                      ) -> Callable[[Callable], Callable]:
     """Decorator registering ``fn(ctx, *out_grads) -> in_grads`` as op ``op_name``'s backward.
 
     ``save`` names inputs and/or outputs of the op to keep for the rule (in that order in
-    ``ctx.saved_tensors``; a variadic one is kept as a list).
+    ``ctx.saved_tensors``; a variadic one is kept as a list). ``save_for`` maps a saved input
+    to the inputs whose gradient needs it (``mul``: x only for y's gradient): when none of
+    those requires grad, the value is kept but not version-checked, so an in-place change
+    of it does not fail backward (as PyTorch, which does not save it then).
     """
     op = _get_op(op_name)
     if isinstance(save, str):
@@ -161,7 +169,9 @@ def register_backward(op_name: str, *, save: Iterable[str] = ()) -> Callable[[Ca
         if op.grad_rule is not None:
             raise ValueError(f"register_backward('{op_name}'): the op already has a backward "
                              f"rule ({op.grad_rule.apply.__qualname__})")
-        op.grad_rule = BackwardRule(op, fn, tuple(spec))
+        fors = tuple(None if (save_for or {}).get(n) is None
+                     else tuple(in_names.index(j) for j in save_for[n]) for n in save)
+        op.grad_rule = BackwardRule(op, fn, tuple(spec), fors if save_for else ())
         return fn
 
     return deco

@@ -25,6 +25,7 @@ import jax
 import numpy as np
 
 from ..autograd import Function, enable_grad, is_grad_enabled
+from ..autograd.graph import watch_writes
 from ..dispatch import watch_inputs
 from ..nn.modules.module import Module
 from ..optim.optimizer import Optimizer
@@ -100,6 +101,44 @@ def explain_change(old: tuple, new: tuple) -> str:
         else:
             reasons.append(f"{name} changed")
     return "; ".join(reasons) or "the signature changed"
+
+
+class _CapturedWrites(Exception):
+    """Raised out of a trace that wrote in place into tensors that were not state of the
+    step (the call traces again with them as state)."""
+
+    def __init__(self, tensors: list[Tensor]) -> None:
+        super().__init__(f"{len(tensors)} captured tensor(s) written in place")
+        self.tensors = tensors
+
+
+def _attrs(modules: Any) -> dict[tuple[int, str], Any]:
+    """Every plain attribute of ``modules`` (a snapshot taken before a trace)."""
+    return {(id(m), k): v for m in modules for k, v in vars(m).items()}
+
+
+_MISSING = object()
+
+
+def _check_attrs(name: str, before: dict[tuple[int, str], Any], modules: Any) -> None:
+    """A module attribute set inside the trace to a traced tensor would leak the tracer into
+    the next call: put the old attribute back and say what to do instead."""
+    leaked = [(m, k, before.get((id(m), k), _MISSING)) for m in modules
+              for k, v in vars(m).items()
+              if isinstance(v, Tensor) and isinstance(v._value, jax.core.Tracer)
+              and before.get((id(m), k), _MISSING) is not v]
+    if not leaked:
+        return
+    for m, k, prev in leaked:
+        if prev is _MISSING:
+            delattr(m, k)
+        else:
+            object.__setattr__(m, k, prev)
+    where = ", ".join(f"{type(m).__name__}.{k}" for m, k, _ in leaked)
+    raise RuntimeError(f"flow.jit({name}): the step stored a tensor it computed on a module "
+                       f"attribute ({where}); that value exists only inside the compiled step. "
+                       f"Build it outside the step and register it as a buffer "
+                       f"(self.register_buffer(name, tensor)), or return it from the step.")
 
 
 class _Entry:
@@ -229,6 +268,15 @@ class CompiledFunction:
         self._current = (state, leaves, treedef)
         try:
             out, new_values, new_grads, opt_out, counter = entry.jitted(*inputs)
+        except _CapturedWrites as e:  # they become state: trace again
+            self._cache.pop(key, None)
+            for t in e.tensors:
+                k = id(t)
+                self._extra[k] = weakref.ref(t, lambda _, k=k: self._extra.pop(k, None))
+            self._pending_reason = (f"{len(e.tensors)} captured tensor(s) of shape(s) "
+                                    f"{[list(t.shape) for t in e.tensors]} are written in place "
+                                    f"by the step (they are state now)")
+            return self(*args, **kwargs)
         finally:
             self._current = None
         layout = entry.layout
@@ -297,9 +345,20 @@ class CompiledFunction:
                            for x in leaves]
             state.install(arg_values, values, grads, opt_state, lrs, rng)
             previous = watch_inputs(layout.watch)
+            written: dict[int, tuple] = {}
+
+            def on_write(t: Tensor) -> None:  # a concrete tensor written inside the trace
+                if id(t) not in written and not isinstance(t._value, jax.core.Tracer):
+                    written[id(t)] = (t, t._value, t._version, t.grad_fn, t._requires_grad,
+                                      getattr(t, "_output_nr", 0), t._global)
+            previous_writes = watch_writes(on_write)
+            attrs = _attrs(state.submodules)
             try:
                 a, kw = jax.tree_util.tree_unflatten(treedef, call_leaves)
                 out = fn(*a, **kw)
+                if written:
+                    raise _CapturedWrites([w[0] for w in written.values()])
+                _check_attrs(name, attrs, state.submodules)
                 out_vals = _output_values(out, name)
                 out_leaves = jax.tree_util.tree_leaves(out, is_leaf=is_stateful)
                 layout.out_diff = [isinstance(x, Tensor) and x._requires_grad
@@ -309,6 +368,10 @@ class CompiledFunction:
                 new = state.collect(layout, everything)
             finally:
                 watch_inputs(previous)
+                watch_writes(previous_writes)
+                for t, v, ver, node, req, nr, glob in written.values():
+                    t._value, t._version, t.grad_fn, t._requires_grad = v, ver, node, req
+                    t._output_nr, t._global = nr, glob
                 state.restore()
             return (out_vals, *new, rng[1] + layout.draws)
         return pure

@@ -28,6 +28,7 @@ from ..device import device_scalar
 from ..nn.modules.module import Module, structure_version
 from ..optim.optimizer import Optimizer
 from ..tensor import Tensor, _wrap, is_constant
+from ..views import View
 
 __all__ = ["StepState", "Layout", "is_stateful"]
 
@@ -264,7 +265,12 @@ class StepState:
                         for i, vi in enumerate(self.value_of)]
         self._installed_grads = []
         for t, v, g in zip(self.tensors, self._traced, grads):
-            undo.append((t, t._value, t._version, t.grad_fn, t.grad))
+            if t._aliases:  # inside the step a view is its own tensor (a plain one, so a
+                undo.append(("view", t))  # write stays in it); after the call, write_back
+                undo.append((t, t._value, t._version, t.grad_fn, t.grad))  # commits its
+                t.__class__ = Tensor  # new value to its base
+            else:
+                undo.append((t, t._value, t._version, t.grad_fn, t.grad))
             t._value = v
             t.grad_fn = None
             t._grad = None if g is None else wrap_like(g, t.grad._global)
@@ -332,7 +338,9 @@ class StepState:
         _random._tracing_guard = None
         for u in reversed(self._undo):
             obj = u[0]
-            if isinstance(obj, Tensor):
+            if obj.__class__ is str:  # ("view", t): a view again
+                u[1].__class__ = View
+            elif isinstance(obj, Tensor):
                 obj._value, obj._version, obj.grad_fn, obj._grad = u[1:]
             elif isinstance(obj, Optimizer):
                 obj.state = u[1]

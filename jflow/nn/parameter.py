@@ -13,7 +13,7 @@ from typing import Any
 import jax
 
 from ..creation import empty
-from ..tensor import Tensor, _flatten, _unflatten
+from ..tensor import Tensor, _flatten
 
 __all__ = ["Parameter", "is_parameter"]
 
@@ -24,6 +24,7 @@ class Parameter(Tensor):
     It shares the value (and placement/SBP) of ``data`` (an immutable array, so nothing is
     copied) and requires grad unless ``requires_grad=False``. Ops on a parameter give plain
     tensors; in-place updates (under ``flow.no_grad()``) keep the same ``Parameter`` object.
+    ``p.data`` is a detached view (``p.data.mul_(0.9)`` updates ``p``, untracked).
     """
 
     __slots__ = ()
@@ -42,20 +43,6 @@ class Parameter(Tensor):
         if requires_grad:
             self.requires_grad_(True)
 
-    @property
-    def data(self) -> Tensor:
-        """The value as a tensor cut from the graph that ALIASES the parameter: in-place ops
-        on it (``p.data.mul_(0.9)``, the PyTorch idiom) update the parameter, untracked."""
-        return _ParameterData(self)
-
-    @data.setter
-    def data(self, value: Tensor) -> None:
-        if not isinstance(value, Tensor):
-            raise TypeError(f"Parameter.data must be a Tensor, got {type(value).__name__}")
-        self._value = value._value
-        self._global = value._global
-        self._version += 1
-
     def __repr__(self) -> str:
         return "Parameter containing:\n" + super().__repr__()
 
@@ -69,30 +56,6 @@ class Parameter(Tensor):
             out.grad = copy.deepcopy(self.grad, memo)
         memo[id(self)] = out
         return out
-
-
-class _ParameterData(Tensor):
-    """``Parameter.data``: reads and in-place writes go to the parameter's value (arrays are
-    immutable, so a detached copy would silently drop ``p.data.add_(...)``)."""
-
-    __slots__ = ("_param",)
-
-    def __init__(self, param: Parameter) -> None:
-        self._param = param
-        self._requires_grad = False
-        self._grad = None
-        self.grad_fn = None
-        self._version = 0
-        self._global = param._global
-
-    @property  # type: ignore[override]
-    def _value(self) -> Any:
-        return self._param._value
-
-    @_value.setter
-    def _value(self, value: Any) -> None:
-        self._param._value = value
-        self._param._version += 1
 
 
 def _unflatten_parameter(aux: Any, children: Any) -> Parameter:
@@ -109,8 +72,6 @@ def _unflatten_parameter(aux: Any, children: Any) -> Parameter:
 
 
 jax.tree_util.register_pytree_node(Parameter, _flatten, _unflatten_parameter)
-# ``p.data`` flattens like a Tensor and comes back as a plain (detached) Tensor
-jax.tree_util.register_pytree_node(_ParameterData, _flatten, _unflatten)
 
 
 def is_parameter(x: object) -> bool:

@@ -143,9 +143,9 @@ def _clone(ctx, dy):
 
 # -- binary (broadcasting) ---------------------------------------------------------------------
 
-def _binary_rule(name, save, fx, fy):
+def _binary_rule(name, save, fx, fy, save_for=None):
     """Register a broadcasting binary rule from the two unreduced partial products."""
-    @register_backward(name, save=save)
+    @register_backward(name, save=save, save_for=save_for)
     def rule(ctx, dz):
         saved = ctx.saved_tensors
         xs, ys = ctx.input_shapes
@@ -158,7 +158,8 @@ def _binary_rule(name, save, fx, fy):
 
 _binary_rule("add", [], lambda dz: dz, lambda dz: dz)
 _binary_rule("sub", [], lambda dz: dz, lambda dz: O.neg(dz))
-_binary_rule("mul", ["x", "y"], lambda dz, x, y: O.mul(dz, y), lambda dz, x, y: O.mul(dz, x))
+_binary_rule("mul", ["x", "y"], lambda dz, x, y: O.mul(dz, y), lambda dz, x, y: O.mul(dz, x),
+             save_for={"x": ["y"], "y": ["x"]})
 _binary_rule("div", ["y", "z"], lambda dz, y, z: O.div(dz, y),
              lambda dz, y, z: O.neg(O.div(O.mul(dz, z), y)))
 

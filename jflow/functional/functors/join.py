@@ -10,6 +10,7 @@ from collections.abc import Sequence
 
 from ...ops import get
 from ...tensor import Tensor
+from ...views import alias
 from ..promotion import cast, result_dtype
 from ..registry import functor
 from ._shape_util import wrap_dim
@@ -82,7 +83,7 @@ def split(input: Tensor, split_size: int, dim: int) -> tuple[Tensor, ...]:
     else:
         sizes = (split_size,) * (n // split_size) + ((n % split_size,) if n % split_size else ())
         sizes = sizes or (0,)
-    return _split(input, dim=a, sizes=sizes)
+    return _pieces("split", input, a, sizes)
 
 
 @functor("SplitWithSizes")
@@ -93,7 +94,7 @@ def split_with_sizes(input: Tensor, split_sizes: tuple[int, ...], dim: int) -> t
     if sum(split_sizes) != n or not split_sizes:
         raise ValueError(f"split(): split_sizes {list(split_sizes)} must sum exactly to {n} "
                          f"(the input tensor's size at dimension {a})")
-    return _split(input, dim=a, sizes=split_sizes)
+    return _pieces("split", input, a, split_sizes)
 
 
 @functor("Chunk")
@@ -102,10 +103,10 @@ def chunk(input: Tensor, chunks: int, dim: int) -> tuple[Tensor, ...]:
         raise ValueError(f"chunk(): chunks must be greater than 0, got {chunks}")
     a, n = _split_dim("chunk", input, dim)
     if n == 0:
-        return _split(input, dim=a, sizes=(0,) * chunks)
+        return _pieces("chunk", input, a, (0,) * chunks)
     size = math.ceil(n / chunks)
     sizes = (size,) * (n // size) + ((n % size,) if n % size else ())
-    return _split(input, dim=a, sizes=sizes)
+    return _pieces("chunk", input, a, sizes)
 
 
 @functor("Unbind")
@@ -113,4 +114,16 @@ def unbind(input: Tensor, dim: int) -> tuple[Tensor, ...]:
     a, n = _split_dim("unbind", input, dim)
     if n == 0:
         return ()
-    return tuple(_squeeze(p, axes=(a,)) for p in _split(input, dim=a, sizes=(1,) * n))
+    return tuple(alias(_squeeze(p, axes=(a,)), p, "squeeze", ((a,),))
+                 for p in _pieces("unbind", input, a, (1,) * n))
+
+
+def _pieces(fname: str, input: Tensor, dim: int, sizes: tuple[int, ...]
+            ) -> tuple[Tensor, ...]:
+    """split's outputs, each a view of ``input`` (a narrow of it)."""
+    outs = _split(input, dim=dim, sizes=sizes)
+    start = 0
+    for out, size in zip(outs, sizes):
+        alias(out, input, "narrow", (dim, start, size), multi=fname)
+        start += size
+    return outs

@@ -8,6 +8,7 @@ from typing import Any
 
 from ...ops import get
 from ...tensor import Tensor
+from ...views import alias
 from ..registry import functor
 from ._shape_util import wrap_dim
 
@@ -35,7 +36,8 @@ def narrow(input: Tensor, dim: int, start: int, length: int) -> Tensor:
     if start + length > size:
         raise ValueError(f"narrow(): start ({start}) + length ({length}) exceeds dimension size "
                          f"({size})")
-    return _narrow(input, dim=a, start=start, length=length)
+    return alias(_narrow(input, dim=a, start=start, length=length), input, "narrow",
+                 (a, start, length))
 
 
 @functor("Slice")
@@ -47,7 +49,8 @@ def slice_(input: Tensor, start: tuple[int, ...], stop: tuple[int, ...],
                          f"the input ({nd}), got {len(start)}, {len(stop)} and {len(step)}")
     if any(s <= 0 for s in step):
         raise ValueError(f"slice(): step must be greater than zero, got {list(step)}")
-    return _slice(input, start=start, stop=stop, step=step)
+    return alias(_slice(input, start=start, stop=stop, step=step), input, "slice",
+                 (start, stop, step))
 
 
 # -- pad -------------------------------------------------------------------------------------------

@@ -12,8 +12,9 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from ...ops import get
-from ...ops.view import expand_shape, reshape_shape
+from ...ops.view import expand_shape, flatten_shape, reshape_shape
 from ...tensor import Tensor
+from ...views import alias, layout_of, view_strides
 from ..registry import functor
 from ._shape_util import in_function, wrap_dim
 
@@ -27,23 +28,36 @@ _expand = get("expand").apply
 
 # -- reshape family ----------------------------------------------------------------------------
 
+def _can_view(input: Tensor, shape: tuple[int, ...]) -> bool:
+    """Whether ``input`` can be seen as ``shape`` without a copy (always, unless ``input`` is
+    a view whose strides do not allow it, as PyTorch decides)."""
+    return not input._aliases or view_strides(layout_of(input), shape) is not None
+
+
 def _reshape_to(fname: str, input: Tensor, shape: Sequence[int]) -> Tensor:
     try:
         s = reshape_shape(input._value.shape, shape)
     except ValueError as e:
         raise in_function(fname, e) from None
-    return _reshape(input, shape=s)
+    if not _can_view(input, s):
+        if fname == "view":
+            raise RuntimeError("view(): view size is not compatible with input tensor's size "
+                               "and stride (at least one dimension spans across two "
+                               "contiguous subspaces). Use .reshape(...) instead.")
+        return _reshape(input, shape=s)  # a copy, as PyTorch's reshape of such a view
+    return alias(_reshape(input, shape=s), input, "reshape", (s,))
 
 
 @functor("Reshape")
 def reshape(input: Tensor, shape: tuple[int, ...]) -> Tensor:
+    """A view of ``input`` when one is possible (writes reach ``input``), else a copy."""
     return _reshape_to("reshape", input, shape)
 
 
 @functor("View")
 def view(input: Tensor, shape: tuple[int, ...]) -> Tensor:
-    """As reshape: JAX arrays are immutable, so a view is a reshaped value (writing into a view
-    does not write into its base)."""
+    """A view of ``input`` with another shape: writes into it reach ``input``. Raises when
+    ``input``'s strides do not allow it (use reshape), as PyTorch."""
     return _reshape_to("view", input, shape)
 
 
@@ -55,7 +69,11 @@ def flatten(input: Tensor, start_dim: int, end_dim: int) -> Tensor:
     if nd and s > e:
         raise ValueError(f"flatten(): start_dim ({start_dim}) cannot come after end_dim "
                          f"({end_dim})")
-    return _flatten(input, start_dim=s, end_dim=e)
+    out = _flatten(input, start_dim=s, end_dim=e)
+    shape = flatten_shape(input._value.shape, s, e)
+    if not _can_view(input, shape):
+        return out
+    return alias(out, input, "reshape", (shape,))
 
 
 @functor("Unflatten")
@@ -70,7 +88,7 @@ def unflatten(input: Tensor, dim: int, sizes: tuple[int, ...]) -> Tensor:
         raise ValueError(f"unflatten(): provided sizes {list(sizes)} don't multiply up to the "
                          f"size of dim {dim} ({shape[a] if shape else 1}) in the input "
                          f"tensor ({e})") from None
-    return _reshape(input, shape=shape[:a] + inner + shape[a + 1:])
+    return _reshape_to("unflatten", input, shape[:a] + inner + shape[a + 1:])
 
 
 @functor("Squeeze")
@@ -82,12 +100,13 @@ def squeeze(input: Tensor, dim: tuple[int, ...] | None) -> Tensor:
     else:
         norm = {wrap_dim("squeeze", d, nd) for d in dim}
         axes = tuple(sorted(a for a in norm if nd and shape[a] == 1))
-    return _squeeze(input, axes=axes)
+    return alias(_squeeze(input, axes=axes), input, "squeeze", (axes,))
 
 
 @functor("Unsqueeze")
 def unsqueeze(input: Tensor, dim: int) -> Tensor:
-    return _unsqueeze(input, dim=wrap_dim("unsqueeze", dim, input._value.ndim, extra=1))
+    d = wrap_dim("unsqueeze", dim, input._value.ndim, extra=1)
+    return alias(_unsqueeze(input, dim=d), input, "unsqueeze", (d,))
 
 
 # -- permutations ----------------------------------------------------------------------------
@@ -99,7 +118,7 @@ def transpose(input: Tensor, dim0: int, dim1: int) -> Tensor:
     perm = list(range(nd))
     if nd:
         perm[a], perm[b] = perm[b], perm[a]
-    return _transpose(input, perm=tuple(perm))
+    return _permuted(input, tuple(perm))
 
 
 @functor("Permute")
@@ -111,7 +130,11 @@ def permute(input: Tensor, dims: tuple[int, ...]) -> Tensor:
     perm = tuple(wrap_dim("permute", d, nd) for d in dims)
     if len(set(perm)) != nd:
         raise ValueError(f"permute(): repeated dim in {list(dims)}")
-    return _transpose(input, perm=perm)
+    return _permuted(input, perm)
+
+
+def _permuted(input: Tensor, perm: tuple[int, ...]) -> Tensor:
+    return alias(_transpose(input, perm=perm), input, "transpose", (perm,))
 
 
 @functor("Movedim")
@@ -132,7 +155,7 @@ def movedim(input: Tensor, source: tuple[int, ...], destination: tuple[int, ...]
         perm[d] = s
     rest = iter(i for i in range(nd) if i not in src)
     final = tuple(p if p is not None else next(rest) for p in perm)
-    return _transpose(input, perm=final)
+    return _permuted(input, final)
 
 
 @functor("T")
@@ -140,7 +163,7 @@ def t(input: Tensor) -> Tensor:
     nd = input._value.ndim
     if nd > 2:
         raise ValueError(f"t() expects a tensor with <= 2 dimensions, but input is {nd}D")
-    return _transpose(input, perm=(1, 0) if nd == 2 else tuple(range(nd)))
+    return _permuted(input, (1, 0) if nd == 2 else tuple(range(nd)))
 
 
 # -- expand ----------------------------------------------------------------------------------
@@ -150,7 +173,7 @@ def _expand_to(fname: str, input: Tensor, size: Sequence[int]) -> Tensor:
         s = expand_shape(input._value.shape, size)
     except ValueError as e:
         raise in_function(fname, e) from None
-    return _expand(input, shape=s)
+    return alias(_expand(input, shape=s), input, "expand", (s,))
 
 
 @functor("Expand")

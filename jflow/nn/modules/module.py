@@ -10,6 +10,7 @@ from ... import dtypes as _dt
 from ...autograd import no_grad
 from ...creation import as_tensor
 from ...tensor import Tensor
+from ...views import unview  # a buffer owns its values (compiled steps carry it as state)
 from ..parameter import Parameter
 from ..utils import zero_grads
 
@@ -159,7 +160,7 @@ class Module:
         if tensor is not None and not isinstance(tensor, Tensor):
             raise TypeError(f"cannot assign '{type(tensor).__name__}' object to buffer '{name}' "
                             f"(Tensor or None required)")
-        self._buffers[name] = tensor
+        self._buffers[name] = None if tensor is None else unview(tensor)
         if persistent:
             self._non_persistent_buffers.discard(name)
         else:
@@ -209,7 +210,7 @@ class Module:
             if value is not None and not isinstance(value, Tensor):
                 raise TypeError(f"cannot assign '{type(value).__name__}' as buffer '{name}' "
                                 f"(Tensor or None expected)")
-            bufs[name] = value
+            bufs[name] = None if value is None else unview(value)
             return
         object.__setattr__(self, name, value)
 
