@@ -26,6 +26,7 @@ from .kernels import ffi as _ffi  # noqa: E402,F401  (the "ffi" backend: defines
 from . import views  # noqa: E402,F401  (views alias their base: before the functional layer)
 from . import functional  # noqa: E402
 from . import _C  # noqa: E402
+from .amp import _linear as _amp_linear  # noqa: E402,F401  (autocast of _C.linear; before flow.*)
 from .autograd import rules as _grad_rules  # noqa: E402,F401  (needs the functional layer)
 from . import tensor_methods as _tensor_methods  # noqa: E402,F401
 from . import tensor_indexing as _tensor_indexing  # noqa: E402,F401  (after: varargs forms win)
@@ -35,6 +36,8 @@ from . import env  # noqa: E402  (multi-process: init_distributed, ranks)
 from .creation import (arange, as_tensor, empty, empty_like, eye, from_numpy, full,  # noqa: E402
                        full_like, linspace, ones, ones_like, rand, rand_like, randint,
                        randint_like, randn, randn_like, tensor, zeros, zeros_like)
+from .creation import bernoulli, multinomial, randperm  # noqa: E402
+from .tensor_methods import addcdiv, addcmul, lerp  # noqa: E402
 from .random import (Generator, default_generator, get_rng_state, initial_seed,  # noqa: E402
                      manual_seed, seed, set_rng_state)
 from .sharding import placement, sbp  # noqa: E402
@@ -45,6 +48,12 @@ from .autograd import enable_grad, is_grad_enabled, no_grad, set_grad_enabled  #
 from . import nn, optim  # noqa: E402
 from .compiler import jit  # noqa: E402
 from .serialization import load, save  # noqa: E402
+from . import accelerator, amp, backends, cuda, onnx  # noqa: E402
+from .amp import (autocast, inference_mode, is_autocast_enabled,  # noqa: E402
+                  is_inference_mode_enabled)
+from .backends import get_float32_matmul_precision, set_float32_matmul_precision  # noqa: E402
+from .compiler import compile  # noqa: E402,A004  (flow.compile, as torch.compile)
+from .dtypes import finfo, iinfo  # noqa: E402
 
 # flow.<op>(...) for every public functional API function not shadowed above
 _g = globals()

@@ -9,6 +9,7 @@ from __future__ import annotations
 from typing import Any
 
 import numpy as np
+from jax.core import Tracer
 
 from . import dtypes as _dt
 from .functional import F, api_default
@@ -16,7 +17,8 @@ from .tensor import Tensor, _sizes, _tensor_value, _wrap
 
 __all__ = ["tensor", "from_numpy", "as_tensor", "zeros", "ones", "full", "empty", "arange",
            "linspace", "eye", "rand", "randn", "randint", "zeros_like", "ones_like",
-           "full_like", "empty_like", "rand_like", "randn_like", "randint_like"]
+           "full_like", "empty_like", "rand_like", "randn_like", "randint_like", "randperm",
+           "bernoulli", "multinomial"]
 
 
 def tensor(data: Any, dtype: Any = None, device: Any = None,
@@ -204,3 +206,119 @@ def randint_like(input: Tensor, low: int, high: Any = None, *, generator: Any = 
         low, high = 0, low
     return randint(low, high, shape, generator=generator, dtype=d, device=device,
                    placement=placement, sbp=sbp)
+
+
+# -- random permutations and sampling ------------------------------------------------------------
+
+def _draw_device(t: Tensor) -> Any:
+    """The device a draw for ``t`` goes to: ``t``'s (none under a trace: the value is a
+    tracer, and the draw is staged where the trace runs)."""
+    return None if isinstance(t._value, Tracer) else t.device
+
+
+def _draw_dtype(t: Tensor) -> _dt.dtype:
+    """The float dtype uniform draws are made in for ``t``: float64 for float64 tensors,
+    float32 otherwise (half-precision results are rounded from float32 draws)."""
+    return _dt.float64 if t._value.dtype == np.float64 else _dt.float32
+
+
+def _host(t: Tensor) -> np.ndarray | None:
+    """``t``'s value on the host for an argument check, or None under a trace (unchecked)."""
+    v = t._value
+    return None if isinstance(v, Tracer) else np.asarray(v)
+
+
+def randperm(n: int, *, generator: Any = None, dtype: Any = _dt.int64, device: Any = None,
+             requires_grad: bool = False) -> Tensor:
+    """A random permutation of ``0 .. n-1`` (as ``torch.randperm``): the argsort of ``n``
+    float64 uniform draws from ``generator`` (default: the global one), so it is one draw of
+    the generator, reproducible from its seed and valid under ``flow.jit``."""
+    if isinstance(n, bool) or not isinstance(n, (int, np.integer)):
+        raise TypeError(f"randperm(): argument 'n' must be int, not {type(n).__name__}")
+    n = int(n)
+    if n < 0:
+        raise RuntimeError(f"randperm(): n must be non-negative, got {n}")
+    d = _dt.as_dtype(dtype)
+    keys = F.rand((n,), generator=generator, dtype=_dt.float64, device=device)
+    return _finish(F.cast(F.argsort(keys), d), requires_grad, fname="randperm")
+
+
+def bernoulli(input: Tensor, p: Any = None, *, generator: Any = None) -> Tensor:
+    """0/1 draws in ``input``'s shape and dtype: 1 with probability ``input`` (elementwise,
+    each in [0, 1]), or with probability ``p`` (a number) when it is given."""
+    if not isinstance(input, Tensor):
+        raise TypeError(f"bernoulli(): argument 'input' must be Tensor, not "
+                        f"{type(input).__name__}")
+    if p is None:
+        if not input.is_floating_point():
+            raise RuntimeError(f"bernoulli(): expected a floating point tensor of "
+                               f"probabilities, got {input.dtype}")
+        probs: Any = input
+        h = _host(input)
+        if h is not None and h.size and not ((h >= 0) & (h <= 1)).all():
+            raise RuntimeError("bernoulli(): expected all probabilities in [0, 1]")
+    else:
+        if isinstance(p, Tensor):
+            raise TypeError("bernoulli(): p must be a number (use bernoulli(probs) or "
+                            "Tensor.bernoulli_(p_tensor) for tensor probabilities)")
+        if not 0 <= p <= 1:
+            raise RuntimeError(f"bernoulli(): p must be in [0, 1], got {p}")
+        probs = p
+    u = F.rand(tuple(input.shape), generator=generator, dtype=_draw_dtype(input),
+               device=_draw_device(input))
+    return F.cast(F.lt(u, probs), input.dtype)
+
+
+def multinomial(input: Tensor, num_samples: int, replacement: bool = False, *,
+                generator: Any = None) -> Tensor:
+    """``num_samples`` category indices (int64) per row of the non-negative weights ``input``
+    (1-D or 2-D; rows need not sum to 1), as ``torch.multinomial``.
+
+    Sampled with the Gumbel-max trick from one draw of ``generator``: without replacement the
+    indices of the ``num_samples`` largest ``log(w) + Gumbel`` scores (the order sequential
+    sampling would give, so the indices of a row are distinct); with replacement the argmax
+    over an independent Gumbel draw per sample, which takes ``num_samples`` x categories
+    memory per row. Weights are checked (finite, non-negative, a positive sum, enough
+    non-zero categories without replacement) on concrete values; under a trace they are not.
+    """
+    if not isinstance(input, Tensor):
+        raise TypeError(f"multinomial(): argument 'input' must be Tensor, not "
+                        f"{type(input).__name__}")
+    if input.ndim not in (1, 2):
+        raise RuntimeError(f"multinomial(): prob_dist must be 1 or 2 dim, got {input.ndim}")
+    if not input.is_floating_point():
+        raise RuntimeError(f"multinomial(): only supports floating-point dtypes for input, "
+                           f"got {input.dtype}")
+    if isinstance(num_samples, bool) or not isinstance(num_samples, (int, np.integer)):
+        raise TypeError(f"multinomial(): argument 'num_samples' must be int, not "
+                        f"{type(num_samples).__name__}")
+    num_samples = int(num_samples)
+    n = int(input.shape[-1])
+    if num_samples <= 0:
+        raise RuntimeError(f"multinomial(): cannot sample n_sample <= 0 samples "
+                           f"(got {num_samples})")
+    if not replacement and num_samples > n:
+        raise RuntimeError(f"multinomial(): cannot sample n_sample > prob_dist.size(-1) "
+                           f"samples without replacement ({num_samples} > {n})")
+    h = _host(input)
+    if h is not None:
+        h = h.reshape(-1, n).astype(np.float64)
+        if not np.isfinite(h).all() or (h < 0).any():
+            raise RuntimeError("multinomial(): probability tensor contains either `inf`, "
+                               "`nan` or element < 0")
+        if (h.sum(axis=1) <= 0).any():
+            raise RuntimeError("multinomial(): invalid multinomial distribution (sum of "
+                               "probabilities <= 0)")
+        if not replacement and ((h > 0).sum(axis=1) < num_samples).any():
+            raise RuntimeError("multinomial(): invalid multinomial distribution (with "
+                               "replacement=False, not enough non-negative category to "
+                               "sample)")
+    d = _draw_dtype(input)
+    logw = F.log(F.cast(input, d))
+    shape = tuple(input.shape) if not replacement else \
+        (*tuple(input.shape)[:-1], num_samples, n)
+    u = F.rand(shape, generator=generator, dtype=d, device=_draw_device(input))
+    gumbel = F.neg(F.log(F.neg(F.log(u))))
+    if not replacement:
+        return F.topk(logw + gumbel, num_samples, dim=-1)[1]
+    return F.argmax(F.unsqueeze(logw, -2) + gumbel, dim=-1).long()

@@ -17,7 +17,7 @@ import numpy as np
 __all__ = [
     "dtype", "bool_", "uint8", "int8", "int16", "int32", "int64", "float16", "bfloat16",
     "float32", "float64", "all_dtypes", "as_dtype", "promote_types", "result_type",
-    "get_default_dtype", "set_default_dtype", "scalar_category",
+    "get_default_dtype", "set_default_dtype", "scalar_category", "finfo", "iinfo",
 ]
 
 _BOOL, _INT, _FLOAT = 0, 1, 2
@@ -189,3 +189,53 @@ def result_type(dims: list[dtype], zero_dims: list[dtype], scalars: list[int]) -
     if result is None:
         raise ValueError("result_type needs at least one operand")
     return result
+
+
+class finfo:
+    """``flow.finfo(dtype)``: machine limits of a floating dtype, as ``torch.finfo`` (the
+    default dtype when none is given). Attributes, Python floats: ``eps``, ``max``, ``min``,
+    ``tiny`` (= ``smallest_normal``), ``resolution``; ``bits`` (int), ``dtype`` (its name)."""
+
+    __slots__ = ("bits", "eps", "max", "min", "tiny", "smallest_normal", "resolution", "dtype")
+
+    def __init__(self, type: object = None) -> None:  # noqa: A002  (PyTorch's name)
+        d = _default_float if type is None else as_dtype(type)
+        if not d.is_floating_point:
+            raise TypeError(f"flow.finfo() requires a floating point dtype, got {d}; use "
+                            f"flow.iinfo for integers")
+        info = ml_dtypes.finfo(d.np)  # NumPy's finfo, extended to bfloat16
+        self.bits: builtins.int = builtins.int(info.bits)
+        self.eps: builtins.float = builtins.float(info.eps)
+        self.max: builtins.float = builtins.float(info.max)
+        self.min: builtins.float = builtins.float(info.min)
+        self.tiny: builtins.float = builtins.float(info.smallest_normal)
+        self.smallest_normal: builtins.float = self.tiny
+        self.resolution: builtins.float = 10.0 ** -builtins.int(info.precision)  # as PyTorch
+        self.dtype: str = d.name
+
+    def __repr__(self) -> str:
+        return (f"finfo(resolution={self.resolution}, min={self.min:g}, max={self.max:g}, "
+                f"eps={self.eps:g}, smallest_normal={self.tiny:g}, tiny={self.tiny:g}, "
+                f"dtype={self.dtype})")
+
+
+class iinfo:
+    """``flow.iinfo(dtype)``: the limits of an integer dtype, as ``torch.iinfo``: ``bits``,
+    ``max``, ``min`` (Python ints), ``dtype`` (its name)."""
+
+    __slots__ = ("bits", "max", "min", "dtype")
+
+    def __init__(self, type: object) -> None:  # noqa: A002  (PyTorch's name)
+        d = as_dtype(type)
+        if d.category != _INT:
+            raise TypeError(f"flow.iinfo() requires an integer dtype, got {d}"
+                            + ("; use flow.finfo for floating dtypes"
+                               if d.is_floating_point else ""))
+        info = np.iinfo(d.np)
+        self.bits: builtins.int = builtins.int(info.bits)
+        self.max: builtins.int = builtins.int(info.max)
+        self.min: builtins.int = builtins.int(info.min)
+        self.dtype: str = d.name
+
+    def __repr__(self) -> str:
+        return f"iinfo(min={self.min}, max={self.max}, bits={self.bits}, dtype={self.dtype})"

@@ -230,8 +230,45 @@ def _compile(x: Tensor, index: Any, fname: str) -> tuple[str, list[Tensor]]:
     return ",".join(toks), tensors
 
 
+def _bound(v: Any) -> str | None:
+    if v is None:
+        return ""
+    return str(v) if v.__class__ is int else None
+
+
+def _basic_spec(index: tuple) -> str | None:
+    """The spec of an index of plain ints, int/None slices, None and one Ellipsis (None for
+    anything else: the general path then parses it). Range errors come from the op."""
+    toks = []
+    ellipses = 0
+    for obj in index:
+        c = obj.__class__
+        if c is int:
+            toks.append(f"i{obj}")
+        elif c is slice:
+            a, b, st = _bound(obj.start), _bound(obj.stop), _bound(obj.step)
+            if a is None or b is None or st is None or (st and int(st) <= 0):
+                return None
+            toks.append(f"s{a}:{b}:{st}")
+        elif obj is None:
+            toks.append("n")
+        elif obj is Ellipsis:
+            ellipses += 1
+            toks.append("e")
+        else:
+            return None
+    return ",".join(toks) if ellipses <= 1 else None
+
+
 def getitem(self: Tensor, index: Any) -> Tensor:
     """``x[index]`` with PyTorch semantics (see the module docstring)."""
+    if index.__class__ is int and self._value.ndim:  # x[i], the commonest index
+        spec = f"i{index}"
+        return alias(_getitem(self, [], spec=spec), self, "index", (spec,))
+    if index.__class__ is tuple:  # ints, slices, None, ...: a view, spec built directly
+        spec = _basic_spec(index)
+        if spec is not None:
+            return alias(_getitem(self, [], spec=spec), self, "index", (spec,))
     spec, tensors = _compile(self, index, "Tensor.__getitem__")
     if tensors:  # advanced indexing: a copy, as in PyTorch
         return _getitem(self, tensors, spec=spec)

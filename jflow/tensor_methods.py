@@ -14,10 +14,22 @@ from jax.core import Tracer
 
 from . import dtypes as _dt
 from .autograd.grad_mode import is_grad_enabled
-from .creation import as_tensor
+from .creation import (
+    _draw_device,
+    _draw_dtype,
+    as_tensor,
+    bernoulli,
+    empty,
+    full,
+    multinomial,
+    ones,
+    tensor,
+    zeros,
+)
 from .device import device as _device
 from .functional import F
-from .functional.promotion import assign_inplace, cast
+from .functional.functors.math import tensor_alpha
+from .functional.promotion import assign_inplace, cast, result_dtype
 from .functional.registry import FUNCTORS as _FN
 from .ops import get as _get_op
 from .tensor import Tensor, _wrap
@@ -171,6 +183,32 @@ METHODS = [
 for _name in METHODS:
     setattr(Tensor, _name, _method(_name))
 
+
+def _alpha_method(fname: str, inplace: bool):
+    """``add``/``sub`` (``inplace``: ``add_``/``sub_``) that also take a 0-d tensor ``alpha``
+    (an optimizer's learning rate, a traced input under ``flow.jit``); other calls go to
+    ``flow._C`` unchanged."""
+    fn = getattr(F, fname)
+
+    def method(self: Tensor, *args: Any, **kwargs: Any) -> Any:
+        if isinstance(kwargs.get("alpha"), Tensor) and len(args) == 1 \
+                and set(kwargs) <= {"alpha", "inplace"}:
+            other = args[0]
+            if isinstance(other, np.generic):
+                other = other.item()
+            return tensor_alpha(fname, self, _operand(other), kwargs["alpha"],
+                                inplace or bool(kwargs.get("inplace", False)))
+        if inplace:
+            return fn(self, *args, inplace=True, **kwargs)
+        return fn(self, *args, **kwargs)
+    method.__name__ = f"{fname}_" if inplace else fname
+    method.__doc__ = fn.__doc__
+    return method
+
+
+for _name in ("add", "sub"):
+    setattr(Tensor, _name, _alpha_method(_name, False))
+
 Tensor.clip = Tensor.clamp
 Tensor.negative = Tensor.neg
 Tensor.true_divide = Tensor.div
@@ -189,8 +227,10 @@ def _inplace_method(fname: str):
     return method
 
 
-for _name in ["add", "sub", "mul", "div", "clamp"]:
+for _name in ["mul", "div", "clamp"]:
     setattr(Tensor, f"{_name}_", _inplace_method(_name))
+for _name in ("add", "sub"):
+    setattr(Tensor, f"{_name}_", _alpha_method(_name, True))
 for _name in ["exp", "log", "sqrt", "abs", "neg", "relu", "sigmoid", "tanh", "floor", "ceil",
               "round", "pow", "fmod", "remainder", "floor_divide", "masked_fill", "scatter",
               "scatter_add", "tril", "triu"]:
@@ -285,3 +325,297 @@ Tensor.bool = lambda self: F.cast(self, _dt.bool_)
 Tensor.type_as = lambda self, other: F.cast(self, other.dtype)
 Tensor.cpu = lambda self: to(self, "cpu")
 Tensor.cuda = lambda self, index=0: to(self, f"cuda:{index}")
+
+
+# -- PyTorch type strings, is_cuda --------------------------------------------------------------
+
+#: PyTorch's tensor type names (``torch.FloatTensor``...) by jflow dtype name.
+_TYPE_NAMES = {"float32": "FloatTensor", "float64": "DoubleTensor", "float16": "HalfTensor",
+               "bfloat16": "BFloat16Tensor", "int64": "LongTensor", "int32": "IntTensor",
+               "int16": "ShortTensor", "int8": "CharTensor", "uint8": "ByteTensor",
+               "bool": "BoolTensor"}
+_BY_TYPE_NAME = {v: k for k, v in _TYPE_NAMES.items()}
+_MODULES = ("torch.", "flow.", "oneflow.", "jflow.")
+
+
+def _is_cuda(self: Tensor) -> bool:
+    """True when the tensor is on a CUDA (GPU) device, as ``torch.Tensor.is_cuda``."""
+    return self.device.type == "cuda"
+
+
+def _parse_type_string(s: str) -> tuple[_dt.dtype, str | None]:
+    """``'torch.FloatTensor'`` -> (float32, 'cpu'), ``'torch.cuda.HalfTensor'`` -> (float16,
+    'cuda'); a plain dtype name (``'float32'``) -> (dtype, None: the device is kept)."""
+    name = s
+    for m in _MODULES:
+        if name.startswith(m):
+            name = name[len(m):]
+            break
+    cuda = name.startswith("cuda.")
+    if cuda:
+        name = name[len("cuda."):]
+    if name in _BY_TYPE_NAME:
+        return _dt.as_dtype(_BY_TYPE_NAME[name]), "cuda" if cuda else "cpu"
+    try:
+        return _dt.as_dtype(s), None
+    except TypeError:
+        raise ValueError(f"type(): invalid type: {s!r}") from None
+
+
+def _has_cuda() -> bool:
+    try:
+        return bool(jax.local_devices(backend="gpu"))
+    except RuntimeError:
+        return False
+
+
+def type_(self: Tensor, dtype: Any = None, non_blocking: bool = False, **kwargs: Any) -> Any:
+    """``t.type()``: PyTorch's type string (``'torch.FloatTensor'``, or
+    ``'torch.cuda.FloatTensor'`` on a GPU). ``t.type(dtype)``: ``t`` cast to ``dtype`` (a
+    dtype, or a type string such as ``'torch.LongTensor'``); ``self`` when nothing changes.
+
+    A type string names a device as in PyTorch (``'torch.FloatTensor'`` is a CPU tensor,
+    ``'torch.cuda.FloatTensor'`` a GPU one); without a GPU a ``cuda`` type string only sets
+    the dtype (PyTorch would raise).
+    """
+    kwargs.pop("async", None)
+    if kwargs:
+        raise TypeError(f"type() got unexpected keyword argument(s) {sorted(kwargs)}")
+    if dtype is None:
+        name = _TYPE_NAMES[self.dtype.name]
+        return f"torch.cuda.{name}" if _is_cuda(self) else f"torch.{name}"
+    dev: str | None = None
+    if isinstance(dtype, str):
+        d, dev = _parse_type_string(dtype)
+        if dev == "cuda" and not _has_cuda():
+            dev = None
+        elif dev is not None and self.device.type == dev:
+            dev = None
+    else:
+        d = _dt.as_dtype(dtype)
+    if dev is None:
+        return self if d == self.dtype else F.cast(self, d)
+    return to(self, dev, d)
+
+
+Tensor.type = type_
+Tensor.is_cuda = property(_is_cuda, doc="True when the tensor is on a CUDA (GPU) device.")
+
+
+# -- new_* factories -----------------------------------------------------------------------------
+
+def _new_kwargs(self: Tensor, dtype: Any, device: Any) -> dict[str, Any]:
+    """dtype and device of a ``new_*`` tensor: ``self``'s unless given."""
+    return {"dtype": self.dtype if dtype is None else dtype,
+            "device": _draw_device(self) if device is None else device}
+
+
+def new_zeros(self: Tensor, *size: Any, dtype: Any = None, device: Any = None,
+              requires_grad: bool = False) -> Tensor:
+    """Zeros of ``size`` with this tensor's dtype and device (unless given); a plain tensor
+    even when ``self`` is an ``nn.Parameter``."""
+    return zeros(*size, requires_grad=requires_grad, **_new_kwargs(self, dtype, device))
+
+
+def new_ones(self: Tensor, *size: Any, dtype: Any = None, device: Any = None,
+             requires_grad: bool = False) -> Tensor:
+    """Ones of ``size`` with this tensor's dtype and device (unless given)."""
+    return ones(*size, requires_grad=requires_grad, **_new_kwargs(self, dtype, device))
+
+
+def new_empty(self: Tensor, *size: Any, dtype: Any = None, device: Any = None,
+              requires_grad: bool = False) -> Tensor:
+    """``new_zeros`` (jflow has no uninitialised memory)."""
+    return empty(*size, requires_grad=requires_grad, **_new_kwargs(self, dtype, device))
+
+
+def new_full(self: Tensor, size: Any, fill_value: Any, *, dtype: Any = None,
+             device: Any = None, requires_grad: bool = False) -> Tensor:
+    """``fill_value`` in ``size`` with this tensor's dtype and device (unless given)."""
+    return full(size, fill_value, requires_grad=requires_grad,
+                **_new_kwargs(self, dtype, device))
+
+
+def new_tensor(self: Tensor, data: Any, *, dtype: Any = None, device: Any = None,
+               requires_grad: bool = False) -> Tensor:
+    """A copy of ``data`` with this tensor's dtype and device (unless given), as
+    ``torch.Tensor.new_tensor`` (``int_tensor.new_tensor([1.7])`` is ``[1]``)."""
+    return tensor(data, requires_grad=requires_grad, **_new_kwargs(self, dtype, device))
+
+
+Tensor.new_zeros = new_zeros
+Tensor.new_ones = new_ones
+Tensor.new_empty = new_empty
+Tensor.new_full = new_full
+Tensor.new_tensor = new_tensor
+
+
+# -- in-place random fills -----------------------------------------------------------------------
+
+def _check_floating(self: Tensor, fname: str) -> None:
+    if not self.is_floating_point():
+        raise RuntimeError(f"{fname}: not implemented for '{_TYPE_NAMES[self.dtype.name][:-6]}' "
+                           f"(a floating point tensor is expected)")
+
+
+def _uniform_like(self: Tensor, generator: Any) -> Tensor:
+    """Uniform [0, 1) draws in ``self``'s shape (float64 for float64, else float32)."""
+    return F.rand(tuple(self.shape), generator=generator, dtype=_draw_dtype(self),
+                  device=_draw_device(self))
+
+
+def normal_(self: Tensor, mean: Any = 0.0, std: Any = 1.0, *,
+            generator: Any = None) -> Tensor:
+    """Fill with draws from N(``mean``, ``std``**2) in place (floating tensors)."""
+    _check_floating(self, "normal_")
+    if isinstance(std, _SCALARS) and std < 0:
+        raise RuntimeError(f"normal_ expects std >= 0.0, but found std {std}")
+    z = F.randn(tuple(self.shape), generator=generator, dtype=_draw_dtype(self),
+                device=_draw_device(self))
+    if not (isinstance(std, _SCALARS) and std == 1):
+        z = z * std
+    if not (isinstance(mean, _SCALARS) and mean == 0):
+        z = z + mean
+    return assign_inplace(self, cast(z, self._value.dtype), "normal_")
+
+
+def uniform_(self: Tensor, a: Any = 0.0, b: Any = 1.0, *, generator: Any = None,
+             **kwargs: Any) -> Tensor:
+    """Fill with draws from U[``a``, ``b``) in place (floating tensors); PyTorch's keyword
+    names ``from=`` / ``to=`` are accepted too."""
+    a = kwargs.pop("from", a)
+    b = kwargs.pop("to", b)
+    if kwargs:
+        raise TypeError(f"uniform_() got unexpected keyword argument(s) {sorted(kwargs)}")
+    _check_floating(self, "uniform_")
+    if isinstance(a, _SCALARS) and isinstance(b, _SCALARS) and a > b:
+        raise RuntimeError(f"uniform_ expects to return a [from, to) range, but found "
+                           f"from={a} > to={b}")
+    u = _uniform_like(self, generator)
+    return assign_inplace(self, cast(u * (b - a) + a, self._value.dtype), "uniform_")
+
+
+def exponential_(self: Tensor, lambd: Any = 1.0, *, generator: Any = None) -> Tensor:
+    """Fill with draws from Exp(``lambd``) (density ``lambd * exp(-lambd x)``) in place."""
+    _check_floating(self, "exponential_")
+    if isinstance(lambd, _SCALARS) and not lambd > 0:
+        raise RuntimeError(f"exponential_ expects lambda > 0.0, but found lambda={lambd}")
+    u = _uniform_like(self, generator)
+    e = F.neg(F.log1p(F.neg(u))) / lambd
+    return assign_inplace(self, cast(e, self._value.dtype), "exponential_")
+
+
+def bernoulli_(self: Tensor, p: Any = 0.5, *, generator: Any = None) -> Tensor:
+    """Fill with 0/1 in place: 1 with probability ``p`` (a number, or a tensor broadcast to
+    this shape). Any dtype, as PyTorch."""
+    if isinstance(p, _SCALARS) and not 0 <= p <= 1:
+        raise RuntimeError(f"bernoulli_ expects p to be in [0, 1], but got p={p}")
+    if isinstance(p, Tensor) and p.ndim > self.ndim:
+        raise RuntimeError(f"bernoulli_: p of shape {list(p.shape)} does not broadcast to "
+                           f"{list(self.shape)}")
+    out = F.lt(_uniform_like(self, generator), p)
+    return assign_inplace(self, cast(out, self._value.dtype), "bernoulli_")
+
+
+Tensor.normal_ = normal_
+Tensor.uniform_ = uniform_
+Tensor.exponential_ = exponential_
+Tensor.bernoulli_ = bernoulli_
+Tensor.bernoulli = lambda self, p=None, *, generator=None: bernoulli(self, p,
+                                                                      generator=generator)
+Tensor.multinomial = lambda self, num_samples, replacement=False, *, generator=None: \
+    multinomial(self, num_samples, replacement, generator=generator)
+
+
+# -- addcmul, addcdiv, lerp --------------------------------------------------------------------
+
+def _scale(t: Tensor, value: Any, fname: str) -> Tensor:
+    """``value * t`` in ``t``'s dtype (``value`` takes no part in type promotion, as
+    PyTorch's ``value=``); a floating ``value`` is refused for an integral ``t``."""
+    if isinstance(value, Tensor):
+        if value.ndim != 0:
+            raise RuntimeError(f"{fname}(): value must be a number or a 0-d tensor")
+        if value.is_floating_point() and not t.is_floating_point():
+            raise RuntimeError(f"{fname}(): For integral input tensors, argument value must "
+                               f"not be a floating point number.")
+        return t * cast(value, t._value.dtype)
+    if isinstance(value, np.generic):
+        value = value.item()
+    if isinstance(value, float) and not t.is_floating_point():
+        raise RuntimeError(f"{fname}(): For integral input tensors, argument value must not "
+                           f"be a floating point number.")
+    return t if value == 1 else t * value
+
+
+def _tensors(fname: str, *ts: Any) -> None:
+    for t in ts:
+        if not isinstance(t, Tensor):
+            raise TypeError(f"{fname}(): expected Tensor arguments, got {type(t).__name__}")
+
+
+def addcmul(input: Tensor, tensor1: Tensor, tensor2: Tensor, *, value: Any = 1) -> Tensor:
+    """``input + value * tensor1 * tensor2`` (broadcast; PyTorch's result dtype of the three
+    tensors, ``value`` outside the promotion)."""
+    _tensors("addcmul", input, tensor1, tensor2)
+    d = result_dtype(input, tensor1, tensor2)
+    prod = F.mul(cast(tensor1, d), cast(tensor2, d))
+    return F.add(cast(input, d), _scale(prod, value, "addcmul"))
+
+
+def addcdiv(input: Tensor, tensor1: Tensor, tensor2: Tensor, *, value: Any = 1) -> Tensor:
+    """``input + value * tensor1 / tensor2`` (broadcast); integer division is refused, as
+    in PyTorch."""
+    _tensors("addcdiv", input, tensor1, tensor2)
+    if not tensor1.is_floating_point() and not tensor2.is_floating_point():
+        raise RuntimeError("addcdiv(): Integer division with addcdiv is no longer supported, "
+                           "and in a future release addcdiv will perform a true division of "
+                           "tensor1 and tensor2.")
+    d = result_dtype(input, tensor1, tensor2)
+    quot = F.div(cast(tensor1, d), cast(tensor2, d))
+    return F.add(cast(input, d), _scale(quot, value, "addcdiv"))
+
+
+def lerp(input: Tensor, end: Tensor, weight: Any) -> Tensor:
+    """``input + weight * (end - input)`` with PyTorch's formula (``end - (end - input) *
+    (1 - weight)`` where ``|weight| >= 0.5``, exact at ``weight = 1``). ``input`` and ``end``
+    (and a tensor ``weight``) must share one floating dtype, as in PyTorch."""
+    _tensors("lerp", input, end)
+    if end.dtype != input.dtype:
+        raise RuntimeError(f"lerp(): expected dtype {input.dtype} for `end` but got dtype "
+                           f"{end.dtype}")
+    if not input.is_floating_point():
+        raise RuntimeError(f"lerp(): not implemented for {input.dtype} (floating dtypes only)")
+    diff = end - input
+    if isinstance(weight, Tensor):
+        if weight.dtype != input.dtype:
+            raise RuntimeError(f"lerp(): expected dtype {input.dtype} for `weight` but got "
+                               f"dtype {weight.dtype}")
+        return F.where(F.lt(F.abs(weight), 0.5), input + weight * diff,
+                       end - diff * (1 - weight))
+    if isinstance(weight, np.generic):
+        weight = weight.item()
+    if not isinstance(weight, _SCALARS):
+        raise TypeError(f"lerp(): weight must be a number or a Tensor, not "
+                        f"{type(weight).__name__}")
+    if abs(weight) < 0.5:
+        return input + diff * weight
+    return end - diff * (1 - weight)
+
+
+def addcmul_(self: Tensor, tensor1: Tensor, tensor2: Tensor, *, value: Any = 1) -> Tensor:
+    """:func:`addcmul` in place."""
+    return assign_inplace(self, addcmul(self, tensor1, tensor2, value=value), "addcmul_")
+
+
+def addcdiv_(self: Tensor, tensor1: Tensor, tensor2: Tensor, *, value: Any = 1) -> Tensor:
+    """:func:`addcdiv` in place."""
+    return assign_inplace(self, addcdiv(self, tensor1, tensor2, value=value), "addcdiv_")
+
+
+def lerp_(self: Tensor, end: Tensor, weight: Any) -> Tensor:
+    """:func:`lerp` in place."""
+    return assign_inplace(self, lerp(self, end, weight), "lerp_")
+
+
+Tensor.addcmul, Tensor.addcdiv, Tensor.lerp = addcmul, addcdiv, lerp
+Tensor.addcmul_, Tensor.addcdiv_, Tensor.lerp_ = addcmul_, addcdiv_, lerp_

@@ -9,13 +9,19 @@ from __future__ import annotations
 
 from typing import Any
 
+import jax
+import jax.numpy as jnp
+from jax.core import Tracer
+
 from .. import _C
+from ..autograd.function import Function, FunctionCtx
 from ..functional import api_default as _default
 from ..tensor import Tensor
 
 __all__ = ["relu", "relu6", "leaky_relu", "elu", "gelu", "silu", "sigmoid", "tanh", "softplus",
            "hardtanh", "softmax", "log_softmax", "softmin", "linear", "normalize", "mish",
            "logsigmoid", "one_hot", "pad"]
+__all__ += ["binary_cross_entropy"]
 
 
 def _inplace(input: Tensor, out: Tensor, inplace: bool) -> Tensor:
@@ -101,6 +107,78 @@ def linear(input: Tensor, weight: Tensor, bias: Tensor | None = _default("linear
 def normalize(input: Tensor, p: float = 2.0, dim: int = 1, eps: float = 1e-12) -> Tensor:
     n = _C.norm(input, p, dim, True)
     return input / _C.clamp(n, eps)
+
+
+class _BinaryCrossEntropy(Function):
+    """Elementwise BCE of probabilities with PyTorch's backward: written as a Function because
+    differentiating the clamped logs gives 0 * inf = NaN where the input is exactly 0 or 1,
+    where PyTorch's ``(x - t) / max(x (1 - x), 1e-12)`` stays finite."""
+
+    @staticmethod
+    def forward(ctx: FunctionCtx, input: Tensor, target: Tensor, weight: Tensor | None
+                ) -> Tensor:
+        log_x = _C.clamp(_C.log(input), -100.0)
+        log_1mx = _C.clamp(_C.log1p(-input), -100.0)
+        loss = (target - 1) * log_1mx - target * log_x
+        if weight is not None:
+            loss = loss * weight
+        ctx.save_for_backward(input, target, weight)
+        return loss
+
+    @staticmethod
+    def backward(ctx: FunctionCtx, dy: Tensor) -> tuple[Any, ...]:
+        input, target, weight = ctx.saved_tensors
+        if weight is not None:
+            dy = dy * weight
+        d_input = d_target = None
+        if ctx.needs_input_grad[0]:
+            d_input = dy * (input - target) / _C.clamp((1 - input) * input, 1e-12)
+        if ctx.needs_input_grad[1]:
+            d_target = dy * (_C.log1p(-input) - _C.log(input))   # unclamped, as PyTorch
+        return d_input, d_target, None
+
+
+def _check_probabilities(input: Tensor) -> None:
+    """PyTorch's eager range check (one device-to-host read of a bool); skipped under a trace,
+    where out-of-range inputs give NaN or meaningless values instead of an error."""
+    v = input._value
+    if isinstance(v, Tracer) or v.size == 0:
+        return
+    with jax.ensure_compile_time_eval():
+        ok = bool(jax.device_get(jnp.all((v >= 0) & (v <= 1))))
+    if not ok:
+        raise RuntimeError("all elements of input should be between 0 and 1")
+
+
+def binary_cross_entropy(input: Tensor, target: Tensor, weight: Tensor | None = None,
+                         size_average: Any = None, reduce: Any = None, reduction: str = "mean"
+                         ) -> Tensor:
+    """``-w [t log(x) + (1 - t) log(1 - x)]`` of probabilities ``x``, reduced; each log is
+    clamped to >= -100 (as PyTorch) so a saturated probability gives a finite loss and the
+    gradient is PyTorch's ``w (x - t) / max(x (1 - x), 1e-12)``. ``weight`` broadcasts to the
+    input; no gradient flows to it (PyTorch does not implement one either)."""
+    if size_average is not None or reduce is not None:
+        raise TypeError("binary_cross_entropy(): size_average and reduce are deprecated in "
+                        "PyTorch and not supported by jflow; use reduction")
+    if reduction not in ("none", "mean", "sum"):
+        raise ValueError(f"{reduction} is not a valid value for reduction")
+    if tuple(target.shape) != tuple(input.shape):
+        raise ValueError(f"Using a target size ({tuple(target.shape)}) that is different to the "
+                         f"input size ({tuple(input.shape)}) is deprecated. Please ensure they "
+                         "have the same size.")
+    if not input.is_floating_point():
+        raise TypeError(f"binary_cross_entropy(): expected a floating point input, got "
+                        f"{input.dtype}")
+    _check_probabilities(input)
+    target = target.to(input.dtype)
+    if weight is not None:
+        weight = weight.to(input.dtype)
+        if weight.requires_grad:
+            raise RuntimeError("the derivative for 'weight' is not implemented")
+    loss = _BinaryCrossEntropy.apply(input, target, weight)
+    if reduction == "mean":
+        return loss.mean()
+    return loss.sum() if reduction == "sum" else loss
 
 
 one_hot = _C.one_hot

@@ -32,21 +32,43 @@ regular files of the current user, named as above for this target, whose writer 
 longer exists on this host, or which nobody has modified for 6 hours (writers on other hosts
 sharing the directory, temporaries of older jflow versions). A live writer's temporary is
 never removed. See :func:`._atomic.remove_stale_temps`.
+
+PyTorch's pickle-based API, and what it becomes here. ``flow.save(model)`` (a whole module,
+optimizer or other object with a ``state_dict``: PyTorch pickles its class by reference) is
+refused with a message saying to save ``model.state_dict()``: a loadable module would have to
+run its class's code at load time. ``flow.load`` accepts PyTorch's keywords (``weights_only``,
+``mmap``, ``map_location``); ``weights_only=False`` does *not*
+enable unpickling (nothing does), and a PyTorch pickle checkpoint is refused with a message
+saying how to convert it. ``add_safe_globals`` / ``safe_globals`` / ``get_safe_globals`` /
+``clear_safe_globals`` are accepted and change nothing: jflow never unpickles, so there is no
+allowlist to extend.
 """
 
 from __future__ import annotations
 
+import contextlib
 import io
 import os
+import zipfile
+from collections.abc import Iterable, Iterator
 from typing import IO, Any
 
 from . import _atomic, _safetensors, _zipformat
 from ._common import SerializationError
 
-__all__ = ["save", "load", "SerializationError"]
+__all__ = ["save", "load", "SerializationError", "add_safe_globals", "safe_globals",
+           "get_safe_globals", "clear_safe_globals"]
+
+_PICKLE_HINT = (
+    "jflow never unpickles (weights_only=False does not change that: a pickle can run any "
+    "code on load). To convert a PyTorch checkpoint, in PyTorch run "
+    "`safetensors.torch.save_file(torch.load(path, weights_only=True), 'model.safetensors')` "
+    "(a state dict of tensors) and flow.load the .safetensors file")
 
 
-def save(obj: Any, f: str | os.PathLike[str] | IO[bytes]) -> None:
+def save(obj: Any, f: str | os.PathLike[str] | IO[bytes], pickle_module: Any = None,
+         pickle_protocol: int = 2, _use_new_zipfile_serialization: bool = True,
+         _disable_byteorder_record: bool = False) -> None:
     """Save ``obj`` (a tensor, or nested dicts / lists / tuples of tensors, NumPy arrays,
     numbers, strings, ``None``, dtypes) to the path or binary file object ``f``.
 
@@ -55,7 +77,13 @@ def save(obj: Any, f: str | os.PathLike[str] | IO[bytes]) -> None:
     is written atomically: if anything fails the previous file at ``f`` is untouched. Global
     tensors are saved as their logical (full) value and load as local tensors. In jflow's
     format a tensor referenced twice is stored once and loads as one tensor.
+
+    A module, optimizer or scheduler (anything with a ``state_dict()`` method) is refused:
+    save ``obj.state_dict()`` instead (loading a whole object would mean running its code).
+    ``pickle_module`` / ``pickle_protocol`` / ``_use_new_zipfile_serialization`` (PyTorch's
+    keywords) are accepted and ignored.
     """
+    _refuse_objects(obj, "obj", 0)
     if not isinstance(f, (str, os.PathLike)):
         if not hasattr(f, "write"):
             raise TypeError(f"flow.save: f must be a path or a binary file object, got "
@@ -71,13 +99,23 @@ def save(obj: Any, f: str | os.PathLike[str] | IO[bytes]) -> None:
         _atomic.write_atomically(path, lambda tmp: _zipformat.write_path(tmp, encoded))
 
 
-def load(f: str | os.PathLike[str] | IO[bytes], map_location: Any = None) -> Any:
+def load(f: str | os.PathLike[str] | IO[bytes], map_location: Any = None,
+         pickle_module: Any = None, *, weights_only: bool | None = None, mmap: bool | None = None,
+         **pickle_load_args: Any) -> Any:
     """Load what :func:`save` wrote, or any safetensors file (as a dict of tensors). Tensors
     come back on the default device, or on ``map_location``.
 
     Raises :class:`SerializationError` for a file that is not a checkpoint, is truncated,
-    corrupted or crafted; never unpickles anything.
+    corrupted or crafted; never unpickles anything. PyTorch's keywords are accepted:
+    ``weights_only`` (either value: loading only ever builds data, so it is always "weights
+    only"; ``False`` does not enable unpickling, and a pickle file's error says so), ``mmap``
+    (accepted; tensors are read into memory) and ``pickle_load_args`` (``encoding=...``)
+    accepted and unused; a ``pickle_module`` is refused.
     """
+    if pickle_module is not None:
+        raise SerializationError(f"flow.load: pickle_module is not supported; {_PICKLE_HINT}")
+    if weights_only not in (None, True, False) or mmap not in (None, True, False):
+        raise TypeError("flow.load: weights_only and mmap must be None or a bool")
     if isinstance(f, (str, os.PathLike)):
         path = os.fspath(f)
         with open(path, "rb") as fh:
@@ -100,4 +138,80 @@ def _load(src: IO[bytes], name: str, map_location: Any, path: str | None) -> Any
     src.seek(start)
     if _safetensors.looks_like_safetensors(head):
         return _safetensors.load(src, name, map_location, path)
-    return _zipformat.load(src, name, map_location)
+    try:
+        return _zipformat.load(src, name, map_location)
+    except SerializationError as e:
+        if _is_pickle(src, start, head):
+            raise SerializationError(f"flow.load: {name} is a pickle file (a PyTorch "
+                                     f"torch.save checkpoint or a Python pickle), which jflow "
+                                     f"does not load. {_PICKLE_HINT}") from e
+        raise
+
+
+def _is_pickle(src: IO[bytes], start: int, head: bytes) -> bool:
+    """Whether the file is a pickle: a raw one (protocol 2+ starts with 0x80), or a zip
+    holding ``<name>/data.pkl`` (``torch.save``'s format). Only names are read, never data."""
+    if head[:1] == b"\x80":
+        return True
+    if not head.startswith(b"PK"):
+        return False
+    try:
+        src.seek(start)
+        with zipfile.ZipFile(src) as z:
+            return any(n == "data.pkl" or n.endswith("/data.pkl") for n in z.namelist()[:4096])
+    except Exception:  # noqa: BLE001  (any damage: not recognizably a pickle; keep the error)
+        return False
+
+
+def _refuse_objects(obj: Any, where: str, depth: int) -> None:
+    """Refuse a module / optimizer (anything with ``state_dict()``) anywhere in ``obj``,
+    naming where and saying what to save instead."""
+    if depth > 32 or isinstance(obj, (str, bytes, int, float, type(None))):
+        return
+    if callable(getattr(type(obj), "state_dict", None)):
+        kind = type(obj).__name__
+        rebuild = (f" and rebuild with {kind}(...).load_state_dict(flow.load(path))"
+                   if where == "obj" else "")
+        raise TypeError(f"flow.save: cannot save a {kind} object at {where}: jflow saves only "
+                        f"data (tensors, arrays, dicts, lists, tuples, numbers, strings), never "
+                        f"objects whose loading would run code. Save {where}.state_dict() "
+                        f"instead{rebuild}")
+    if isinstance(obj, dict):
+        for k, v in obj.items():
+            _refuse_objects(v, f"{where}[{k!r}]", depth + 1)
+    elif isinstance(obj, (list, tuple)):
+        for i, v in enumerate(obj):
+            _refuse_objects(v, f"{where}[{i}]", depth + 1)
+
+
+# -- PyTorch's allowlist of globals for weights_only unpickling: nothing to allow here --------
+_safe_globals: list[Any] = []
+
+
+def add_safe_globals(safe_globals: Iterable[Any]) -> None:
+    """``torch.serialization.add_safe_globals``: accepted and recorded, changes nothing
+    (jflow never unpickles, so no class is ever looked up by a load)."""
+    _safe_globals.extend(safe_globals)
+
+
+def get_safe_globals() -> list[Any]:
+    """What :func:`add_safe_globals` recorded."""
+    return list(_safe_globals)
+
+
+def clear_safe_globals() -> None:
+    """Forget what :func:`add_safe_globals` recorded."""
+    _safe_globals.clear()
+
+
+@contextlib.contextmanager
+def safe_globals(safe_globals: Iterable[Any]) -> Iterator[None]:
+    """``torch.serialization.safe_globals``: a context manager that records ``safe_globals``
+    inside the block; changes nothing (jflow never unpickles)."""
+    added = list(safe_globals)
+    n = len(_safe_globals)
+    _safe_globals.extend(added)
+    try:
+        yield
+    finally:
+        del _safe_globals[n:]

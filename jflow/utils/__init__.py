@@ -8,8 +8,9 @@ import jax
 
 from ..dtypes import from_numpy_dtype
 from ..tensor import Tensor, _wrap
+from . import data
 
-__all__ = ["from_jax", "to_jax", "cpp_extension"]
+__all__ = ["from_jax", "to_jax", "cpp_extension", "data"]
 
 
 def __getattr__(name: str) -> Any:

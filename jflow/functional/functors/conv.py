@@ -3,16 +3,22 @@ PyTorch's argument rules, then the op.
 
 conv1d runs the conv2d op on a unit height dimension (reshapes in the functor); the bias is
 added after the op (broadcast over N, H, W), so its gradient is the ordinary sum.
+
+Under ``flow.autocast`` (:mod:`jflow.amp.autocast_mode`) the input, weight and bias are first
+cast to the autocast dtype (PyTorch's lower-precision list has every convolution); the check
+costs one thread-local read when autocast is off.
 """
 
 from __future__ import annotations
 
 from typing import Any
 
+from ...amp.autocast_mode import state as _autocast
 from ...ops import get
 from ...tensor import Tensor
 from ..registry import functor
 from ._spatial import pair, unbatch
+from .matmul import autocast_args
 
 _conv2d = get("conv2d").apply
 _conv_transpose2d = get("conv_transpose2d").apply
@@ -60,6 +66,8 @@ def _padding(fname: str, padding: Any, kernel: tuple[int, ...], stride: tuple[in
 
 def _conv(fname: str, input: Tensor, weight: Tensor, bias: Any, stride: Any, padding: Any,
           dilation: Any, groups: int, nd: int) -> Tensor:
+    if _autocast.dtype is not None:
+        input, weight, bias = autocast_args(_autocast.dtype, input, weight, bias)
     _check(fname, input, weight, bias, nd)
     stride = pair(fname, "stride", stride, nd)
     dilation = pair(fname, "dilation", dilation, nd)
@@ -106,6 +114,8 @@ def conv_transpose2d(input: Tensor, weight: Tensor, bias: Any, stride: Any, padd
     or (Cin, H, W), weight (Cin, Cout / groups, kH, kW); output size per dim
     ``(H - 1) stride - 2 padding + dilation (k - 1) + output_padding + 1``."""
     fname = "conv_transpose2d"
+    if _autocast.dtype is not None:
+        input, weight, bias = autocast_args(_autocast.dtype, input, weight, bias)
     if not input.is_floating_point():
         raise TypeError(f"{fname}(): expected a floating point input, got {input.dtype}")
     if input._value.ndim not in (3, 4):

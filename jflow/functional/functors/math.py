@@ -229,6 +229,44 @@ def scalar_sub(input: Tensor, other: Any, alpha: Any, inplace: bool) -> Tensor:
     return _finish(input, _sub_ts(input, other), inplace, "sub")
 
 
+def _check_tensor_alpha(fname: str, dtype: np.dtype, alpha: Tensor) -> None:
+    """The checks of :func:`_check_alpha` for a 0-d tensor ``alpha`` (by its category)."""
+    if alpha._value.ndim != 0:
+        raise RuntimeError(f"{fname}(): a tensor alpha must be 0-dimensional, got shape "
+                           f"{list(alpha._value.shape)}")
+    kind = alpha._value.dtype.kind
+    if kind == "b" and dtype != _BOOL:
+        raise RuntimeError(f"{fname}(): Boolean alpha only supported for Boolean results "
+                           f"(the result is {_dt.from_numpy_dtype(dtype)})")
+    if kind not in "iub" and dtype.kind in "iub":
+        raise RuntimeError(f"{fname}(): For integral input tensors, argument alpha must not be "
+                           f"a floating point number (got a {alpha.dtype} alpha)")
+
+
+def tensor_alpha(fname: str, input: Tensor, other: Any, alpha: Tensor,
+                 inplace: bool = False) -> Tensor:
+    """``add``/``sub`` with a 0-d tensor ``alpha`` (an optimizer's traced learning rate under
+    ``flow.jit`` / ``nn.Graph``): ``input ± alpha * other``.
+
+    As with a Python-number alpha, ``alpha`` takes no part in type promotion: ``other`` and
+    ``alpha`` are multiplied in the result dtype of ``input`` and ``other`` (a float64 lr
+    scales a float32 update in float32), and a floating alpha is refused for an integral
+    result. ``alpha`` stays on the tape (a gradient reaches it if it requires grad).
+    """
+    if fname not in ("add", "sub"):
+        raise ValueError(f"tensor_alpha: unknown op {fname!r}")
+    is_tensor = isinstance(other, Tensor)
+    if fname == "sub":
+        _sub_check(input, other)
+    d = result_dtype(input, other) if is_tensor else scalar_result_dtype(input, other)
+    _check_tensor_alpha(fname, d, alpha)
+    b = cast(other, d) if is_tensor else scalar_tensor(other, d)
+    a = cast(alpha, d)
+    scaled = _F["LogicalAnd"](b, a) if d == _BOOL else _mul_tt(b, a)
+    out = (_add_tt if fname == "add" else _sub_tt)(input, scaled)
+    return _finish(input, out, inplace, fname)
+
+
 @functor("MulInplace")
 def mul(input: Tensor, other: Tensor, inplace: bool) -> Tensor:
     return _finish(input, _mul_tt(input, other), inplace, "mul")

@@ -15,9 +15,13 @@ Like PyTorch, matrix products do not promote: both operands must have the same d
 
 from __future__ import annotations
 
+from typing import Any
+
+from ...amp.autocast_mode import ELIGIBLE as _AUTOCAST_ELIGIBLE
+from ...amp.autocast_mode import state as _autocast
 from ...ops import get
 from ...tensor import Tensor
-from ..promotion import promote, scalar_tensor
+from ..promotion import cast, promote, scalar_tensor
 from ..registry import functor
 
 _matmul = get("matmul").apply
@@ -27,6 +31,13 @@ _vm = get("vector_matrix_product").apply
 _dot = get("dot").apply
 _outer = get("outer").apply
 _mul = get("mul").apply
+
+
+def autocast_args(dtype: Any, *tensors: Any) -> tuple[Any, ...]:
+    """Autocast's cast of an op's inputs: each tensor of an eligible floating dtype (float32,
+    float16, bfloat16; not float64, as PyTorch) as ``dtype``; ``None`` and others unchanged."""
+    return tuple(cast(t, dtype) if isinstance(t, Tensor) and t._value.dtype in _AUTOCAST_ELIGIBLE
+                 else t for t in tensors)
 
 
 def _same_dtype(fname: str, a: Tensor, b: Tensor) -> None:
@@ -45,6 +56,8 @@ def _require_ndim(fname: str, arg: str, t: Tensor, ndim: int) -> None:
 def matmul(input: Tensor, other: Tensor, transpose_a: bool, transpose_b: bool,
            alpha: float) -> Tensor:
     """torch.matmul: the product of two tensors, by the operands' ranks (module docstring)."""
+    if _autocast.dtype is not None:
+        input, other = autocast_args(_autocast.dtype, input, other)
     va, vb = input._value, other._value
     na, nb = va.ndim, vb.ndim
     if na == 2 and nb == 2 and va.dtype == vb.dtype and alpha == 1.0:  # the hot path
@@ -78,6 +91,8 @@ def matmul(input: Tensor, other: Tensor, transpose_a: bool, transpose_b: bool,
 @functor("Mm")
 def mm(input: Tensor, mat2: Tensor) -> Tensor:
     """torch.mm: the product of two 2-D matrices (no broadcasting)."""
+    if _autocast.dtype is not None:
+        input, mat2 = autocast_args(_autocast.dtype, input, mat2)
     _require_ndim("mm", "input", input, 2)
     _require_ndim("mm", "mat2", mat2, 2)
     _same_dtype("mm", input, mat2)
@@ -87,6 +102,8 @@ def mm(input: Tensor, mat2: Tensor) -> Tensor:
 @functor("Bmm")
 def bmm(input: Tensor, mat2: Tensor) -> Tensor:
     """torch.bmm: batched product of (b, n, m) and (b, m, p) tensors (no broadcasting)."""
+    if _autocast.dtype is not None:
+        input, mat2 = autocast_args(_autocast.dtype, input, mat2)
     _require_ndim("bmm", "input", input, 3)
     _require_ndim("bmm", "mat2", mat2, 3)
     _same_dtype("bmm", input, mat2)
@@ -109,6 +126,8 @@ def dot(input: Tensor, tensor: Tensor) -> Tensor:
 @functor("Mv")
 def mv(input: Tensor, vec: Tensor) -> Tensor:
     """torch.mv: a 2-D matrix times a 1-D vector."""
+    if _autocast.dtype is not None:
+        input, vec = autocast_args(_autocast.dtype, input, vec)
     _require_ndim("mv", "input", input, 2)
     _require_ndim("mv", "vec", vec, 1)
     _same_dtype("mv", input, vec)

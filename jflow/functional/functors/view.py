@@ -9,6 +9,7 @@ attrs, so equal calls share one cached executable.
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Sequence
 
 from ...ops import get
@@ -34,9 +35,17 @@ def _can_view(input: Tensor, shape: tuple[int, ...]) -> bool:
     return not input._aliases or view_strides(layout_of(input), shape) is not None
 
 
+@functools.lru_cache(maxsize=1024)
+def _target_shape(in_shape: tuple[int, ...], shape: tuple[int, ...]) -> tuple[int, ...]:
+    return reshape_shape(in_shape, shape)  # (cached: a model reshapes the same way each step)
+
+
 def _reshape_to(fname: str, input: Tensor, shape: Sequence[int]) -> Tensor:
     try:
-        s = reshape_shape(input._value.shape, shape)
+        try:
+            s = _target_shape(input._value.shape, tuple(shape))
+        except TypeError:  # unhashable sizes: validated (and refused) uncached
+            s = reshape_shape(input._value.shape, shape)
     except ValueError as e:
         raise in_function(fname, e) from None
     if not _can_view(input, s):

@@ -7,8 +7,14 @@ from ...tensor import Tensor
 from .. import functional as F
 from .module import Module
 
+# PyTorch defines MultiheadAttention in nn/modules/activation.py, and ported code imports it from
+# there; jflow defines it beside the transformer layers (which do not import this module, so no
+# import cycle) and re-exports it here.
+from .transformer import MultiheadAttention
+
 __all__ = ["ReLU", "ReLU6", "LeakyReLU", "GELU", "SiLU", "Mish", "Sigmoid", "LogSigmoid",
            "Tanh", "Softmax", "LogSoftmax", "Softmin", "ELU", "Softplus", "Hardtanh"]
+__all__ += ["MultiheadAttention"]
 
 
 class _Inplace(Module):

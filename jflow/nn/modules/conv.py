@@ -7,6 +7,7 @@ fan_in = weight.shape[1] · prod(kernel_size), from jflow's default generator.
 
 from __future__ import annotations
 
+import operator
 from typing import Any
 
 from ...creation import empty
@@ -22,8 +23,24 @@ __all__ = ["Conv1d", "Conv2d", "ConvTranspose2d"]
 _PADDING_MODES = ("zeros", "reflect", "replicate", "circular")
 
 
-def _ntuple(v: Any, n: int, name: str) -> tuple[int, ...]:
-    t = (int(v),) * n if isinstance(v, int) else tuple(int(a) for a in v)
+def _int(v: Any, name: str, owner: str, what: str = "an int") -> int:
+    """``v`` as an int; a float (``out_channels=2.0``) is a TypeError naming the argument, where
+    ``int(v)`` would silently truncate (PyTorch raises TypeError too, from ``torch.empty``)."""
+    try:
+        return operator.index(v)
+    except TypeError:
+        raise TypeError(f"{owner}: argument '{name}' must be {what}, but got "
+                        f"{type(v).__name__} ({v!r})") from None
+
+
+def _ntuple(v: Any, n: int, name: str, owner: str = "conv") -> tuple[int, ...]:
+    what = "an int or a tuple of ints"
+    try:
+        t = (operator.index(v),) * n
+    except TypeError:
+        if not hasattr(v, "__iter__"):
+            _int(v, name, owner, what)                      # raises, naming the argument
+        t = tuple(_int(a, name, owner, what) for a in v)  # tuple, list, Size, array, ...
     if len(t) == 1 and n > 1:
         t = t * n
     if len(t) != n:
@@ -42,6 +59,9 @@ class _ConvNd(Module):
                  padding_mode: str, device: Any, dtype: Any) -> None:
         super().__init__()
         n, name = self._nd, type(self).__name__
+        in_channels = _int(in_channels, "in_channels", name)
+        out_channels = _int(out_channels, "out_channels", name)
+        groups = _int(groups, "groups", name)
         if groups <= 0:
             raise ValueError(f"{name}: groups must be a positive integer, got {groups}")
         if in_channels % groups:
@@ -57,9 +77,9 @@ class _ConvNd(Module):
             raise ValueError(f"{name}: only 'zeros' padding mode is supported, got "
                              f"{padding_mode!r}")
         self.in_channels, self.out_channels = int(in_channels), int(out_channels)
-        self.kernel_size = _ntuple(kernel_size, n, "kernel_size")
-        self.stride = _ntuple(stride, n, "stride")
-        self.dilation = _ntuple(dilation, n, "dilation")
+        self.kernel_size = _ntuple(kernel_size, n, "kernel_size", name)
+        self.stride = _ntuple(stride, n, "stride", name)
+        self.dilation = _ntuple(dilation, n, "dilation", name)
         if isinstance(padding, str):
             if self._transposed or padding not in ("same", "valid"):
                 raise ValueError(f"{name}: invalid padding string {padding!r}"
@@ -70,8 +90,8 @@ class _ConvNd(Module):
                                  f"convolutions")
             self.padding: Any = padding
         else:
-            self.padding = _ntuple(padding, n, "padding")
-        self.output_padding = _ntuple(output_padding, n, "output_padding")
+            self.padding = _ntuple(padding, n, "padding", name)
+        self.output_padding = _ntuple(output_padding, n, "output_padding", name)
         self.transposed, self.groups = self._transposed, int(groups)
         self.padding_mode = padding_mode
         if self._transposed:

@@ -36,6 +36,11 @@ class Linear(Module):
     def __init__(self, in_features: int, out_features: int, bias: bool = True,
                  device: Any = None, dtype: Any = None) -> None:
         super().__init__()
+        for name, v in (("in_features", in_features), ("out_features", out_features)):
+            # int() would truncate 2.5 silently; PyTorch raises TypeError (from torch.empty).
+            if not hasattr(type(v), "__index__"):
+                raise TypeError(f"Linear: argument '{name}' must be an int, but got "
+                                f"{type(v).__name__} ({v!r})")
         self.in_features = int(in_features)
         self.out_features = int(out_features)
         self.weight = Parameter(empty(self.out_features, self.in_features, dtype=dtype,

@@ -1,14 +1,19 @@
 """Loss modules over ``flow._C``: ``MSELoss``, ``L1Loss``, ``NLLLoss``, ``CrossEntropyLoss``,
-``BCEWithLogitsLoss``. Their defaults are those of the ``flow._C`` loss functions (api.yaml)."""
+``BCEWithLogitsLoss``. Their defaults are those of the ``flow._C`` loss functions (api.yaml).
+``BCELoss`` calls ``nn.functional.binary_cross_entropy`` (written with jflow ops)."""
 
 from __future__ import annotations
+
+from typing import Any
 
 from ... import _C
 from ...functional import api_default
 from ...tensor import Tensor
+from .. import functional as F
 from .module import Module
 
-__all__ = ["MSELoss", "L1Loss", "NLLLoss", "CrossEntropyLoss", "BCEWithLogitsLoss"]
+__all__ = ["MSELoss", "L1Loss", "NLLLoss", "CrossEntropyLoss", "BCEWithLogitsLoss",
+           "BCELoss"]
 
 _REDUCTIONS = ("none", "mean", "sum")
 
@@ -71,6 +76,21 @@ class CrossEntropyLoss(_WeightedLoss):
     def forward(self, input: Tensor, target: Tensor) -> Tensor:
         return _C.cross_entropy(input, target, self.weight, ignore_index=self.ignore_index,
                                 reduction=self.reduction, label_smoothing=self.label_smoothing)
+
+
+class BCELoss(_WeightedLoss):
+    """``-w [t log(x) + (1 - t) log(1 - x)]`` of probabilities ``x`` (logs clamped to >= -100,
+    as PyTorch); see :func:`jflow.nn.functional.binary_cross_entropy`."""
+
+    def __init__(self, weight: Tensor | None = None, size_average: Any = None,
+                 reduce: Any = None, reduction: str = "mean") -> None:
+        if size_average is not None or reduce is not None:
+            raise TypeError("BCELoss: size_average and reduce are deprecated in PyTorch and not "
+                            "supported by jflow; use reduction")
+        super().__init__(weight, reduction)
+
+    def forward(self, input: Tensor, target: Tensor) -> Tensor:
+        return F.binary_cross_entropy(input, target, self.weight, reduction=self.reduction)
 
 
 _BCE = "binary_cross_entropy_with_logits"

@@ -1,4 +1,5 @@
-"""``MultiheadAttention``, ``TransformerEncoderLayer``, ``TransformerEncoder`` (PyTorch's).
+"""``MultiheadAttention``, the encoder and decoder layers and stacks, and ``Transformer``
+(PyTorch's ``torch.nn.modules.transformer``).
 
 Parameter names, shapes and initialisation follow PyTorch, so state dicts are interchangeable:
 ``in_proj_weight (3E, E)`` / ``in_proj_bias (3E,)`` (or ``q_proj_weight``, ``k_proj_weight``,
@@ -16,6 +17,13 @@ Masks use PyTorch's ``nn.MultiheadAttention`` conventions: a bool ``attn_mask`` 
 key masked gives zeros (PyTorch gives NaN). ``is_causal=True`` is a hint that ``attn_mask``
 is the causal mask (as PyTorch); jflow then applies the causal mask itself, also when
 ``attn_mask`` is None (PyTorch raises there).
+
+``TransformerDecoderLayer``, ``TransformerDecoder`` and ``Transformer`` have PyTorch's
+submodule names (``self_attn``, ``multihead_attn``, ``linear1/2``, ``norm1/2/3``,
+``encoder.layers.<i>``, ``decoder.norm``, ...), so a torch ``state_dict`` loads unchanged.
+PyTorch's eval-mode fast paths (nested tensors, fused encoder kernels) are not reproduced: they
+compute the same function, except that the nested-tensor path returns zeros at padded source
+positions where jflow returns the (unused) computed values.
 """
 
 from __future__ import annotations
@@ -25,18 +33,20 @@ import math
 from collections.abc import Callable
 from typing import Any
 
-from ...creation import empty
+from ...creation import empty, full
 from ...functional.functors.attention import attention_math
 from ...tensor import Tensor
 from .. import functional as F
 from .. import init
 from ..parameter import Parameter
 from .container import ModuleList
+from .dropout import Dropout
 from .linear import Linear
 from .module import Module
-from .normalization import Dropout, LayerNorm
+from .normalization import LayerNorm
 
-__all__ = ["MultiheadAttention", "TransformerEncoderLayer", "TransformerEncoder"]
+__all__ = ["MultiheadAttention", "TransformerEncoderLayer", "TransformerEncoder",
+           "TransformerDecoderLayer", "TransformerDecoder", "Transformer"]
 
 _FN = "MultiheadAttention.forward()"
 
@@ -224,6 +234,28 @@ def _activation(activation: Any) -> Callable[[Tensor], Tensor]:
     raise RuntimeError(f"activation should be relu/gelu, not {activation}")
 
 
+def _build_layer(layer: Module, n_attn: int, d_model: int, nhead: int, dim_feedforward: int,
+                 dropout: float, activation: Any, layer_norm_eps: float, batch_first: bool,
+                 norm_first: bool, bias: bool, device: Any, dtype: Any) -> None:
+    """The submodules of an encoder (``n_attn=1``) or decoder (2: + cross-attention) layer,
+    under PyTorch's names: one norm and one dropout per residual block."""
+    kw = {"device": device, "dtype": dtype}
+    layer.self_attn = MultiheadAttention(d_model, nhead, dropout=dropout, bias=bias,
+                                         batch_first=batch_first, **kw)
+    if n_attn == 2:
+        layer.multihead_attn = MultiheadAttention(d_model, nhead, dropout=dropout, bias=bias,
+                                                  batch_first=batch_first, **kw)
+    layer.linear1 = Linear(d_model, dim_feedforward, bias=bias, **kw)
+    layer.dropout = Dropout(dropout)
+    layer.linear2 = Linear(dim_feedforward, d_model, bias=bias, **kw)
+    layer.norm_first = bool(norm_first)
+    for k in range(1, n_attn + 2):
+        setattr(layer, f"norm{k}", LayerNorm(d_model, eps=layer_norm_eps, bias=bias, **kw))
+    for k in range(1, n_attn + 2):
+        setattr(layer, f"dropout{k}", Dropout(dropout))
+    layer.activation = _activation(activation)
+
+
 class TransformerEncoderLayer(Module):
     """Self-attention and a feed-forward block (``torch.nn.TransformerEncoderLayer``): post-norm
     ``x = norm1(x + sa(x)); x = norm2(x + ff(x))`` or, with ``norm_first``, pre-norm
@@ -234,18 +266,8 @@ class TransformerEncoderLayer(Module):
                  batch_first: bool = False, norm_first: bool = False, bias: bool = True,
                  device: Any = None, dtype: Any = None) -> None:
         super().__init__()
-        kw = {"device": device, "dtype": dtype}
-        self.self_attn = MultiheadAttention(d_model, nhead, dropout=dropout, bias=bias,
-                                            batch_first=batch_first, **kw)
-        self.linear1 = Linear(d_model, dim_feedforward, bias=bias, **kw)
-        self.dropout = Dropout(dropout)
-        self.linear2 = Linear(dim_feedforward, d_model, bias=bias, **kw)
-        self.norm_first = bool(norm_first)
-        self.norm1 = LayerNorm(d_model, eps=layer_norm_eps, bias=bias, **kw)
-        self.norm2 = LayerNorm(d_model, eps=layer_norm_eps, bias=bias, **kw)
-        self.dropout1 = Dropout(dropout)
-        self.dropout2 = Dropout(dropout)
-        self.activation = _activation(activation)
+        _build_layer(self, 1, d_model, nhead, dim_feedforward, dropout, activation,
+                     layer_norm_eps, batch_first, norm_first, bias, device, dtype)
 
     def _sa_block(self, x: Tensor, attn_mask: Any, key_padding_mask: Any,
                   is_causal: bool) -> Tensor:
@@ -288,3 +310,145 @@ class TransformerEncoder(Module):
             x = layer(x, src_mask=mask, src_key_padding_mask=src_key_padding_mask,
                       is_causal=bool(is_causal))
         return x if self.norm is None else self.norm(x)
+
+
+class TransformerDecoderLayer(Module):
+    """Self-attention, cross-attention over ``memory`` and a feed-forward block
+    (``torch.nn.TransformerDecoderLayer``): post-norm ``x = norm1(x + sa(x));
+    x = norm2(x + mha(x, memory)); x = norm3(x + ff(x))`` or, with ``norm_first``, pre-norm
+    ``x = x + sa(norm1(x)); x = x + mha(norm2(x), memory); x = x + ff(norm3(x))``.
+
+    ``activation`` is ``"relu"``, ``"gelu"`` or a callable (a module is registered as a
+    submodule, as PyTorch does by plain attribute assignment)."""
+
+    def __init__(self, d_model: int, nhead: int, dim_feedforward: int = 2048,
+                 dropout: float = 0.1, activation: Any = "relu", layer_norm_eps: float = 1e-5,
+                 batch_first: bool = False, norm_first: bool = False, bias: bool = True,
+                 device: Any = None, dtype: Any = None) -> None:
+        super().__init__()
+        _build_layer(self, 2, d_model, nhead, dim_feedforward, dropout, activation,
+                     layer_norm_eps, batch_first, norm_first, bias, device, dtype)
+
+    _sa_block = TransformerEncoderLayer._sa_block  # the same self-attention block
+
+    def _mha_block(self, x: Tensor, mem: Tensor, attn_mask: Any, key_padding_mask: Any,
+                   is_causal: bool) -> Tensor:
+        x = self.multihead_attn(x, mem, mem, attn_mask=attn_mask,
+                                key_padding_mask=key_padding_mask, need_weights=False,
+                                is_causal=is_causal)[0]
+        return self.dropout2(x)
+
+    def _ff_block(self, x: Tensor) -> Tensor:
+        return self.dropout3(self.linear2(self.dropout(self.activation(self.linear1(x)))))
+
+    def forward(self, tgt: Tensor, memory: Tensor, tgt_mask: Any = None,
+                memory_mask: Any = None, tgt_key_padding_mask: Any = None,
+                memory_key_padding_mask: Any = None, tgt_is_causal: bool = False,
+                memory_is_causal: bool = False) -> Tensor:
+        """``tgt`` (T, N, E) ((N, T, E) with ``batch_first``; (T, E) unbatched) attending to
+        ``memory`` (S, N, E); masks in ``MultiheadAttention``'s conventions."""
+        x = tgt
+        tc, mc = bool(tgt_is_causal), bool(memory_is_causal)
+        if self.norm_first:
+            x = x + self._sa_block(self.norm1(x), tgt_mask, tgt_key_padding_mask, tc)
+            x = x + self._mha_block(self.norm2(x), memory, memory_mask,
+                                    memory_key_padding_mask, mc)
+            x = x + self._ff_block(self.norm3(x))
+        else:
+            x = self.norm1(x + self._sa_block(x, tgt_mask, tgt_key_padding_mask, tc))
+            x = self.norm2(x + self._mha_block(x, memory, memory_mask,
+                                               memory_key_padding_mask, mc))
+            x = self.norm3(x + self._ff_block(x))
+        return x
+
+
+class TransformerDecoder(Module):
+    """A stack of ``num_layers`` deep copies of ``decoder_layer`` (state dict keys
+    ``layers.<i>.…`` as PyTorch), then the optional ``norm``."""
+
+    def __init__(self, decoder_layer: Module, num_layers: int, norm: Any = None) -> None:
+        super().__init__()
+        self.layers = ModuleList([copy.deepcopy(decoder_layer) for _ in range(num_layers)])
+        self.num_layers = int(num_layers)
+        self.norm = norm
+
+    def forward(self, tgt: Tensor, memory: Tensor, tgt_mask: Any = None,
+                memory_mask: Any = None, tgt_key_padding_mask: Any = None,
+                memory_key_padding_mask: Any = None, tgt_is_causal: Any = None,
+                memory_is_causal: bool = False) -> Tensor:
+        """``tgt_is_causal=None`` is False (PyTorch would inspect ``tgt_mask``; the mask is
+        applied either way, so the result is the same)."""
+        x = tgt
+        for layer in self.layers:
+            x = layer(x, memory, tgt_mask=tgt_mask, memory_mask=memory_mask,
+                      tgt_key_padding_mask=tgt_key_padding_mask,
+                      memory_key_padding_mask=memory_key_padding_mask,
+                      tgt_is_causal=bool(tgt_is_causal), memory_is_causal=memory_is_causal)
+        return x if self.norm is None else self.norm(x)
+
+
+class Transformer(Module):
+    """Encoder-decoder transformer (``torch.nn.Transformer``): ``decoder(tgt, encoder(src))``,
+    each stack ending in a ``LayerNorm`` unless ``custom_encoder`` / ``custom_decoder`` is
+    given. Every parameter with more than one dimension is re-initialised with
+    xavier_uniform_, as PyTorch does (custom stacks included)."""
+
+    def __init__(self, d_model: int = 512, nhead: int = 8, num_encoder_layers: int = 6,
+                 num_decoder_layers: int = 6, dim_feedforward: int = 2048,
+                 dropout: float = 0.1, activation: Any = "relu", custom_encoder: Any = None,
+                 custom_decoder: Any = None, layer_norm_eps: float = 1e-5,
+                 batch_first: bool = False, norm_first: bool = False, bias: bool = True,
+                 device: Any = None, dtype: Any = None) -> None:
+        super().__init__()
+        kw = {"device": device, "dtype": dtype}
+        layer_kw = {"dim_feedforward": dim_feedforward, "dropout": dropout,
+                    "activation": activation, "layer_norm_eps": layer_norm_eps,
+                    "batch_first": batch_first, "norm_first": norm_first, "bias": bias, **kw}
+        if custom_encoder is not None:
+            self.encoder = custom_encoder
+        else:
+            self.encoder = TransformerEncoder(
+                TransformerEncoderLayer(d_model, nhead, **layer_kw), num_encoder_layers,
+                LayerNorm(d_model, eps=layer_norm_eps, bias=bias, **kw))
+        if custom_decoder is not None:
+            self.decoder = custom_decoder
+        else:
+            self.decoder = TransformerDecoder(
+                TransformerDecoderLayer(d_model, nhead, **layer_kw), num_decoder_layers,
+                LayerNorm(d_model, eps=layer_norm_eps, bias=bias, **kw))
+        self._reset_parameters()
+        self.d_model = int(d_model)
+        self.nhead = int(nhead)
+        self.batch_first = bool(batch_first)
+
+    def _reset_parameters(self) -> None:
+        for p in self.parameters():
+            if p.ndim > 1:
+                init.xavier_uniform_(p)
+
+    def forward(self, src: Tensor, tgt: Tensor, src_mask: Any = None, tgt_mask: Any = None,
+                memory_mask: Any = None, src_key_padding_mask: Any = None,
+                tgt_key_padding_mask: Any = None, memory_key_padding_mask: Any = None,
+                src_is_causal: Any = None, tgt_is_causal: Any = None,
+                memory_is_causal: bool = False) -> Tensor:
+        """``src`` (S, N, E) and ``tgt`` (T, N, E) ((N, ·, E) with ``batch_first``;
+        unbatched 2-D also accepted) → (T, N, E)."""
+        batched = src.ndim == 3
+        bdim = 0 if self.batch_first else 1
+        if batched and src.shape[bdim] != tgt.shape[bdim]:
+            raise RuntimeError("the batch number of src and tgt must be equal")
+        if src.shape[-1] != self.d_model or tgt.shape[-1] != self.d_model:
+            raise RuntimeError("the feature number of src and tgt must be equal to d_model")
+        memory = self.encoder(src, mask=src_mask, src_key_padding_mask=src_key_padding_mask,
+                              is_causal=src_is_causal)
+        return self.decoder(tgt, memory, tgt_mask=tgt_mask, memory_mask=memory_mask,
+                            tgt_key_padding_mask=tgt_key_padding_mask,
+                            memory_key_padding_mask=memory_key_padding_mask,
+                            tgt_is_causal=tgt_is_causal, memory_is_causal=memory_is_causal)
+
+    @staticmethod
+    def generate_square_subsequent_mask(sz: int, device: Any = None,
+                                        dtype: Any = None) -> Tensor:
+        """The causal mask as an additive float mask: ``-inf`` above the diagonal, 0 on and
+        below it (PyTorch's; float32 unless ``dtype`` is given)."""
+        return full((sz, sz), -math.inf, dtype=dtype, device=device).triu(diagonal=1)

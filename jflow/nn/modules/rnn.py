@@ -1,0 +1,413 @@
+"""Recurrent layers as PyTorch's: ``RNN`` (tanh / relu), ``LSTM``, ``GRU`` and their cells
+``RNNCell``, ``LSTMCell``, ``GRUCell``.
+
+Parameter names, shapes, gate order (LSTM ``i, f, g, o``; GRU ``r, z, n``) and initialisation
+(every parameter ~ U(±1/√hidden_size)) follow PyTorch, so a PyTorch ``state_dict`` loads as is.
+
+The recurrence is written with jflow ops and a Python loop over time steps: the input
+projection of a whole layer is one matmul, then each step is one ``linear`` on the hidden
+state plus the gate arithmetic. Eagerly every step records on the autograd tape; under
+``flow.jit`` / ``jax.jit`` the loop is unrolled into the trace (sequence length is static).
+No fused cuDNN kernel is used, so there is nothing to ``flatten_parameters`` (a no-op, kept
+for code that calls it).
+
+Not supported (each raises a clear error): LSTM ``proj_size > 0``; packed sequences
+(``PackedSequence`` inputs).
+"""
+
+from __future__ import annotations
+
+import math
+import numbers
+import warnings
+from typing import Any
+
+from ... import _C
+from ...creation import empty, zeros
+from ...tensor import Tensor
+from .. import functional as F
+from .. import init
+from ..parameter import Parameter
+from .module import Module
+
+__all__ = ["RNNBase", "RNN", "LSTM", "GRU", "RNNCellBase", "RNNCell", "LSTMCell", "GRUCell"]
+
+_GATES = {"RNN_TANH": 1, "RNN_RELU": 1, "LSTM": 4, "GRU": 3}
+
+
+# -- one time step of each cell kind (shared by the layers and the cells) ----------------------
+
+def _rnn_step(gi: Tensor, h: Tensor, w_hh: Tensor, b_hh: Tensor | None, relu: bool) -> Tensor:
+    """h' = act(gi + h W_hh^T + b_hh), where gi = x W_ih^T + b_ih is precomputed."""
+    pre = gi + F.linear(h, w_hh, b_hh)
+    return _C.relu(pre) if relu else _C.tanh(pre)
+
+
+def _lstm_step(gi: Tensor, h: Tensor, c: Tensor, w_hh: Tensor, b_hh: Tensor | None
+               ) -> tuple[Tensor, Tensor]:
+    """PyTorch's LSTM step, gates in order i, f, g, o."""
+    gates = gi + F.linear(h, w_hh, b_hh)
+    i, f, g, o = _C.chunk(gates, 4, -1)
+    c2 = _C.sigmoid(f) * c + _C.sigmoid(i) * _C.tanh(g)
+    return _C.sigmoid(o) * _C.tanh(c2), c2
+
+
+def _gru_step(gi: Tensor, h: Tensor, w_hh: Tensor, b_hh: Tensor | None) -> Tensor:
+    """PyTorch's GRU step, gates r, z, n; b_hn sits inside the reset product (as cuDNN and
+    PyTorch), so the hidden projection is kept apart from the input one."""
+    gh = F.linear(h, w_hh, b_hh)
+    i_r, i_z, i_n = _C.chunk(gi, 3, -1)
+    h_r, h_z, h_n = _C.chunk(gh, 3, -1)
+    r = _C.sigmoid(i_r + h_r)
+    z = _C.sigmoid(i_z + h_z)
+    n = _C.tanh(i_n + r * h_n)
+    return n + z * (h - n)       # = (1 - z) * n + z * h
+
+
+def _check_not_packed(input: Any, name: str) -> None:
+    if not isinstance(input, Tensor):
+        if hasattr(input, "batch_sizes"):
+            raise NotImplementedError(f"{name}: packed sequences (PackedSequence) are not "
+                                      "supported by jflow; pass a padded tensor instead")
+        raise TypeError(f"{name}: expected a Tensor input, got {type(input).__name__}")
+
+
+class RNNBase(Module):
+    """The multi-layer, optionally bidirectional recurrence shared by ``RNN``, ``LSTM`` and
+    ``GRU``; ``mode`` is ``"RNN_TANH"``, ``"RNN_RELU"``, ``"LSTM"`` or ``"GRU"``."""
+
+    def __init__(self, mode: str, input_size: int, hidden_size: int, num_layers: int = 1,
+                 bias: bool = True, batch_first: bool = False, dropout: float = 0.0,
+                 bidirectional: bool = False, proj_size: int = 0, device: Any = None,
+                 dtype: Any = None) -> None:
+        super().__init__()
+        if mode not in _GATES:
+            raise ValueError(f"Unrecognized RNN mode: {mode}")
+        if (not isinstance(dropout, numbers.Number) or isinstance(dropout, bool)
+                or not 0 <= dropout <= 1):
+            raise ValueError("dropout should be a number in range [0, 1] representing the "
+                             "probability of an element being zeroed")
+        if dropout > 0 and num_layers == 1:
+            warnings.warn("dropout option adds dropout after all but last recurrent layer, so "
+                          f"non-zero dropout expects num_layers greater than 1, but got "
+                          f"dropout={dropout} and num_layers={num_layers}", stacklevel=2)
+        if not isinstance(hidden_size, int) or isinstance(hidden_size, bool) or hidden_size <= 0:
+            raise ValueError(f"hidden_size must be a positive integer, got {hidden_size!r}")
+        if not isinstance(num_layers, int) or isinstance(num_layers, bool) or num_layers <= 0:
+            raise ValueError(f"num_layers must be a positive integer, got {num_layers!r}")
+        if proj_size < 0:
+            raise ValueError("proj_size should be a positive integer or zero to disable "
+                             "projections")
+        if proj_size > 0:
+            if mode != "LSTM":
+                raise ValueError("proj_size argument is only supported for LSTM, not RNN or GRU")
+            raise NotImplementedError("jflow's LSTM does not support proj_size > 0 (LSTM with "
+                                      "projections)")
+        self.mode = mode
+        self.input_size, self.hidden_size = int(input_size), int(hidden_size)
+        self.num_layers, self.bias, self.batch_first = num_layers, bool(bias), bool(batch_first)
+        self.dropout, self.bidirectional = float(dropout), bool(bidirectional)
+        self.proj_size = 0
+        num_dirs = 2 if bidirectional else 1
+        gate_size = _GATES[mode] * self.hidden_size
+        self._flat_weights_names: list[str] = []
+        self._all_weights: list[list[str]] = []
+        for layer in range(num_layers):
+            for d in range(num_dirs):
+                in_size = self.input_size if layer == 0 else self.hidden_size * num_dirs
+                sfx = f"_l{layer}" + ("_reverse" if d == 1 else "")
+                shapes = [("weight_ih", (gate_size, in_size)),
+                          ("weight_hh", (gate_size, self.hidden_size))]
+                if bias:
+                    shapes += [("bias_ih", (gate_size,)), ("bias_hh", (gate_size,))]
+                names = []
+                for base, shape in shapes:
+                    setattr(self, base + sfx, Parameter(empty(*shape, dtype=dtype,
+                                                              device=device)))
+                    names.append(base + sfx)
+                self._flat_weights_names += names
+                self._all_weights.append(names)
+        self.reset_parameters()
+
+    def reset_parameters(self) -> None:
+        """PyTorch's init: every weight and bias ~ U(-1/√hidden_size, 1/√hidden_size)."""
+        stdv = 1.0 / math.sqrt(self.hidden_size)
+        for w in self.parameters():
+            init.uniform_(w, -stdv, stdv)
+
+    def flatten_parameters(self) -> None:
+        """No-op: there is no fused weight buffer to compact (kept for PyTorch code)."""
+
+    @property
+    def all_weights(self) -> list[list[Parameter]]:
+        return [[getattr(self, n) for n in names] for names in self._all_weights]
+
+    @property
+    def _num_dirs(self) -> int:
+        return 2 if self.bidirectional else 1
+
+    def _layer_params(self, layer: int, d: int) -> tuple[Any, Any, Any, Any]:
+        sfx = f"_l{layer}" + ("_reverse" if d == 1 else "")
+        if self.bias:
+            return (getattr(self, "weight_ih" + sfx), getattr(self, "weight_hh" + sfx),
+                    getattr(self, "bias_ih" + sfx), getattr(self, "bias_hh" + sfx))
+        return getattr(self, "weight_ih" + sfx), getattr(self, "weight_hh" + sfx), None, None
+
+    def _check_hidden(self, h: Tensor, expected: tuple[int, ...], what: str) -> None:
+        if tuple(h.shape) != expected:
+            raise RuntimeError(f"Expected {what} size {expected}, got {list(h.shape)}")
+
+    def _prepare(self, input: Any, hx: Any) -> tuple[Tensor, Any, bool]:
+        """Validates; returns (time-major 3-D input, hx batched or None, is_batched)."""
+        name = type(self).__name__
+        _check_not_packed(input, name)
+        if input.dim() not in (2, 3):
+            raise ValueError(f"{name}: Expected input to be 2D or 3D, got {input.dim()}D "
+                             "tensor instead")
+        batched = input.dim() == 3
+        hs = hx if isinstance(hx, (tuple, list)) else ((hx,) if hx is not None else ())
+        if self.mode == "LSTM" and hx is not None and (not isinstance(hx, (tuple, list))
+                                                       or len(hx) != 2):
+            raise TypeError("LSTM: hx must be a tuple (h_0, c_0)")
+        for h in hs:
+            want = 3 if batched else 2
+            if h.dim() != want:
+                raise RuntimeError(f"For {'batched 3-D' if batched else 'unbatched 2-D'} "
+                                   f"input, hx{' and cx' if self.mode == 'LSTM' else ''} "
+                                   f"should also be {want}-D but got {h.dim()}-D tensor")
+        if not batched:
+            input = _C.unsqueeze(input, 1)          # (T, 1, I): time-major, batch of one
+            hs = tuple(_C.unsqueeze(h, 1) for h in hs)
+        elif self.batch_first:
+            input = _C.transpose(input, 0, 1)
+        if input.shape[-1] != self.input_size:
+            raise RuntimeError(f"input.size(-1) must be equal to input_size. Expected "
+                               f"{self.input_size}, got {input.shape[-1]}")
+        expected = (self.num_layers * self._num_dirs, input.shape[1], self.hidden_size)
+        for k, h in enumerate(hs):
+            self._check_hidden(h, expected, "hidden" if k == 0 else "cell")
+        return input, (hs if hs else None), batched
+
+    def _run(self, x: Tensor, hs: Any) -> tuple[Tensor, list[list[Tensor]]]:
+        """Runs all layers over time-major ``x``; returns (last layer's output, final states
+        per state kind, each a list over layer*direction)."""
+        n_state = 2 if self.mode == "LSTM" else 1
+        n_dirs = self._num_dirs
+        if hs is None:
+            z = zeros(self.num_layers * n_dirs, x.shape[1], self.hidden_size, dtype=x.dtype,
+                      device=x.device)
+            hs = (z,) * n_state
+        finals: list[list[Tensor]] = [[] for _ in range(n_state)]
+        steps = x.shape[0]
+        for layer in range(self.num_layers):
+            outs = []
+            for d in range(n_dirs):
+                w_ih, w_hh, b_ih, b_hh = self._layer_params(layer, d)
+                idx = layer * n_dirs + d
+                state = [h[idx] for h in hs]
+                gi = _C.unbind(F.linear(x, w_ih, b_ih), 0)   # one matmul for all steps
+                order = range(steps - 1, -1, -1) if d == 1 else range(steps)
+                ys: list[Any] = [None] * steps
+                for t in order:
+                    if self.mode == "LSTM":
+                        state = list(_lstm_step(gi[t], state[0], state[1], w_hh, b_hh))
+                    elif self.mode == "GRU":
+                        state = [_gru_step(gi[t], state[0], w_hh, b_hh)]
+                    else:
+                        state = [_rnn_step(gi[t], state[0], w_hh, b_hh,
+                                           self.mode == "RNN_RELU")]
+                    ys[t] = state[0]
+                outs.append(_C.stack(ys, 0))
+                for k in range(n_state):
+                    finals[k].append(state[k])
+            x = outs[0] if n_dirs == 1 else _C.cat(outs, 2)
+            if self.dropout > 0 and self.training and layer < self.num_layers - 1:
+                x = F.dropout(x, self.dropout, True)
+        return x, finals
+
+    def forward(self, input: Tensor, hx: Any = None) -> tuple[Tensor, Any]:
+        x, hs, batched = self._prepare(input, hx)
+        out, finals = self._run(x, hs)
+        states = [_C.stack(f, 0) for f in finals]
+        if not batched:
+            out = _C.squeeze(out, 1)
+            states = [_C.squeeze(s, 1) for s in states]
+        elif self.batch_first:
+            out = _C.transpose(out, 0, 1)
+        return out, (tuple(states) if self.mode == "LSTM" else states[0])
+
+    def extra_repr(self) -> str:
+        s = f"{self.input_size}, {self.hidden_size}"
+        if self.num_layers != 1:
+            s += f", num_layers={self.num_layers}"
+        if not self.bias:
+            s += ", bias=False"
+        if self.batch_first:
+            s += ", batch_first=True"
+        if self.dropout:
+            s += f", dropout={self.dropout}"
+        if self.bidirectional:
+            s += ", bidirectional=True"
+        return s
+
+
+class RNN(RNNBase):
+    """Elman RNN: ``h_t = act(x_t W_ih^T + b_ih + h_{t-1} W_hh^T + b_hh)``, act tanh or relu.
+
+    ``RNN(input_size, hidden_size, num_layers=1, nonlinearity='tanh', bias=True,
+    batch_first=False, dropout=0.0, bidirectional=False)``; ``forward(input, hx=None)``
+    returns ``(output, h_n)``.
+    """
+
+    def __init__(self, input_size: int, hidden_size: int, num_layers: int = 1,
+                 nonlinearity: str = "tanh", bias: bool = True, batch_first: bool = False,
+                 dropout: float = 0.0, bidirectional: bool = False, device: Any = None,
+                 dtype: Any = None) -> None:
+        if nonlinearity not in ("tanh", "relu"):
+            raise ValueError(f"Unknown nonlinearity '{nonlinearity}'. Select from 'tanh' or "
+                             "'relu'.")
+        self.nonlinearity = nonlinearity
+        super().__init__("RNN_TANH" if nonlinearity == "tanh" else "RNN_RELU", input_size,
+                         hidden_size, num_layers, bias, batch_first, dropout, bidirectional,
+                         device=device, dtype=dtype)
+
+    def extra_repr(self) -> str:
+        s = super().extra_repr()
+        return s if self.nonlinearity == "tanh" else s + ", nonlinearity='relu'"
+
+
+class LSTM(RNNBase):
+    """Long short-term memory, gates ``i, f, g, o`` (PyTorch's order and formulas).
+
+    ``forward(input, (h_0, c_0)=None)`` returns ``(output, (h_n, c_n))``. ``proj_size > 0``
+    raises ``NotImplementedError``.
+    """
+
+    def __init__(self, input_size: int, hidden_size: int, num_layers: int = 1,
+                 bias: bool = True, batch_first: bool = False, dropout: float = 0.0,
+                 bidirectional: bool = False, proj_size: int = 0, device: Any = None,
+                 dtype: Any = None) -> None:
+        super().__init__("LSTM", input_size, hidden_size, num_layers, bias, batch_first,
+                         dropout, bidirectional, proj_size, device=device, dtype=dtype)
+
+
+class GRU(RNNBase):
+    """Gated recurrent unit, gates ``r, z, n`` (PyTorch's order and formulas, with ``b_hn``
+    inside the reset product). ``forward(input, hx=None)`` returns ``(output, h_n)``."""
+
+    def __init__(self, input_size: int, hidden_size: int, num_layers: int = 1,
+                 bias: bool = True, batch_first: bool = False, dropout: float = 0.0,
+                 bidirectional: bool = False, device: Any = None, dtype: Any = None) -> None:
+        super().__init__("GRU", input_size, hidden_size, num_layers, bias, batch_first,
+                         dropout, bidirectional, device=device, dtype=dtype)
+
+
+# -- cells -----------------------------------------------------------------------------------
+
+class RNNCellBase(Module):
+    """Parameters ``weight_ih (G*H, I)``, ``weight_hh (G*H, H)``, ``bias_ih``, ``bias_hh``
+    (``G`` gates), initialised U(±1/√hidden_size) as PyTorch."""
+
+    def __init__(self, input_size: int, hidden_size: int, bias: bool, num_chunks: int,
+                 device: Any = None, dtype: Any = None) -> None:
+        super().__init__()
+        self.input_size, self.hidden_size, self.bias = int(input_size), int(hidden_size), bias
+        g = num_chunks * self.hidden_size
+        self.weight_ih = Parameter(empty(g, self.input_size, dtype=dtype, device=device))
+        self.weight_hh = Parameter(empty(g, self.hidden_size, dtype=dtype, device=device))
+        if bias:
+            self.bias_ih = Parameter(empty(g, dtype=dtype, device=device))
+            self.bias_hh = Parameter(empty(g, dtype=dtype, device=device))
+        else:
+            self.register_parameter("bias_ih", None)
+            self.register_parameter("bias_hh", None)
+        self.reset_parameters()
+
+    def reset_parameters(self) -> None:
+        """PyTorch's init: every weight and bias ~ U(-1/√hidden_size, 1/√hidden_size)."""
+        stdv = 1.0 / math.sqrt(self.hidden_size) if self.hidden_size > 0 else 0.0
+        for w in self.parameters():
+            init.uniform_(w, -stdv, stdv)
+
+    def _prepare(self, input: Any, hx: Any, n_state: int) -> tuple[Tensor, list[Tensor], bool]:
+        """Validates; returns (2-D input, batched states (zeros when hx is None), batched)."""
+        name = type(self).__name__
+        _check_not_packed(input, name)
+        if input.dim() not in (1, 2):
+            raise ValueError(f"{name}: Expected input to be 1D or 2D, got {input.dim()}D "
+                             "instead")
+        batched = input.dim() == 2
+        if hx is None:
+            hs = [zeros(input.shape[0] if batched else 1, self.hidden_size, dtype=input.dtype,
+                        device=input.device)] * n_state
+        else:
+            hs = list(hx) if n_state == 2 else [hx]
+            for h in hs:
+                if h.dim() != input.dim():
+                    raise RuntimeError(f"{name}: Expected hidden to be {input.dim()}D, got "
+                                       f"{h.dim()}D instead")
+        if not batched:
+            input = _C.unsqueeze(input, 0)
+            if hx is not None:
+                hs = [_C.unsqueeze(h, 0) for h in hs]
+        if input.shape[1] != self.input_size:
+            raise RuntimeError(f"input has inconsistent input_size: got {input.shape[1]} "
+                               f"expected {self.input_size}")
+        for h in hs:
+            if tuple(h.shape) != (input.shape[0], self.hidden_size):
+                raise RuntimeError(f"Expected hidden size {(input.shape[0], self.hidden_size)}"
+                                   f", got {list(h.shape)}")
+        return input, hs, batched
+
+    def extra_repr(self) -> str:
+        s = f"{self.input_size}, {self.hidden_size}"
+        if not self.bias:
+            s += ", bias=False"
+        nl = getattr(self, "nonlinearity", "tanh")
+        return s if nl == "tanh" else s + f", nonlinearity={nl}"
+
+
+class RNNCell(RNNCellBase):
+    """One Elman RNN step: ``h' = act(x W_ih^T + b_ih + h W_hh^T + b_hh)``."""
+
+    def __init__(self, input_size: int, hidden_size: int, bias: bool = True,
+                 nonlinearity: str = "tanh", device: Any = None, dtype: Any = None) -> None:
+        if nonlinearity not in ("tanh", "relu"):
+            raise ValueError(f"Unknown nonlinearity: {nonlinearity}")
+        super().__init__(input_size, hidden_size, bias, 1, device=device, dtype=dtype)
+        self.nonlinearity = nonlinearity
+
+    def forward(self, input: Tensor, hx: Tensor | None = None) -> Tensor:
+        x, (h,), batched = self._prepare(input, hx, 1)
+        h = _rnn_step(F.linear(x, self.weight_ih, self.bias_ih), h, self.weight_hh,
+                      self.bias_hh, self.nonlinearity == "relu")
+        return h if batched else _C.squeeze(h, 0)
+
+
+class LSTMCell(RNNCellBase):
+    """One LSTM step; ``forward(input, (h, c)=None)`` returns ``(h', c')``."""
+
+    def __init__(self, input_size: int, hidden_size: int, bias: bool = True,
+                 device: Any = None, dtype: Any = None) -> None:
+        super().__init__(input_size, hidden_size, bias, 4, device=device, dtype=dtype)
+
+    def forward(self, input: Tensor, hx: tuple[Tensor, Tensor] | None = None
+                ) -> tuple[Tensor, Tensor]:
+        x, (h, c), batched = self._prepare(input, hx, 2)
+        h, c = _lstm_step(F.linear(x, self.weight_ih, self.bias_ih), h, c, self.weight_hh,
+                          self.bias_hh)
+        return (h, c) if batched else (_C.squeeze(h, 0), _C.squeeze(c, 0))
+
+
+class GRUCell(RNNCellBase):
+    """One GRU step (gates ``r, z, n``)."""
+
+    def __init__(self, input_size: int, hidden_size: int, bias: bool = True,
+                 device: Any = None, dtype: Any = None) -> None:
+        super().__init__(input_size, hidden_size, bias, 3, device=device, dtype=dtype)
+
+    def forward(self, input: Tensor, hx: Tensor | None = None) -> Tensor:
+        x, (h,), batched = self._prepare(input, hx, 1)
+        h = _gru_step(F.linear(x, self.weight_ih, self.bias_ih), h, self.weight_hh,
+                      self.bias_hh)
+        return h if batched else _C.squeeze(h, 0)

@@ -1,0 +1,204 @@
+"""Recurrent layers and binary cross-entropy against PyTorch: identical weights (copied through
+a state dict) give the same outputs, final states and gradients of inputs and parameters.
+
+Shapes are tiny and shared (T=5, B=2, I=3, H=4) so the per-op XLA compiles are reused."""
+
+import numpy as np
+import pytest
+
+import jflow as flow
+import jflow.nn as nn
+import jflow.nn.functional as F
+
+torch = pytest.importorskip("torch")
+
+T, B, I, H = 5, 2, 3, 4
+RTOL, ATOL = 1e-5, 1e-7
+
+
+def _load(jmod, tmod):
+    """Same parameter names and shapes as PyTorch; copy torch's values in through NumPy."""
+    tsd = tmod.state_dict()
+    jsd = jmod.state_dict()
+    assert list(jsd) == list(tsd)
+    for k, v in tsd.items():
+        assert tuple(jsd[k].shape) == tuple(v.shape), k
+    jmod.load_state_dict({k: flow.tensor(v.detach().numpy()) for k, v in tsd.items()})
+
+
+def _pair(name, **kw):
+    torch.manual_seed(0)
+    tm = getattr(torch.nn, name)(**kw).double()
+    jm = getattr(nn, name)(**kw).to(flow.float64)
+    _load(jm, tm)
+    return jm, tm
+
+
+def _inputs(*shape_list, seed=0):
+    rng = np.random.default_rng(seed)
+    arrs = [rng.standard_normal(s) for s in shape_list]
+    return ([flow.tensor(a, requires_grad=True) for a in arrs],
+            [torch.tensor(a, requires_grad=True) for a in arrs])
+
+
+def _flat(out):
+    if isinstance(out, (tuple, list)):
+        return [t for o in out for t in _flat(o)]
+    return [out]
+
+
+def _check(jm, tm, j_args, t_args):
+    """Forward and backward of sum(out_k^2) in both; compares outputs and every gradient."""
+    jo, to = _flat(jm(*j_args)), _flat(tm(*t_args))
+    assert len(jo) == len(to)
+    for a, b in zip(jo, to):
+        assert tuple(a.shape) == tuple(b.shape)
+        np.testing.assert_allclose(a.numpy(), b.detach().numpy(), rtol=RTOL, atol=ATOL)
+    sum((o * o).sum() for o in jo).backward()
+    sum((o * o).sum() for o in to).backward()
+    for a, b in zip(_flat(j_args), _flat(t_args)):
+        np.testing.assert_allclose(a.grad.numpy(), b.grad.numpy(), rtol=RTOL, atol=ATOL)
+    jp, tp = dict(jm.named_parameters()), dict(tm.named_parameters())
+    assert set(jp) == set(tp)
+    for k in tp:
+        np.testing.assert_allclose(jp[k].grad.numpy(), tp[k].grad.numpy(), rtol=RTOL,
+                                   atol=ATOL, err_msg=k)
+
+
+# -- layers -----------------------------------------------------------------------------------
+
+def test_rnn_tanh_two_layers_bidirectional_batch_first():
+    jm, tm = _pair("RNN", input_size=I, hidden_size=H, num_layers=2, batch_first=True,
+                   bidirectional=True)
+    (jx, jh), (tx, th) = _inputs((B, T, I), (4, B, H))
+    _check(jm, tm, [jx, jh], [tx, th])
+
+
+def test_rnn_relu_without_bias_default_hx():
+    jm, tm = _pair("RNN", input_size=I, hidden_size=H, nonlinearity="relu", bias=False)
+    (jx,), (tx,) = _inputs((T, B, I))
+    _check(jm, tm, [jx], [tx])
+
+
+def test_lstm_two_layers():
+    jm, tm = _pair("LSTM", input_size=I, hidden_size=H, num_layers=2)
+    (jx, jh, jc), (tx, th, tc) = _inputs((T, B, I), (2, B, H), (2, B, H))
+    _check(jm, tm, [jx, (jh, jc)], [tx, (th, tc)])
+
+
+def test_gru_bidirectional():
+    jm, tm = _pair("GRU", input_size=I, hidden_size=H, bidirectional=True)
+    (jx, jh), (tx, th) = _inputs((T, B, I), (2, B, H))
+    _check(jm, tm, [jx, jh], [tx, th])
+
+
+@pytest.mark.parametrize("name", ["LSTM", "GRU"])
+def test_unbatched_input(name):
+    jm, tm = _pair(name, input_size=I, hidden_size=H, batch_first=True)
+    (jx,), (tx,) = _inputs((T, I))
+    _check(jm, tm, [jx], [tx])
+
+
+def test_dropout_is_off_in_eval_and_on_in_training():
+    jm, tm = _pair("LSTM", input_size=I, hidden_size=H, num_layers=2, dropout=0.5)
+    jm.eval(), tm.eval()
+    (jx,), (tx,) = _inputs((T, B, I))
+    _check(jm, tm, [jx], [tx])
+    jm.train()
+    out_train = jm(jx)[0].numpy()
+    assert out_train.shape == (T, B, H)
+    assert not np.allclose(out_train, jm.eval()(jx)[0].numpy())
+
+
+# -- cells ------------------------------------------------------------------------------------
+
+@pytest.mark.parametrize("name,kw", [("RNNCell", {}), ("RNNCell", {"nonlinearity": "relu"}),
+                                     ("LSTMCell", {}), ("GRUCell", {})])
+def test_cells(name, kw):
+    jm, tm = _pair(name, input_size=I, hidden_size=H, **kw)
+    n = 2 if name == "LSTMCell" else 1
+    (jx, *jh), (tx, *th) = _inputs((B, I), *[(B, H)] * n)
+    jh, th = (tuple(jh), tuple(th)) if n == 2 else (jh[0], th[0])
+    _check(jm, tm, [jx, jh], [tx, th])
+    for p in (*jm.parameters(), *tm.parameters()):
+        p.grad = None
+    (jx,), (tx,) = _inputs((I,), seed=1)       # unbatched, default hidden state
+    _check(jm, tm, [jx], [tx])
+
+
+# -- flow.jit ---------------------------------------------------------------------------------
+
+def test_lstm_under_jit_equals_eager():
+    jm, _ = _pair("LSTM", input_size=I, hidden_size=H, num_layers=2)
+    x = flow.tensor(np.random.default_rng(2).standard_normal((T, B, I)))
+
+    @flow.jit
+    def step(x):
+        out, (h, c) = jm(x)
+        loss = (out * out).sum() + (c * c).sum()
+        loss.backward()
+        return out, h, loss
+
+    co, ch, cl = step(x)
+    cgrads = {k: p.grad.numpy().copy() for k, p in jm.named_parameters()}
+    for p in jm.parameters():
+        p.grad = None
+    out, (h, c) = jm(x)
+    loss = (out * out).sum() + (c * c).sum()
+    loss.backward()
+    np.testing.assert_allclose(co.numpy(), out.numpy(), rtol=RTOL, atol=ATOL)
+    np.testing.assert_allclose(ch.numpy(), h.numpy(), rtol=RTOL, atol=ATOL)
+    np.testing.assert_allclose(float(cl), float(loss), rtol=RTOL)
+    for k, p in jm.named_parameters():
+        np.testing.assert_allclose(cgrads[k], p.grad.numpy(), rtol=RTOL, atol=ATOL, err_msg=k)
+
+
+# -- errors -----------------------------------------------------------------------------------
+
+def test_errors():
+    with pytest.raises(NotImplementedError, match="proj_size"):
+        nn.LSTM(I, H, proj_size=2)
+    m = nn.GRU(I, H)
+
+    class Packed:
+        batch_sizes = None
+
+    with pytest.raises(NotImplementedError, match="packed"):
+        m(Packed())
+    with pytest.raises(RuntimeError, match="hidden"):
+        m(flow.randn(T, B, I), flow.randn(2, B, H))
+    with pytest.raises(RuntimeError, match="input_size"):
+        m(flow.randn(T, B, I + 1))
+
+
+# -- binary cross-entropy ---------------------------------------------------------------------
+
+@pytest.mark.parametrize("reduction", ["mean", "sum", "none"])
+@pytest.mark.parametrize("weighted", [False, True])
+def test_bce_matches_torch(reduction, weighted):
+    rng = np.random.default_rng(3)
+    x = rng.uniform(0.01, 0.99, (B, H))
+    x[0, :2] = [0.0, 1.0]                       # saturated: clamped logs, finite grads
+    t = rng.uniform(0, 1, (B, H))
+    t[0, :2] = [0.0, 1.0]
+    w = rng.uniform(0.5, 2.0, (H,))
+    jx, jt = flow.tensor(x, requires_grad=True), flow.tensor(t, requires_grad=True)
+    tx, tt = torch.tensor(x, requires_grad=True), torch.tensor(t, requires_grad=True)
+    jw, tw = (flow.tensor(w), torch.tensor(w)) if weighted else (None, None)
+    jl = nn.BCELoss(jw, reduction=reduction)(jx, jt)
+    tl = torch.nn.BCELoss(tw, reduction=reduction)(tx, tt)
+    np.testing.assert_allclose(jl.numpy(), tl.detach().numpy(), rtol=RTOL)
+    g = rng.standard_normal(tl.shape)
+    jl.backward(flow.tensor(g)), tl.backward(torch.tensor(g))
+    np.testing.assert_allclose(jx.grad.numpy(), tx.grad.numpy(), rtol=RTOL)
+    np.testing.assert_allclose(jt.grad.numpy(), tt.grad.numpy(), rtol=RTOL)
+    np.testing.assert_allclose(F.binary_cross_entropy(jx, jt, jw, reduction=reduction).numpy(),
+                               jl.numpy())
+
+
+def test_bce_errors():
+    x = flow.tensor([0.5, 1.5])
+    with pytest.raises(RuntimeError, match="between 0 and 1"):
+        F.binary_cross_entropy(x, flow.tensor([0.0, 1.0]))
+    with pytest.raises(ValueError, match="target size"):
+        F.binary_cross_entropy(flow.tensor([0.5, 0.5]), flow.tensor([0.0]))
