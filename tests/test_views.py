@@ -111,7 +111,8 @@ def test_strides_offsets_and_contiguity_as_pytorch_reports_them():
     c = tt.contiguous()
     assert c is not tt and c.is_contiguous() and c._base is None
     np.testing.assert_array_equal(c.numpy(), tt.numpy())
-    assert t[1].contiguous() is not None and t[1].is_contiguous()
+    r = t[1]
+    assert r.is_contiguous() and r.contiguous() is r  # a contiguous view is returned as is
     assert t.contiguous() is t
     e = t.unsqueeze(0).expand(3, 4, 6)
     assert e.stride() == (0, 6, 1)
@@ -181,6 +182,13 @@ def test_detach_and_data_share_values_but_not_history():
     assert p[0, 0].item() == 7.0 and p.requires_grad and p.grad_fn is None
     p.data = flow.ones(2)  # any shape: p holds it from now on
     assert p.shape == (2,) and isinstance(p, nn.Parameter)
+    t, _ = pair()
+    v = t[1]
+    v.data = flow.zeros(5)  # a view given new data stops aliasing its base
+    assert not v._is_view() and v.shape == (5,)
+    v.add_(1)
+    np.testing.assert_array_equal(t.numpy(), A)
+    np.testing.assert_array_equal(v.numpy(), np.ones(5))
     with pytest.raises(RuntimeError, match="can't detach views in-place"):
         flow.ones(3)[1:].detach_()
 

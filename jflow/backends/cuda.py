@@ -9,9 +9,9 @@ product attention backend switches are accepted and change nothing (XLA chooses)
 from __future__ import annotations
 
 import contextlib
-from collections.abc import Iterator
 
 from .. import cuda as _cuda
+from ._switches import overridden
 from .precision import get_float32_matmul_precision, set_float32_matmul_precision
 
 __all__ = ["matmul", "is_built", "enable_flash_sdp", "enable_mem_efficient_sdp",
@@ -86,15 +86,9 @@ def cudnn_sdp_enabled() -> bool:
     return _sdp["cudnn"]
 
 
-@contextlib.contextmanager
 def sdp_kernel(enable_flash: bool = True, enable_math: bool = True,
                enable_mem_efficient: bool = True, enable_cudnn: bool = True
-               ) -> Iterator[None]:
+               ) -> contextlib.AbstractContextManager[None]:
     """``torch.backends.cuda.sdp_kernel``: sets the (no-op) switches inside a block."""
-    old = dict(_sdp)
-    _sdp.update(flash=enable_flash, math=enable_math, mem_efficient=enable_mem_efficient,
-                cudnn=enable_cudnn)
-    try:
-        yield
-    finally:
-        _sdp.update(old)
+    return overridden(_sdp, flash=enable_flash, math=enable_math,
+                      mem_efficient=enable_mem_efficient, cudnn=enable_cudnn)

@@ -10,9 +10,9 @@ convolutions follows :func:`jflow.set_float32_matmul_precision`.
 from __future__ import annotations
 
 import contextlib
-from collections.abc import Iterator
 
 from .. import cuda as _cuda
+from ._switches import overridden
 
 __all__ = ["benchmark", "deterministic", "enabled", "allow_tf32", "benchmark_limit",
            "is_available", "version", "flags"]
@@ -34,16 +34,8 @@ def version() -> int | None:
     return None
 
 
-@contextlib.contextmanager
 def flags(enabled: bool = False, benchmark: bool = False, deterministic: bool = False,
-          allow_tf32: bool = True) -> Iterator[None]:
+          allow_tf32: bool = True) -> contextlib.AbstractContextManager[None]:
     """Set the switches inside a block (``torch.backends.cudnn.flags``); no-ops as above."""
-    g = globals()
-    names = ("enabled", "benchmark", "deterministic", "allow_tf32")
-    old = {n: g[n] for n in names}
-    g.update(enabled=enabled, benchmark=benchmark, deterministic=deterministic,
-             allow_tf32=allow_tf32)
-    try:
-        yield
-    finally:
-        g.update(old)
+    return overridden(globals(), enabled=enabled, benchmark=benchmark,
+                      deterministic=deterministic, allow_tf32=allow_tf32)

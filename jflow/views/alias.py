@@ -35,7 +35,7 @@ from ..autograd.grad_mode import is_grad_enabled
 from ..autograd.graph import rebase_inplace
 from ..ops import get as _get_op
 from ..sharding.sbp import broadcast as _broadcast
-from ..tensor import Tensor, _wrap, mark_constant
+from ..tensor import Tensor, _flatten, _unflatten, _wrap, mark_constant
 from .layout import STEP_LAYOUT, Layout, as_basic_index, contiguous, flat_index, overlaps
 
 __all__ = ["View", "Alias", "alias", "detach", "write", "layout_of", "base_of", "unview"]
@@ -166,7 +166,7 @@ def _set_version(self: View, version: int) -> None:
     prev = is_grad_enabled()
     _set_grad(False)
     try:
-        _write_base(self, m, value, "Tensor._version")
+        _write_base(m, value, "Tensor._version")
     finally:
         _set_grad(prev)
     m.base._version = version
@@ -215,20 +215,8 @@ def _same(t: Tensor) -> Tensor:
     return t
 
 
-jax.tree_util.register_pytree_node(
-    View, lambda t: ((t._value,), t._requires_grad if t._global is None
-                     else (t._requires_grad, t._global)),
-    # a view flattened into JAX (jax.jit / vmap arguments) comes back as a plain tensor
-    lambda aux, ch: _unflatten_plain(aux, ch))
-
-
-def _unflatten_plain(aux: Any, children: Any) -> Tensor:
-    t = _wrap(children[0])
-    if aux.__class__ is tuple:
-        t._requires_grad, t._global = aux
-    else:
-        t._requires_grad = aux
-    return t
+# a view flattened into JAX (jax.jit / vmap arguments) comes back as a plain tensor
+jax.tree_util.register_pytree_node(View, _flatten, _unflatten)
 
 
 # -- making views -------------------------------------------------------------------------------
@@ -417,7 +405,7 @@ def _cached(cache: dict, key: Any, make: Any) -> Any:
     return value
 
 
-def _write_base(v: View, m: Alias, value: Tensor, fname: str) -> None:
+def _write_base(m: Alias, value: Tensor, fname: str) -> None:
     base = m.base
     if overlaps(m.layout()):
         raise RuntimeError(f"{fname}: unsupported operation: more than one element of the "
@@ -437,8 +425,7 @@ def write(v: View, result: Tensor, fname: str) -> Tensor:
                            f"in place with grad mode enabled. Move both the view and the "
                            f"in-place op inside the no_grad block (if the write must not be "
                            f"tracked) or both outside (if it must).")
-    record = enabled and m.grad is not False and m.grad is not None and (
-        base._requires_grad or result._requires_grad)
+    record = enabled and m.grad is True and (base._requires_grad or result._requires_grad)
     if record and m.multi:
         raise RuntimeError(f"{fname}: this tensor is one of several views returned by "
                            f"{m.multi}() and is being modified in place; such outputs cannot "
@@ -452,7 +439,7 @@ def write(v: View, result: Tensor, fname: str) -> Tensor:
         result = result.to_global(*v._global)  # the view keeps its placement and SBP
     old = base._version
     if record:
-        _write_base(v, m, result, fname)
+        _write_base(m, result, fname)
         node = result.grad_fn
         if node is not None and node.saved:  # the op's own read of the view was legitimate
             node.saved = [(val, ref, old + 1, nr) if ref is v and ver == old
@@ -460,7 +447,7 @@ def write(v: View, result: Tensor, fname: str) -> Tensor:
         return v
     _set_grad(False)
     try:
-        _write_base(v, m, result, fname)
+        _write_base(m, result, fname)
     finally:
         _set_grad(enabled)
     if _GLOBAL.__get__(v) is None and result._global is None:  # no replay needed

@@ -79,16 +79,13 @@ def _set_data(self: Tensor, value: Tensor) -> None:
     autograd flags; a view stops aliasing its base."""
     if not isinstance(value, Tensor):
         raise TypeError(f"Tensor.data must be assigned a Tensor, got {type(value).__name__}")
-    if self._aliases:
-        v, g = value._value, value._global
+    if self._aliases:  # a plain tensor from now on, with the view's current autograd fields
         grad_fn, nr, req = self.grad_fn, getattr(self, "_output_nr", 0), self._requires_grad
         self.__class__ = Tensor
         self._version = 0
         self.grad_fn, self._output_nr, self._requires_grad = grad_fn, nr, req
-    else:
-        v, g = value._value, value._global
-    self._value = v
-    self._global = g
+    self._value = value._value
+    self._global = value._global
     self._version += 1
 
 
