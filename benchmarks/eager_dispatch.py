@@ -6,6 +6,10 @@
 Targets: jflow eager <= 1.3x the bare cached jax.jit call, and faster than the
 eager jax.numpy call.
 
+Dynamic attrs (second table): a loop of 1000 calls each with a value never seen before
+(leaky_relu alphas, clamp bounds) against the same loop with one value 1000 times; the
+float attrs are runtime scalars, so a new value compiles nothing. Target: <= 2x.
+
 Interleaved: each round runs every column once (``_timing.round_robin``), and the ratios are
 the median over rounds of the per-round ratio, so load changes on a shared machine hit jflow
 and its baselines alike. Like for like: every column is one library call per op as a user
@@ -18,6 +22,7 @@ dispatch, as jflow's op), and the ``jax.jit`` column jits that same function; an
 
 from __future__ import annotations
 
+import itertools
 from collections.abc import Callable
 from typing import Any
 
@@ -89,6 +94,36 @@ def cases() -> list[tuple[str, dict[str, Callable[[], Any]]]]:
     return out
 
 
+def attr_cases() -> list[tuple[str, dict[str, Callable[[], Any]]]]:
+    """1000 calls with new attr values vs 1000 calls with one value (ms per loop)."""
+    x = flow.tensor(np.random.default_rng(0).standard_normal(6).astype(np.float32))
+    fresh = itertools.count()  # every loop draws values no earlier loop used
+
+    def alphas() -> Any:
+        for _ in range(1000):
+            y = flow._C.leaky_relu(x, 0.01 + next(fresh) * 1e-9)
+        return y
+
+    def same_alpha() -> Any:
+        for _ in range(1000):
+            y = flow._C.leaky_relu(x, 0.2)
+        return y
+
+    def bounds() -> Any:
+        for _ in range(1000):
+            b = next(fresh) * 1e-9
+            y = flow.clamp(x, -0.5 - b, 0.5 + b)
+        return y
+
+    def same_bounds() -> Any:
+        for _ in range(1000):
+            y = flow.clamp(x, -0.5, 0.5)
+        return y
+
+    return [("leaky_relu x1000", {"distinct": alphas, "same": same_alpha}),
+            ("clamp x1000", {"distinct": bounds, "same": same_bounds})]
+
+
 def main() -> None:
     args = options(__doc__, number=2000)
     print(f"{machine()}; median µs per call (runs waited for); ratios: median of per-round "
@@ -107,6 +142,16 @@ def main() -> None:
         print(f"{name:24s} {r['jflow']:8.2f} {r['jax.jit']:8.2f} {r['jax']:8.2f} "
               f"{torch_col}   {median_ratio(runs, 'jflow', 'jax.jit'):9.2f} "
               f"{median_ratio(runs, 'jflow', 'jax'):9.2f} {torch_ratio}")
+    print()
+    print("dynamic attrs: ms per loop of 1000 calls, new values each call vs one value")
+    header = f"{'case':24s} {'distinct':>9s} {'same':>9s}   {'distinct/same':>13s}"
+    print(header)
+    print("-" * len(header))
+    for name, fns in attr_cases():
+        r, runs = round_robin({k: (f, 1, jax.block_until_ready)
+                                for k, f in fns.items()}, args.repeat)
+        print(f"{name:24s} {r['distinct'] / 1e3:9.2f} {r['same'] / 1e3:9.2f}   "
+              f"{median_ratio(runs, 'distinct', 'same'):13.2f}")
 
 
 if __name__ == "__main__":

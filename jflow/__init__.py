@@ -33,6 +33,7 @@ from . import tensor_indexing as _tensor_indexing  # noqa: E402,F401  (after: va
 from . import utils  # noqa: E402
 from . import config, sysconfig  # noqa: E402  (C++ ops: load_library, build flags)
 from . import env  # noqa: E402  (multi-process: init_distributed, ranks)
+from . import distributed  # noqa: E402  (torch.distributed's process-group API on env)
 from .creation import (arange, as_tensor, empty, empty_like, eye, from_numpy, full,  # noqa: E402
                        full_like, linspace, ones, ones_like, rand, rand_like, randint,
                        randint_like, randn, randn_like, tensor, zeros, zeros_like)

@@ -8,6 +8,13 @@ the op's own signature (inputs positional, attrs keyword). A call does only this
 2. if no input is a tracer, call that jitted function (JAX's C++ fast path) and wrap the
    result in a Tensor — otherwise bind the primitive on the tracers (inside ``jax.jit``,
    ``jax.vmap``, ``jax.grad`` of user code), which JAX stages like any primitive.
+
+An op with dynamic attrs (:class:`jflow.ops.Attr`) has two caches: the raw attr values ->
+``(executable, params, dynamic values)`` (cheap entries: a new value is validated once and
+stored), and the static part of the attrs (dynamic values replaced by ``DYNAMIC``, or None)
+-> ``(executable, params)``, so every value shares one executable; the values are passed
+as trailing scalar arguments (Python numbers: weakly typed, like a Python float in the
+kernel). An op without dynamic attrs runs exactly the code it always did.
 """
 
 from __future__ import annotations
@@ -20,12 +27,12 @@ from jax.core import Tracer
 
 from .autograd.graph import record, record1, record2
 from .kernels.registry import reraise_host_error as _reraise_host_error
-from .ops.attrs import REQUIRED
+from .ops.attrs import DYNAMIC, REQUIRED
 from .sharding.execute import global_apply
 from .tensor import Tensor as _Tensor
 from .tensor import _wrap as _new_tensor
 
-__all__ = ["make_apply", "primitive_impl", "CACHE_SIZE", "watch_inputs"]
+__all__ = ["make_apply", "primitive_impl", "CACHE_SIZE", "watch_inputs", "executables"]
 
 #: ``[fn or None]``: while set (by ``flow.jit`` while it traces), every op call first passes
 #: the op and its inputs (tensors; None or lists for optional / variadic inputs) to ``fn``, so
@@ -79,6 +86,78 @@ def primitive_impl(op: Any) -> Callable[..., Any]:
     return impl
 
 
+def _dynamic_builder(op: Any, cache: dict) -> Callable[..., Any]:
+    """``build`` of an op with dynamic attrs: entries are ``(executable, params, values)``.
+
+    Automatic dynamic (as PyTorch's compiler treats sizes): the first value seen for a
+    static part of the attrs gets a static executable (no scalar operands: the call is as
+    cheap as an op without dynamic attrs, e.g. ``nn.LeakyReLU(0.2)`` in a model); from the
+    second distinct value on, one executable with the values as operands serves them all."""
+    attr_names = [a.name for a in op.attrs]
+    dyn = op.dynamic_attrs
+    exes: dict[Any, Any] = {}  # static part of the attrs (or every attr) -> (executable, params)
+    first: dict[Any, Any] = {}  # static part -> the attrs of its first call, or _MANY
+
+    def executable(skey: Any, params: dict, layout: Any) -> tuple[Any, dict]:
+        hit = exes.get(skey)
+        if hit is None:
+            if op.structured:
+                params["_layout"] = layout
+            hit = (_make_executable(op, params), params)
+            _store(exes, skey, hit)
+        return hit
+
+    def build(key: Any, layout: Any, /, **given: Any) -> tuple[Callable[..., Any], dict, tuple]:
+        params = op.normalize_attrs(given)
+        static = dict(params)
+        values = []
+        traced = False
+        for n in dyn:
+            v = params[n]
+            if v is not None:  # None stays static
+                values.append(v)
+                params[n] = DYNAMIC
+                traced = traced or (v.__class__ is not float and isinstance(v, Tracer))
+        skey = (layout, *[params[n] for n in attr_names])
+        entry = None
+        if not traced:
+            full = (layout, *[static[n] for n in attr_names])
+            seen = first.get(skey)
+            if seen is None or seen == full:
+                if seen is None:
+                    _store(first, skey, full)
+                hit = executable(full, static, layout)
+                entry = (hit[0], hit[1], ())
+            else:
+                first[skey] = _MANY
+        if entry is None:
+            hit = executable(skey, params, layout)
+            entry = (hit[0], hit[1], tuple(values))
+        if not traced:
+            try:
+                _store(cache, key, entry)
+            except (TypeError, ValueError):  # unhashable raw attrs: not kept
+                pass
+        return entry
+
+    build.executables = exes  # for executables(op)
+    return build
+
+
+_MANY = object()  # a static part seen with several values: dynamic from now on
+
+
+def _with_dynamic(op: Any) -> Callable[[dict, tuple], dict]:
+    """params -> the static params of the same call (for the global path, which compiles
+    per value: its shard_map executables take the op's tensors only)."""
+    def concrete(params: dict, values: tuple) -> dict:
+        if any(isinstance(v, Tracer) for v in values):
+            raise TypeError(f"op '{op.name}': a traced value of a dynamic attr is not supported "
+                            f"with global tensors")
+        return op.with_dynamic(params, values)
+    return concrete
+
+
 def _builder(op: Any, cache: dict) -> Callable[..., Any]:
     attr_names = [a.name for a in op.attrs]
 
@@ -123,10 +202,12 @@ def make_apply(op: Any) -> Callable[..., Any]:
     cache: dict[Any, Any] = {}
     ins = op.inputs
     single = len(op.outputs) == 1 and not op.outputs[0].variadic
+    dyn = bool(op.dynamic_attrs)
     sig = []
     for i in ins:
         sig.append(f"{i.name}=None" if i.optional else i.name)
-    ns: dict[str, Any] = {"_cache": cache, "_build": _builder(op, cache), "_Tracer": Tracer,
+    build = _dynamic_builder(op, cache) if dyn else _builder(op, cache)
+    ns: dict[str, Any] = {"_cache": cache, "_build": build, "_Tracer": Tracer,
                           "_wrap": _new_tensor, "_traced": _traced, "_prim": op.primitive,
                           "_layout_of": op.layout_of, "_new": object.__new__, "_T": _Tensor,
                           "_any": any, "_isinstance": isinstance, "_tuple": tuple, "_map": map,
@@ -134,7 +215,7 @@ def make_apply(op: Any) -> Callable[..., Any]:
                           "_reraise_host_error": _reraise_host_error, "_record": record,
                           "_record1": record1, "_record2": record2,
                           "_global_apply": _global_apply,
-                          "_watch": _WATCH, "_op": op}
+                          "_watch": _WATCH, "_op": op, "_concrete": _with_dynamic(op)}
     attr_sig = []
     for a in op.attrs:
         if a.default is REQUIRED:
@@ -165,11 +246,13 @@ def make_apply(op: Any) -> Callable[..., Any]:
     else:
         lines.append("    _layout = None")
         key = keys[0] if len(keys) == 1 else f"({''.join(x + ', ' for x in keys)})"
+    # an op with dynamic attrs: cache entries also hold the values passed to the executable
+    entry = "_f, _params, _dv" if dyn else "_f, _params"
     lookup = [
         "    try:",
-        f"        _f, _params = _cache[{key}]",
+        f"        {entry} = _cache[{key}]",
         "    except (KeyError, TypeError):",
-        f"        _f, _params = _build({key}, _layout{''.join(f', {n}={n}' for n in names)})",
+        f"        {entry} = _build({key}, _layout{''.join(f', {n}={n}' for n in names)})",
     ]
     defaults = [a.name for a in op.attrs if a.default is not REQUIRED]
     if not op.structured and len(op.attrs) >= 2 and len(defaults) == len(op.attrs):
@@ -177,10 +260,10 @@ def make_apply(op: Any) -> Callable[..., Any]:
         # the entry is kept aside, no key tuple is built and hashed
         ns["_dflt"] = []
         at_default = " and ".join(f"{n} is _D_{n}" for n in defaults)
-        lines += [f"    if {at_default} and _dflt:", "        _f, _params = _dflt[0]",
+        lines += [f"    if {at_default} and _dflt:", f"        {entry} = _dflt[0]",
                   "    else:"]
         lines += ["    " + line for line in lookup]
-        lines += [f"        if {at_default}:", "            _dflt[:] = [(_f, _params)]"]
+        lines += [f"        if {at_default}:", f"            _dflt[:] = [({entry})]"]
     else:
         lines += lookup
     grad = bool(ins) and not op.has_trait("NoGrad")
@@ -198,26 +281,28 @@ def make_apply(op: Any) -> Callable[..., Any]:
                 lines.append(f"    _vals.append({i.name}._value)")
                 lines.append(f"    _ins.append({i.name})")
         # global tensors (placement + SBP) run through the sharded executor
+        gparams = "_concrete(_params, _dv)" if dyn else "_params"
         lines += ["    if _any(_i._global is not None for _i in _ins):",
-                  f"        return _global_apply(_op, _params, _ins, {single})"]
+                  f"        return _global_apply(_op, {gparams}, _ins, {single})"]
         lines.append("    if not _any(_isinstance(_v, _Tracer) for _v in _vals):")
-        call = "_f(*_vals)"
-        traced_vals = "_vals"
+        call = "_f(*_vals, *_dv)" if dyn else "_f(*_vals)"
+        traced_vals = "[*_vals, *_dv]" if dyn else "_vals"
         needs_grad = "_any(_i._requires_grad for _i in _ins)"
         ins_expr = "_ins"
     else:
         if ins:  # global tensors (placement + SBP) run through the sharded executor
             is_global = " or ".join(f"{i.name}._global is not None" for i in ins)
             args = "".join(i.name + ", " for i in ins)
+            gparams = "_concrete(_params, _dv)" if dyn else "_params"
             lines += [f"    if {is_global}:",
-                      f"        return _global_apply(_op, _params, ({args}), {single})"]
+                      f"        return _global_apply(_op, {gparams}, ({args}), {single})"]
         for k, i in enumerate(ins):
             lines.append(f"    _v{k} = {i.name}._value")
         vs = [f"_v{k}" for k in range(len(ins))]
         cond = " or ".join(f"_isinstance({v}, _Tracer)" for v in vs) or "False"
         lines.append(f"    if not ({cond}):")
-        call = f"_f({', '.join(vs)})"
-        traced_vals = f"[{', '.join(vs)}]"
+        call = f"_f({''.join(v + ', ' for v in vs)}*_dv)" if dyn else f"_f({', '.join(vs)})"
+        traced_vals = f"[{''.join(v + ', ' for v in vs)}*_dv]" if dyn else f"[{', '.join(vs)}]"
         needs_grad = " or ".join(f"{i.name}._requires_grad" for i in ins)
         ins_expr = f"({''.join(i.name + ', ' for i in ins)})"
     # the try costs nothing unless the call fails: then a python kernel's own error is raised
@@ -233,11 +318,12 @@ def make_apply(op: Any) -> Callable[..., Any]:
                   "        except _JaxRuntimeError:", "            _reraise_host_error()"]
     lines += ["    else:", f"        _t = _traced(_prim, _params, {traced_vals}, {single})"]
     if grad:  # the tape: record only when some input requires grad
+        extra = ", _dv" if dyn else ""  # the node keeps the dynamic values for its rule
         if single and not op.structured and len(ins) in (1, 2):  # loop-free recorders
             names_ = ", ".join(i.name for i in ins)
-            rec = f"_record{len(ins)}(_op, _params, {names_}, _t)"
+            rec = f"_record{len(ins)}(_op, _params, {names_}, _t{extra})"
         else:
-            rec = f"_record(_op, _params, {ins_expr}, _t)"
+            rec = f"_record(_op, _params, {ins_expr}, _t{extra})"
         lines += [f"    if {needs_grad}:", f"        return {rec}"]
     lines.append("    return _t")
     src = "\n".join(lines) + "\n"
@@ -247,4 +333,13 @@ def make_apply(op: Any) -> Callable[..., Any]:
     fn.__qualname__ = f"{op.name}.apply"
     fn.__doc__ = f"Apply op {op.signature()}"
     fn._source = src  # for debugging: print(op.apply._source)
+    fn._caches = (cache, build)  # for executables(op)
     return fn
+
+
+def executables(op: Any) -> int:
+    """How many executables ``op``'s eager dispatch holds now (tests count compiles)."""
+    cache, build = op.apply._caches
+    found = {id(e[0]) for e in cache.values()}
+    found |= {id(e[0]) for e in getattr(build, "executables", {}).values()}
+    return len(found)

@@ -39,6 +39,7 @@ from .ops import get as _get_op
 from .ops.subscript import value_fits
 from .tensor import Size, Tensor, _wrap
 from .views import alias
+from .views import basic_index as _basic
 
 __all__ = ["getitem", "setitem"]
 
@@ -264,15 +265,15 @@ def getitem(self: Tensor, index: Any) -> Tensor:
     """``x[index]`` with PyTorch semantics (see the module docstring)."""
     if index.__class__ is int and self._value.ndim:  # x[i], the commonest index
         spec = f"i{index}"
-        return alias(_getitem(self, [], spec=spec), self, "index", (spec,))
+        return alias(_basic.get(self, spec), self, "index", (spec,))
     if index.__class__ is tuple:  # ints, slices, None, ...: a view, spec built directly
         spec = _basic_spec(index)
         if spec is not None:
-            return alias(_getitem(self, [], spec=spec), self, "index", (spec,))
+            return alias(_basic.get(self, spec), self, "index", (spec,))
     spec, tensors = _compile(self, index, "Tensor.__getitem__")
     if tensors:  # advanced indexing: a copy, as in PyTorch
         return _getitem(self, tensors, spec=spec)
-    return alias(_getitem(self, tensors, spec=spec), self, "index", (spec,))
+    return alias(_basic.get(self, spec), self, "index", (spec,))
 
 
 def select(self: Tensor, dim: int, index: int) -> Tensor:
@@ -343,7 +344,7 @@ def setitem(self: Tensor, index: Any, value: Any) -> None:
             rebase_inplace(self, out, "Tensor.__setitem__")
             return
     spec, tensors = _compile(self, index, "Tensor.__setitem__")
-    out = _setitem(self, v, tensors, spec=spec)
+    out = _setitem(self, v, tensors, spec=spec) if tensors else _basic.put(self, v, spec)
     rebase_inplace(self, out, "Tensor.__setitem__")
 
 

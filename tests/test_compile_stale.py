@@ -133,3 +133,40 @@ def test_graph_reaches_modules_in_plain_attributes():
     g.towers[0] = _net(7)
     _same(g(X), g.towers[0](X))
     assert "towers[0] was rebound" in g.recompile_reasons[-1]
+
+
+class _LazyMask(flow.nn.Module):
+    """Builds its causal mask on first use and keeps it on ``self`` (a common idiom)."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.mask = None
+
+    def forward(self, x):
+        if self.mask is None:
+            n = x.shape[-1]
+            self.mask = flow.tril(flow.ones(n, n)) * x.sum()  # computed from the input
+        return (x * self.mask).sum()
+
+
+class _MaskGraph(flow.nn.Graph):
+    def __init__(self, m) -> None:
+        super().__init__()
+        self.m = m
+
+    def build(self, x):
+        return self.m(x)
+
+
+@pytest.mark.parametrize("how", ["jit", "graph"])
+def test_a_tensor_cached_on_a_module_inside_the_step_is_refused_not_leaked(how):
+    m = _LazyMask()
+    step = flow.jit(lambda x: m(x)) if how == "jit" else _MaskGraph(m)
+    x = flow.ones(3, 3)
+    with pytest.raises(RuntimeError, match=r"_LazyMask\.mask.*register_buffer"):
+        step(x)
+    assert m.mask is None  # the attribute is put back: no tracer stays behind
+    del m.mask
+    m.register_buffer("mask", flow.tril(flow.ones(3, 3)))  # what the error says to do
+    _same(step(x), (x * flow.tril(flow.ones(3, 3))).sum())
+    assert not isinstance(m.mask._value, __import__("jax").core.Tracer)

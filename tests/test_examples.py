@@ -82,3 +82,19 @@ def test_char_lm_text_is_deterministic() -> None:
     char_lm = _load("char_lm")
     a, b = char_lm.load_text(4096), char_lm.load_text(4096)
     assert a.dtype == np.uint8 and len(a) == 4096 and np.array_equal(a, b)
+
+
+def test_torch_port_runs_the_pytorch_script_on_jflow() -> None:
+    pytest.importorskip("sklearn")
+    port = _load("torch_port")
+    res = port.main(["--epochs", "3"])["jflow"]
+    assert res["losses"][-1] < 0.5 * res["losses"][0]
+    assert res["accuracy"][-1] >= 0.75  # 0.905 after 3 epochs (seed 0)
+
+
+def test_torch_port_first_epoch_equals_pytorch() -> None:
+    pytest.importorskip("sklearn")
+    pytest.importorskip("torch")
+    res = _load("torch_port").main(["--compare", "--epochs", "1"])
+    np.testing.assert_allclose(res["jflow"]["losses"], res["torch"]["losses"], rtol=1e-4)
+    np.testing.assert_allclose(res["jflow"]["accuracy"], res["torch"]["accuracy"], atol=0.02)

@@ -71,6 +71,8 @@ class _Plan:
         self.in_avals = [n.in_avals for n in nodes]
         self.out_avals = [n.out_avals for n in nodes]
         self.n_saved = [len(n.saved or ()) for n in nodes]
+        # each node's dynamic attr values follow its saved values in ``saved_flat``
+        self.n_dyn = [len(n.dyn) for n in nodes]
         self.edges = [tuple(None if e is None else
                             (("leaf", leaf_slot[id(e[0])]) if e[1] == LEAF else
                              (index[e[0]], e[1])) for e in n.next_edges) for n in nodes]
@@ -92,6 +94,10 @@ class _Plan:
         for i, op in enumerate(self.ops):
             saved = saved_flat[pos:pos + self.n_saved[i]]
             pos += self.n_saved[i]
+            params = self.params[i]
+            if self.n_dyn[i]:
+                params = op.with_dynamic(params, saved_flat[pos:pos + self.n_dyn[i]])
+                pos += self.n_dyn[i]
             grads = buffers[i]
             buffers[i] = None
             if grads is None:
@@ -101,7 +107,7 @@ class _Plan:
                     captured[(i, k)] = g
             if not self.needed[i]:
                 continue
-            res = traced_rule(op, self.params[i], self.needs[i], self.in_avals[i],
+            res = traced_rule(op, params, self.needs[i], self.in_avals[i],
                               self.out_avals[i], saved, grads)
             for e, g in zip(self.edges[i], res):
                 if e is None or g is None:
@@ -149,6 +155,9 @@ class GraphCache:
                 if t is not None and t._version != version:
                     raise version_error(n, value, nr, t._version, version)
                 saved.append(value)
+            if any(isinstance(v, Tracer) for v in n.dyn):
+                return None
+            saved.extend(n.dyn)  # runtime values: the key holds the static params only
             es = []
             for e in n.next_edges:
                 if e is None:

@@ -59,11 +59,14 @@ def _build_compiled(node: Node, mask: tuple[bool, ...]) -> Any:
     op, params, needs = node.op, node.params, node.needs
     in_avals, out_avals = node.in_avals, node.out_avals
     n_saved = len(node.saved or ())
+    n_grads = sum(mask)
 
     def backward_rule(*args: Any) -> tuple[Any, ...]:
-        given = iter(args[n_saved:])
+        given = iter(args[n_saved:n_saved + n_grads])
         grads = [next(given) if m else None for m in mask]
-        return tuple(traced_rule(op, params, needs, in_avals, out_avals, args[:n_saved], grads))
+        # dynamic attr values come last: the executable serves every value
+        p = op.with_dynamic(params, args[n_saved + n_grads:])
+        return tuple(traced_rule(op, p, needs, in_avals, out_avals, args[:n_saved], grads))
 
     backward_rule.__name__ = f"{op.name}_backward"
     return jax.jit(backward_rule)
@@ -85,14 +88,14 @@ def _run_compiled(node: Node, grads: list[Any]) -> list[Any]:
             cache[key] = f
     vals = saved_tensors(node, False)
     try:
-        res = f(*vals, *(g._value for g in grads if g is not None))
+        res = f(*vals, *(g._value for g in grads if g is not None), *node.dyn)
     except jax.errors.JaxRuntimeError:
         _reraise_host_error()
     return [None if r is None else _wrap_value(r) for r in res]
 
 
 def _run_direct(node: Node, grads: list[Any], create_graph: bool) -> list[Any]:
-    op, params = node.op, node.params
+    op, params = node.op, op_params(node)
     rule = op.grad_rule
     layout = params.get("_layout")
     attrs = {k: v for k, v in params.items() if k not in ("_layout", "_vmap")}
@@ -114,6 +117,11 @@ def _run_direct(node: Node, grads: list[Any], create_graph: bool) -> list[Any]:
                         full)
 
 
+def op_params(node: Node) -> dict[str, Any]:
+    """The node's params with its dynamic attr values filled in (as the rule reads them)."""
+    return node.op.with_dynamic(node.params, node.dyn) if node.dyn else node.params
+
+
 def _broadcast_sbp(plc: Any) -> tuple[Any, ...]:
     return (broadcast,) * len(plc.hierarchy)
 
@@ -124,7 +132,8 @@ def _execute(node: Node, grads: list[Any], create_graph: bool) -> list[Any]:
     get_rule(node.op)
     if create_graph or any(g._global is not None or isinstance(g._value, Tracer)
                            for g in grads if g is not None) or \
-            any(isinstance(s[0], Tracer) for s in (node.saved or ())):
+            any(isinstance(s[0], Tracer) for s in (node.saved or ())) or \
+            any(isinstance(v, Tracer) for v in node.dyn):
         return _run_direct(node, grads, create_graph)
     return _run_compiled(node, grads)
 

@@ -40,14 +40,17 @@ class Node:
     """A recorded op call. ``next_edges[i]`` is ``(node, output_nr)`` or ``(leaf, LEAF)``
     for each flat input that needs a gradient, else ``None``."""
 
-    __slots__ = ("op", "params", "saved", "next_edges", "needs", "in_avals", "out_avals",
+    __slots__ = ("op", "params", "dyn", "saved", "next_edges", "needs", "in_avals", "out_avals",
                  "hooks", "retained", "__weakref__")
 
     def __init__(self, op: Any, params: dict[str, Any], needs: tuple[bool, ...],
                  next_edges: tuple[Any, ...], in_avals: tuple[Any, ...],
-                 out_avals: tuple[Any, ...]) -> None:
+                 out_avals: tuple[Any, ...], dyn: tuple[Any, ...] = ()) -> None:
         self.op = op
         self.params = params
+        # the values of the call's dynamic attrs (params hold DYNAMIC for them): kept apart so
+        # the rule's executables are cached by the static params, not by every value
+        self.dyn = dyn
         self.needs = needs
         self.next_edges = next_edges
         self.in_avals = in_avals
@@ -99,7 +102,7 @@ def _differentiable(dtype: Any) -> bool:
     return r
 
 
-def record(op: Any, params: dict[str, Any], ins: Any, out: Any) -> Any:
+def record(op: Any, params: dict[str, Any], ins: Any, out: Any, dyn: tuple = ()) -> Any:
     """Attach a node to the outputs of an op call whose inputs (some) require grad."""
     if not getattr(_state, "enabled", True) or "NoGrad" in op.traits:
         return out
@@ -114,7 +117,8 @@ def record(op: Any, params: dict[str, Any], ins: Any, out: Any) -> Any:
         else:
             edges.append((t, LEAF))
     out_avals = tuple([t._value.aval for t in outs])
-    node = Node(op, params, needs, tuple(edges), tuple([t._value.aval for t in ins]), out_avals)
+    node = Node(op, params, needs, tuple(edges), tuple([t._value.aval for t in ins]), out_avals,
+                dyn)
     rule = op.grad_rule
     if rule is not None and rule.save:
         saved = node.saved
@@ -193,13 +197,14 @@ def _save(node: Node, rule: Any, ins: tuple[Any, ...], out: Any) -> None:
                 saved.append((t._value, t, t._version, LEAF))
 
 
-def record1(op: Any, params: dict[str, Any], x: Any, out: Any) -> Any:
+def record1(op: Any, params: dict[str, Any], x: Any, out: Any, dyn: tuple = ()) -> Any:
     """:func:`record` for a one-input, one-output op (x requires grad): no loops."""
     if not getattr(_state, "enabled", True):
         return out
     node = _new(Node)
     node.op = op
     node.params = params
+    node.dyn = dyn
     node.needs = _TRUE
     node.next_edges = (_edge(x),)
     node.in_avals = (x._value.aval,)
@@ -217,13 +222,14 @@ def record1(op: Any, params: dict[str, Any], x: Any, out: Any) -> Any:
     return out
 
 
-def record2(op: Any, params: dict[str, Any], x: Any, y: Any, out: Any) -> Any:
+def record2(op: Any, params: dict[str, Any], x: Any, y: Any, out: Any, dyn: tuple = ()) -> Any:
     """:func:`record` for a two-input, one-output op (x or y requires grad): no loops."""
     if not getattr(_state, "enabled", True):
         return out
     node = _new(Node)
     node.op = op
     node.params = params
+    node.dyn = dyn
     nx, ny = x._requires_grad, y._requires_grad
     node.needs = (nx, ny)
     node.next_edges = (_edge(x) if nx else None, _edge(y) if ny else None)

@@ -82,6 +82,11 @@ class _Linear:
         op = self.op
         rule = get_rule(op)
         params = dict(lp["params"])
+        # dynamic attr values are the last residuals (operands, so _lin is cached per params)
+        n_dyn = len(op.dynamic_in(params))
+        if n_dyn:
+            params = op.with_dynamic(params, saved_vals[len(saved_vals) - n_dyn:])
+            saved_vals = saved_vals[:len(saved_vals) - n_dyn]
         layout = params.pop("_layout", None)
         in_avals, out_avals, needs = lp["in_avals"], lp["out_avals"], lp["needs"]
         slots = rule.saved_slots(layout, len(out_avals))
@@ -191,6 +196,14 @@ def _op_jvp(op: Any, lin: _Linear, primals: Sequence[Any], tangents: Sequence[An
         return _op_jvp_batched(op, lin, primals, tangents, params, vmap)
     outs = op.primitive.bind(*primals, **params)
     out_avals = tuple(_shaped(o) for o in outs)
+    primals, dyn = op.split_dynamic(primals, params)
+    if dyn:
+        for name, t in zip(op.dynamic_in(params), tangents[len(primals):]):
+            if type(t) is not ad.Zero:
+                raise TypeError(f"op '{op.name}': cannot differentiate with respect to attr "
+                                f"'{name}' (attrs are not differentiable inputs; pass it as a "
+                                f"tensor to an op that takes one)")
+        tangents = tangents[:len(primals)]
     needs = tuple(type(t) is not ad.Zero and is_differentiable_dtype(jax.typeof(p).dtype)
                   for p, t in zip(primals, tangents))
     zero_outs = [ad.Zero(jax.typeof(o).to_tangent_aval()) for o in outs]
@@ -202,7 +215,8 @@ def _op_jvp(op: Any, lin: _Linear, primals: Sequence[Any], tangents: Sequence[An
     saved = gather_saved(slots, primals, outs)
     lp = {"params": tuple(params.items()), "needs": needs,
           "in_avals": tuple(_shaped(p) for p in primals), "out_avals": out_avals}
-    touts = iter(lin.prim.bind(*[t for t, n in zip(tangents, needs) if n], *saved, **lp))
+    touts = iter(lin.prim.bind(*[t for t, n in zip(tangents, needs) if n], *saved, *dyn,
+                               **lp))
     return outs, [next(touts) if is_differentiable_dtype(a.dtype) else z
                   for a, z in zip(out_avals, zero_outs)]
 

@@ -10,6 +10,7 @@ from __future__ import annotations
 from typing import Any
 
 import numpy as np
+from jax.core import Tracer
 
 from .. import dtypes as _dt
 from ..device import device as _device
@@ -120,7 +121,13 @@ def _int(v: Any, size: int | None) -> Any:
 
 
 def _float(v: Any, size: int | None) -> Any:
-    return float(v) if _is_float(v) else NO_MATCH
+    if _is_float(v):
+        return float(v)
+    # a traced 0-d number: a dynamic attr's value inside a compiled backward rule or jax.jit
+    # (ops take it as a runtime scalar; see jflow.ops.Attr)
+    if isinstance(v, Tracer) and v.shape == () and np.dtype(v.dtype).kind in "fiu":
+        return v
+    return NO_MATCH
 
 
 def _bool(v: Any, size: int | None) -> Any:

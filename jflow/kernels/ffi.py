@@ -344,7 +344,7 @@ def _validate_unchecked(desc: dict[str, Any], where: str
             raise OpDefinitionError(f"{where}: cannot define op '{s.name}': {_owner(s.name)}")
         ins = tuple(Input(i) for i in s.inputs)
         outs = tuple(Output(o) for o in s.outputs)
-        attrs = tuple(Attr(n, t, dflt) for n, t, dflt in s.attrs)
+        attrs = tuple(Attr(n, t, dflt, static=True) for n, t, dflt in s.attrs)
         try:  # the registry's own checks, made before any op is defined: all or nothing
             reg._check_definition(s.name, ins, outs, attrs, frozenset({"NoSideEffect", *s.traits}),
                                   lambda *a, **k: None, None)
@@ -375,7 +375,8 @@ def _register(cdll: ctypes.CDLL, desc: dict[str, Any], path: str, where: str) ->
         infer_c.argtypes = [ctypes.c_char_p, ctypes.c_char_p]
     for s in specs:
         define_op(s.name, inputs=s.inputs, outputs=s.outputs,
-                  attrs=[Attr(n, t, dflt) for n, t, dflt in s.attrs],
+                  # static: the C++ handler decodes attrs as FFI attributes, not operands
+                  attrs=[Attr(n, t, dflt, static=True) for n, t, dflt in s.attrs],
                   infer=_make_infer(s, infer_c), traits=("NoSideEffect", *s.traits),
                   check=_make_check(s), doc=s.doc or f"C++ op from {path}",
                   sbp=None if s.sbp is None else sbp_mod.elementwise(SBP_FAMILIES[s.sbp]))

@@ -87,7 +87,10 @@ def register_backend(name: str, builder: Builder) -> None:
     traceable ``f(*flat_inputs) -> list of outputs`` for one lowering.
 
     ``out_avals`` are the per-example outputs the op's inference gives; ``op.unflatten(flat,
-    layout)`` regroups the flat inputs per declared input. Registering a different builder
+    layout)`` regroups the flat inputs per declared input. A dynamic attr (see
+    :class:`jflow.ops.Attr`) is in ``attrs`` as a traced 0-d array: the builder is then called
+    while the lowering is traced, and must use it as a value (an operand), never bake it in.
+    Registering a different builder
     under an existing name is an error (it would silently change every kernel of it).
     """
     if not isinstance(name, str) or not name:
@@ -228,8 +231,15 @@ def _build_xla(kernel: Kernel, op: Any, attrs: dict, out_avals: list, layout: An
 
 
 def _build_python(kernel: Kernel, op: Any, attrs: dict, out_avals: list, layout: Any):
-    """OneFlow's "python kernel": NumPy in, NumPy out, through ``jax.pure_callback``."""
+    """OneFlow's "python kernel": NumPy in, NumPy out, through ``jax.pure_callback``.
+
+    Dynamic attrs (traced scalars here) travel as extra operands of the callback and reach
+    the NumPy function as Python numbers, exactly the values a static attr would have."""
     shapes = [jax.ShapeDtypeStruct(a.shape, a.dtype) for a in out_avals]
+    traced = [k for k, v in attrs.items() if isinstance(v, jax.Array)]
+    fixed = {k: v for k, v in attrs.items() if k not in traced}
+    kinds = {a.name: (float if a.type in ("float", "double") else int) for a in op.attrs}
+    n_dyn = len(traced)
 
     def host(*flat: np.ndarray) -> list[np.ndarray]:
         # JAX re-raises an exception from a callback as a JaxRuntimeError (its text ends with
@@ -237,7 +247,12 @@ def _build_python(kernel: Kernel, op: Any, attrs: dict, out_avals: list, layout:
         # for eager dispatch to raise instead (see take_host_error).
         try:
             try:
-                res = kernel.fn(*op.unflatten([np.asarray(a) for a in flat], layout), **attrs)
+                kw = fixed
+                if n_dyn:
+                    kw = dict(fixed)
+                    kw.update((k, kinds[k](v)) for k, v in zip(traced, flat[-n_dyn:]))
+                    flat = flat[:-n_dyn]
+                res = kernel.fn(*op.unflatten([np.asarray(a) for a in flat], layout), **kw)
             except Exception as e:
                 raise RuntimeError(f"op '{op.name}': {kernel.describe()} raised "
                                    f"{type(e).__name__}: {e}") from e
@@ -249,7 +264,8 @@ def _build_python(kernel: Kernel, op: Any, attrs: dict, out_avals: list, layout:
         return res
 
     def run(*flat: Any) -> list[Any]:
-        return list(jax.pure_callback(host, shapes, *flat, vmap_method="sequential"))
+        return list(jax.pure_callback(host, shapes, *flat, *(attrs[k] for k in traced),
+                                      vmap_method="sequential"))
     return run
 
 
@@ -282,13 +298,23 @@ def _make_lowering(op: Any, platform: str) -> Callable[..., Any]:
     def lowering(ctx: Any, /, *args: Any, **params: Any) -> Any:  # any attr name, even 'ctx'
         attrs, layout, vmap = op.split_params(params)
         per_in, _ = strip_batch(ctx.avals_in, vmap)
+        per_in, _ = op.split_dynamic(per_in, attrs)
         per_out = op.infer_descs(per_in, layout, attrs)
         _LOWERED.add(op.name)
         kernel = select_kernel(op, platform, per_in, per_out, layout)
-        body = _BACKENDS[kernel.backend](kernel, op, attrs, per_out, layout)
+        build = _BACKENDS[kernel.backend]
+        n_in = len(per_in)
+        if len(per_in) == len(args):
+            body = build(kernel, op, attrs, per_out, layout)
+        else:
+            body = None  # dynamic attrs: the kernel is built on their traced values
 
         def checked(*flat: Any) -> list[Any]:
-            outs = body(*flat)
+            if body is None:
+                run = build(kernel, op, op.with_dynamic(attrs, flat[n_in:]), per_out, layout)
+                outs = run(*flat[:n_in])
+            else:
+                outs = body(*flat)
             _check_outputs(op, kernel, outs, per_out)
             return outs
 

@@ -8,6 +8,7 @@ from jax import lax
 
 from ..kernels.registry import register_kernel
 from ..sharding.sbp import elementwise
+from .attrs import scalar_as
 from .infer import FLOAT, NUMBER, same_as_input
 from .primitive import define_op
 from .registry import Attr
@@ -22,9 +23,11 @@ def _act(name, fn, attrs=(), allowed=FLOAT, check=None, doc=""):
 
 
 _act("relu", lambda x: jnp.maximum(x, jnp.zeros((), x.dtype)), allowed=NUMBER)
-_act("leaky_relu", lambda x, alpha: jnp.where(x > 0, x, x * jnp.asarray(alpha, x.dtype)),
+# The float attrs here are dynamic (runtime scalars, one executable for every value): the
+# kernels use them in arithmetic only, cast with scalar_as (rounded as the Python float was).
+_act("leaky_relu", lambda x, alpha: jnp.where(x > 0, x, x * scalar_as(alpha, x.dtype)),
      attrs=[Attr("alpha", "float", 0.01)], doc="x if x > 0 else alpha * x")
-_act("elu", lambda x, alpha: jnp.where(x > 0, x, jnp.asarray(alpha, x.dtype) * jnp.expm1(x)),
+_act("elu", lambda x, alpha: jnp.where(x > 0, x, scalar_as(alpha, x.dtype) * jnp.expm1(x)),
      attrs=[Attr("alpha", "float", 1.0)])
 
 
@@ -39,9 +42,14 @@ _act("silu", jax.nn.silu)
 
 
 def _softplus(x, beta, threshold):
-    bx = x * jnp.asarray(beta, x.dtype)
-    soft = jnp.logaddexp(bx, jnp.zeros((), x.dtype)) / jnp.asarray(beta, x.dtype)
-    return jnp.where(bx > threshold, x, soft)
+    b = scalar_as(beta, x.dtype)
+    bx = x * b
+    # times the reciprocal: what XLA made of the division when beta was a constant, so the
+    # results stay bitwise (for bfloat16 that reciprocal was taken in float32)
+    rdt = jnp.float32 if x.dtype == jnp.bfloat16 else x.dtype
+    recip = jnp.ones((), rdt) / b.astype(rdt)
+    soft = (jnp.logaddexp(bx, jnp.zeros((), x.dtype)).astype(rdt) * recip).astype(x.dtype)
+    return jnp.where(bx > scalar_as(threshold, x.dtype), x, soft)  # no Python `if`: dynamic
 
 
 _act("softplus", _softplus, attrs=[Attr("beta", "double", 1.0), Attr("threshold", "double", 20.0)],
@@ -53,7 +61,7 @@ def _hardtanh_check(min_val, max_val):
         raise ValueError(f"min_val ({min_val}) must not exceed max_val ({max_val})")
 
 
-_act("hardtanh", lambda x, min_val, max_val: lax.clamp(jnp.asarray(min_val, x.dtype), x,
-                                                       jnp.asarray(max_val, x.dtype)),
+_act("hardtanh", lambda x, min_val, max_val: lax.clamp(scalar_as(min_val, x.dtype), x,
+                                                       scalar_as(max_val, x.dtype)),
      attrs=[Attr("min_val", "double", -1.0), Attr("max_val", "double", 1.0)],
      check=_hardtanh_check, allowed=NUMBER)

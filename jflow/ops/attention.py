@@ -206,7 +206,8 @@ def _sdpa_grad_sbp(in_shapes: Any, n_out: int = 3, is_causal: bool = False,
     return sigs
 
 
-_ATTRS = [Attr("is_causal", "bool", False), Attr("scale", "double")]
+# scale is static: the Pallas kernels bake it into the kernel body
+_ATTRS = [Attr("is_causal", "bool", False), Attr("scale", "double", static=True)]
 
 define_op("scaled_dot_product_attention",
           inputs=["query", "key", "value", Input("attn_mask", optional=True)],

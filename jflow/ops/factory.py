@@ -23,7 +23,8 @@ def _check_shape(shape, **_):
 
 
 define_op("full", outputs=["out"], traits=_FACTORY, check=_check_shape,
-          attrs=[Attr("shape", "shape"), Attr("value", "double"), Attr("dtype", "dtype")],
+          attrs=[Attr("shape", "shape"), Attr("value", "double", static=True),
+                 Attr("dtype", "dtype")],
           infer=lambda shape, value, dtype: desc(shape, dtype))
 register_kernel("full", lambda shape, value, dtype: jnp.full(shape, value, dtype), name="full_xla")
 
@@ -48,8 +49,8 @@ def _arange_kernel(start, end, step, dtype):
 
 
 define_op("arange", outputs=["out"], traits=_FACTORY, check=_arange_check,
-          attrs=[Attr("start", "double"), Attr("end", "double"), Attr("step", "double"),
-                 Attr("dtype", "dtype")],
+          attrs=[Attr("start", "double", static=True), Attr("end", "double", static=True),
+                 Attr("step", "double", static=True), Attr("dtype", "dtype")],  # the length
           infer=lambda start, end, step, dtype: desc((_arange_len(start, end, step),), dtype))
 register_kernel("arange", _arange_kernel, name="arange_xla")
 
@@ -60,8 +61,8 @@ def _linspace_check(start, end, steps, dtype):
 
 
 define_op("linspace", outputs=["out"], traits=_FACTORY, check=_linspace_check,
-          attrs=[Attr("start", "double"), Attr("end", "double"), Attr("steps", "int64"),
-                 Attr("dtype", "dtype")],
+          attrs=[Attr("start", "double", static=True), Attr("end", "double", static=True),
+                 Attr("steps", "int64"), Attr("dtype", "dtype")],
           infer=lambda start, end, steps, dtype: desc((steps,), dtype))
 register_kernel("linspace", lambda start, end, steps, dtype:
                 jnp.linspace(start, end, steps, dtype=jnp.float64).astype(dtype),
@@ -96,15 +97,18 @@ def _random_infer(allowed):
 
 define_op("uniform", inputs=["key", "counter"], outputs=["out"], traits=_FACTORY,
           check=lambda shape, dtype, low, high: _check_shape(shape),
-          attrs=[Attr("shape", "shape"), Attr("dtype", "dtype"), Attr("low", "double", 0.0),
-                 Attr("high", "double", 1.0)], infer=_random_infer(FLOAT))
+          # static: as operands, float16 draws would round differently
+          attrs=[Attr("shape", "shape"), Attr("dtype", "dtype"),
+                 Attr("low", "double", 0.0, static=True),
+                 Attr("high", "double", 1.0, static=True)], infer=_random_infer(FLOAT))
 register_kernel("uniform", lambda key, counter, shape, dtype, low, high: jax.random.uniform(
     _key_of(key, counter), shape, dtype, low, high), name="uniform_xla")
 
 define_op("normal", inputs=["key", "counter"], outputs=["out"], traits=_FACTORY,
           check=lambda shape, dtype, mean, std: _check_shape(shape),
-          attrs=[Attr("shape", "shape"), Attr("dtype", "dtype"), Attr("mean", "double", 0.0),
-                 Attr("std", "double", 1.0)], infer=_random_infer(FLOAT))
+          attrs=[Attr("shape", "shape"), Attr("dtype", "dtype"),
+                 Attr("mean", "double", 0.0, static=True),
+                 Attr("std", "double", 1.0, static=True)], infer=_random_infer(FLOAT))
 register_kernel("normal", lambda key, counter, shape, dtype, mean, std: (
     mean + std * jax.random.normal(_key_of(key, counter), shape, jnp.float32 if dtype in (
         jnp.float16, jnp.bfloat16) else dtype)).astype(dtype), name="normal_xla")

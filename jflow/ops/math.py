@@ -14,6 +14,7 @@ from jax import lax
 
 from ..kernels.registry import register_kernel
 from ..sharding.sbp import elementwise
+from .attrs import scalar_as
 from .infer import (
     ANY,
     BOOL,
@@ -146,11 +147,12 @@ def _clamp_infer(x, min, max):  # noqa: A002
 
 def _clamp(x, min, max):  # noqa: A002
     """``min(max(x, min), max)``: with ``min > max`` every value is ``max``, as PyTorch (and
-    NumPy's clip) define it, so that case is no error."""
+    NumPy's clip) define it, so that case is no error. ``min`` / ``max`` are dynamic (0-d
+    arrays) when given; ``None`` is static, so the ``is not None`` tests stay Python."""
     if min is not None:
-        x = jnp.maximum(x, jnp.asarray(min).astype(x.dtype))
+        x = jnp.maximum(x, scalar_as(min, x.dtype))
     if max is not None:
-        x = jnp.minimum(x, jnp.asarray(max).astype(x.dtype))
+        x = jnp.minimum(x, scalar_as(max, x.dtype))
     return x
 
 

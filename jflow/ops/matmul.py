@@ -115,7 +115,7 @@ def _matmul_sbp(in_shapes: Any, n_out: int = 1, transpose_a: bool = False,
 
 
 _MM_ATTRS = [Attr("transpose_a", "bool", False), Attr("transpose_b", "bool", False),
-             Attr("alpha", "double", 1.0)]
+             Attr("alpha", "double", 1.0, static=True)]  # inference reads it; matmul's hot path
 
 define_op("matmul", inputs=["a", "b"], outputs=["out"], attrs=_MM_ATTRS, infer=_matmul_infer,
           sbp=_matmul_sbp, doc="alpha * op(a) @ op(b) for 2-D a and b (op = optional transpose)")

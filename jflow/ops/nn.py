@@ -239,6 +239,6 @@ def _dropout(x: Any, key: Any, counter: Any, p: float) -> Any:
 
 
 define_op("dropout", inputs=["x", "key", "counter"], outputs=["y", "mask"],
-          attrs=[Attr("p", "double", 0.5)], check=_dropout_check, infer=_dropout_infer,
+          attrs=[Attr("p", "double", 0.5, static=True)], check=_dropout_check, infer=_dropout_infer,
           doc="zero each element with probability p, scale the rest by 1 / (1 - p); mask = kept")
 register_kernel("dropout", _dropout, name="dropout_xla")

@@ -85,7 +85,7 @@ def _layer_norm(x: Any, weight: Any, bias: Any, begin_norm_axis: int, eps: float
             r.reshape(lead).astype(x.dtype))
 
 
-_NORM_ATTRS = [Attr("begin_norm_axis", "int64"), Attr("eps", "double", 1e-5)]
+_NORM_ATTRS = [Attr("begin_norm_axis", "int64"), Attr("eps", "double", 1e-5, static=True)]
 
 define_op("layer_norm", inputs=["x", Input("weight", optional=True), Input("bias", optional=True)],
           outputs=["y", "mean", "inv_std"], attrs=_NORM_ATTRS, infer=_ln_infer, sbp=_lead_sbp,
@@ -157,7 +157,8 @@ def _group_norm(x: Any, weight: Any, bias: Any, num_groups: int, eps: float) -> 
 
 define_op("group_norm", inputs=["x", Input("weight", optional=True), Input("bias", optional=True)],
           outputs=["y", "mean", "inv_std"],
-          attrs=[Attr("num_groups", "int64"), Attr("eps", "double", 1e-5)], infer=_gn_infer,
+          attrs=[Attr("num_groups", "int64"), Attr("eps", "double", 1e-5, static=True)],
+          infer=_gn_infer,
           sbp=_gn_sbp, doc="normalise x (N, C, *) over groups of channels, then per-channel "
                            "weight and bias")
 register_kernel("group_norm", _group_norm, name="group_norm_xla")
@@ -208,7 +209,7 @@ def _bn_sbp(in_shapes: Any, n_out: int = 1, **_: Any) -> list[Signature]:
 
 define_op("batch_norm", inputs=["x", Input("weight", optional=True),
                                 Input("bias", optional=True)],
-          outputs=["y", "mean", "inv_std"], attrs=[Attr("eps", "double", 1e-5)],
+          outputs=["y", "mean", "inv_std"], attrs=[Attr("eps", "double", 1e-5, static=True)],
           infer=_bn_infer, sbp=_bn_sbp,
           doc="batch normalisation with batch statistics over every axis but 1 (training)")
 register_kernel("batch_norm", _batch_norm, name="batch_norm_xla")

@@ -72,8 +72,11 @@ def _adam_sbp(in_shapes: Any, n_out: int = 3, **_: Any) -> list[Signature]:
 
 define_op("adam_update", inputs=["param", "grad", "exp_avg", "exp_avg_sq", "step", "lr"],
           outputs=["param_out", "exp_avg_out", "exp_avg_sq_out"],
-          attrs=[Attr("beta1", "double", 0.9), Attr("beta2", "double", 0.999),
-                 Attr("eps", "double", 1e-8), Attr("weight_decay", "double", 0.0),
+          # static: hyperparameters (one value per optimizer); weight_decay is Python control flow
+          attrs=[Attr("beta1", "double", 0.9, static=True),
+                 Attr("beta2", "double", 0.999, static=True),
+                 Attr("eps", "double", 1e-8, static=True),
+                 Attr("weight_decay", "double", 0.0, static=True),
                  Attr("decoupled", "bool", False)],
           infer=_adam_infer, sbp=_adam_sbp, traits=("NoSideEffect", "NoGrad"),
           doc="one Adam/AdamW update of a parameter and its moments (optim.Adam's math)")

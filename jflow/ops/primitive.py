@@ -74,6 +74,8 @@ def _abstract_eval(op: OpDef) -> Callable[..., list[core.ShapedArray]]:
     def abstract_eval(*avals: core.ShapedArray, **params: Any) -> list[core.ShapedArray]:
         attrs, layout, vmap = op.split_params(params)
         per_example, sizes = strip_batch(avals, vmap)
+        # dynamic attr operands are not inputs: inference sees their DYNAMIC marker
+        per_example, _ = op.split_dynamic(per_example, attrs)
         outs = op.infer_descs(per_example, layout, attrs)
         # inside shard_map (global tensors), outputs vary like the inputs (see _jax_compat)
         return [manual_out_aval(tuple(sizes) + o.shape, o.dtype, avals) for o in outs]

@@ -271,7 +271,8 @@ define_op("reduce_var", inputs=["x"], outputs=["y"],
 register_kernel("reduce_var", _var, name="reduce_var_xla")
 
 define_op("reduce_norm", inputs=["x"], outputs=["y"],
-          attrs=[Attr("ord", "double", 2.0), *_AXES], check=_norm_check, infer=_norm_infer,
+          attrs=[Attr("ord", "double", 2.0, static=True), *_AXES],  # ord picks the formula
+          check=_norm_check, infer=_norm_infer,
           sbp=_PLAIN_SBP,
           doc="vector p-norm over axis (empty = all): (sum |x|^ord)^(1/ord), ord in R or +-inf")
 register_kernel("reduce_norm", _norm, name="reduce_norm_xla")

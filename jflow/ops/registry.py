@@ -8,7 +8,10 @@ this declaration, the kernel registry and the rule registry (``define_op`` lives
 
 Params of a bind are the normalised attrs plus, when needed, two private params: ``_layout``
 (how many arrays each declared input got: optional inputs 0/1, variadic ones n) and ``_vmap``
-(in_axes of each enclosing vmap level, outermost first).
+(in_axes of each enclosing vmap level, outermost first). A dynamic attr's param is the marker
+``DYNAMIC`` and its value is a trailing operand of the bind, after the inputs (in declaration
+order, one per dynamic attr whose param is ``DYNAMIC``): :meth:`OpDef.split_dynamic` takes
+them apart, :meth:`OpDef.with_dynamic` puts the values back into the attrs.
 """
 
 from __future__ import annotations
@@ -25,10 +28,18 @@ from jax.extend.core import Primitive
 
 from ..dtypes import as_dtype
 from ..tensor import Tensor
-from .attrs import ATTR_TYPES, REQUIRED, normalize_attr
+from .attrs import (
+    ATTR_TYPES,
+    DYNAMIC,
+    DYNAMIC_BY_DEFAULT,
+    DYNAMIC_TYPES,
+    REQUIRED,
+    normalize_attr,
+    normalize_dynamic,
+)
 
 __all__ = ["Input", "Output", "Attr", "OpDef", "declare_op", "register", "get", "list_ops",
-           "TRAITS", "OpDefinitionError", "REQUIRED", "strip_batch"]
+           "TRAITS", "OpDefinitionError", "REQUIRED", "DYNAMIC", "strip_batch"]
 
 TRAITS = frozenset({"NoSideEffect", "NoGrad", "CpuOnly"})
 _PRIVATE_PARAMS = ("_layout", "_vmap")
@@ -71,11 +82,28 @@ class Output:
 
 @dataclass(frozen=True)
 class Attr:
-    """A typed attribute; ``default=None`` makes it optional, no default makes it required."""
+    """A typed attribute; ``default=None`` makes it optional, no default makes it required.
+
+    ``static`` decides how a value reaches the executable. Static: it is part of the cached
+    executable (a new value compiles a new one) and kernels see a Python value. Dynamic: it
+    is a runtime scalar operand (a new value costs no compile) and kernels and backward rules
+    see a 0-d array or tracer, for arithmetic only (cast it with ``jflow.ops.attrs.scalar_as``
+    to round as a Python float would). ``None`` (the default) means dynamic for float/double
+    and static for everything else; ``static=True`` is for a float that shapes something or
+    drives Python control flow, ``static=False`` makes an int attr dynamic. Only scalar types
+    can be dynamic; ``None`` values of an optional dynamic attr stay static.
+    """
 
     name: str
     type: str
     default: Any = REQUIRED
+    static: bool | None = None
+
+    @property
+    def dynamic(self) -> bool:
+        if self.static is None:
+            return self.type in DYNAMIC_BY_DEFAULT
+        return not self.static and self.type in DYNAMIC_TYPES
 
     def describe(self) -> str:
         d = "" if self.default is REQUIRED else f"={self.default!r}"
@@ -120,6 +148,8 @@ class OpDef:
     grad_rule: Any = field(repr=False, default=None)
     #: The linear primitive carrying the rule into JAX's autodiff (see autograd.jax_rules).
     linear_primitive: Primitive = field(repr=False, default=None)  # type: ignore[assignment]
+    #: Names of the dynamic attrs (runtime scalar operands; see :class:`Attr`), in order.
+    dynamic_attrs: tuple[str, ...] = ()
 
     # -- introspection ---------------------------------------------------------------
     def signature(self) -> str:
@@ -162,14 +192,20 @@ class OpDef:
             if v is REQUIRED:
                 raise TypeError(f"op '{self.name}': missing required attr '{a.name}' ({a.type})")
             try:
-                out[a.name] = normalize_attr(a.type, v, a.default is None)
+                if a.name in self.dynamic_attrs:
+                    out[a.name] = normalize_dynamic(a.type, v, a.default is None)
+                else:
+                    out[a.name] = normalize_attr(a.type, v, a.default is None)
             except (TypeError, ValueError) as e:
                 raise type(e)(f"op '{self.name}': attr '{a.name}' ({a.type}): {e}") from None
         unknown = set(given) - set(out)
         if unknown:
             raise TypeError(f"op '{self.name}' has no attr(s) {sorted(unknown)}; "
                             f"its attrs are {[a.name for a in self.attrs]}")
-        if self.check is not None:
+        # a traced dynamic value cannot be checked (its value is not known while tracing)
+        traced = self.dynamic_attrs and any(isinstance(out[n], core.Tracer)
+                                            for n in self.dynamic_attrs)
+        if self.check is not None and not traced:
             try:
                 self.check(**out)
             except (TypeError, ValueError, IndexError) as e:
@@ -208,6 +244,29 @@ class OpDef:
     def split_params(self, params: dict[str, Any]) -> tuple[dict[str, Any], Any, tuple]:
         attrs = {k: v for k, v in params.items() if k not in _PRIVATE_PARAMS}
         return attrs, params.get("_layout"), params.get("_vmap", ())
+
+    # -- dynamic attrs -------------------------------------------------------------------
+    def dynamic_in(self, params: dict[str, Any]) -> tuple[str, ...]:
+        """The dynamic attrs whose values are operands of a bind with ``params``."""
+        if not self.dynamic_attrs:
+            return ()
+        return tuple(n for n in self.dynamic_attrs if params.get(n) is DYNAMIC)
+
+    def split_dynamic(self, args: Sequence[Any], params: dict[str, Any]
+                      ) -> tuple[list[Any], list[Any]]:
+        """A bind's operands -> (the op's flat inputs, the dynamic attr values)."""
+        n = len(self.dynamic_in(params))
+        args = list(args)
+        return (args[:len(args) - n], args[len(args) - n:]) if n else (args, [])
+
+    def with_dynamic(self, params: dict[str, Any], values: Sequence[Any]) -> dict[str, Any]:
+        """``params`` with each ``DYNAMIC`` marker replaced by its value (in order)."""
+        names = self.dynamic_in(params)
+        if not names:
+            return params
+        new = dict(params)
+        new.update(zip(names, values))
+        return new
 
     def infer_descs(self, in_avals: Sequence[Any], layout: Any, attrs: dict[str, Any]
                     ) -> list[core.ShapedArray]:
@@ -389,6 +448,11 @@ def _check_definition(name: str, inputs: tuple[Any, ...], outputs: tuple[Any, ..
         if a.type not in ATTR_TYPES:
             fail(f"attr '{a.name}' has unknown type '{a.type}'; "
                  f"known types are {sorted(ATTR_TYPES)}")
+        if a.static is not None and not isinstance(a.static, bool):
+            fail(f"attr '{a.name}': static= must be True, False or None, got {a.static!r}")
+        if a.static is False and a.type not in DYNAMIC_TYPES:
+            fail(f"attr '{a.name}' ({a.type}) cannot be dynamic: only scalar types "
+                 f"{sorted(DYNAMIC_TYPES)} can be runtime operands")
         if a.default is REQUIRED or a.default is None:
             continue
         try:
@@ -431,7 +495,8 @@ def declare_op(
     return OpDef(name=name, inputs=ins, outputs=outs, attrs=attrs_t, infer=infer,
                  traits=traits_f, check=check, sbp=sbp, doc=doc,
                  structured=any(i.optional or i.variadic for i in ins),
-                 builtin=_defining_builtins, module=module)
+                 builtin=_defining_builtins, module=module,
+                 dynamic_attrs=tuple(a.name for a in attrs_t if a.dynamic))
 
 
 def register(op: OpDef) -> OpDef:

@@ -168,7 +168,7 @@ def _pad_sbp(in_shapes, n_out=1, pad=(), mode="constant", value=0.0):
 
 define_op("pad", inputs=["x"], outputs=["y"],
           attrs=[Attr("pad", "int64_list"), Attr("mode", "string", "constant"),
-                 Attr("value", "double", 0.0)],
+                 Attr("value", "double", 0.0, static=True)],  # zero padding: SBP P
           check=_pad_check, infer=_pad_infer, sbp=_pad_sbp,
           doc="torch.nn.functional.pad: `pad` lists (before, after) pairs, last dim first; "
               "negative constant padding crops.")

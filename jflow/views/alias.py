@@ -36,6 +36,7 @@ from ..autograd.graph import rebase_inplace
 from ..ops import get as _get_op
 from ..sharding.sbp import broadcast as _broadcast
 from ..tensor import Tensor, _flatten, _unflatten, _wrap, mark_constant
+from . import basic_index
 from .layout import STEP_LAYOUT, Layout, as_basic_index, contiguous, flat_index, overlaps
 
 __all__ = ["View", "Alias", "alias", "detach", "write", "layout_of", "base_of", "unview"]
@@ -315,7 +316,7 @@ _STEP = {
     "expand": lambda x, shape: _expand(x, shape=shape),
     "narrow": lambda x, dim, start, length: _narrow(x, dim=dim, start=start, length=length),
     "slice": lambda x, start, stop, step: _slice(x, start=start, stop=stop, step=step),
-    "index": lambda x, spec: _getitem(x, [], spec=spec),
+    "index": lambda x, spec: basic_index.get(x, spec),
     "as_strided": _as_strided_read,
 }
 
@@ -363,7 +364,7 @@ def _scatter(base: Tensor, m: Alias, value: Tensor) -> Tensor:
         kind, args = steps[0]
         spec = _spec_of(kind, args, len(shape))
         if spec is not None:
-            return _setitem(base, value, [], spec=spec)
+            return basic_index.put(base, value, spec)
         if kind in ("reshape", "squeeze", "unsqueeze") or (
                 kind == "expand" and not overlaps(m.layout())):
             return _reshape(value, shape=shape)
@@ -380,7 +381,7 @@ def _scatter(base: Tensor, m: Alias, value: Tensor) -> Tensor:
             value = _reshape(value, shape=tshape)
         if plan.perm != tuple(range(len(plan.perm))):
             value = _transpose(value, perm=tuple(int(i) for i in np.argsort(plan.perm)))
-        return _setitem(base, value, [], spec=plan.spec)
+        return basic_index.put(base, value, plan.spec)
     idx = _cached(_POSITIONS, (shape, lay, base._global), lambda: _positions(base, lay))
     return _setitem(base, value, list(idx), spec=",".join("t" * len(shape)))
 

@@ -272,3 +272,47 @@ def dcgan(torch: Any, nz: int = 4, ngf: int = 4, ndf: int = 4) -> Any:
     g.apply(weights_init)
     d.apply(weights_init)
     return nn.ModuleDict({"g": g, "d": d})
+
+
+def vae(torch: Any, d_in: int = 16, d_hid: int = 12, d_z: int = 4) -> Any:
+    """A VAE as the classic example writes it: ``reparameterize`` with ``randn_like`` while
+    training (the mean at evaluation), and its loss as a method."""
+    nn = torch.nn
+    F = torch.nn.functional
+
+    class VAE(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.fc1 = nn.Linear(d_in, d_hid)
+            self.fc21 = nn.Linear(d_hid, d_z)
+            self.fc22 = nn.Linear(d_hid, d_z)
+            self.fc3 = nn.Linear(d_z, d_hid)
+            self.fc4 = nn.Linear(d_hid, d_in)
+
+        def encode(self, x):
+            h1 = F.relu(self.fc1(x))
+            return self.fc21(h1), self.fc22(h1)
+
+        def reparameterize(self, mu, logvar):
+            if not self.training:
+                return mu
+            std = torch.exp(0.5 * logvar)
+            eps = torch.randn_like(std)
+            return mu + eps * std
+
+        def decode(self, z):
+            h3 = F.relu(self.fc3(z))
+            return torch.sigmoid(self.fc4(h3))
+
+        def forward(self, x):
+            mu, logvar = self.encode(x.view(-1, d_in))
+            z = self.reparameterize(mu, logvar)
+            return self.decode(z), mu, logvar
+
+        def loss(self, x):
+            recon, mu, logvar = self(x)
+            bce = F.binary_cross_entropy(recon, x.view(-1, d_in), reduction="sum")
+            kld = -0.5 * torch.sum(1 + logvar - mu.pow(2) - logvar.exp())
+            return (bce + kld) / x.size(0)
+
+    return VAE()

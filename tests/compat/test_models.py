@@ -1,13 +1,13 @@
 """Real model code with the import changed: the PyTorch-idiom models of compat_models.py,
 run with identical weights in PyTorch and jflow (forward outputs and every parameter's
-gradient equal), then trained a few steps eagerly and as a compiled step (the loss falls,
-and compiled equals eager)."""
+gradient equal), then trained a few steps eagerly, under ``flow.jit`` and as an ``nn.Graph``
+(the loss falls, and compiled equals eager)."""
 
 from __future__ import annotations
 
 import numpy as np
 import pytest
-from compat_models import dcgan, gpt, lstm_lm, masked_scores, mnist_cnn, resnet
+from compat_models import dcgan, gpt, lstm_lm, masked_scores, mnist_cnn, resnet, vae
 
 import jflow as flow
 
@@ -32,15 +32,34 @@ def _check_grads(tm, fm, rtol=2e-4, atol=2e-5):
                                        err_msg=name)
 
 
-def _train(model, loss_fn, opt, steps, compiled):
+class _TrainGraph(flow.nn.Graph):
+    """The step as OneFlow code writes it: modules and optimizer on a Graph, ``build`` runs
+    forward and backward, the Graph steps the optimizer."""
+
+    def __init__(self, model, loss_fn, opt):
+        super().__init__()
+        self.model = model
+        self.loss_fn = loss_fn
+        self.add_optimizer(opt)
+
+    def build(self, *batch):
+        loss = self.loss_fn(self.model, *batch)
+        loss.backward()
+        return loss
+
+
+def _train(model, loss_fn, opt, mode):
+    """One training step, run eagerly, under ``flow.jit``, or as an ``nn.Graph``."""
+    if mode == "graph":
+        return _TrainGraph(model, loss_fn, opt)
+
     def step(*batch):
         opt.zero_grad()
         loss = loss_fn(model, *batch)
         loss.backward()
         opt.step()
         return loss
-    run = flow.jit(step) if compiled else step
-    return run
+    return flow.jit(step) if mode == "jit" else step
 
 
 RNG = np.random.RandomState(0)
@@ -48,10 +67,15 @@ IDX = RNG.randint(0, 32, size=(2, 8))
 TGT = RNG.randint(0, 32, size=(2, 8))
 IMG = RNG.randn(4, 1, 8, 8).astype(np.float32)
 LBL = RNG.randint(0, 10, size=4)
+PIX = RNG.rand(6, 16).astype(np.float32)
 
 
 def _gpt_loss(m, idx, tgt):
     return m(idx, tgt)[1]
+
+
+def _vae_loss(m, x):
+    return m.loss(x)
 
 
 def _cls_loss(lib):
@@ -60,7 +84,7 @@ def _cls_loss(lib):
     return loss
 
 
-@pytest.mark.parametrize("name", ["gpt", "resnet"])
+@pytest.mark.parametrize("name", ["gpt", "resnet", "vae"])
 def test_forward_and_gradients_match_pytorch(name):
     if name == "gpt":
         tm, fm = _twins(gpt)
@@ -69,6 +93,11 @@ def test_forward_and_gradients_match_pytorch(name):
         tl, fl = _gpt_loss(tm, *targs), _gpt_loss(fm, *fargs)
         np.testing.assert_allclose(fm(fargs[0])[0].detach().numpy(),
                                    tm(targs[0])[0].detach().numpy(), rtol=1e-4, atol=1e-5)
+    elif name == "vae":  # evaluation mode: reparameterize returns the mean, no sampling
+        tm, fm = _twins(vae)
+        tm.eval()
+        fm.eval()
+        tl, fl = _vae_loss(tm, torch.tensor(PIX)), _vae_loss(fm, flow.tensor(PIX))
     else:
         tm, fm = _twins(resnet)
         targs = (torch.tensor(IMG), torch.tensor(LBL))
@@ -83,27 +112,46 @@ def test_forward_and_gradients_match_pytorch(name):
                                    tm.bn1.running_mean.numpy(), rtol=1e-5, atol=1e-6)
 
 
-@pytest.mark.parametrize("name", ["gpt", "resnet", "mnist"])
+_TRAINING = {  # model, batch, loss, compiled modes checked step by step against eager
+    "gpt": (gpt, lambda: (flow.tensor(IDX), flow.tensor(TGT)), _gpt_loss, ("jit", "graph")),
+    "resnet": (resnet, lambda: (flow.tensor(IMG), flow.tensor(LBL)), _cls_loss(flow),
+               ("graph",)),
+    "mnist": (mnist_cnn, lambda: (flow.tensor(IMG), flow.tensor(LBL)),
+              lambda m, x, y: flow.nn.functional.nll_loss(m(x), y), ("jit", "graph")),
+    "vae": (vae, lambda: (flow.tensor(PIX),), _vae_loss, ("graph",)),
+}
+
+
+@pytest.mark.parametrize("name", sorted(_TRAINING))
 def test_training_eager_and_compiled_decreases_the_loss_alike(name):
-    make = {"gpt": gpt, "resnet": resnet, "mnist": mnist_cnn}[name]
-    if name == "gpt":
-        batch, loss_fn = (flow.tensor(IDX), flow.tensor(TGT)), _gpt_loss
-    elif name == "resnet":
-        batch, loss_fn = (flow.tensor(IMG), flow.tensor(LBL)), _cls_loss(flow)
-    else:
-        def loss_fn(m, x, y):
-            return flow.nn.functional.nll_loss(m(x), y)
-        batch = (flow.tensor(IMG), flow.tensor(LBL))
+    make, batch, loss_fn, modes = _TRAINING[name]
+    batch = batch()
     losses = {}
-    for compiled in (False, True):
+    for mode in ("eager", *modes):
         _, model = _twins(make)
-        if name == "mnist":
-            model.eval()  # dropout off: eager and compiled must agree step by step
+        if name in ("mnist", "vae"):
+            model.eval()  # no dropout / sampling: eager and compiled must agree step by step
         opt = flow.optim.Adam(model.parameters(), lr=1e-2)
-        step = _train(model, loss_fn, opt, 4, compiled)
-        losses[compiled] = [float(step(*batch)) for _ in range(4)]
-    assert losses[False][-1] < losses[False][0]
-    np.testing.assert_allclose(losses[True], losses[False], rtol=2e-4)
+        step = _train(model, loss_fn, opt, mode)
+        losses[mode] = [float(step(*batch)) for _ in range(4)]
+    assert losses["eager"][-1] < losses["eager"][0]
+    for mode in modes:
+        np.testing.assert_allclose(losses[mode], losses["eager"], rtol=2e-4, err_msg=mode)
+
+
+def test_vae_trains_with_sampling_as_an_nn_graph():
+    """Training mode: ``randn_like`` inside the graph draws new noise every step (the
+    generator is an input of the executable, not a frozen constant)."""
+    flow.manual_seed(0)
+    model = vae(flow)
+    graph = _TrainGraph(model, _vae_loss, flow.optim.Adam(model.parameters(), lr=1e-2))
+    x = flow.tensor(PIX)
+    losses = [float(graph(x)) for _ in range(12)]
+    assert graph.trace_count == 1
+    assert np.mean(losses[-3:]) < np.mean(losses[:3])
+    mu, logvar = model.encode(x)
+    noisy = [model.reparameterize(mu, logvar).detach().numpy() for _ in range(2)]
+    assert not np.array_equal(*noisy)
 
 
 def test_inplace_writes_through_views_match_pytorch():

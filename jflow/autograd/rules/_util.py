@@ -4,9 +4,12 @@ from __future__ import annotations
 
 from typing import Any
 
+import jax
+
 from ...functional.promotion import scalar_tensor
 from ...ops import registry as _registry
-from ...tensor import Tensor
+from ...ops.attrs import scalar_as
+from ...tensor import Tensor, _wrap
 
 __all__ = ["O", "sum_to", "zeros", "zeros_like", "ones_like", "scalar_like", "keep_where"]
 
@@ -36,8 +39,12 @@ def sum_to(g: Tensor, shape: tuple[int, ...]) -> Tensor:
     return O.reshape(r, shape=shape) if tuple(r._value.shape) != shape else r
 
 
-def scalar_like(value: float, like: Tensor) -> Tensor:
-    """A 0-d tensor of ``like``'s dtype (cached per value/dtype: no recompiles)."""
+def scalar_like(value: Any, like: Tensor) -> Tensor:
+    """A 0-d tensor of ``like``'s dtype (cached per value/dtype: no recompiles). ``value`` may
+    be a dynamic attr's 0-d array (a tracer in a compiled rule): it is rounded as the same
+    Python float would be."""
+    if value.__class__ is not float and isinstance(value, jax.Array):
+        return _wrap(scalar_as(value, like._value.dtype))
     return scalar_tensor(value, like._value.dtype)
 
 
