@@ -67,13 +67,13 @@ print("d loss / d w =", w.grad)
 assert np.allclose(w.grad.numpy(), (1 - t ** 2) * x.numpy(), rtol=1e-4, atol=1e-5)
 
 
-def f(a: jax.Array) -> jax.Array:  # the same rules serve jax.grad / jax.hessian
-    return flow.tanh(flow.utils.from_jax(a) * x).sum()._value
+def f(a: flow.Tensor) -> flow.Tensor:  # the same rules serve JAX's transforms (flow.func)
+    return flow.tanh(a * x).sum()
 
 
-w0 = w.detach()._value
-assert np.allclose(jax.grad(f)(w0), w.grad.numpy(), rtol=1e-4, atol=1e-5)
-print("jax.hessian diagonal:", np.diag(np.asarray(jax.hessian(f)(w0)).reshape(6, 6)))
+w0 = w.detach()
+assert np.allclose(flow.func.grad(f)(w0).numpy(), w.grad.numpy(), rtol=1e-4, atol=1e-5)
+print("hessian diagonal:", np.diag(flow.func.hessian(f)(w0).numpy().reshape(6, 6)))
 
 # -- global tensors: placement + SBP on jax.sharding ----------------------------------------
 p = flow.placement("cpu", ranks=list(range(8)))

@@ -162,6 +162,150 @@ __all__ = [
     "max_pool2d",
     "max_pool2d_with_indices",
     "interpolate",
+    "asin",
+    "arcsin",
+    "acos",
+    "arccos",
+    "atan",
+    "arctan",
+    "asinh",
+    "arcsinh",
+    "acosh",
+    "arccosh",
+    "atanh",
+    "arctanh",
+    "sinh",
+    "cosh",
+    "log2",
+    "log10",
+    "exp2",
+    "erfc",
+    "erfinv",
+    "lgamma",
+    "digamma",
+    "polygamma",
+    "i0",
+    "sinc",
+    "deg2rad",
+    "rad2deg",
+    "trunc",
+    "fix",
+    "frac",
+    "sgn",
+    "negative",
+    "absolute",
+    "isnan",
+    "isinf",
+    "isfinite",
+    "isposinf",
+    "isneginf",
+    "nan_to_num",
+    "xlogy",
+    "copysign",
+    "logaddexp",
+    "logaddexp2",
+    "hypot",
+    "float_power",
+    "true_divide",
+    "multiply",
+    "subtract",
+    "clip",
+    "clamp_min",
+    "clamp_max",
+    "selu",
+    "celu",
+    "hardswish",
+    "hardsigmoid",
+    "hardshrink",
+    "softshrink",
+    "tanhshrink",
+    "softsign",
+    "threshold",
+    "glu",
+    "prelu",
+    "rrelu",
+    "smooth_l1_loss",
+    "huber_loss",
+    "kl_div",
+    "soft_margin_loss",
+    "margin_ranking_loss",
+    "hinge_embedding_loss",
+    "cosine_embedding_loss",
+    "poisson_nll_loss",
+    "gaussian_nll_loss",
+    "multi_margin_loss",
+    "triplet_margin_loss",
+    "multilabel_soft_margin_loss",
+    "pairwise_distance",
+    "cosine_similarity",
+    "addmm",
+    "addmv",
+    "addbmm",
+    "baddbmm",
+    "kron",
+    "inner",
+    "vdot",
+    "ger",
+    "diag",
+    "diag_embed",
+    "trace",
+    "cross",
+    "cdist",
+    "det",
+    "slogdet",
+    "inverse",
+    "var_mean",
+    "std_mean",
+    "nansum",
+    "nanmean",
+    "count_nonzero",
+    "aminmax",
+    "isclose",
+    "allclose",
+    "equal",
+    "cummax",
+    "cummin",
+    "logcumsumexp",
+    "median",
+    "nanmedian",
+    "mode",
+    "kthvalue",
+    "quantile",
+    "nanquantile",
+    "searchsorted",
+    "bucketize",
+    "histc",
+    "bincount",
+    "unique",
+    "unique_consecutive",
+    "nonzero",
+    "argwhere",
+    "masked_select",
+    "masked_scatter",
+    "index_add",
+    "index_copy",
+    "index_fill",
+    "index_put",
+    "take",
+    "take_along_dim",
+    "hstack",
+    "vstack",
+    "row_stack",
+    "dstack",
+    "column_stack",
+    "block_diag",
+    "meshgrid",
+    "cartesian_prod",
+    "combinations",
+    "fliplr",
+    "flipud",
+    "rot90",
+    "diff",
+    "repeat_interleave",
+    "tril_indices",
+    "triu_indices",
+    "scatter_reduce",
+    "narrow_copy",
 ]
 
 
@@ -183,6 +327,38 @@ class _min_result(NamedTuple):
 
 class _max_pool2d_with_indices_result(NamedTuple):
     output: Tensor
+    indices: Tensor
+
+class _slogdet_result(NamedTuple):
+    sign: Tensor
+    logabsdet: Tensor
+
+class _aminmax_result(NamedTuple):
+    min: Tensor
+    max: Tensor
+
+class _cummax_result(NamedTuple):
+    values: Tensor
+    indices: Tensor
+
+class _cummin_result(NamedTuple):
+    values: Tensor
+    indices: Tensor
+
+class _median_result(NamedTuple):
+    values: Tensor
+    indices: Tensor
+
+class _nanmedian_result(NamedTuple):
+    values: Tensor
+    indices: Tensor
+
+class _mode_result(NamedTuple):
+    values: Tensor
+    indices: Tensor
+
+class _kthvalue_result(NamedTuple):
+    values: Tensor
     indices: Tensor
 
 
@@ -354,6 +530,8 @@ def where(condition: Tensor, input: int | float, other: Tensor) -> Tensor: ...
 def where(condition: Tensor, input: Tensor, other: int | float) -> Tensor: ...
 @overload
 def where(condition: Tensor, input: int | float, other: int | float) -> Tensor: ...
+@overload
+def where(condition: Tensor) -> tuple[Tensor, ...]: ...
 
 def abs(input: Tensor) -> Tensor: ...
 
@@ -381,7 +559,7 @@ def floor(input: Tensor) -> Tensor: ...
 
 def ceil(input: Tensor) -> Tensor: ...
 
-def round(input: Tensor) -> Tensor: ...
+def round(input: Tensor, *, decimals: int = 0) -> Tensor: ...
 
 def sin(input: Tensor) -> Tensor: ...
 
@@ -401,10 +579,19 @@ def bitwise_not(input: Tensor) -> Tensor: ...
 
 def clone(input: Tensor) -> Tensor: ...
 
+@overload
 def clamp(
     input: Tensor,
     min: int | float | None = None,
     max: int | float | None = None,
+    *,
+    inplace: bool = False,
+) -> Tensor: ...
+@overload
+def clamp(
+    input: Tensor,
+    min: Tensor | None = None,
+    max: Tensor | None = None,
     *,
     inplace: bool = False,
 ) -> Tensor: ...
@@ -630,8 +817,10 @@ def argmin(input: Tensor, dim: int | None = None, keepdim: bool = False) -> Tens
 def var(
     input: Tensor,
     dim: int | Sequence[int] | None = None,
-    unbiased: bool = True,
+    unbiased: bool | None = None,
     keepdim: bool = False,
+    *,
+    correction: int | float | None = None,
 ) -> Tensor: ...
 @overload
 def var(input: Tensor, unbiased: bool) -> Tensor: ...
@@ -640,8 +829,10 @@ def var(input: Tensor, unbiased: bool) -> Tensor: ...
 def std(
     input: Tensor,
     dim: int | Sequence[int] | None = None,
-    unbiased: bool = True,
+    unbiased: bool | None = None,
     keepdim: bool = False,
+    *,
+    correction: int | float | None = None,
 ) -> Tensor: ...
 @overload
 def std(input: Tensor, unbiased: bool) -> Tensor: ...
@@ -957,3 +1148,661 @@ def interpolate(
     recompute_scale_factor: bool | None = None,
     antialias: bool = False,
 ) -> Tensor: ...
+
+def asin(input: Tensor) -> Tensor: ...
+
+def arcsin(input: Tensor) -> Tensor: ...
+
+def acos(input: Tensor) -> Tensor: ...
+
+def arccos(input: Tensor) -> Tensor: ...
+
+def atan(input: Tensor) -> Tensor: ...
+
+def arctan(input: Tensor) -> Tensor: ...
+
+def asinh(input: Tensor) -> Tensor: ...
+
+def arcsinh(input: Tensor) -> Tensor: ...
+
+def acosh(input: Tensor) -> Tensor: ...
+
+def arccosh(input: Tensor) -> Tensor: ...
+
+def atanh(input: Tensor) -> Tensor: ...
+
+def arctanh(input: Tensor) -> Tensor: ...
+
+def sinh(input: Tensor) -> Tensor: ...
+
+def cosh(input: Tensor) -> Tensor: ...
+
+def log2(input: Tensor) -> Tensor: ...
+
+def log10(input: Tensor) -> Tensor: ...
+
+def exp2(input: Tensor) -> Tensor: ...
+
+def erfc(input: Tensor) -> Tensor: ...
+
+def erfinv(input: Tensor) -> Tensor: ...
+
+def lgamma(input: Tensor) -> Tensor: ...
+
+def digamma(input: Tensor) -> Tensor: ...
+
+def polygamma(n: int, input: Tensor) -> Tensor: ...
+
+def i0(input: Tensor) -> Tensor: ...
+
+def sinc(input: Tensor) -> Tensor: ...
+
+def deg2rad(input: Tensor) -> Tensor: ...
+
+def rad2deg(input: Tensor) -> Tensor: ...
+
+def trunc(input: Tensor) -> Tensor: ...
+
+def fix(input: Tensor) -> Tensor: ...
+
+def frac(input: Tensor) -> Tensor: ...
+
+def sgn(input: Tensor) -> Tensor: ...
+
+def negative(input: Tensor) -> Tensor: ...
+
+def absolute(input: Tensor) -> Tensor: ...
+
+def isnan(input: Tensor) -> Tensor: ...
+
+def isinf(input: Tensor) -> Tensor: ...
+
+def isfinite(input: Tensor) -> Tensor: ...
+
+def isposinf(input: Tensor) -> Tensor: ...
+
+def isneginf(input: Tensor) -> Tensor: ...
+
+def nan_to_num(
+    input: Tensor,
+    nan: float = 0.0,
+    posinf: float | None = None,
+    neginf: float | None = None,
+    *,
+    inplace: bool = False,
+) -> Tensor: ...
+
+@overload
+def xlogy(input: Tensor, other: Tensor) -> Tensor: ...
+@overload
+def xlogy(input: Tensor, other: int | float) -> Tensor: ...
+@overload
+def xlogy(input: int | float, other: Tensor) -> Tensor: ...
+
+@overload
+def copysign(input: Tensor, other: Tensor) -> Tensor: ...
+@overload
+def copysign(input: Tensor, other: int | float) -> Tensor: ...
+
+def logaddexp(input: Tensor, other: Tensor) -> Tensor: ...
+
+def logaddexp2(input: Tensor, other: Tensor) -> Tensor: ...
+
+def hypot(input: Tensor, other: Tensor) -> Tensor: ...
+
+@overload
+def float_power(input: Tensor, exponent: Tensor, *, inplace: bool = False) -> Tensor: ...
+@overload
+def float_power(input: Tensor, exponent: int | float, *, inplace: bool = False) -> Tensor: ...
+@overload
+def float_power(input: int | float, exponent: Tensor) -> Tensor: ...
+
+@overload
+def true_divide(input: Tensor, other: Tensor) -> Tensor: ...
+@overload
+def true_divide(input: Tensor, other: int | float) -> Tensor: ...
+
+@overload
+def multiply(input: Tensor, other: Tensor, *, inplace: bool = False) -> Tensor: ...
+@overload
+def multiply(input: Tensor, other: int | float, *, inplace: bool = False) -> Tensor: ...
+
+@overload
+def subtract(
+    input: Tensor,
+    other: Tensor,
+    *,
+    alpha: int | float = 1,
+    inplace: bool = False,
+) -> Tensor: ...
+@overload
+def subtract(
+    input: Tensor,
+    other: int | float,
+    *,
+    alpha: int | float = 1,
+    inplace: bool = False,
+) -> Tensor: ...
+
+@overload
+def clip(
+    input: Tensor,
+    min: int | float | None = None,
+    max: int | float | None = None,
+    *,
+    inplace: bool = False,
+) -> Tensor: ...
+@overload
+def clip(
+    input: Tensor,
+    min: Tensor | None = None,
+    max: Tensor | None = None,
+    *,
+    inplace: bool = False,
+) -> Tensor: ...
+
+@overload
+def clamp_min(input: Tensor, min: int | float, *, inplace: bool = False) -> Tensor: ...
+@overload
+def clamp_min(input: Tensor, min: Tensor, *, inplace: bool = False) -> Tensor: ...
+
+@overload
+def clamp_max(input: Tensor, max: int | float, *, inplace: bool = False) -> Tensor: ...
+@overload
+def clamp_max(input: Tensor, max: Tensor, *, inplace: bool = False) -> Tensor: ...
+
+def selu(input: Tensor) -> Tensor: ...
+
+def celu(input: Tensor, alpha: float = 1.0) -> Tensor: ...
+
+def hardswish(input: Tensor) -> Tensor: ...
+
+def hardsigmoid(input: Tensor) -> Tensor: ...
+
+def hardshrink(input: Tensor, lambd: float = 0.5) -> Tensor: ...
+
+def softshrink(input: Tensor, lambd: float = 0.5) -> Tensor: ...
+
+def tanhshrink(input: Tensor) -> Tensor: ...
+
+def softsign(input: Tensor) -> Tensor: ...
+
+def threshold(input: Tensor, threshold: float, value: float) -> Tensor: ...
+
+def glu(input: Tensor, dim: int = -1) -> Tensor: ...
+
+def prelu(input: Tensor, weight: Tensor) -> Tensor: ...
+
+def rrelu(
+    input: Tensor,
+    lower: float = 0.125,
+    upper: float = 0.3333333333333333,
+    training: bool = False,
+    inplace: bool = False,
+    *,
+    generator: Generator | None = None,
+) -> Tensor: ...
+
+def smooth_l1_loss(
+    input: Tensor,
+    target: Tensor,
+    reduction: str = 'mean',
+    beta: float = 1.0,
+) -> Tensor: ...
+
+def huber_loss(
+    input: Tensor,
+    target: Tensor,
+    reduction: str = 'mean',
+    delta: float = 1.0,
+) -> Tensor: ...
+
+def kl_div(
+    input: Tensor,
+    target: Tensor,
+    reduction: str = 'mean',
+    log_target: bool = False,
+) -> Tensor: ...
+
+def soft_margin_loss(input: Tensor, target: Tensor, reduction: str = 'mean') -> Tensor: ...
+
+def margin_ranking_loss(
+    input1: Tensor,
+    input2: Tensor,
+    target: Tensor,
+    margin: float = 0.0,
+    reduction: str = 'mean',
+) -> Tensor: ...
+
+def hinge_embedding_loss(
+    input: Tensor,
+    target: Tensor,
+    margin: float = 1.0,
+    reduction: str = 'mean',
+) -> Tensor: ...
+
+def cosine_embedding_loss(
+    input1: Tensor,
+    input2: Tensor,
+    target: Tensor,
+    margin: float = 0.0,
+    reduction: str = 'mean',
+) -> Tensor: ...
+
+def poisson_nll_loss(
+    input: Tensor,
+    target: Tensor,
+    log_input: bool = True,
+    full: bool = False,
+    eps: float = 1e-08,
+    reduction: str = 'mean',
+) -> Tensor: ...
+
+@overload
+def gaussian_nll_loss(
+    input: Tensor,
+    target: Tensor,
+    var: Tensor,
+    full: bool = False,
+    eps: float = 1e-06,
+    reduction: str = 'mean',
+) -> Tensor: ...
+@overload
+def gaussian_nll_loss(
+    input: Tensor,
+    target: Tensor,
+    var: float,
+    full: bool = False,
+    eps: float = 1e-06,
+    reduction: str = 'mean',
+) -> Tensor: ...
+
+def multi_margin_loss(
+    input: Tensor,
+    target: Tensor,
+    p: int = 1,
+    margin: float = 1.0,
+    weight: Tensor | None = None,
+    reduction: str = 'mean',
+) -> Tensor: ...
+
+def triplet_margin_loss(
+    anchor: Tensor,
+    positive: Tensor,
+    negative: Tensor,
+    margin: float = 1.0,
+    p: float = 2.0,
+    eps: float = 1e-06,
+    swap: bool = False,
+    reduction: str = 'mean',
+) -> Tensor: ...
+
+def multilabel_soft_margin_loss(
+    input: Tensor,
+    target: Tensor,
+    weight: Tensor | None = None,
+    reduction: str = 'mean',
+) -> Tensor: ...
+
+def pairwise_distance(
+    x1: Tensor,
+    x2: Tensor,
+    p: float = 2.0,
+    eps: float = 1e-06,
+    keepdim: bool = False,
+) -> Tensor: ...
+
+def cosine_similarity(x1: Tensor, x2: Tensor, dim: int = 1, eps: float = 1e-08) -> Tensor: ...
+
+def addmm(
+    input: Tensor,
+    mat1: Tensor,
+    mat2: Tensor,
+    *,
+    beta: int | float = 1,
+    alpha: int | float = 1,
+) -> Tensor: ...
+
+def addmv(
+    input: Tensor,
+    mat: Tensor,
+    vec: Tensor,
+    *,
+    beta: int | float = 1,
+    alpha: int | float = 1,
+) -> Tensor: ...
+
+def addbmm(
+    input: Tensor,
+    batch1: Tensor,
+    batch2: Tensor,
+    *,
+    beta: int | float = 1,
+    alpha: int | float = 1,
+) -> Tensor: ...
+
+def baddbmm(
+    input: Tensor,
+    batch1: Tensor,
+    batch2: Tensor,
+    *,
+    beta: int | float = 1,
+    alpha: int | float = 1,
+) -> Tensor: ...
+
+def kron(input: Tensor, other: Tensor) -> Tensor: ...
+
+def inner(input: Tensor, other: Tensor) -> Tensor: ...
+
+def vdot(input: Tensor, other: Tensor) -> Tensor: ...
+
+def ger(input: Tensor, vec2: Tensor) -> Tensor: ...
+
+def diag(input: Tensor, diagonal: int = 0) -> Tensor: ...
+
+def diag_embed(input: Tensor, offset: int = 0, dim1: int = -2, dim2: int = -1) -> Tensor: ...
+
+def trace(input: Tensor) -> Tensor: ...
+
+def cross(input: Tensor, other: Tensor, dim: int | None = None) -> Tensor: ...
+
+def cdist(x1: Tensor, x2: Tensor, p: float = 2.0, compute_mode: str | None = None) -> Tensor: ...
+
+def det(input: Tensor) -> Tensor: ...
+
+def slogdet(input: Tensor) -> _slogdet_result: ...
+
+def inverse(input: Tensor) -> Tensor: ...
+
+@overload
+def var_mean(
+    input: Tensor,
+    dim: int | Sequence[int] | None = None,
+    unbiased: bool | None = None,
+    keepdim: bool = False,
+    *,
+    correction: int | float | None = None,
+) -> tuple[Tensor, ...]: ...
+@overload
+def var_mean(input: Tensor, unbiased: bool) -> tuple[Tensor, ...]: ...
+
+@overload
+def std_mean(
+    input: Tensor,
+    dim: int | Sequence[int] | None = None,
+    unbiased: bool | None = None,
+    keepdim: bool = False,
+    *,
+    correction: int | float | None = None,
+) -> tuple[Tensor, ...]: ...
+@overload
+def std_mean(input: Tensor, unbiased: bool) -> tuple[Tensor, ...]: ...
+
+def nansum(
+    input: Tensor,
+    dim: int | Sequence[int] | None = None,
+    keepdim: bool = False,
+    *,
+    dtype: dtype | None = None,
+) -> Tensor: ...
+
+def nanmean(
+    input: Tensor,
+    dim: int | Sequence[int] | None = None,
+    keepdim: bool = False,
+    *,
+    dtype: dtype | None = None,
+) -> Tensor: ...
+
+def count_nonzero(input: Tensor, dim: int | Sequence[int] | None = None) -> Tensor: ...
+
+def aminmax(input: Tensor, *, dim: int | None = None, keepdim: bool = False) -> _aminmax_result: ...
+
+def isclose(
+    input: Tensor,
+    other: Tensor,
+    rtol: float = 1e-05,
+    atol: float = 1e-08,
+    equal_nan: bool = False,
+) -> Tensor: ...
+
+def allclose(
+    input: Tensor,
+    other: Tensor,
+    rtol: float = 1e-05,
+    atol: float = 1e-08,
+    equal_nan: bool = False,
+) -> bool: ...
+
+def equal(input: Tensor, other: Tensor) -> bool: ...
+
+def cummax(input: Tensor, dim: int) -> _cummax_result: ...
+
+def cummin(input: Tensor, dim: int) -> _cummin_result: ...
+
+def logcumsumexp(input: Tensor, dim: int) -> Tensor: ...
+
+@overload
+def median(input: Tensor) -> Tensor: ...
+@overload
+def median(input: Tensor, dim: int, keepdim: bool = False) -> _median_result: ...
+
+@overload
+def nanmedian(input: Tensor) -> Tensor: ...
+@overload
+def nanmedian(input: Tensor, dim: int, keepdim: bool = False) -> _nanmedian_result: ...
+
+def mode(input: Tensor, dim: int = -1, keepdim: bool = False) -> _mode_result: ...
+
+def kthvalue(input: Tensor, k: int, dim: int = -1, keepdim: bool = False) -> _kthvalue_result: ...
+
+@overload
+def quantile(
+    input: Tensor,
+    q: Tensor,
+    dim: int | None = None,
+    keepdim: bool = False,
+    *,
+    interpolation: str = 'linear',
+) -> Tensor: ...
+@overload
+def quantile(
+    input: Tensor,
+    q: float,
+    dim: int | None = None,
+    keepdim: bool = False,
+    *,
+    interpolation: str = 'linear',
+) -> Tensor: ...
+
+@overload
+def nanquantile(
+    input: Tensor,
+    q: Tensor,
+    dim: int | None = None,
+    keepdim: bool = False,
+    *,
+    interpolation: str = 'linear',
+) -> Tensor: ...
+@overload
+def nanquantile(
+    input: Tensor,
+    q: float,
+    dim: int | None = None,
+    keepdim: bool = False,
+    *,
+    interpolation: str = 'linear',
+) -> Tensor: ...
+
+@overload
+def searchsorted(
+    sorted_sequence: Tensor,
+    input: Tensor,
+    *,
+    out_int32: bool = False,
+    right: bool = False,
+    side: str | None = None,
+    sorter: Tensor | None = None,
+) -> Tensor: ...
+@overload
+def searchsorted(
+    sorted_sequence: Tensor,
+    input: int | float,
+    *,
+    out_int32: bool = False,
+    right: bool = False,
+    side: str | None = None,
+    sorter: Tensor | None = None,
+) -> Tensor: ...
+
+@overload
+def bucketize(
+    input: Tensor,
+    boundaries: Tensor,
+    *,
+    out_int32: bool = False,
+    right: bool = False,
+) -> Tensor: ...
+@overload
+def bucketize(
+    input: int | float,
+    boundaries: Tensor,
+    *,
+    out_int32: bool = False,
+    right: bool = False,
+) -> Tensor: ...
+
+def histc(input: Tensor, bins: int = 100, min: float = 0, max: float = 0) -> Tensor: ...
+
+def bincount(input: Tensor, weights: Tensor | None = None, minlength: int = 0) -> Tensor: ...
+
+def unique(
+    input: Tensor,
+    sorted: bool = True,
+    return_inverse: bool = False,
+    return_counts: bool = False,
+    dim: int | None = None,
+) -> Tensor: ...
+
+def unique_consecutive(
+    input: Tensor,
+    return_inverse: bool = False,
+    return_counts: bool = False,
+    dim: int | None = None,
+) -> Tensor: ...
+
+def nonzero(input: Tensor, *, as_tuple: bool = False) -> Tensor: ...
+
+def argwhere(input: Tensor) -> Tensor: ...
+
+def masked_select(input: Tensor, mask: Tensor) -> Tensor: ...
+
+def masked_scatter(input: Tensor, mask: Tensor, source: Tensor) -> Tensor: ...
+
+def index_add(
+    input: Tensor,
+    dim: int,
+    index: Tensor,
+    source: Tensor,
+    *,
+    alpha: int | float = 1,
+) -> Tensor: ...
+
+def index_copy(input: Tensor, dim: int, index: Tensor, source: Tensor) -> Tensor: ...
+
+@overload
+def index_fill(input: Tensor, dim: int, index: Tensor, value: Tensor) -> Tensor: ...
+@overload
+def index_fill(input: Tensor, dim: int, index: Tensor, value: int | float) -> Tensor: ...
+
+def index_put(
+    input: Tensor,
+    indices: Sequence[Tensor],
+    values: Tensor,
+    accumulate: bool = False,
+) -> Tensor: ...
+
+def take(input: Tensor, index: Tensor) -> Tensor: ...
+
+def take_along_dim(input: Tensor, indices: Tensor, dim: int | None = None) -> Tensor: ...
+
+def hstack(tensors: Sequence[Tensor]) -> Tensor: ...
+
+def vstack(tensors: Sequence[Tensor]) -> Tensor: ...
+
+def row_stack(tensors: Sequence[Tensor]) -> Tensor: ...
+
+def dstack(tensors: Sequence[Tensor]) -> Tensor: ...
+
+def column_stack(tensors: Sequence[Tensor]) -> Tensor: ...
+
+def block_diag(tensors: Sequence[Tensor]) -> Tensor: ...
+
+def meshgrid(tensors: Sequence[Tensor], *, indexing: str = 'ij') -> tuple[Tensor, ...]: ...
+
+def cartesian_prod(tensors: Sequence[Tensor]) -> Tensor: ...
+
+def combinations(input: Tensor, r: int = 2, with_replacement: bool = False) -> Tensor: ...
+
+def fliplr(input: Tensor) -> Tensor: ...
+
+def flipud(input: Tensor) -> Tensor: ...
+
+def rot90(input: Tensor, k: int = 1, dims: Sequence[int] = (0, 1)) -> Tensor: ...
+
+def diff(
+    input: Tensor,
+    n: int = 1,
+    dim: int = -1,
+    prepend: Tensor | None = None,
+    append: Tensor | None = None,
+) -> Tensor: ...
+
+@overload
+def repeat_interleave(
+    input: Tensor,
+    repeats: Tensor,
+    dim: int | None = None,
+    *,
+    output_size: int | None = None,
+) -> Tensor: ...
+@overload
+def repeat_interleave(
+    input: Tensor,
+    repeats: int,
+    dim: int | None = None,
+    *,
+    output_size: int | None = None,
+) -> Tensor: ...
+@overload
+def repeat_interleave(repeats: Tensor, *, output_size: int | None = None) -> Tensor: ...
+
+def tril_indices(
+    row: int,
+    col: int,
+    offset: int = 0,
+    *,
+    dtype: dtype | None = None,
+    device: str | device | None = None,
+) -> Tensor: ...
+
+def triu_indices(
+    row: int,
+    col: int,
+    offset: int = 0,
+    *,
+    dtype: dtype | None = None,
+    device: str | device | None = None,
+) -> Tensor: ...
+
+def scatter_reduce(
+    input: Tensor,
+    dim: int,
+    index: Tensor,
+    src: Tensor,
+    reduce: str,
+    *,
+    include_self: bool = True,
+) -> Tensor: ...
+
+def narrow_copy(input: Tensor, dim: int, start: int, length: int) -> Tensor: ...

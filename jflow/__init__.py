@@ -39,6 +39,9 @@ from .creation import (arange, as_tensor, empty, empty_like, eye, from_numpy, fu
                        randint_like, randn, randn_like, tensor, zeros, zeros_like)
 from .creation import bernoulli, multinomial, randperm  # noqa: E402
 from .tensor_methods import addcdiv, addcmul, lerp  # noqa: E402
+from . import linalg  # noqa: E402  (flow.linalg, as torch.linalg)
+from .linalg import chain_matmul, einsum, tensordot  # noqa: E402  (varargs / nested dims)
+from .tensor_indexing import block_diag, cartesian_prod, meshgrid  # noqa: E402  (varargs)
 from .random import (Generator, default_generator, get_rng_state, initial_seed,  # noqa: E402
                      manual_seed, seed, set_rng_state)
 from .sharding import placement, sbp  # noqa: E402
@@ -50,6 +53,9 @@ from . import nn, optim  # noqa: E402
 from .compiler import jit  # noqa: E402
 from .serialization import load, save  # noqa: E402
 from . import accelerator, amp, backends, cuda, onnx  # noqa: E402
+from . import func  # noqa: E402  (torch.func's transforms, Tensors in and out)
+from .utils.dlpack import from_dlpack  # noqa: E402
+from . import profiler  # noqa: E402  (torch.profiler's shape: ops, compiled steps, ranges)
 from .amp import (autocast, inference_mode, is_autocast_enabled,  # noqa: E402
                   is_inference_mode_enabled)
 from .backends import get_float32_matmul_precision, set_float32_matmul_precision  # noqa: E402

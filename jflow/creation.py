@@ -34,6 +34,7 @@ def tensor(data: Any, dtype: Any = None, device: Any = None,
 
 
 def as_tensor(data: Any, dtype: Any = None, device: Any = None) -> Tensor:
+    """``data`` as a tensor: a tensor is returned as is when no dtype / device is asked for."""
     if isinstance(data, Tensor) and dtype is None and device is None:
         return data
     d = None if dtype is None else _dt.as_dtype(dtype)
@@ -65,6 +66,7 @@ def _finish(t: Tensor, requires_grad: bool, placement: Any = None, sbp: Any = No
 
 def full(size: Any, fill_value: Any, *, dtype: Any = None, device: Any = None,
          requires_grad: bool = False, placement: Any = None, sbp: Any = None) -> Tensor:
+    """A tensor of shape ``size`` filled with ``fill_value`` (dtype inferred from it if not set)."""
     d = None if dtype is None else _dt.as_dtype(dtype)
     return _finish(F.full(_sizes((size,), "full"), fill_value, dtype=d, device=device),
                    requires_grad, placement, sbp, "full")
@@ -72,6 +74,7 @@ def full(size: Any, fill_value: Any, *, dtype: Any = None, device: Any = None,
 
 def zeros(*size: Any, dtype: Any = None, device: Any = None, requires_grad: bool = False,
           placement: Any = None, sbp: Any = None) -> Tensor:
+    """A tensor of zeros of shape ``size``, in the default dtype unless ``dtype`` is given."""
     d = _dt.get_default_dtype() if dtype is None else _dt.as_dtype(dtype)
     return _finish(F.full(_sizes(size, "zeros"), 0, dtype=d, device=device), requires_grad,
                    placement, sbp, "zeros")
@@ -79,6 +82,7 @@ def zeros(*size: Any, dtype: Any = None, device: Any = None, requires_grad: bool
 
 def ones(*size: Any, dtype: Any = None, device: Any = None, requires_grad: bool = False,
          placement: Any = None, sbp: Any = None) -> Tensor:
+    """A tensor of ones of shape ``size``, in the default dtype unless ``dtype`` is given."""
     d = _dt.get_default_dtype() if dtype is None else _dt.as_dtype(dtype)
     return _finish(F.full(_sizes(size, "ones"), 1, dtype=d, device=device), requires_grad,
                    placement, sbp, "ones")
@@ -94,6 +98,7 @@ def empty(*size: Any, dtype: Any = None, device: Any = None, requires_grad: bool
 def arange(start: Any, end: Any = None, step: Any = api_default("arange", "step"), *,
            dtype: Any = None, device: Any = None, requires_grad: bool = False,
            placement: Any = None, sbp: Any = None) -> Tensor:
+    """``start, start + step, ...`` up to ``end`` (excluded); ``arange(n)`` is ``0 .. n - 1``."""
     d = None if dtype is None else _dt.as_dtype(dtype)
     if end is None:
         start, end = 0, start
@@ -103,6 +108,7 @@ def arange(start: Any, end: Any = None, step: Any = api_default("arange", "step"
 
 def linspace(start: Any, end: Any, steps: int, *, dtype: Any = None, device: Any = None,
              requires_grad: bool = False, placement: Any = None, sbp: Any = None) -> Tensor:
+    """``steps`` evenly spaced values from ``start`` to ``end``, both included."""
     d = None if dtype is None else _dt.as_dtype(dtype)
     return _finish(F.linspace(start, end, steps, dtype=d, device=device), requires_grad,
                    placement, sbp, "linspace")
@@ -110,6 +116,7 @@ def linspace(start: Any, end: Any, steps: int, *, dtype: Any = None, device: Any
 
 def eye(n: int, m: int | None = None, *, dtype: Any = None, device: Any = None,
         requires_grad: bool = False, placement: Any = None, sbp: Any = None) -> Tensor:
+    """An ``n x m`` matrix (``m = n`` by default) with ones on the diagonal, zeros elsewhere."""
     d = None if dtype is None else _dt.as_dtype(dtype)
     return _finish(F.eye(n, m, dtype=d, device=device), requires_grad, placement, sbp, "eye")
 
@@ -159,6 +166,7 @@ def _like(input: Tensor, dtype: Any, placement: Any, sbp: Any
 
 def zeros_like(input: Tensor, *, dtype: Any = None, device: Any = None,
                requires_grad: bool = False, placement: Any = None, sbp: Any = None) -> Tensor:
+    """Zeros of ``input``'s shape and dtype (unless ``dtype`` is given)."""
     shape, d, placement, sbp = _like(input, dtype, placement, sbp)
     return zeros(shape, dtype=d, device=device, requires_grad=requires_grad,
                  placement=placement, sbp=sbp)
@@ -166,6 +174,7 @@ def zeros_like(input: Tensor, *, dtype: Any = None, device: Any = None,
 
 def ones_like(input: Tensor, *, dtype: Any = None, device: Any = None,
               requires_grad: bool = False, placement: Any = None, sbp: Any = None) -> Tensor:
+    """Ones of ``input``'s shape and dtype (unless ``dtype`` is given)."""
     shape, d, placement, sbp = _like(input, dtype, placement, sbp)
     return ones(shape, dtype=d, device=device, requires_grad=requires_grad,
                 placement=placement, sbp=sbp)
@@ -173,12 +182,14 @@ def ones_like(input: Tensor, *, dtype: Any = None, device: Any = None,
 
 def empty_like(input: Tensor, *, dtype: Any = None, device: Any = None,
                requires_grad: bool = False, placement: Any = None, sbp: Any = None) -> Tensor:
+    """``zeros_like``: JAX arrays have no uninitialised memory."""
     return zeros_like(input, dtype=dtype, device=device, requires_grad=requires_grad,
                       placement=placement, sbp=sbp)
 
 
 def full_like(input: Tensor, fill_value: Any, *, dtype: Any = None, device: Any = None,
               requires_grad: bool = False, placement: Any = None, sbp: Any = None) -> Tensor:
+    """``fill_value`` everywhere, of ``input``'s shape and dtype (unless ``dtype`` is given)."""
     shape, d, placement, sbp = _like(input, dtype, placement, sbp)
     return full(shape, fill_value, dtype=d, device=device, requires_grad=requires_grad,
                 placement=placement, sbp=sbp)
@@ -186,6 +197,7 @@ def full_like(input: Tensor, fill_value: Any, *, dtype: Any = None, device: Any 
 
 def rand_like(input: Tensor, *, generator: Any = None, dtype: Any = None,
               device: Any = None, placement: Any = None, sbp: Any = None) -> Tensor:
+    """Uniform [0, 1) samples of ``input``'s shape and dtype (unless ``dtype`` is given)."""
     shape, d, placement, sbp = _like(input, dtype, placement, sbp)
     return rand(shape, generator=generator, dtype=d, device=device, placement=placement,
                 sbp=sbp)
@@ -193,6 +205,7 @@ def rand_like(input: Tensor, *, generator: Any = None, dtype: Any = None,
 
 def randn_like(input: Tensor, *, generator: Any = None, dtype: Any = None,
                device: Any = None, placement: Any = None, sbp: Any = None) -> Tensor:
+    """Standard normal samples of ``input``'s shape and dtype (unless ``dtype`` is given)."""
     shape, d, placement, sbp = _like(input, dtype, placement, sbp)
     return randn(shape, generator=generator, dtype=d, device=device, placement=placement,
                  sbp=sbp)
@@ -201,6 +214,7 @@ def randn_like(input: Tensor, *, generator: Any = None, dtype: Any = None,
 def randint_like(input: Tensor, low: int, high: Any = None, *, generator: Any = None,
                  dtype: Any = None, device: Any = None, placement: Any = None,
                  sbp: Any = None) -> Tensor:
+    """Integers uniform in ``[low, high)`` (``[0, low)`` if one bound), of ``input``'s shape."""
     shape, d, placement, sbp = _like(input, dtype, placement, sbp)
     if high is None:
         low, high = 0, low

@@ -64,6 +64,7 @@ class device:
 
     @staticmethod
     def from_jax(d: jax.Device) -> device:
+        """The jflow ``device`` of a ``jax.Device`` (``cpu`` has no index)."""
         return device(_FROM_JAX.get(d.platform, d.platform), d.id if d.platform != "cpu" else None)
 
 

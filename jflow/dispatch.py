@@ -19,6 +19,7 @@ kernel). An op without dynamic attrs runs exactly the code it always did.
 
 from __future__ import annotations
 
+import types
 from collections.abc import Callable
 from typing import Any
 
@@ -147,17 +148,6 @@ def _dynamic_builder(op: Any, cache: dict) -> Callable[..., Any]:
 _MANY = object()  # a static part seen with several values: dynamic from now on
 
 
-def _with_dynamic(op: Any) -> Callable[[dict, tuple], dict]:
-    """params -> the static params of the same call (for the global path, which compiles
-    per value: its shard_map executables take the op's tensors only)."""
-    def concrete(params: dict, values: tuple) -> dict:
-        if any(isinstance(v, Tracer) for v in values):
-            raise TypeError(f"op '{op.name}': a traced value of a dynamic attr is not supported "
-                            f"with global tensors")
-        return op.with_dynamic(params, values)
-    return concrete
-
-
 def _builder(op: Any, cache: dict) -> Callable[..., Any]:
     attr_names = [a.name for a in op.attrs]
 
@@ -186,8 +176,8 @@ def _builder(op: Any, cache: dict) -> Callable[..., Any]:
     return build
 
 
-def _global_apply(op: Any, params: dict, ins: Any, single: bool) -> Any:
-    return global_apply(op, params, list(ins), single)
+def _global_apply(op: Any, params: dict, ins: Any, single: bool, dv: tuple = ()) -> Any:
+    return global_apply(op, params, list(ins), single, dv)
 
 
 def _traced(prim: Any, params: dict, vals: list, single: bool) -> Any:
@@ -215,7 +205,7 @@ def make_apply(op: Any) -> Callable[..., Any]:
                           "_reraise_host_error": _reraise_host_error, "_record": record,
                           "_record1": record1, "_record2": record2,
                           "_global_apply": _global_apply,
-                          "_watch": _WATCH, "_op": op, "_concrete": _with_dynamic(op)}
+                          "_watch": _WATCH, "_op": op}
     attr_sig = []
     for a in op.attrs:
         if a.default is REQUIRED:
@@ -281,9 +271,9 @@ def make_apply(op: Any) -> Callable[..., Any]:
                 lines.append(f"    _vals.append({i.name}._value)")
                 lines.append(f"    _ins.append({i.name})")
         # global tensors (placement + SBP) run through the sharded executor
-        gparams = "_concrete(_params, _dv)" if dyn else "_params"
+        gdv = ", _dv" if dyn else ""
         lines += ["    if _any(_i._global is not None for _i in _ins):",
-                  f"        return _global_apply(_op, {gparams}, _ins, {single})"]
+                  f"        return _global_apply(_op, _params, _ins, {single}{gdv})"]
         lines.append("    if not _any(_isinstance(_v, _Tracer) for _v in _vals):")
         call = "_f(*_vals, *_dv)" if dyn else "_f(*_vals)"
         traced_vals = "[*_vals, *_dv]" if dyn else "_vals"
@@ -293,9 +283,9 @@ def make_apply(op: Any) -> Callable[..., Any]:
         if ins:  # global tensors (placement + SBP) run through the sharded executor
             is_global = " or ".join(f"{i.name}._global is not None" for i in ins)
             args = "".join(i.name + ", " for i in ins)
-            gparams = "_concrete(_params, _dv)" if dyn else "_params"
+            gdv = ", _dv" if dyn else ""
             lines += [f"    if {is_global}:",
-                      f"        return _global_apply(_op, {gparams}, ({args}), {single})"]
+                      f"        return _global_apply(_op, _params, ({args}), {single}{gdv})"]
         for k, i in enumerate(ins):
             lines.append(f"    _v{k} = {i.name}._value")
         vs = [f"_v{k}" for k in range(len(ins))]
@@ -334,7 +324,37 @@ def make_apply(op: Any) -> Callable[..., Any]:
     fn.__doc__ = f"Apply op {op.signature()}"
     fn._source = src  # for debugging: print(op.apply._source)
     fn._caches = (cache, build)  # for executables(op)
+    # profiling (jflow.profiler): a second code object for the same function object, swapped
+    # in while a profiler runs (every reference to op.apply sees it), so the plain path pays
+    # nothing; it times the plain body, kept as its own function
+    inner = types.FunctionType(fn.__code__, ns, fn.__name__, fn.__defaults__)
+    inner.__kwdefaults__ = fn.__kwdefaults__
+    ns["_inner"] = inner
+    ns["_profiled_call"] = _profiled_call
+    exec(_PROFILED_SRC, ns)  # noqa: S102
+    fn._codes = (fn.__code__, ns["_profiled"].__code__)
     return fn
+
+
+#: ``[fn or None]``: the active profiler's ``fn(op, body, args, kwargs)`` (jflow.profiler)
+PROFILER: list[Any] = [None]
+
+_PROFILED_SRC = ("def _profiled(*args, **kwargs):\n"
+                 "    return _profiled_call(_op, _inner, args, kwargs)\n")
+
+
+def _profiled_call(op: Any, body: Callable[..., Any], args: tuple, kwargs: dict) -> Any:
+    hook = PROFILER[0]
+    if hook is None:  # (a profiler stopping while another thread is in an op)
+        return body(*args, **kwargs)
+    return hook(op, body, args, kwargs)
+
+
+def set_profiled(op: Any, on: bool) -> None:
+    """Switch ``op.apply`` between its plain and its profiled code."""
+    codes = getattr(op.apply, "_codes", None)
+    if codes is not None:
+        op.apply.__code__ = codes[1] if on else codes[0]
 
 
 def executables(op: Any) -> int:

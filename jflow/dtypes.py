@@ -37,10 +37,12 @@ class dtype:
 
     @property
     def is_floating_point(self) -> builtins.bool:
+        """Whether this is a floating-point dtype."""
         return self.category == _FLOAT
 
     @property
     def is_signed(self) -> builtins.bool:
+        """Whether values can be negative (False only for ``bool`` and ``uint8``)."""
         return self.name not in ("bool", "uint8")
 
     def __repr__(self) -> str:
@@ -78,6 +80,7 @@ _default_float = float32
 
 
 def get_default_dtype() -> dtype:
+    """The dtype of floating-point tensors made without one (``float32`` unless set)."""
     return _default_float
 
 

@@ -51,6 +51,7 @@ class Generator:
         return self
 
     def initial_seed(self) -> int:
+        """The seed this generator was last seeded with."""
         return self._seed
 
     def seed(self) -> int:
@@ -67,6 +68,7 @@ class Generator:
         return _wrap(jnp.asarray(raw))
 
     def set_state(self, new_state: Tensor) -> Generator:
+        """Restores a state from ``get_state()`` (a uint8 tensor of 16 bytes); returns self."""
         if not isinstance(new_state, Tensor):
             raise TypeError(f"set_state: expected a Tensor from get_state(), got "
                             f"{type(new_state).__name__}")
@@ -113,16 +115,20 @@ def manual_seed(seed: int) -> Generator:
 
 
 def seed() -> int:
+    """Re-seeds the default generator from a non-deterministic source; returns the seed."""
     return default_generator.seed()
 
 
 def initial_seed() -> int:
+    """The seed the default generator was last seeded with."""
     return default_generator.initial_seed()
 
 
 def get_rng_state() -> Tensor:
+    """The default generator's state, as a uint8 tensor (for ``set_rng_state``)."""
     return default_generator.get_state()
 
 
 def set_rng_state(state: Tensor) -> None:
+    """Restores the default generator's state from ``get_rng_state()``."""
     default_generator.set_state(state)

@@ -35,6 +35,7 @@ class Size(tuple):
         return f"flow.Size({list(self)})"
 
     def numel(self) -> int:
+        """The number of elements of a tensor of this shape (1 for ``()``)."""
         n = 1
         for s in self:
             n *= s
@@ -88,26 +89,33 @@ class Tensor:
     # -- metadata -----------------------------------------------------------------------
     @property
     def shape(self) -> Size:
+        """The sizes of the dimensions, as a :class:``Size`` (a tuple)."""
         return Size(self._value.shape)
 
     @property
     def dtype(self) -> _dt.dtype:
+        """The element type (a :class:``jflow.dtype``)."""
         return _dt.from_numpy_dtype(self._value.dtype)
 
     @property
     def ndim(self) -> int:
+        """The number of dimensions."""
         return self._value.ndim
 
     def dim(self) -> int:
+        """The number of dimensions (PyTorch's ``dim``, same as ``ndim``)."""
         return self._value.ndim
 
     def numel(self) -> int:
+        """The number of elements (PyTorch's ``numel``)."""
         return int(np.prod(self._value.shape, dtype=np.int64))
 
     def nelement(self) -> int:
+        """The number of elements (alias of ``numel``)."""
         return self.numel()
 
     def element_size(self) -> int:
+        """The size of one element in bytes."""
         return self._value.dtype.itemsize
 
     def size(self, dim: int | None = None) -> Any:
@@ -128,6 +136,7 @@ class Tensor:
 
     @property
     def device(self) -> _device:
+        """The device holding the value (under a JAX trace: the first device)."""
         v = self._value
         if isinstance(v, Tracer):
             return _device(_device.from_jax(jax.devices()[0]))
@@ -137,6 +146,7 @@ class Tensor:
     # -- autograd --------------------------------------------------------------------------
     @property
     def requires_grad(self) -> bool:
+        """Whether autograd records operations on this tensor; settable on leaves."""
         return self._requires_grad
 
     @requires_grad.setter
@@ -170,9 +180,11 @@ class Tensor:
 
     @property
     def is_leaf(self) -> bool:
+        """Whether no autograd node made this tensor (no ``grad_fn``)."""
         return self.grad_fn is None
 
     def detach_(self) -> Tensor:
+        """Detaches this tensor from the graph in place (no ``grad_fn``, no grad); returns it."""
         self.grad_fn = None
         self._requires_grad = False
         return self
@@ -190,10 +202,12 @@ class Tensor:
 
     @property
     def retains_grad(self) -> bool:
+        """Whether ``retain_grad()`` was called on this non-leaf tensor."""
         node = self.grad_fn
         return bool(node is not None and node.retained and self._output_nr in node.retained)
 
     def is_floating_point(self) -> bool:
+        """Whether the dtype is a floating-point one (bfloat16 included)."""
         return self._value.dtype.kind == "f" or self._value.dtype.name == "bfloat16"
 
     # -- conversion ----------------------------------------------------------------------
@@ -209,20 +223,24 @@ class Tensor:
     # -- global tensors (placement + SBP; jflow.sharding) -------------------------------------
     @property
     def is_global(self) -> bool:
+        """Whether this is a global tensor (with a placement and SBP)."""
         return self._global is not None
 
     @property
     def is_local(self) -> bool:
+        """Whether this is a local tensor (no placement / SBP)."""
         return self._global is None
 
     @property
     def placement(self) -> Any:
+        """A global tensor's placement (``RuntimeError`` for a local tensor)."""
         if self._global is None:
             raise RuntimeError("a local tensor has no placement; use .to_global(placement, sbp)")
         return self._global[0]
 
     @property
     def sbp(self) -> tuple:
+        """A global tensor's SBP signature, one entry per placement dim."""
         if self._global is None:
             raise RuntimeError("a local tensor has no sbp; use .to_global(placement, sbp)")
         return self._global[1]
@@ -232,6 +250,7 @@ class Tensor:
         return np.asarray(self._concrete("numpy"))
 
     def item(self) -> Any:
+        """The value of a one-element tensor as a Python scalar (a device-to-host read)."""
         v = self._concrete("item")
         if v.size != 1:
             raise ValueError(f"Tensor.item: only one-element tensors can be converted to "
@@ -239,6 +258,7 @@ class Tensor:
         return np.asarray(v).reshape(()).item()
 
     def tolist(self) -> Any:
+        """The value as (nested) Python lists of scalars (a device-to-host read)."""
         return np.asarray(self._concrete("tolist")).tolist()
 
     def __array__(self, dtype: Any = None, copy: Any = None) -> np.ndarray:
@@ -327,6 +347,7 @@ def is_constant(t: Tensor) -> bool:
 
 
 def is_tensor(x: object) -> bool:
+    """Whether ``x`` is a jflow ``Tensor``."""
     return isinstance(x, Tensor)
 
 

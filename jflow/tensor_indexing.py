@@ -440,3 +440,28 @@ for _fn in (reshape, view, permute, expand, repeat, tile, flip, expand_as, view_
             select):
     setattr(Tensor, _fn.__name__, _fn)
 del _fn
+
+
+# -- issue 14: PyTorch's varargs forms of meshgrid / block_diag / cartesian_prod ---------------
+# (their api.yaml entries take one list; jflow/__init__.py may re-export these as flow.<name>)
+
+def _tensor_args(args: tuple) -> list:
+    """``f(a, b)`` or ``f([a, b])``."""
+    if len(args) == 1 and isinstance(args[0], (list, tuple)):
+        return list(args[0])
+    return list(args)
+
+
+def meshgrid(*tensors: Any, indexing: str = "ij") -> tuple[Tensor, ...]:
+    """torch.meshgrid(*tensors, indexing='ij'): ``F.meshgrid`` with varargs."""
+    return tuple(F.meshgrid(_tensor_args(tensors), indexing=indexing))
+
+
+def block_diag(*tensors: Any) -> Tensor:
+    """torch.block_diag(*tensors): ``F.block_diag`` with varargs."""
+    return F.block_diag(_tensor_args(tensors))
+
+
+def cartesian_prod(*tensors: Any) -> Tensor:
+    """torch.cartesian_prod(*tensors): ``F.cartesian_prod`` with varargs."""
+    return F.cartesian_prod(_tensor_args(tensors))

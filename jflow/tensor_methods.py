@@ -236,6 +236,35 @@ for _name in ["exp", "log", "sqrt", "abs", "neg", "relu", "sigmoid", "tanh", "fl
               "scatter_add", "tril", "triu"]:
     setattr(Tensor, f"{_name}_", _assign_result(_name))
 
+# issue 14 (elementwise math): methods and their in-place forms, as PyTorch's
+_MATH14 = ["asin", "acos", "atan", "asinh", "acosh", "atanh", "arcsin", "arccos", "arctan",
+           "arcsinh", "arccosh", "arctanh", "sinh", "cosh", "log2", "log10", "exp2", "erfc",
+           "erfinv", "lgamma", "digamma", "i0", "sinc", "deg2rad", "rad2deg", "trunc", "fix",
+           "frac", "sgn", "absolute", "xlogy", "copysign", "hypot"]
+for _name in _MATH14 + ["isnan", "isinf", "isfinite", "isposinf", "isneginf", "logaddexp",
+                        "logaddexp2", "float_power"]:
+    setattr(Tensor, _name, _method(_name))
+for _name in _MATH14 + ["negative"]:
+    setattr(Tensor, f"{_name}_", _assign_result(_name))
+for _name in ["nan_to_num", "float_power", "clamp_min", "clamp_max", "clip"]:
+    setattr(Tensor, f"{_name}_", _inplace_method(_name))
+for _name in ["nan_to_num", "clamp_min", "clamp_max"]:
+    setattr(Tensor, _name, _method(_name))
+Tensor.true_divide_, Tensor.multiply_ = Tensor.div_, Tensor.mul_
+Tensor.subtract_ = Tensor.sub_
+
+
+def polygamma(self: Tensor, n: int) -> Tensor:
+    """``x.polygamma(n)`` is ``flow.polygamma(n, x)`` (PyTorch's method order)."""
+    return F.polygamma(n, self)
+
+
+def polygamma_(self: Tensor, n: int) -> Tensor:
+    return assign_inplace(self, F.polygamma(n, self), "polygamma_")
+
+
+Tensor.polygamma, Tensor.polygamma_ = polygamma, polygamma_
+
 
 def zero_(self: Tensor) -> Tensor:
     """Fill with zeros in place."""
@@ -619,3 +648,37 @@ def lerp_(self: Tensor, end: Tensor, weight: Any) -> Tensor:
 
 Tensor.addcmul, Tensor.addcdiv, Tensor.lerp = addcmul, addcdiv, lerp
 Tensor.addcmul_, Tensor.addcdiv_, Tensor.lerp_ = addcmul_, addcdiv_, lerp_
+
+
+# issue 14 (nn.functional activations): the activation methods torch.Tensor has
+for _name in ("hardshrink", "prelu"):
+    setattr(Tensor, _name, _method(_name))
+
+
+# issue 14 (linear algebra): torch.Tensor's methods of flow.addmm & co., and their in-place forms
+for _name in ("addmm", "addmv", "addbmm", "baddbmm", "diag", "diag_embed", "trace", "cross",
+              "kron", "inner", "ger", "vdot", "det", "slogdet", "inverse"):
+    setattr(Tensor, _name, _method(_name))
+for _name in ("addmm", "addmv", "addbmm", "baddbmm"):
+    setattr(Tensor, f"{_name}_", _assign_result(_name))
+
+
+# issue 14 (reductions and search): torch.Tensor's methods of the new reductions
+for _name in ("nansum", "nanmean", "count_nonzero", "aminmax", "isclose", "allclose", "equal",
+              "cummax", "cummin", "logcumsumexp", "median", "nanmedian", "mode", "kthvalue",
+              "quantile", "nanquantile", "histc", "bincount", "unique", "unique_consecutive"):
+    setattr(Tensor, _name, _method(_name))
+# (torch.Tensor has no searchsorted / bucketize methods: top-level functions only)
+
+# issue 14 (shape and index): torch.Tensor's methods and in-place forms (the in-place ones
+# assign the out-of-place result through assign_inplace, so they write through views)
+_INDEX14 = ["masked_scatter", "index_add", "index_copy", "index_fill", "index_put"]
+for _name in _INDEX14 + ["nonzero", "argwhere", "masked_select", "take", "take_along_dim"]:
+    setattr(Tensor, _name, _method(_name))
+for _name in _INDEX14:
+    setattr(Tensor, f"{_name}_", _assign_result(_name))
+for _name in ["repeat_interleave", "fliplr", "flipud", "rot90", "diff"]:
+    setattr(Tensor, _name, _method(_name))
+Tensor.scatter_reduce = _method("scatter_reduce")
+Tensor.scatter_reduce_ = _assign_result("scatter_reduce")
+Tensor.narrow_copy = _method("narrow_copy")

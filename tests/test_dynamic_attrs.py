@@ -231,8 +231,20 @@ def test_validation_runs_for_every_new_value():
 
 
 def test_global_tensor_with_dynamic_attr():
-    plc = flow.placement("cpu", ranks=[0])
-    xg = flow.tensor(X).to_global(plc, flow.sbp.broadcast)
-    for a in (0.1, 0.4):
-        y = get("leaky_relu").apply(xg, alpha=a)
-        np.testing.assert_allclose(y.to_local().numpy(), np.where(X > 0, X, a * X))
+    """Split over 4 devices: values and gradients right for every alpha, and the sharded
+    executables (jflow.sharding.execute's cache) do not grow per value."""
+    from jflow.sharding import execute
+    plc = flow.placement("cpu", range(4))
+    xg = flow.tensor(X).to_global(plc, flow.sbp.split(0)).requires_grad_()
+    op = get("leaky_relu")
+    before = None
+    for a in (0.1, 0.4, *ALPHAS[:6]):  # warm: the first value static, then dynamic
+        if a == ALPHAS[0]:
+            before = len(execute._CACHE)
+        y = op.apply(xg, alpha=a)
+        assert y.sbp == (flow.sbp.split(0),)
+        np.testing.assert_allclose(y.numpy(), np.where(X > 0, X, a * X))
+        y.sum().backward()
+        np.testing.assert_allclose(xg.grad.numpy(), np.where(X > 0, 1.0, a))
+        xg.grad = None
+    assert len(execute._CACHE) == before

@@ -98,3 +98,23 @@ def test_torch_port_first_epoch_equals_pytorch() -> None:
     res = _load("torch_port").main(["--compare", "--epochs", "1"])
     np.testing.assert_allclose(res["jflow"]["losses"], res["torch"]["losses"], rtol=1e-4)
     np.testing.assert_allclose(res["jflow"]["accuracy"], res["torch"]["accuracy"], atol=0.02)
+
+
+def test_optax_trains_a_jflow_module() -> None:
+    optax = pytest.importorskip("optax")
+    ex = _load("optax_mlp")
+    res = ex.train(steps=150, quiet=True)
+    assert res["losses"][-1] < 2e-3 and res["losses"][-1] < 0.01 * res["losses"][0]
+    # the first step's update is optax.adam's on the tape's gradient of the same loss
+    model = ex.make_model(0)
+    x, y = res["x"], res["y"]
+    import jflow as flow
+    flow.nn.functional.mse_loss(model(x), y).backward()
+    grads = {k: v.grad.numpy() for k, v in model.named_parameters()}
+    params = {k: v.detach().numpy() for k, v in model.named_parameters()}
+    opt = optax.adam(1e-2)
+    upd, _ = opt.update(grads, opt.init(params), params)
+    first = ex.train(steps=1, quiet=True)["model"]
+    for k, p in first.named_parameters():
+        np.testing.assert_allclose(p.detach().numpy(), params[k] + upd[k], rtol=1e-5,
+                                   atol=1e-6, err_msg=k)

@@ -174,11 +174,6 @@ def test_random_fills_under_jit_are_not_frozen():
     assert not np.array_equal(a, b) and np.abs(a).sum() > 0
 
 
-def test_erfinv_is_not_provided():
-    """No erfinv op exists, so there is no ``erfinv_`` either (a clear AttributeError)."""
-    assert not hasattr(flow, "erfinv") and not hasattr(flow.Tensor, "erfinv_")
-
-
 # -- addcmul, addcdiv, lerp --------------------------------------------------------------------
 
 def test_addcmul_addcdiv_lerp_match_torch():

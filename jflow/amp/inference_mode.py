@@ -76,4 +76,5 @@ class inference_mode:
         return wrapper
 
     def clone(self) -> inference_mode:
+        """A new ``inference_mode`` with the same mode (PyTorch uses it to re-enter)."""
         return inference_mode(self.mode)

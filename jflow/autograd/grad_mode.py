@@ -17,6 +17,7 @@ _state = threading.local()
 
 
 def is_grad_enabled() -> bool:
+    """Whether autograd records operations on this thread (False under ``no_grad``)."""
     return getattr(_state, "enabled", True)
 
 

@@ -112,6 +112,10 @@ class _CapturedWrites(Exception):
         self.tensors = tensors
 
 
+#: ``[fn or None]``: the active profiler's ``fn(compiled, args, kwargs)`` (jflow.profiler)
+PROFILER: list[Any] = [None]
+
+
 def _attrs(modules: Any) -> dict[tuple[int, str], Any]:
     """Every plain attribute of ``modules`` (a snapshot taken before a trace)."""
     return {(id(m), k): v for m in modules for k, v in vars(m).items()}
@@ -236,6 +240,12 @@ class CompiledFunction:
         return discover(*self._reach) if self._reach else ()
 
     def __call__(self, *args: Any, **kwargs: Any) -> Any:
+        hook = PROFILER[0]
+        if hook is None:
+            return self._call(*args, **kwargs)
+        return hook(self, args, kwargs)  # jflow.profiler: times the step, notes retraces
+
+    def _call(self, *args: Any, **kwargs: Any) -> Any:
         leaves, treedef = tree_flatten_stateful((args, kwargs))
         reach = self._reachable()
         modules, optimizers = self._modules, self._optimizers
@@ -257,7 +267,7 @@ class CompiledFunction:
                *state.key(), ("grad mode", grad_on))
         entry = self._cache.get(key)
         if entry is not None and entry.guards and self._promote_changed(entry):
-            return self(*args, **kwargs)  # the changed tensors are inputs now: a new key
+            return self._call(*args, **kwargs)  # the changed tensors are inputs now: a new key
         if entry is None:
             entry = self._new_entry(key)
         else:
@@ -276,7 +286,7 @@ class CompiledFunction:
             self._pending_reason = (f"{len(e.tensors)} captured tensor(s) of shape(s) "
                                     f"{[list(t.shape) for t in e.tensors]} are written in place "
                                     f"by the step (they are state now)")
-            return self(*args, **kwargs)
+            return self._call(*args, **kwargs)
         finally:
             self._current = None
         layout = entry.layout

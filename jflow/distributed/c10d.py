@@ -92,12 +92,15 @@ class ProcessGroup:
         self._rank, self._size, self._backend = rank, size, backend
 
     def rank(self) -> int:
+        """This process's rank in the group."""
         return self._rank
 
     def size(self) -> int:
+        """The number of processes in the group."""
         return self._size
 
     def name(self) -> str:
+        """The backend's name."""
         return self._backend
 
     def __repr__(self) -> str:
@@ -126,18 +129,23 @@ class Work:
         self._result = result
 
     def wait(self, timeout: Any = None) -> bool:
+        """True at once: the collective finished before it returned (``timeout`` is ignored)."""
         return True
 
     def is_completed(self) -> bool:
+        """Always True: jflow's collectives finish before they return."""
         return True
 
     def is_success(self) -> bool:
+        """Always True: a failed collective raises instead of returning a ``Work``."""
         return True
 
     def exception(self) -> None:
+        """Always None (see ``is_success``)."""
         return None
 
     def result(self) -> list[Tensor]:
+        """The collective's output tensors."""
         return self._result
 
 
@@ -160,6 +168,7 @@ def is_gloo_available() -> bool:
 
 
 def is_mpi_available() -> bool:
+    """Whether this jaxlib was built with MPI collectives."""
     from jax._src.lib import _jax  # no public query
     return hasattr(_jax, "make_mpi_collectives")
 

@@ -9,6 +9,8 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
+from . import registry
+
 # importing the functor modules registers their functors
 from .functors import (  # noqa: F401
     activation,
@@ -18,6 +20,7 @@ from .functors import (  # noqa: F401
     fused,
     index,
     join,
+    linalg,
     loss,
     math,
     matmul,
@@ -51,6 +54,7 @@ def _api_text() -> str:
 
 
 F = load_api(_api_text(), name="jflow")
+registry._API[0] = F  # for functors composed of other entries (registry.api)
 
 
 def api_default(name: str, param: str) -> Any:

@@ -16,9 +16,19 @@ from .codegen import generate
 from .opbind import bind_op
 from .signature import ApiYamlError, Entry, parse_entries
 
-__all__ = ["functor", "FUNCTORS", "load_api", "load_entries"]
+__all__ = ["functor", "FUNCTORS", "load_api", "load_entries", "api"]
 
 FUNCTORS: dict[str, Callable[..., Any]] = {}
+
+#: the built-in functional API once built (``jflow.functional`` sets it): see :func:`api`
+_API: list[Any] = [None]
+
+
+def api() -> Any:
+    """The built-in functional API (``flow._C``), for functors written in terms of other
+    entries (a composition such as a loss). Bound late through this registry because the API
+    is generated from the functors themselves: importing it would be an import cycle."""
+    return _API[0]
 
 
 def functor(name: str) -> Callable[[Callable[..., Any]], Callable[..., Any]]:

@@ -9,7 +9,7 @@ from . import functional, init, parallel, utils
 from .graph import Graph
 from .modules import *  # noqa: F401,F403
 from .modules import __all__ as _modules_all
-from .parameter import Parameter, is_parameter
+from .parameter import Buffer, Parameter, is_parameter
 
-__all__ = ["Parameter", "is_parameter", "Graph", "functional", "init", "parallel", "utils",
-           *_modules_all]
+__all__ = ["Parameter", "Buffer", "is_parameter", "Graph", "functional", "init", "parallel",
+           "utils", *_modules_all]

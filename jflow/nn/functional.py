@@ -17,11 +17,22 @@ from .. import _C
 from ..autograd.function import Function, FunctionCtx
 from ..functional import api_default as _default
 from ..tensor import Tensor
+from ._functional_layout import (
+    channel_shuffle,
+    pixel_shuffle,
+    pixel_unshuffle,
+    upsample,
+    upsample_bilinear,
+    upsample_nearest,
+)
 
 __all__ = ["relu", "relu6", "leaky_relu", "elu", "gelu", "silu", "sigmoid", "tanh", "softplus",
            "hardtanh", "softmax", "log_softmax", "softmin", "linear", "normalize", "mish",
            "logsigmoid", "one_hot", "pad"]
 __all__ += ["binary_cross_entropy"]
+__all__ += ["selu", "celu", "hardswish", "hardsigmoid", "threshold"]  # inplace (issue 14)
+__all__ += ["pixel_shuffle", "pixel_unshuffle", "channel_shuffle", "upsample",
+            "upsample_nearest", "upsample_bilinear"]  # _functional_layout.py
 
 
 def _inplace(input: Tensor, out: Tensor, inplace: bool) -> Tensor:
@@ -29,68 +40,109 @@ def _inplace(input: Tensor, out: Tensor, inplace: bool) -> Tensor:
 
 
 def relu(input: Tensor, inplace: bool = False) -> Tensor:
+    """``max(input, 0)`` elementwise; ``inplace=True`` writes into ``input`` and returns it."""
     return _C.relu(input) if not inplace else input.relu_()
 
 
 def relu6(input: Tensor, inplace: bool = False) -> Tensor:
+    """``min(max(input, 0), 6)`` elementwise (``hardtanh(input, 0, 6)``)."""
     return _inplace(input, _C.hardtanh(input, 0.0, 6.0), inplace)
 
 
 def leaky_relu(input: Tensor, negative_slope: float = _default("leaky_relu", "alpha"),
                inplace: bool = _default("leaky_relu", "inplace")) -> Tensor:
+    """``input`` where positive, else ``negative_slope * input``."""
     return _C.leaky_relu(input, negative_slope, inplace=inplace)
 
 
 def elu(input: Tensor, alpha: float = _default("elu", "alpha"), inplace: bool = False) -> Tensor:
+    """``input`` where positive, else ``alpha * (exp(input) - 1)``."""
     return _inplace(input, _C.elu(input, alpha), inplace)
 
 
 def gelu(input: Tensor, approximate: str = _default("gelu", "approximate")) -> Tensor:
+    """``input * Phi(input)`` (Phi the normal CDF; its tanh form if ``approximate="tanh"``)."""
     return _C.gelu(input, approximate=approximate)
 
 
 def silu(input: Tensor, inplace: bool = False) -> Tensor:
+    """``input * sigmoid(input)`` elementwise (a.k.a. swish)."""
     return _inplace(input, _C.silu(input), inplace)
 
 
 def mish(input: Tensor, inplace: bool = False) -> Tensor:
+    """``input * tanh(softplus(input))`` elementwise."""
     return _inplace(input, input * _C.tanh(_C.softplus(input)), inplace)
 
 
 def sigmoid(input: Tensor) -> Tensor:
+    """``1 / (1 + exp(-input))`` elementwise."""
     return _C.sigmoid(input)
 
 
 def logsigmoid(input: Tensor) -> Tensor:
+    """``log(sigmoid(input))``, computed as ``-softplus(-input)`` so it does not underflow."""
     return -_C.softplus(-input)
 
 
 def tanh(input: Tensor) -> Tensor:
+    """Elementwise hyperbolic tangent."""
     return _C.tanh(input)
 
 
 def softplus(input: Tensor, beta: float = _default("softplus", "beta"),
              threshold: float = _default("softplus", "threshold")) -> Tensor:
+    """``log(1 + exp(beta * input)) / beta``; linear where ``beta * input > threshold``."""
     return _C.softplus(input, beta, threshold)
 
 
 def hardtanh(input: Tensor, min_val: float = _default("hardtanh", "min_val"),
              max_val: float = _default("hardtanh", "max_val"), inplace: bool = False) -> Tensor:
+    """``input`` clamped to ``[min_val, max_val]``."""
     return _inplace(input, _C.hardtanh(input, min_val, max_val), inplace)
+
+
+def selu(input: Tensor, inplace: bool = False) -> Tensor:
+    """``scale * elu(input, alpha)`` with the self-normalising constants of Klambauer et al."""
+    return _inplace(input, _C.selu(input), inplace)
+
+
+def celu(input: Tensor, alpha: float = _default("celu", "alpha"), inplace: bool = False
+         ) -> Tensor:
+    """``max(0, input) + min(0, alpha * (exp(input / alpha) - 1))``."""
+    return _inplace(input, _C.celu(input, alpha), inplace)
+
+
+def hardswish(input: Tensor, inplace: bool = False) -> Tensor:
+    """``input * relu6(input + 3) / 6`` elementwise."""
+    return _inplace(input, _C.hardswish(input), inplace)
+
+
+def hardsigmoid(input: Tensor, inplace: bool = False) -> Tensor:
+    """``relu6(input + 3) / 6`` elementwise."""
+    return _inplace(input, _C.hardsigmoid(input), inplace)
+
+
+def threshold(input: Tensor, threshold: float, value: float, inplace: bool = False) -> Tensor:
+    """``input`` where ``input > threshold``, else ``value``."""
+    return _inplace(input, _C.threshold(input, threshold, value), inplace)
 
 
 def softmax(input: Tensor, dim: int | None = _default("softmax", "dim"),
             dtype: Any = _default("softmax", "dtype")) -> Tensor:
+    """``exp(input)`` normalised to sum to 1 along ``dim``, computed in ``dtype`` if given."""
     return _C.softmax(input, dim, dtype=dtype)
 
 
 def log_softmax(input: Tensor, dim: int | None = _default("log_softmax", "dim"),
                 dtype: Any = _default("log_softmax", "dtype")) -> Tensor:
+    """``log(softmax(input))`` along ``dim``, computed stably (in ``dtype`` if given)."""
     return _C.log_softmax(input, dim, dtype=dtype)
 
 
 def softmin(input: Tensor, dim: int | None = _default("softmax", "dim"),
             dtype: Any = _default("softmax", "dtype")) -> Tensor:
+    """``softmax(-input)`` along ``dim``."""
     return _C.softmax(-input, dim, dtype=dtype)
 
 
@@ -105,6 +157,7 @@ def linear(input: Tensor, weight: Tensor, bias: Tensor | None = _default("linear
 
 
 def normalize(input: Tensor, p: float = 2.0, dim: int = 1, eps: float = 1e-12) -> Tensor:
+    """``input`` divided by its ``p``-norm along ``dim``, the norm clamped to ``>= eps``."""
     n = _C.norm(input, p, dim, True)
     return input / _C.clamp(n, eps)
 

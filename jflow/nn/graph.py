@@ -57,6 +57,7 @@ class Graph:
 
     @property
     def name(self) -> str:
+        """The subclass's name (used in messages and the repr)."""
         return type(self).__name__
 
     def __setattr__(self, name: str, value: Any) -> None:
@@ -96,6 +97,7 @@ class Graph:
         self.__dict__["_compiled"] = None
 
     def build(self, *args: Any, **kwargs: Any) -> Any:
+        """The step to compile, written by subclasses (with optimizers, calling ``backward()``)."""
         raise NotImplementedError(f"{self.name}: nn.Graph subclasses must implement build()")
 
     def _step(self, *args: Any, **kwargs: Any) -> Any:
@@ -137,6 +139,7 @@ class Graph:
 
     @property
     def trace_count(self) -> int:
+        """How many times the step has been traced (compiled); 0 before the first call."""
         return 0 if self._compiled is None else self._compiled.trace_count
 
     def __repr__(self) -> str:

@@ -46,6 +46,7 @@ def calculate_gain(nonlinearity: str, param: Any = None) -> float:
 
 
 def _calculate_fan_in_and_fan_out(tensor: Tensor) -> tuple[int, int]:
+    """``(fan_in, fan_out)``: dims 1 and 0 times the receptive field (the dims from 2 on)."""
     if tensor.ndim < 2:
         raise ValueError("Fan in and fan out can not be computed for tensor with fewer than 2 "
                          "dimensions")
@@ -104,16 +105,19 @@ def trunc_normal_(tensor: Tensor, mean: float = 0.0, std: float = 1.0, a: float 
 
 
 def constant_(tensor: Tensor, val: float) -> Tensor:
+    """Fills ``tensor`` with ``val`` in place, outside autograd; returns it."""
     _check(tensor, "constant_")
     with no_grad():
         return tensor.fill_(val)
 
 
 def ones_(tensor: Tensor) -> Tensor:
+    """Fills ``tensor`` with 1 in place, outside autograd; returns it."""
     return constant_(tensor, 1.0)
 
 
 def zeros_(tensor: Tensor) -> Tensor:
+    """Fills ``tensor`` with 0 in place, outside autograd; returns it."""
     return constant_(tensor, 0.0)
 
 
@@ -144,12 +148,14 @@ def dirac_(tensor: Tensor, groups: int = 1) -> Tensor:
 
 
 def xavier_uniform_(tensor: Tensor, gain: float = 1.0, generator: Any = None) -> Tensor:
+    """U(-a, a), a = gain · sqrt(6 / (fan_in + fan_out)) (Glorot & Bengio); in place."""
     fan_in, fan_out = _calculate_fan_in_and_fan_out(tensor)
     a = math.sqrt(3.0) * gain * math.sqrt(2.0 / float(fan_in + fan_out))
     return uniform_(tensor, -a, a, generator)
 
 
 def xavier_normal_(tensor: Tensor, gain: float = 1.0, generator: Any = None) -> Tensor:
+    """N(0, std²), std = gain · sqrt(2 / (fan_in + fan_out)) (Glorot & Bengio); in place."""
     fan_in, fan_out = _calculate_fan_in_and_fan_out(tensor)
     return normal_(tensor, 0.0, gain * math.sqrt(2.0 / float(fan_in + fan_out)), generator)
 
@@ -166,6 +172,7 @@ def kaiming_uniform_(tensor: Tensor, a: float = 0.0, mode: str = "fan_in",
 
 def kaiming_normal_(tensor: Tensor, a: float = 0.0, mode: str = "fan_in",
                     nonlinearity: str = "leaky_relu", generator: Any = None) -> Tensor:
+    """N(0, std²), std = gain / sqrt(fan) (He et al.); in place."""
     if 0 in tensor.shape:
         return tensor
     std = calculate_gain(nonlinearity, a) / math.sqrt(_fan(tensor, mode))

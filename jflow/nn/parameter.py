@@ -13,10 +13,24 @@ from typing import Any
 import jax
 
 from ..creation import empty
-from ..tensor import Tensor, _flatten
+from ..tensor import Tensor, _flatten, _wrap
 
-__all__ = ["Parameter", "is_parameter"]
+__all__ = ["Parameter", "Buffer", "is_parameter"]
 
+
+
+def _adopt(t: Tensor, data: Tensor | None, fname: str) -> None:
+    """``t`` takes ``data``'s value (no copy) as a fresh leaf: no grad, no history."""
+    if data is None:
+        data = empty(0)
+    if not isinstance(data, Tensor):
+        raise TypeError(f"{fname}(): data must be a Tensor, got {type(data).__name__}")
+    t._value = data._value
+    t._requires_grad = False
+    t._grad = None
+    t.grad_fn = None
+    t._version = 0
+    t._global = data._global
 
 class Parameter(Tensor):
     """A leaf tensor that is a module parameter: ``nn.Parameter(flow.randn(3, 4))``.
@@ -30,16 +44,7 @@ class Parameter(Tensor):
     __slots__ = ()
 
     def __init__(self, data: Tensor | None = None, requires_grad: bool = True) -> None:
-        if data is None:
-            data = empty(0)
-        if not isinstance(data, Tensor):
-            raise TypeError(f"nn.Parameter(): data must be a Tensor, got {type(data).__name__}")
-        self._value = data._value
-        self._requires_grad = False
-        self._grad = None
-        self.grad_fn = None
-        self._version = 0
-        self._global = data._global
+        _adopt(self, data, "nn.Parameter")
         if requires_grad:
             self.requires_grad_(True)
 
@@ -74,5 +79,32 @@ def _unflatten_parameter(aux: Any, children: Any) -> Parameter:
 jax.tree_util.register_pytree_node(Parameter, _flatten, _unflatten_parameter)
 
 
+class Buffer(Tensor):
+    """A tensor to register as a buffer by attribute assignment (PyTorch >= 2.5):
+    ``self.running = nn.Buffer(flow.zeros(3), persistent=False)`` is
+    ``self.register_buffer("running", flow.zeros(3), persistent=False)``.
+
+    Only a marker: the module stores a plain ``Tensor`` with the same value (ops, compiled
+    steps and checkpoints never see a ``Buffer``), as PyTorch's ``Buffer`` is a plain tensor
+    with a flag. Like PyTorch, the data is detached and keeps its ``requires_grad``.
+    """
+
+    __slots__ = ("persistent",)
+
+    def __init__(self, data: Tensor | None = None, *, persistent: bool = True) -> None:
+        _adopt(self, data, "nn.Buffer")
+        self.persistent = bool(persistent)
+        if data.requires_grad:
+            self.requires_grad_(True)
+
+    def _as_tensor(self) -> Tensor:
+        """The plain tensor a module stores for this buffer."""
+        t = _wrap(self._value)
+        t._global = self._global
+        t._requires_grad = self._requires_grad
+        return t
+
+
 def is_parameter(x: object) -> bool:
+    """Whether ``x`` is a ``Parameter``."""
     return isinstance(x, Parameter)

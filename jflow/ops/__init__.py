@@ -28,6 +28,7 @@ with _builtin_definitions():
         fused,
         index,
         join,
+        linalg,
         loss,
         math,
         matmul,

@@ -65,3 +65,59 @@ _act("hardtanh", lambda x, min_val, max_val: lax.clamp(scalar_as(min_val, x.dtyp
                                                        scalar_as(max_val, x.dtype)),
      attrs=[Attr("min_val", "double", -1.0), Attr("max_val", "double", 1.0)],
      check=_hardtanh_check, allowed=NUMBER)
+
+
+# -- issue 14: PyTorch's remaining pointwise activations, one table ------------------------------
+# Each is an elementwise float op with same-shape output; float attrs are dynamic (arithmetic
+# and jnp.where only). NaN propagates as in PyTorch's CPU kernels: the comparisons are written
+# the way ATen writes them (``x <= threshold ? value : x`` keeps a NaN input).
+
+_SELU_ALPHA = 1.6732632423543772848170429916717
+_SELU_SCALE = 1.0507009873554804934193349852946
+
+
+def _nonneg_lambd(lambd: float) -> None:
+    if lambd < 0:
+        raise ValueError(f"lambd must be greater or equal to 0, got {lambd}")
+
+
+def _nonzero_alpha(alpha: float) -> None:
+    if alpha == 0:
+        raise ValueError("alpha must not be 0 (it divides the input)")
+
+
+def _softshrink(x, lambd):
+    lam = scalar_as(lambd, x.dtype)
+    # x * 0 in the dead zone, as ATen: NaN stays NaN and -0.0 keeps its sign
+    return jnp.where(x > lam, x - lam, jnp.where(x < -lam, x + lam, x * 0))
+
+
+def _between(x, lo, hi):
+    return (x >= lo) & (x <= hi)
+
+
+_TABLE = [
+    # name, kernel, attrs, check, doc
+    ("selu", lambda x: _SELU_SCALE * jnp.where(x > 0, x, _SELU_ALPHA * jnp.expm1(x)), (), None,
+     "scale * (x if x > 0 else alpha * (exp(x) - 1)), self-normalising constants"),
+    ("celu", lambda x, alpha: jnp.where(
+        x > 0, x, scalar_as(alpha, x.dtype) * jnp.expm1(x / scalar_as(alpha, x.dtype))),
+     [Attr("alpha", "double", 1.0)], _nonzero_alpha, "x if x > 0 else alpha (exp(x / alpha) - 1)"),
+    ("hardswish", lambda x: x * jnp.clip(x + 3, 0, 6) / 6, (), None, "x relu6(x + 3) / 6"),
+    ("hardsigmoid", lambda x: jnp.clip(x + 3, 0, 6) / 6, (), None, "relu6(x + 3) / 6"),
+    ("hardshrink", lambda x, lambd: jnp.where(
+        _between(x, -scalar_as(lambd, x.dtype), scalar_as(lambd, x.dtype)),
+        jnp.zeros((), x.dtype), x),
+     [Attr("lambd", "double", 0.5)], None, "0 if |x| <= lambd else x"),
+    ("softshrink", _softshrink, [Attr("lambd", "double", 0.5)], _nonneg_lambd,
+     "x - lambd above lambd, x + lambd below -lambd, else 0"),
+    ("tanhshrink", lambda x: x - jnp.tanh(x), (), None, "x - tanh(x)"),
+    ("softsign", lambda x: x / (1 + jnp.abs(x)), (), None, "x / (1 + |x|)"),
+    ("threshold", lambda x, threshold, value: jnp.where(
+        x <= scalar_as(threshold, x.dtype), scalar_as(value, x.dtype), x),
+     [Attr("threshold", "double"), Attr("value", "double")], None,
+     "value if x <= threshold else x"),
+]
+
+for _name, _fn, _attrs, _check, _doc in _TABLE:
+    _act(_name, _fn, attrs=list(_attrs), check=_check, doc=_doc)

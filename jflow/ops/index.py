@@ -106,7 +106,7 @@ register_kernel("dim_gather", _dim_gather, name="dim_gather_xla")
 
 # -- dim_scatter (torch.scatter / scatter_add) --------------------------------------------------
 
-_REDUCE = ("none", "add", "multiply")
+_REDUCE = ("none", "add", "multiply", "max", "min")
 
 
 def _scatter_check(dim: int, reduce: str) -> None:
@@ -143,6 +143,10 @@ def _dim_scatter(input: Any, index: Any, src: Any, dim: int, reduce: str) -> Any
         return ref.max(vals, mode="drop") if is_bool else ref.add(vals, mode="drop")
     if reduce == "multiply":
         return ref.min(vals, mode="drop") if is_bool else ref.multiply(vals, mode="drop")
+    if reduce == "max":
+        return ref.max(vals, mode="drop")
+    if reduce == "min":
+        return ref.min(vals, mode="drop")
     return ref.set(vals, mode="drop")
 
 
@@ -165,7 +169,8 @@ define_op("dim_scatter", inputs=["input", "index", "src"], outputs=["output"],
           attrs=[Attr("dim", "int64"), Attr("reduce", "string", "none")],
           check=_scatter_check, infer=_dim_scatter_infer, sbp=_dim_scatter_sbp,
           doc="input with out[index[i][j]][j] = src[i][j] for dim 0 (torch.scatter); src may be "
-              "0-d; reduce 'add' / 'multiply' accumulates (bool: or / and)")
+              "0-d; reduce 'add' / 'multiply' / 'max' / 'min' accumulates (bool add / "
+              "multiply: or / and)")
 register_kernel("dim_scatter", _dim_scatter, name="dim_scatter_xla")
 
 

@@ -28,7 +28,7 @@ from .infer import (
     same_as_input,
 )
 from .primitive import define_op
-from .registry import Attr
+from .registry import REQUIRED, Attr
 
 _ELEMENTWISE = elementwise("none")
 _LINEAR = elementwise("linear")
@@ -40,6 +40,13 @@ def _unary(name: str, fn, allowed=FLOAT, sbp=_ELEMENTWISE, attrs=(), out_dtype=N
     define_op(name, inputs=["x"], outputs=["y"], attrs=attrs, sbp=sbp, traits=traits,
               infer=same_as_input(allowed, out_dtype), doc=doc)
     register_kernel(name, fn, name=f"{name}_xla")
+
+
+def _sign(x):
+    """PyTorch's ``(0 < x) - (x < 0)``: 0 for nan and for -0.0 (``jnp.sign`` keeps both)."""
+    if not jnp.issubdtype(x.dtype, jnp.floating):
+        return jnp.sign(x)
+    return (x > 0).astype(x.dtype) - (x < 0).astype(x.dtype)
 
 
 # name, kernel, allowed input dtypes, sbp
@@ -54,7 +61,7 @@ for _name, _fn, _allowed, _sbp in [
     ("rsqrt", lax.rsqrt, FLOAT, _ELEMENTWISE),
     ("square", jnp.square, NUMBER, _ELEMENTWISE),
     ("reciprocal", jnp.reciprocal, FLOAT, _ELEMENTWISE),
-    ("sign", jnp.sign, NUMBER, _ELEMENTWISE),
+    ("sign", _sign, NUMBER, _ELEMENTWISE),
     ("floor", jnp.floor, FLOAT, _ELEMENTWISE),
     ("ceil", jnp.ceil, FLOAT, _ELEMENTWISE),
     ("round", jnp.round, FLOAT, _ELEMENTWISE),  # half to even, as torch.round
@@ -177,3 +184,122 @@ register_kernel("cast", lambda x, dtype: x.astype(dtype), name="cast_xla")
 define_op("clone", inputs=["x"], outputs=["y"], infer=lambda x: desc(x.shape, x.dtype),
           sbp=_LINEAR, doc="A copy of x (a new tensor; JAX arrays are immutable).")
 register_kernel("clone", jnp.copy, name="clone_xla")
+
+
+# -- issue 14 (PyTorch parity part 2): more elementwise math ----------------------------------
+# Float-only unary functions, PyTorch's binary float functions and the float predicates. The
+# functors (``functional/functors/math.py``) promote integer inputs as PyTorch does.
+
+def _digamma(x):
+    """``lax.digamma`` gives nan at 0; PyTorch gives ``copysign(inf, -x)`` there (a pole)."""
+    pole = jnp.copysign(jnp.asarray(jnp.inf, x.dtype), -x)
+    return jnp.where(x == 0, pole, lax.digamma(x))
+
+
+def _polygamma(x, n):
+    """The ``n``-th derivative of digamma (``n`` static); ``n == 0`` is digamma itself."""
+    if n == 0:
+        return _digamma(x)
+    return jax.scipy.special.polygamma(n, x.astype(jnp.float32) if x.dtype.itemsize < 4
+                                       else x).astype(x.dtype)
+
+
+def _i1(x):
+    return jax.scipy.special.i1(x.astype(jnp.float32) if x.dtype.itemsize < 4
+                                else x).astype(x.dtype)
+
+
+def _f32(fn):
+    """``fn`` computed in float32 for 16-bit floats, rounded once at the end (PyTorch's CPU
+    kernels do this; a composite formula in bfloat16 rounds at every step)."""
+    def kernel(*args):
+        dt = args[0].dtype
+        if dt.itemsize >= 4:
+            return fn(*args)
+        return fn(*(a.astype(jnp.float32) for a in args)).astype(dt)
+    kernel.__name__ = getattr(fn, "__name__", "kernel")
+    return kernel
+
+
+for _name, _fn, _sbp in [
+    ("asin", jnp.arcsin, _ELEMENTWISE),
+    ("acos", jnp.arccos, _ELEMENTWISE),
+    ("atan", jnp.arctan, _ELEMENTWISE),
+    ("asinh", jnp.arcsinh, _ELEMENTWISE),
+    ("acosh", jnp.arccosh, _ELEMENTWISE),
+    ("atanh", jnp.arctanh, _ELEMENTWISE),
+    ("sinh", jnp.sinh, _ELEMENTWISE),
+    ("cosh", jnp.cosh, _ELEMENTWISE),
+    ("log2", jnp.log2, _ELEMENTWISE),
+    ("log10", jnp.log10, _ELEMENTWISE),
+    ("exp2", jnp.exp2, _ELEMENTWISE),
+    ("erfc", lax.erfc, _ELEMENTWISE),
+    ("erfinv", _f32(lax.erf_inv), _ELEMENTWISE),
+    ("lgamma", _f32(lax.lgamma), _ELEMENTWISE),
+    ("digamma", _f32(_digamma), _ELEMENTWISE),
+    ("i0", _f32(jnp.i0), _ELEMENTWISE),
+    ("i1", _i1, _ELEMENTWISE),
+    ("sinc", _f32(jnp.sinc), _ELEMENTWISE),  # normalised: sin(pi x) / (pi x), as torch.sinc
+    ("deg2rad", jnp.deg2rad, _LINEAR),
+    ("rad2deg", jnp.rad2deg, _LINEAR),
+    ("trunc", jnp.trunc, _ELEMENTWISE),
+    ("frac", lambda x: x - jnp.trunc(x), _ELEMENTWISE),  # sign of x kept, as torch.frac
+]:
+    _unary(_name, _fn, FLOAT, _sbp)
+
+_unary("polygamma", _polygamma, FLOAT, attrs=[Attr("n", "int64", REQUIRED)],
+       doc="The n-th derivative of digamma (n >= 0, static).")
+
+for _name, _fn in [("isnan", jnp.isnan), ("isinf", jnp.isinf), ("isfinite", jnp.isfinite),
+                   ("isposinf", jnp.isposinf), ("isneginf", jnp.isneginf)]:
+    _unary(_name, _fn, ANY, out_dtype=bool, traits=_NOGRAD)
+
+
+def _nan_to_num(x, nan, posinf, neginf):
+    """nan, +inf and -inf replaced; an unset ``posinf`` / ``neginf`` (static ``None``) is the
+    dtype's largest / lowest finite value, as PyTorch. The values are dynamic attrs (0-d
+    arrays): arithmetic only."""
+    info = jnp.finfo(x.dtype)
+    hi = jnp.asarray(info.max, x.dtype) if posinf is None else scalar_as(posinf, x.dtype)
+    lo = jnp.asarray(info.min, x.dtype) if neginf is None else scalar_as(neginf, x.dtype)
+    y = jnp.where(jnp.isnan(x), scalar_as(nan, x.dtype), x)
+    return jnp.where(jnp.isposinf(x), hi, jnp.where(jnp.isneginf(x), lo, y))
+
+
+define_op("nan_to_num", inputs=["x"], outputs=["y"],
+          attrs=[Attr("nan", "double", 0.0), Attr("posinf", "double", None),
+                 Attr("neginf", "double", None)],
+          infer=same_as_input(FLOAT), sbp=_ELEMENTWISE)
+register_kernel("nan_to_num", _nan_to_num, name="nan_to_num_xla")
+
+
+def _xlogy(x, y):
+    """``x * log(y)``, 0 where ``x == 0`` unless ``y`` is nan (PyTorch)."""
+    x, y = jnp.broadcast_arrays(x, y)
+    zero = (x == 0) & ~jnp.isnan(y)
+    return jnp.where(zero, jnp.zeros_like(x), x * jnp.log(jnp.where(zero, jnp.ones_like(y), y)))
+
+
+def _logaddexp2(x, y):
+    """``log2(2^x + 2^y)``, stable: ``max + log2(1 + 2^-(|x - y|))`` (equal infinities give
+    the infinity, as PyTorch, rather than the nan of ``inf - inf``)."""
+    m = jnp.maximum(x, y)
+    d = jnp.abs(x - y)
+    r = m + jnp.log1p(jnp.exp2(-d)) / jnp.asarray(jnp.log(2.0), x.dtype)
+    return jnp.where(x == y, x + jnp.asarray(1.0, x.dtype), r)
+
+
+def _logaddexp(x, y):
+    m = jnp.maximum(x, y)
+    r = m + jnp.log1p(jnp.exp(-jnp.abs(x - y)))
+    return jnp.where(x == y, x + jnp.asarray(jnp.log(2.0), x.dtype), r)
+
+
+for _name, _fn, _sbp in [
+    ("xlogy", _f32(_xlogy), elementwise("numerator")),  # linear in x (P, B -> P)
+    ("logaddexp", _f32(_logaddexp), _ELEMENTWISE),
+    ("logaddexp2", _f32(_logaddexp2), _ELEMENTWISE),
+    ("hypot", _f32(jnp.hypot), _ELEMENTWISE),
+    ("copysign", jnp.copysign, _ELEMENTWISE),
+]:
+    _binary(_name, _fn, FLOAT, _sbp)

@@ -23,6 +23,7 @@ import math
 from collections.abc import Sequence
 from typing import Any
 
+import jax
 import jax.numpy as jnp
 import numpy as np
 
@@ -31,6 +32,7 @@ from ..sharding.sbp import P, S, Signature
 from .infer import (
     ANY,
     FLOAT,
+    INT,
     NUMBER,
     check_dtype,
     desc,
@@ -39,7 +41,7 @@ from .infer import (
     reduce_shape,
 )
 from .primitive import define_op
-from .registry import Attr
+from .registry import Attr, Input
 
 _INT64 = np.dtype(np.int64)
 _BOOL = np.dtype(np.bool_)
@@ -186,8 +188,9 @@ def _logsumexp(x: Any, axis: tuple[int, ...], keepdim: bool) -> Any:
     return out.astype(x.dtype)
 
 
-def _var(x: Any, axis: tuple[int, ...], keepdim: bool, unbiased: bool) -> Any:
-    """Two-pass variance; divisor max(n - ddof, 0), so n <= ddof gives nan (0/0), as torch."""
+def _var(x: Any, axis: tuple[int, ...], keepdim: bool, correction: float) -> Any:
+    """Two-pass variance; divisor max(n - correction, 0), so n <= correction gives nan (0/0)
+    or inf, as torch."""
     axes = _kernel_axes(x.ndim, axis)
     xa = _acc(x)
     n = _numel(x.shape, axes)
@@ -196,7 +199,7 @@ def _var(x: Any, axis: tuple[int, ...], keepdim: bool, unbiased: bool) -> Any:
     ss = jnp.sum(d * d, axis=axes, keepdims=keepdim)
     if n == 0:
         ss = jnp.full(ss.shape, jnp.nan, ss.dtype)
-    return (ss / jnp.asarray(max(n - int(unbiased), 0), ss.dtype)).astype(x.dtype)
+    return (ss / jnp.asarray(max(n - correction, 0.0), ss.dtype)).astype(x.dtype)
 
 
 def _norm(x: Any, ord: float, axis: tuple[int, ...], keepdim: bool) -> Any:  # noqa: A002
@@ -219,8 +222,13 @@ def _norm(x: Any, ord: float, axis: tuple[int, ...], keepdim: bool) -> Any:  # n
     return out.astype(x.dtype)
 
 
-def _var_infer(x: Any, *, axis: tuple[int, ...], keepdim: bool, unbiased: bool) -> Any:
+def _var_infer(x: Any, *, axis: tuple[int, ...], keepdim: bool, correction: float) -> Any:
     return _reduce_infer(FLOAT)(x, axis=axis, keepdim=keepdim)
+
+
+def _var_check(correction: float, **_: Any) -> None:
+    if not math.isfinite(correction):
+        raise ValueError(f"reduce_var: correction must be finite, got {correction}")
 
 
 def _norm_check(ord: float, **_: Any) -> None:  # noqa: A002
@@ -266,8 +274,12 @@ for _name, _fn, _infer, _sbp, _doc in [
     register_kernel(_name, _fn, name=f"{_name}_xla")
 
 define_op("reduce_var", inputs=["x"], outputs=["y"],
-          attrs=[*_AXES, Attr("unbiased", "bool", True)], infer=_var_infer, sbp=_PLAIN_SBP,
-          doc="variance over axis (empty = all); unbiased divides by n - 1 (n <= 1 -> nan/inf)")
+          # correction is static: the divisor max(n - correction, 0) is Python arithmetic, and a
+          # model uses one or two values (0 and 1), so a compile per value costs nothing
+          attrs=[*_AXES, Attr("correction", "double", 1.0, static=True)], infer=_var_infer,
+          sbp=_PLAIN_SBP, check=_var_check,
+          doc="variance over axis (empty = all), divisor max(n - correction, 0) (torch's "
+              "correction; 1 = unbiased); n <= correction -> nan/inf")
 register_kernel("reduce_var", _var, name="reduce_var_xla")
 
 define_op("reduce_norm", inputs=["x"], outputs=["y"],
@@ -377,5 +389,316 @@ define_op("cumprod", inputs=["x"], outputs=["y"], attrs=[Attr("dim", "int32")],
           infer=_scan_infer, sbp=_scan_sbp,
           doc="inclusive prefix product along dim; output dtype = input dtype (no bool)")
 register_kernel("cumprod", _scan_kernel(jnp.cumprod), name="cumprod_xla")
+
+
+
+def _float_scan_infer(x: Any, *, dim: int) -> Any:
+    check_dtype(x, FLOAT, "input")
+    normalize_axis(dim, len(x.shape), "dim")
+    return desc(x.shape, x.dtype)
+
+
+def _logcumsumexp(x: Any, dim: int) -> Any:
+    """log(cumsum(exp(x))) as a scan of logaddexp: no global shift, so an early entry far
+    below a later maximum keeps its value (a shift by the max would underflow it to -inf)."""
+    if x.ndim == 0 or x.size == 0:
+        return x
+    return jax.lax.cumlogsumexp(_acc(x), axis=dim % x.ndim).astype(x.dtype)
+
+
+define_op("logcumsumexp", inputs=["x"], outputs=["y"], attrs=[Attr("dim", "int32")],
+          infer=_float_scan_infer, sbp=_scan_sbp,
+          doc="log of the inclusive prefix sum of exp(x) along dim, computed stably; floating "
+              "inputs")
+register_kernel("logcumsumexp", _logcumsumexp, name="logcumsumexp_xla")
+
+# -- cummax / cummin: running extremum with its index -------------------------------------------
+
+def _cumext_infer(x: Any, *, dim: int) -> Any:
+    check_dtype(x, ANY, "input")
+    normalize_axis(dim, len(x.shape), "dim")
+    return desc(x.shape, x.dtype), desc(x.shape, _INT64)
+
+
+def _cumext_kernel(larger: bool):
+    """PyTorch's sequential rule (``x >= best or isnan(x)`` for cummax, ``<=`` for cummin) as
+    an associative scan: the later of two candidates wins on a tie, a nan wins over a number
+    and the last nan over earlier ones, so the index is that of the last extremum seen."""
+    def combine(a: Any, b: Any) -> Any:
+        (av, ai), (bv, bi) = a, b
+        if jnp.issubdtype(av.dtype, jnp.floating):
+            a_nan, b_nan = jnp.isnan(av), jnp.isnan(bv)
+            better = (bv >= av) if larger else (bv <= av)
+            take_b = b_nan | (~a_nan & better)
+        else:
+            take_b = (bv >= av) if larger else (bv <= av)
+        return jnp.where(take_b, bv, av), jnp.where(take_b, bi, ai)
+
+    def kernel(x: Any, dim: int) -> tuple[Any, Any]:
+        if x.ndim == 0:
+            return x, jnp.zeros((), jnp.int64)
+        d = dim % x.ndim
+        if x.shape[d] == 0:
+            return x, jnp.zeros(x.shape, jnp.int64)
+        iota = jax.lax.broadcasted_iota(jnp.int64, x.shape, d)
+        return jax.lax.associative_scan(combine, (x, iota), axis=d)
+    return kernel
+
+
+for _name, _larger in [("cummax", True), ("cummin", False)]:
+    define_op(_name, inputs=["x"], outputs=["values", "indices"], attrs=[Attr("dim", "int32")],
+              infer=_cumext_infer, sbp=_scan_sbp,
+              doc=f"running {_name[3:]} along dim and the int64 index of the last "
+                  f"{_name[3:]} so far (nan propagates), as torch.{_name}")
+    register_kernel(_name, _cumext_kernel(_larger), name=f"{_name}_xla")
+
+# -- order statistics along one axis: kthvalue / median_dim / mode ------------------------------
+# One kernel shape: a stable sort of each slice, a position in it chosen per slice, and the
+# value and original index there. nan sorts last (PyTorch treats nan as the largest value).
+# Among equal values the stable order decides the index; PyTorch's CPU kernel picks one by
+# quickselect (implementation-defined), so only the values and "an index of that value" are
+# its contract, and jflow's is deterministic.
+
+def _order_infer(what: str):
+    def infer(x: Any, *, axis: int, keepdim: bool, **attrs: Any) -> Any:
+        check_dtype(x, ANY, "input")
+        nd = len(x.shape)
+        a = normalize_axis(axis, nd, "axis")
+        if nd:
+            _no_empty_axis(x.shape, (a,), what)
+        k = attrs.get("k")
+        n = x.shape[a] if nd else 1
+        if k is not None and not 1 <= k <= n:
+            raise ValueError(f"kthvalue: k={k} is out of range for an axis of size {n} "
+                             f"(1 <= k <= {n})")
+        shape = reduce_shape(x.shape, (a,) if nd else (), keepdim)
+        return desc(shape, x.dtype), desc(shape, _INT64)
+    return infer
+
+
+def _order_kernel(position: Any):
+    """``position(sorted_values) -> int positions`` (one per slice, the slice axis last)."""
+    def kernel(x: Any, axis: int, keepdim: bool, **attrs: Any) -> tuple[Any, Any]:
+        if x.ndim == 0:
+            return x, jnp.zeros((), jnp.int64)
+        a = axis % x.ndim
+        xm = jnp.moveaxis(x, a, -1)
+        perm = jnp.argsort(xm, axis=-1, stable=True)
+        srt = jnp.take_along_axis(xm, perm, axis=-1)
+        pos = position(srt, **attrs)[..., None]
+        val = jnp.take_along_axis(srt, pos, axis=-1)[..., 0]
+        idx = jnp.take_along_axis(perm, pos, axis=-1)[..., 0].astype(jnp.int64)
+        if keepdim:
+            val, idx = jnp.expand_dims(val, a), jnp.expand_dims(idx, a)
+        return val, idx
+    return kernel
+
+
+def _nan_count(srt: Any) -> Any:
+    if not jnp.issubdtype(srt.dtype, jnp.floating):
+        return jnp.zeros(srt.shape[:-1], jnp.int32)
+    return jnp.sum(jnp.isnan(srt), axis=-1, dtype=jnp.int32)
+
+
+def _kth_position(srt: Any, k: int) -> Any:
+    return jnp.full(srt.shape[:-1], k - 1, jnp.int32)
+
+
+def _median_position(srt: Any, ignore_nan: bool) -> Any:
+    """The lower median (position (n - 1) // 2). With nan in the slice: median gives the first
+    nan (sorted right after the numbers); nanmedian the lower median of the numbers, or
+    position (n - 1) // 2 among the nans when there is no number (as PyTorch)."""
+    n = srt.shape[-1]
+    c = n - _nan_count(srt)  # numbers in the slice
+    if ignore_nan:
+        return jnp.where(c > 0, (c - 1) // 2, (n - 1) // 2)
+    return jnp.where(c < n, c, (n - 1) // 2)
+
+
+def _mode_position(srt: Any) -> Any:
+    """The end of the longest run of equal values; the first such run (the smallest value) on
+    a tie. The run's end is, by the stable sort, the value's last index, as PyTorch's mode;
+    nan != nan, so each nan is a run of its own."""
+    n = srt.shape[-1]
+    i = jnp.arange(n, dtype=jnp.int32)
+    diff = srt[..., 1:] != srt[..., :-1]
+    edge = jnp.ones(srt.shape[:-1] + (1,), bool)
+    start = jax.lax.cummax(jnp.where(jnp.concatenate([edge, diff], -1), i, 0), axis=srt.ndim - 1)
+    is_end = jnp.concatenate([diff, edge], -1)
+    count = jnp.where(is_end, i - start + 1, 0)
+    return jnp.argmax(count, axis=-1).astype(jnp.int32)
+
+
+for _name, _pos, _extra, _doc in [
+    ("kthvalue", _kth_position, [Attr("k", "int64")],
+     "the k-th smallest value along axis (1-based; nan is the largest) and an index of it"),
+    ("median_dim", _median_position, [Attr("ignore_nan", "bool", False)],
+     "the lower median along axis and an index of it; nan in a slice gives its first nan "
+     "unless ignore_nan (torch.nanmedian)"),
+    ("mode", _mode_position, [],
+     "the most frequent value along axis (the smallest on a tie) and its last index"),
+]:
+    define_op(_name, inputs=["x"], outputs=["values", "indices"],
+              attrs=[Attr("axis", "int32"), Attr("keepdim", "bool", False), *_extra],
+              infer=_order_infer(_name.removesuffix("_dim")), sbp=_one_axis_sbp, doc=_doc)
+    register_kernel(_name, _order_kernel(_pos), name=f"{_name}_xla")
+
+# -- searchsorted: binary search of values in a sorted sequence ----------------------------------
+
+def _search_infer(seq: Any, values: Any, *, right: bool, out_int32: bool) -> Any:
+    check_dtype(seq, NUMBER, "sorted_sequence")
+    check_dtype(values, NUMBER, "values")
+    if seq.dtype != values.dtype:
+        raise TypeError(f"searchsorted: sorted_sequence ({seq.dtype}) and values "
+                        f"({values.dtype}) must have one dtype (promote first)")
+    if len(seq.shape) == 0:
+        raise ValueError("searchsorted: sorted_sequence must have at least one dimension")
+    if len(seq.shape) > 1 and tuple(seq.shape[:-1]) != tuple(values.shape[:-1]):
+        raise ValueError(f"searchsorted: the leading dimensions of sorted_sequence "
+                         f"{tuple(seq.shape)} and values {tuple(values.shape)} must match")
+    return desc(values.shape, np.dtype(np.int32) if out_int32 else _INT64)
+
+
+def _searchsorted(seq: Any, values: Any, right: bool, out_int32: bool) -> Any:
+    """PyTorch's binary search step for step: left moves past seq[mid] when
+    ``!(seq[mid] >= v)``, right when ``!(seq[mid] > v)``. The negated comparisons are its
+    nan behaviour (a nan value lands at the end; nan in the sequence acts as it does there)."""
+    n = seq.shape[-1]
+    lo = jnp.zeros(values.shape, jnp.int32)
+    hi = jnp.full(values.shape, n, jnp.int32)
+    for _ in range(max(n, 1).bit_length()):  # ceil(log2(n + 1)) halvings
+        mid = (lo + hi) // 2
+        m = jnp.minimum(mid, n - 1) if n else mid
+        if seq.ndim == 1:
+            at = jnp.take(seq, m) if n else jnp.zeros(values.shape, seq.dtype)
+        else:
+            at = jnp.take_along_axis(seq, m, axis=-1)
+        go = ~(at > values) if right else ~(at >= values)
+        active = lo < hi
+        lo = jnp.where(active & go, mid + 1, lo)
+        hi = jnp.where(active & ~go, mid, hi)
+    return lo.astype(jnp.int32 if out_int32 else jnp.int64)
+
+
+define_op("searchsorted", inputs=["sorted_sequence", "values"], outputs=["out"],
+          attrs=[Attr("right", "bool", False), Attr("out_int32", "bool", False)],
+          infer=_search_infer, traits=("NoSideEffect", "NoGrad"),
+          doc="insertion indices of values into sorted_sequence (its last axis; leading axes "
+              "batch), torch.searchsorted's search including its nan behaviour")
+register_kernel("searchsorted", _searchsorted, name="searchsorted_xla")
+
+# -- histc / bincount: counts into bins ------------------------------------------------------------
+
+def _histc_infer(x: Any, *, bins: int, min: float, max: float) -> Any:  # noqa: A002
+    check_dtype(x, FLOAT, "input")
+    return desc((bins,), x.dtype)
+
+
+def _histc_check(bins: int, min: float, max: float) -> None:  # noqa: A002
+    if bins <= 0:
+        raise ValueError(f"histc: bins must be > 0, got {bins}")
+    if min > max:
+        raise ValueError(f"histc: max must be larger than min, got min={min}, max={max}")
+
+
+def _torch_linspace(lo: Any, hi: Any, steps: int) -> Any:
+    """torch.linspace's formula (from both ends, meeting in the middle), so the bin edges, and
+    with them which bin a value on an edge falls in, are PyTorch's to the last bit."""
+    i = jnp.arange(steps, dtype=lo.dtype)
+    step = (hi - lo) / (steps - 1)
+    half = steps // 2
+    return jnp.where(i < half, lo + step * i, hi - step * (steps - 1 - i))
+
+
+def _histc(x: Any, bins: int, min: float, max: float) -> Any:  # noqa: A002
+    """PyTorch's histc: [min, max] (the data's range when equal, widened by 1 each way when
+    that is a point) cut into ``bins`` equal bins; a value on an inner edge counts in the
+    upper bin, ``max`` in the last; values outside and nan are not counted."""
+    xf = x.reshape(-1)
+    lo, hi = jnp.asarray(min, x.dtype), jnp.asarray(max, x.dtype)
+    if xf.size:
+        auto = lo == hi
+        lo = jnp.where(auto, jnp.min(xf), lo)
+        hi = jnp.where(auto, jnp.max(xf), hi)
+    point = lo == hi
+    lo, hi = jnp.where(point, lo - 1, lo), jnp.where(point, hi + 1, hi)
+    edges = _torch_linspace(lo, hi, bins + 1)
+    pos = jnp.searchsorted(edges, xf, side="right") - 1
+    pos = jnp.where(xf == hi, bins - 1, pos)
+    keep = (xf >= lo) & (xf <= hi)
+    return jnp.zeros((bins,), x.dtype).at[jnp.clip(pos, 0, bins - 1)].add(keep.astype(x.dtype))
+
+
+define_op("histc", inputs=["x"], outputs=["hist"],
+          # the range is static: it is read for the bin edges before any data is, and a
+          # histogram's range seldom changes between calls
+          attrs=[Attr("bins", "int64", 100), Attr("min", "double", 0.0, static=True),
+                 Attr("max", "double", 0.0, static=True)],
+          check=_histc_check, infer=_histc_infer, traits=("NoSideEffect", "NoGrad"),
+          doc="histogram of x (flattened) in bins equal bins over [min, max] (the data's range "
+              "when min == max), as torch.histc")
+register_kernel("histc", _histc, name="histc_xla")
+
+
+def _bincount_infer(x: Any, weights: Any, *, length: int) -> Any:
+    check_dtype(x, INT, "input")
+    if len(x.shape) != 1:
+        raise ValueError(f"bincount: input must be 1-d, got shape {tuple(x.shape)}")
+    if weights is None:
+        return desc((length,), _INT64)
+    check_dtype(weights, NUMBER, "weights")
+    if tuple(weights.shape) != tuple(x.shape):
+        raise ValueError(f"bincount: weights must be 1-d of the input's length "
+                         f"{x.shape[0]}, got shape {tuple(weights.shape)}")
+    return desc((length,), weights.dtype)
+
+
+def _bincount(x: Any, weights: Any, length: int) -> Any:
+    """Counts (or summed weights) of each value in [0, length); the length is an attr, fixed
+    by the caller from the data (jflow's bincount functor: eager only)."""
+    w = jnp.ones(x.shape, jnp.int64) if weights is None else weights
+    return jnp.zeros((length,), w.dtype).at[x].add(w, mode="drop")
+
+
+define_op("bincount", inputs=["x", Input("weights", optional=True)], outputs=["counts"],
+          attrs=[Attr("length", "int64")], infer=_bincount_infer,
+          traits=("NoSideEffect", "NoGrad"),
+          doc="number of occurrences (or the summed weights) of each value 0..length-1 of a "
+              "1-d non-negative integer input; values >= length are dropped")
+register_kernel("bincount", _bincount, name="bincount_xla")
+
+# -- unique / unique_consecutive ---------------------------------------------------------------
+
+def _unique_infer(x: Any, *, size: int, consecutive: bool) -> Any:
+    check_dtype(x, ANY, "input")
+    return desc((size,), x.dtype), desc(x.shape, _INT64), desc((size,), _INT64)
+
+
+def _unique(x: Any, size: int, consecutive: bool) -> tuple[Any, Any, Any]:
+    """The distinct values of the flattened x (sorted; or each run of equal neighbours when
+    ``consecutive``), the index of each element's value and the counts. ``size`` is the
+    number of distinct values, fixed by the caller from the data. nan equals nothing (as
+    PyTorch): each nan is a value of its own."""
+    xf = x.reshape(-1)
+    if consecutive:
+        order, srt = jnp.arange(xf.size), xf
+    else:
+        order = jnp.argsort(xf, stable=True)
+        srt = xf[order]
+    new = jnp.concatenate([jnp.ones((min(xf.size, 1),), bool), srt[1:] != srt[:-1]])
+    group = jnp.cumsum(new) - 1  # the value's slot of each sorted element
+    values = jnp.zeros((size,), x.dtype).at[group].set(srt, mode="drop")
+    counts = jnp.zeros((size,), jnp.int64).at[group].add(1, mode="drop")
+    inverse = jnp.zeros((xf.size,), jnp.int64).at[order].set(group.astype(jnp.int64))
+    return values, inverse.reshape(x.shape), counts
+
+
+define_op("unique", inputs=["x"], outputs=["values", "inverse", "counts"],
+          attrs=[Attr("size", "int64"), Attr("consecutive", "bool", False)],
+          infer=_unique_infer, traits=("NoSideEffect", "NoGrad"),
+          doc="distinct values of x (flattened; sorted, or runs when consecutive), the inverse "
+              "indices and counts; size = the number of distinct values (a data-dependent size "
+              "the caller supplies)")
+register_kernel("unique", _unique, name="unique_xla")
 
 __all__ = ["reduce_sbp"]

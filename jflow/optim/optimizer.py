@@ -58,6 +58,11 @@ class Optimizer:
         if not isinstance(param_group, dict):
             raise TypeError(f"param_group must be a dict, got {type(param_group).__name__}")
         params = param_group["params"]
+        if isinstance(params, set):
+            # (as PyTorch: state dicts number parameters by position, a set has none)
+            raise TypeError("optimizer parameters need to be organized in ordered "
+                            "collections, but the ordering of tensors in sets will change "
+                            "between runs. Please use a list instead.")
         params = [params] if isinstance(params, Tensor) else list(params)
         for p in params:
             if not isinstance(p, Tensor):

@@ -138,7 +138,7 @@ def _localize(op: Any, params: dict[str, Any], sig: NdSignature, out_avals: Sequ
 
 
 def _build(op: Any, params: dict[str, Any], plc: Placement, in_nds: tuple, sig: NdSignature,
-           in_ndims: tuple[int, ...], out_avals: Sequence[Any]) -> Any:
+           in_ndims: tuple[int, ...], out_avals: Sequence[Any], n_dyn: int = 0) -> Any:
     names, hierarchy = plc.axis_names, plc.hierarchy
     prim = op.primitive
     local = _localize(op, params, sig, out_avals, hierarchy)
@@ -156,9 +156,11 @@ def _build(op: Any, params: dict[str, Any], plc: Placement, in_nds: tuple, sig: 
             if red:
                 y = lax.pcast(y, tuple(red), to="reduced")
             ys.append(y)
-        return list(prim.bind(*vary_together(ys), **local))
+        # dynamic attr values (replicated scalars) follow the tensors, as in an eager bind
+        return list(prim.bind(*vary_together(ys), *xs[len(ys):], **local))
 
     in_specs = tuple(partition_spec(nd, n, names) for nd, n in zip(in_nds, in_ndims))
+    in_specs += (jax.sharding.PartitionSpec(),) * n_dyn
     out_specs = [partition_spec(nd, len(a.shape), names)
                  for nd, a in zip(sig.outputs, out_avals)]
     fn = jax.shard_map(body, mesh=plc.mesh, in_specs=in_specs, out_specs=out_specs)
@@ -213,13 +215,13 @@ def _common_placement(op: Any, ins: list[Tensor]) -> Placement:
 
 
 def _empty_apply(op: Any, params: dict[str, Any], ins: list[Tensor], single: bool,
-                 plc: Placement) -> Any:
+                 plc: Placement, dyn: tuple = ()) -> Any:
     """An op touching an empty tensor: computed on the (tiny) logical values and broadcast —
     XLA's partitioner rejects zero-size operands in a manual computation."""
     if any(isinstance(t._value, jax.core.Tracer) for t in ins):
         raise NotImplementedError(f"op '{op.name}': empty global tensors are not supported "
                                   f"inside jax.jit")
-    attrs, layout, _ = op.split_params(params)
+    attrs, layout, _ = op.split_params(op.with_dynamic(params, dyn))
     local = op.unflatten([make_local(t) for t in ins], layout)
     res = op.apply(*local, **attrs)
     outs = res if isinstance(res, tuple) else (res,)
@@ -228,8 +230,8 @@ def _empty_apply(op: Any, params: dict[str, Any], ins: list[Tensor], single: boo
     return g[0] if single else tuple(g)
 
 
-def _plan(op: Any, params: dict[str, Any], plc: Placement, in_nds: tuple, ins: list[Tensor]
-          ) -> tuple[Any, NdSignature, list[Any]] | None:
+def _plan(op: Any, params: dict[str, Any], plc: Placement, in_nds: tuple, ins: list[Tensor],
+          n_dyn: int = 0) -> tuple[Any, NdSignature, list[Any]] | None:
     """Signature inference and the executable (None: an empty tensor is involved)."""
     attrs, layout, _ = op.split_params(params)
     in_avals = [jax.core.ShapedArray(tuple(t._value.shape), t._value.dtype) for t in ins]
@@ -238,12 +240,16 @@ def _plan(op: Any, params: dict[str, Any], plc: Placement, in_nds: tuple, ins: l
         return None
     sigs = candidates(op, attrs, in_avals, out_avals, plc.hierarchy)
     sig = choose_signature(op, sigs, in_nds, in_avals, plc)
-    fn = _build(op, params, plc, in_nds, sig, tuple(len(a.shape) for a in in_avals), out_avals)
+    fn = _build(op, params, plc, in_nds, sig, tuple(len(a.shape) for a in in_avals), out_avals,
+                n_dyn)
     return fn, sig, in_avals
 
 
-def global_apply(op: Any, params: dict[str, Any], ins: list[Tensor], single: bool) -> Any:
-    """Run ``op`` on global tensors (see the module docstring); records on the tape."""
+def global_apply(op: Any, params: dict[str, Any], ins: list[Tensor], single: bool,
+                 dyn: tuple = ()) -> Any:
+    """Run ``op`` on global tensors (see the module docstring); records on the tape.
+    ``dyn``: the values of the op's dynamic attrs (``params`` holds ``DYNAMIC`` markers for
+    them): operands of the executable, so a new value compiles nothing here either."""
     plc = _common_placement(op, ins)
     if params.get("_vmap"):
         raise NotImplementedError(f"op '{op.name}': jax.vmap over global tensors is not "
@@ -256,9 +262,9 @@ def global_apply(op: Any, params: dict[str, Any], ins: list[Tensor], single: boo
     except TypeError:
         key, plan = None, None
     if plan is None:
-        plan = _plan(op, params, plc, in_nds, ins)
+        plan = _plan(op, params, plc, in_nds, ins, len(dyn))
         if plan is None:
-            return _empty_apply(op, params, ins, single, plc)
+            return _empty_apply(op, params, ins, single, plc, dyn)
         if key is not None:
             if len(_CACHE) >= _CACHE_SIZE:
                 del _CACHE[next(iter(_CACHE))]
@@ -269,8 +275,9 @@ def global_apply(op: Any, params: dict[str, Any], ins: list[Tensor], single: boo
                     for s, d, a in zip(in_nds, sig.inputs, in_avals))
         last_choices.append((op.name, sig, [describe(s, d) for s, d in zip(in_nds, sig.inputs)],
                              moved))
-    outs = [make_global(v, plc, nd) for v, nd in zip(fn(*[t._value for t in ins]), sig.outputs)]
+    outs = [make_global(v, plc, nd)
+            for v, nd in zip(fn(*[t._value for t in ins], *dyn), sig.outputs)]
     out = outs[0] if single else tuple(outs)
     if any(t._requires_grad for t in ins):
-        return record(op, params, ins, out)
+        return record(op, params, ins, out, dyn)
     return out

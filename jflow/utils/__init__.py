@@ -8,9 +8,11 @@ import jax
 
 from ..dtypes import from_numpy_dtype
 from ..tensor import Tensor, _wrap
-from . import data
+from . import data, dlpack
+from .dlpack import from_dlpack, from_torch, to_torch
 
-__all__ = ["from_jax", "to_jax", "cpp_extension", "data"]
+__all__ = ["from_jax", "to_jax", "from_torch", "to_torch", "from_dlpack", "cpp_extension",
+           "data", "dlpack"]
 
 
 def __getattr__(name: str) -> Any:

@@ -38,6 +38,7 @@ def _stride(self: Tensor, dim: int | None = None) -> Any:
 
 
 def _storage_offset(self: Tensor) -> int:
+    """``Tensor.storage_offset()``: the offset of the first element in its base, in elements."""
     return layout_of(self).offset
 
 

@@ -68,6 +68,9 @@ TGT = RNG.randint(0, 32, size=(2, 8))
 IMG = RNG.randn(4, 1, 8, 8).astype(np.float32)
 LBL = RNG.randint(0, 10, size=4)
 PIX = RNG.rand(6, 16).astype(np.float32)
+LM_IN = RNG.randint(0, 20, size=(5, 3))
+LM_TGT = RNG.randint(0, 20, size=15)
+Z = RNG.randn(2, 4, 1, 1).astype(np.float32)
 
 
 def _gpt_loss(m, idx, tgt):
@@ -76,6 +79,17 @@ def _gpt_loss(m, idx, tgt):
 
 def _vae_loss(m, x):
     return m.loss(x)
+
+
+def _lm_loss(m, inp, tgt):
+    out, _ = m(inp, m.init_hidden(inp.shape[1]))
+    return flow.nn.functional.nll_loss(out, tgt)
+
+
+def _gan_loss(m, z):
+    """The generator's step: fool the discriminator (both nets in one graph)."""
+    p = m["d"](m["g"](z))
+    return flow.nn.BCELoss()(p, flow.ones(p.shape[0]))
 
 
 def _cls_loss(lib):
@@ -119,6 +133,9 @@ _TRAINING = {  # model, batch, loss, compiled modes checked step by step against
     "mnist": (mnist_cnn, lambda: (flow.tensor(IMG), flow.tensor(LBL)),
               lambda m, x, y: flow.nn.functional.nll_loss(m(x), y), ("jit", "graph")),
     "vae": (vae, lambda: (flow.tensor(PIX),), _vae_loss, ("graph",)),
+    "lstm_lm": (lstm_lm, lambda: (flow.tensor(LM_IN), flow.tensor(LM_TGT)), _lm_loss,
+                ("graph",)),
+    "dcgan": (dcgan, lambda: (flow.tensor(Z),), _gan_loss, ("graph",)),
 }
 
 
@@ -129,7 +146,7 @@ def test_training_eager_and_compiled_decreases_the_loss_alike(name):
     losses = {}
     for mode in ("eager", *modes):
         _, model = _twins(make)
-        if name in ("mnist", "vae"):
+        if name in ("mnist", "vae", "lstm_lm"):
             model.eval()  # no dropout / sampling: eager and compiled must agree step by step
         opt = flow.optim.Adam(model.parameters(), lr=1e-2)
         step = _train(model, loss_fn, opt, mode)

@@ -8,6 +8,7 @@ from . import (  # noqa: F401
     fused,
     index,
     join,
+    linalg,
     loss,
     math,
     matmul,

@@ -66,3 +66,69 @@ def _hardtanh(ctx, dy):
     (x,) = ctx.saved_tensors
     inside = O.logical_and(O.gt(x, _c(ctx.min_val, x)), O.lt(x, _c(ctx.max_val, x)))
     return keep_where(inside, dy)
+
+
+# -- issue 14: the table of pointwise activations (ops/activation.py `_TABLE`) -------------------
+# PyTorch's backward formulas (ATen), including its choice at the kinks.
+
+_SELU_ALPHA = 1.6732632423543772848170429916717
+_SELU_SCALE = 1.0507009873554804934193349852946
+
+
+def _between(x, lo, hi):
+    return O.logical_and(O.ge(x, lo), O.le(x, hi))
+
+
+@register_backward("selu", save=["x"])
+def _selu(ctx, dy):
+    (x,) = ctx.saved_tensors
+    neg = O.mul(O.exp(x), _c(_SELU_SCALE * _SELU_ALPHA, x))
+    return O.mul(dy, O.where(O.gt(x, _c(0.0, x)), _c(_SELU_SCALE, x), neg))
+
+
+@register_backward("celu", save=["x"])
+def _celu(ctx, dy):
+    (x,) = ctx.saved_tensors
+    neg = O.mul(dy, O.exp(O.div(x, _c(ctx.alpha, x))))
+    return O.where(O.gt(x, _c(0.0, x)), dy, neg)
+
+
+@register_backward("hardswish", save=["x"])
+def _hardswish(ctx, dy):
+    (x,) = ctx.saved_tensors
+    mid = O.mul(dy, O.add(O.div(x, _c(3.0, x)), _c(0.5, x)))
+    inner = O.where(O.lt(x, _c(3.0, x)), mid, dy)
+    return O.where(O.le(x, _c(-3.0, x)), _c(0.0, dy), inner)
+
+
+@register_backward("hardsigmoid", save=["x"])
+def _hardsigmoid(ctx, dy):
+    (x,) = ctx.saved_tensors
+    inside = O.logical_and(O.gt(x, _c(-3.0, x)), O.lt(x, _c(3.0, x)))
+    return keep_where(inside, O.div(dy, _c(6.0, dy)))
+
+
+@register_backward("hardshrink", save=["x"])
+@register_backward("softshrink", save=["x"])
+def _shrink(ctx, dy):
+    (x,) = ctx.saved_tensors
+    dead = _between(x, O.neg(_c(ctx.lambd, x)), _c(ctx.lambd, x))
+    return keep_where(O.logical_not(dead), dy)
+
+
+@register_backward("tanhshrink", save=["x"])
+def _tanhshrink(ctx, dy):
+    (x,) = ctx.saved_tensors
+    return O.mul(dy, O.square(O.tanh(x)))
+
+
+@register_backward("softsign", save=["x"])
+def _softsign(ctx, dy):
+    (x,) = ctx.saved_tensors
+    return O.div(dy, O.square(O.add(_c(1.0, x), O.abs(x))))
+
+
+@register_backward("threshold", save=["x"])
+def _threshold(ctx, dy):
+    (x,) = ctx.saved_tensors
+    return keep_where(O.gt(x, _c(ctx.threshold, x)), dy)

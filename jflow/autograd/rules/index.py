@@ -16,6 +16,9 @@ they get / give no gradient. Index inputs are integers: their gradient is ``None
   times that product, ``src[i]``'s is ``dy[t] * input[t] * prod(src[j] -> t, j != i)``,
   computed without dividing by zero (zeros in ``src`` are counted per target, as PyTorch's
   ``scatter_reduce(reduce='prod')`` does); first and second derivatives are exact everywhere.
+* ``'max'`` / ``'min'``: ``dy`` at a target is shared evenly among the entries that reach the
+  extreme there (the input's own value and the ``src`` entries equal to the output), as
+  PyTorch's ``scatter_reduce(reduce='amax' / 'amin')``.
 """
 
 from __future__ import annotations
@@ -87,6 +90,9 @@ def _dim_scatter(ctx, dy):
     need_x, need_src = ctx.needs_input_grad[0], ctx.needs_input_grad[2]
     dx = dsrc = None
 
+    if reduce in ("max", "min"):
+        return _extreme_grads(x, index, src, out, dy, si, ss, d, need_x, need_src)
+
     if need_x or (need_src and reduce == "none" and not ss):
         if reduce == "none":    # written positions take src: no gradient to input there
             dx = O.dim_scatter(dy, index, scalar_like(0.0, dy), dim=d, reduce="none")
@@ -112,6 +118,28 @@ def _dim_scatter(ctx, dy):
             dsrc = O.reduce_sum(g) if not ss else _pad_to(g, ss, d)
 
     return (dx if need_x else None), None, dsrc
+
+
+def _extreme_grads(x, index, src, out, dy, si, ss, d, need_x, need_src):
+    """The gradients of ``dim_scatter`` with ``reduce='max'`` / ``'min'``: each target's
+    ``dy`` divided by the number of its entries (input and src) equal to the output."""
+    sx = tuple(x._value.shape)
+    valid = _in_range(index, sx[d] if sx else 1)
+    safe = O.where(valid, index, scalar_like(0, index))
+    s = _crop(src, si, d) if ss else O.expand(src, shape=tuple(si))
+    one, zero = scalar_like(1.0, dy), scalar_like(0.0, dy)
+    hit = O.logical_and(O.eq(s, O.dim_gather(out, safe, dim=d)), valid)
+    x_hit = O.where(O.eq(x, out), one, zero)
+    zeros = _full(sx, 0.0, dy._value.dtype)
+    count = O.add(x_hit, O.dim_scatter(zeros, index, O.where(hit, one, zero), dim=d,
+                                       reduce="add"))
+    share = O.div(dy, O.where(O.eq(count, zero), one, count))
+    dx = O.mul(share, x_hit) if need_x else None
+    dsrc = None
+    if need_src:
+        g = O.where(hit, O.dim_gather(share, safe, dim=d), zero)
+        dsrc = O.reduce_sum(g) if not ss else _pad_to(g, ss, d)
+    return dx, None, dsrc
 
 
 def _prod_of_others(x, index, safe, src, out, si, ss, d):

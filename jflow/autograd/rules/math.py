@@ -222,3 +222,115 @@ def _where(ctx, dout):
     gx = sum_to(O.where(cond, dout, zero), xs) if ctx.needs_input_grad[1] else None
     gy = sum_to(O.where(cond, zero, dout), ys) if ctx.needs_input_grad[2] else None
     return None, gx, gy
+
+
+# -- issue 14 (PyTorch parity part 2) ------------------------------------------------------------
+# One table of unary rules: each entry gives the derivative from the saved input ("x") or
+# output ("y"), multiplied by dy in one place.
+
+def _one_minus_sq(x):
+    return O.sub(_c(1.0, x), O.square(x))
+
+
+def _sinc_d(x, y):
+    # (cos(pi x) - sinc(x)) / x, 0 at x == 0 (the maximum of sinc)
+    zero = O.eq(x, _c(0.0, x))
+    safe = O.where(zero, _c(1.0, x), x)
+    d = O.div(O.sub(O.cos(O.mul(safe, _c(math.pi, x))), y), safe)
+    return O.where(zero, _c(0.0, d), d)
+
+
+def _i1_d(x, y):
+    # i1'(x) = i0(x) - i1(x) / x, 1/2 at x == 0
+    zero = O.eq(x, _c(0.0, x))
+    safe = O.where(zero, _c(1.0, x), x)
+    d = O.sub(O.i0(x), O.div(y, safe))
+    return O.where(zero, _c(0.5, d), d)
+
+
+_UNARY_D = {
+    # name: (saved, derivative from the saved tensors)
+    "asin": (["x"], lambda x: O.rsqrt(_one_minus_sq(x))),
+    "acos": (["x"], lambda x: O.neg(O.rsqrt(_one_minus_sq(x)))),
+    "atan": (["x"], lambda x: O.reciprocal(O.add(O.square(x), _c(1.0, x)))),
+    "asinh": (["x"], lambda x: O.rsqrt(O.add(O.square(x), _c(1.0, x)))),
+    "acosh": (["x"], lambda x: O.rsqrt(O.sub(O.square(x), _c(1.0, x)))),
+    "atanh": (["x"], lambda x: O.reciprocal(_one_minus_sq(x))),
+    "sinh": (["x"], lambda x: O.cosh(x)),
+    "cosh": (["x"], lambda x: O.sinh(x)),
+    "log2": (["x"], lambda x: O.reciprocal(O.mul(x, _c(math.log(2.0), x)))),
+    "log10": (["x"], lambda x: O.reciprocal(O.mul(x, _c(math.log(10.0), x)))),
+    "exp2": (["y"], lambda y: O.mul(y, _c(math.log(2.0), y))),
+    "erfc": (["x"], lambda x: O.mul(O.exp(O.neg(O.square(x))),
+                                    _c(-2.0 / math.sqrt(math.pi), x))),
+    "erfinv": (["y"], lambda y: O.mul(O.exp(O.square(y)), _c(math.sqrt(math.pi) / 2, y))),
+    "lgamma": (["x"], lambda x: O.digamma(x)),
+    "digamma": (["x"], lambda x: O.polygamma(x, n=1)),
+    "i0": (["x"], lambda x: O.i1(x)),
+    "i1": (["x", "y"], _i1_d),
+    "sinc": (["x", "y"], _sinc_d),
+}
+
+
+def _unary_rule(name: str, save: list[str], deriv) -> None:
+    @register_backward(name, save=save)
+    def rule(ctx, dy):
+        return O.mul(dy, deriv(*ctx.saved_tensors))
+    rule.__name__ = f"{name}_backward"
+
+
+for _name, (_save, _d) in _UNARY_D.items():
+    _unary_rule(_name, _save, _d)
+
+
+@register_backward("polygamma", save=["x"])
+def _polygamma(ctx, dy):
+    (x,) = ctx.saved_tensors
+    return O.mul(dy, O.polygamma(x, n=ctx.n + 1))
+
+
+@register_backward("deg2rad")
+def _deg2rad(ctx, dy):
+    return O.mul(dy, _c(math.pi / 180.0, dy))
+
+
+@register_backward("rad2deg")
+def _rad2deg(ctx, dy):
+    return O.mul(dy, _c(180.0 / math.pi, dy))
+
+
+register_backward("trunc")(_zero_grad)
+
+
+@register_backward("frac")
+def _frac(ctx, dy):
+    return dy
+
+
+@register_backward("nan_to_num", save=["x"])
+def _nan_to_num(ctx, dy):
+    (x,) = ctx.saved_tensors
+    return keep_where(O.isfinite(x), dy)  # replaced values are constants
+
+
+# d/dx is log(y) also where x == 0 (the value's 0 there is a convention, not a constant), as
+# PyTorch
+_binary_rule("xlogy", ["x", "y"], lambda dz, x, y: O.mul(dz, O.log(y)),
+             lambda dz, x, y: O.mul(dz, O.div(x, y)), save_for={"x": ["y"]})
+_binary_rule("logaddexp", ["x", "y", "z"], lambda dz, x, y, z: O.mul(dz, O.exp(O.sub(x, z))),
+             lambda dz, x, y, z: O.mul(dz, O.exp(O.sub(y, z))))
+_binary_rule("logaddexp2", ["x", "y", "z"],
+             lambda dz, x, y, z: O.mul(dz, O.exp2(O.sub(x, z))),
+             lambda dz, x, y, z: O.mul(dz, O.exp2(O.sub(y, z))))
+_binary_rule("hypot", ["x", "y", "z"], lambda dz, x, y, z: O.mul(dz, O.div(x, z)),
+             lambda dz, x, y, z: O.mul(dz, O.div(y, z)))
+
+
+def _copysign_dx(dz, x, z):
+    # z / x (= ±1), 0 where x == 0, as PyTorch
+    zero = O.eq(x, _c(0.0, x))
+    r = O.div(z, O.where(zero, _c(1.0, x), x))
+    return O.mul(dz, O.where(zero, _c(0.0, r), r))
+
+
+_binary_rule("copysign", ["x", "z"], _copysign_dx, lambda dz, x, z: O.mul(dz, _c(0.0, dz)))

@@ -7,7 +7,7 @@ import math
 import numpy as np
 
 from ..rule import register_backward
-from ._util import O, scalar_like
+from ._util import O, scalar_like, zeros_like
 
 
 def _axes(ctx) -> tuple[int, ...]:
@@ -110,7 +110,8 @@ def _logsumexp(ctx, dy):
 
 @register_backward("reduce_var", save=["x"])
 def _var(ctx, dy):
-    """2 (x - mean) / (n - ddof); n <= ddof divides by zero (inf/nan, as torch)."""
+    """2 (x - mean) / max(n - correction, 0); n <= correction divides by zero (inf/nan, as
+    torch)."""
     (x,) = ctx.saved_tensors
     axes = _axes(ctx)
     shape = ctx.input_shapes[0]
@@ -118,7 +119,7 @@ def _var(ctx, dy):
     for a in axes:
         n *= shape[a]
     d = O.sub(x, O.reduce_mean(x, axis=axes, keepdim=True))
-    scale = O.div(_c(2.0, x), _c(float(max(n - int(ctx.unbiased), 0)), x))
+    scale = O.div(_c(2.0, x), _c(max(n - float(ctx.correction), 0.0), x))
     return O.mul(O.mul(expand_back(ctx, dy), d), scale)
 
 
@@ -172,6 +173,9 @@ def _dim_backward(ctx, dy, _):
 
 register_backward("max_dim", save=["indices"])(_dim_backward)
 register_backward("min_dim", save=["indices"])(_dim_backward)
+# the order statistics: dy to the selected entry, as PyTorch's (a tie's other entries get 0)
+for _name in ("kthvalue", "median_dim", "mode"):
+    register_backward(_name, save=["indices"])(_dim_backward)
 
 
 # -- scans -------------------------------------------------------------------------------------
@@ -213,3 +217,40 @@ def _cumprod(ctx, dy):
     g_after = O.mul(x_z, O.div(g_first, O.where(after, x, one)))
     return O.where(before, g_before,
                    O.where(first, g_first, O.where(after, g_after, zero_c)))
+
+
+def _cumext_backward(ctx, dy, _):
+    """Each output's gradient goes to the input it copied (torch: scatter_add of dy at the
+    indices along dim); an entry that stays the running extremum collects several."""
+    (idx,) = ctx.saved_tensors
+    if idx._value.ndim == 0:
+        return dy
+    return O.dim_scatter(zeros_like(dy), idx, dy, dim=ctx.dim % idx._value.ndim, reduce="add")
+
+
+register_backward("cummax", save=["indices"])(_cumext_backward)
+register_backward("cummin", save=["indices"])(_cumext_backward)
+
+
+@register_backward("logcumsumexp", save=["x", "y"])
+def _logcumsumexp(ctx, dy):
+    """dx_j = sum_{i >= j} dy_i exp(x_j - y_i) as a masked (n, n) weight per slice: every
+    exponent is <= 0 (y_i >= x_j), so nothing overflows, and the rule is linear in dy (JAX's
+    forward mode linearizes it at dy = 0, which PyTorch's log|dy| form cannot survive). The
+    cost is quadratic in the scanned length; a -inf entry gets 0 (its finite difference)."""
+    x, y = ctx.saved_tensors
+    shape = tuple(x._value.shape)
+    if not shape or 0 in shape:
+        return dy
+    d = ctx.dim % len(shape)
+    n = shape[d]
+    rows = shape[:d] + (n, 1) + shape[d + 1:]  # i (the output) on axis d
+    cols = shape[:d] + (1, n) + shape[d + 1:]  # j (the input) on axis d + 1
+    iota = O.arange(start=0.0, end=float(n), step=1.0, dtype=np.int64)
+    i_ = O.reshape(iota, shape=tuple(n if a == d else 1 for a in range(len(rows))))
+    j_ = O.reshape(iota, shape=tuple(n if a == d + 1 else 1 for a in range(len(rows))))
+    xj = O.reshape(x, shape=cols)
+    live = O.logical_and(O.le(j_, i_), O.ne(xj, _c(-math.inf, x)))
+    e = O.where(live, O.sub(xj, O.reshape(y, shape=rows)), _c(-math.inf, x))
+    w = O.mul(O.exp(e), O.reshape(dy, shape=rows))
+    return O.reshape(O.reduce_sum(w, axis=(d,), keepdim=False), shape=shape)

@@ -26,9 +26,9 @@ from jax.core import Tracer
 
 from ... import dtypes as _dt
 from ...ops import get
-from ...tensor import Tensor
+from ...tensor import Tensor, _wrap
 from ..promotion import cast, scalar_tensor
-from ..registry import functor
+from ..registry import api, functor
 
 __all__ = ["IndexOutOfRangeError", "normalize_dim"]
 
@@ -272,3 +272,418 @@ def topk(input: Tensor, k: int, dim: int, largest: bool,
         raise ValueError(f"topk(): k ({k}) is out of range for dimension {d} of size {n} "
                          f"(expected 0 <= k <= {n})")
     return _topk(input, k=k, dim=d, largest=largest, sorted=sorted)
+
+
+# -- issue 14: nonzero / masked_select / masked_scatter / index_add / index_put / take ----------
+#
+# Compositions of existing ops (index_select, dim_scatter, where, reshape, expand), so the
+# gradient, vmap and SBP of those ops apply unchanged. Ops whose result size depends on the
+# data (nonzero, argwhere, masked_select, bool indices of index_put) need concrete values:
+# eager only, with a clear error under tracing, as bool-mask indexing.
+
+def _concrete(fname: str, t: Tensor, arg: str) -> np.ndarray:
+    """``t``'s values on the host; a TypeError under tracing (the result's size would depend
+    on them)."""
+    if isinstance(t._value, Tracer):
+        raise TypeError(f"{fname}(): the result's shape depends on the values of '{arg}', "
+                        f"which are unknown while tracing (jax.jit / vmap / grad); call it "
+                        f"outside the trace")
+    return np.asarray(jax.device_get(t._value))
+
+
+def _host_tensor(arr: np.ndarray, like: Tensor) -> Tensor:
+    """A host array as a tensor on ``like``'s device (an index: no gradient)."""
+    dev = next(iter(like._value.devices()))
+    return _wrap(jax.device_put(np.ascontiguousarray(arr), dev))
+
+
+_reshape = get("reshape").apply
+_expand = get("expand").apply
+
+
+def _rs(t: Tensor, shape: tuple[int, ...]) -> Tensor:
+    """``t`` reshaped by the op itself: a new tensor, not a view, so an in-place form that
+    writes the input does not invalidate what a later op saved of it."""
+    return t if tuple(t._value.shape) == tuple(shape) else _reshape(t, shape=tuple(shape))
+
+
+def _bc(t: Tensor, shape: tuple[int, ...]) -> Tensor:
+    """``t`` broadcast to ``shape`` by the op (new leading dims allowed), not a view."""
+    if tuple(t._value.shape) == tuple(shape):
+        return t
+    return _expand(t, shape=tuple(shape))
+
+
+def _api() -> Any:
+    """The functional API, late-bound (these functors compose other entries)."""
+    return api()
+
+
+def _long(fname: str, t: Tensor, arg: str) -> None:
+    if t._value.dtype.kind not in "iu":
+        raise TypeError(f"{fname}(): expected '{arg}' to be an integer (Long) tensor, got "
+                        f"{t.dtype}")
+
+
+def _same_dtype(fname: str, input: Tensor, other: Tensor, arg: str) -> None:
+    if other._value.dtype != input._value.dtype:
+        raise TypeError(f"{fname}(): expected '{arg}' to have the same dtype as self "
+                        f"({input.dtype}), got {other.dtype}")
+
+
+@functor("Nonzero")
+def nonzero(input: Tensor, as_tuple: bool) -> Any:
+    """torch.nonzero: the int64 ``(count, ndim)`` coordinates of the nonzero entries in
+    row-major order, or with ``as_tuple`` one 1-D tensor per dim (a 0-d input counts as 1-D,
+    as in PyTorch)."""
+    a = _concrete("nonzero", input, "input")
+    if as_tuple:
+        return tuple(_host_tensor(c.astype(np.int64), input)
+                     for c in np.nonzero(a.reshape(-1) if a.ndim == 0 else a))
+    return _host_tensor(np.argwhere(a).astype(np.int64), input)
+
+
+@functor("Argwhere")
+def argwhere(input: Tensor) -> Tensor:
+    """torch.argwhere: ``nonzero(input)``."""
+    a = _concrete("argwhere", input, "input")
+    return _host_tensor(np.argwhere(a).astype(np.int64), input)
+
+
+def _bool_arg(fname: str, mask: Tensor, arg: str = "mask") -> None:
+    if mask._value.dtype != np.bool_:
+        raise TypeError(f"{fname}(): expected '{arg}' to be a bool tensor, got {mask.dtype}")
+
+
+def _broadcast_pair(fname: str, a: Tensor, b: Tensor) -> tuple[Tensor, Tensor]:
+    try:
+        shape = np.broadcast_shapes(tuple(a._value.shape), tuple(b._value.shape))
+    except ValueError:
+        raise ValueError(f"{fname}(): shapes {list(a._value.shape)} and "
+                         f"{list(b._value.shape)} are not broadcastable") from None
+    return _bc(a, shape), _bc(b, shape)
+
+
+@functor("MaskedSelect")
+def masked_select(input: Tensor, mask: Tensor) -> Tensor:
+    """torch.masked_select: the entries of ``input`` where ``mask`` (broadcast together), as
+    a 1-D tensor in row-major order. A gather of the flattened input: differentiable."""
+    _bool_arg("masked_select", mask)
+    m = _concrete("masked_select", mask, "mask")
+    x, _ = _broadcast_pair("masked_select", input, mask)
+    m = np.broadcast_to(m, tuple(x._value.shape))
+    flat = _rs(x, (-1,))
+    return _index_select(flat, _host_tensor(np.flatnonzero(m).astype(np.int64), input), dim=0)
+
+
+@functor("MaskedScatter")
+def masked_scatter(input: Tensor, mask: Tensor, source: Tensor) -> Tensor:
+    """torch.masked_scatter: ``input`` with its masked positions (row-major) taking
+    ``source``'s first entries in order. Traceable: the k-th masked position reads
+    ``source.flatten()[k]`` with k from a cumulative sum of the mask."""
+    _bool_arg("masked_scatter", mask)
+    _same_dtype("masked_scatter", input, source, "source")
+    F = _api()
+    x, m = _broadcast_pair("masked_scatter", input, mask)
+    shape = tuple(x._value.shape)
+    mf = _rs(m, (-1,))
+    n_src = int(source._value.size)
+    count = None if isinstance(mf._value, Tracer) else int(jax.device_get(jnp.sum(mf._value)))
+    if count is not None and count > n_src:
+        raise ValueError(f"masked_scatter(): number of elements in source ({n_src}) < number "
+                         f"of ones in mask ({count})")
+    if n_src == 0:
+        return F.clone(x) if count is not None else F.where(m, x, x)
+    pos = F.sub(F.cumsum(F.cast(mf, _dt.int64), 0), 1)
+    pos = F.clamp(pos, 0, n_src - 1)
+    vals = _index_select(_rs(source, (-1,)), pos, dim=0)
+    return _rs(F.where(mf, vals, _rs(x, (-1,))), shape)
+
+
+# -- index_add / index_copy / index_fill ------------------------------------------------------
+
+def _index_along(fname: str, input: Tensor, dim: int, index: Tensor,
+                 src_shape: tuple[int, ...] | None) -> tuple[int, Tensor, tuple[int, ...]]:
+    """PyTorch's checks for ``index_*(input, dim, index, source)``, and the index expanded to
+    the shape of ``source`` (``src_shape``; None: input's with ``len(index)`` on dim) so the
+    op is one ``dim_scatter``. Returns (dim, expanded index, that shape)."""
+    _long(fname, index, "index")
+    if index._value.ndim > 1:
+        raise ValueError(f"{fname}(): index should have dimension 1 or 0 (got "
+                         f"{index._value.ndim})")
+    nd = input._value.ndim
+    d = normalize_dim(fname, dim, nd)
+    n = int(index._value.size)
+    sx = tuple(input._value.shape) or (1,)
+    if src_shape is None:
+        src_shape = sx[:d] + (n,) + sx[d + 1:]
+    else:
+        ss = tuple(src_shape) or (1,)
+        if len(ss) != len(sx):
+            raise ValueError(f"{fname}(): source and self must have the same number of "
+                             f"dimensions (got {len(src_shape)} and {nd})")
+        if ss[d] != n:
+            raise ValueError(f"{fname}(): number of indices ({n}) should be equal to "
+                             f"source.size({d}) ({ss[d]})")
+        for i, (a, b) in enumerate(zip(ss, sx)):
+            if i != d and a != b:
+                raise ValueError(f"{fname}(): source {list(src_shape)} and self {list(sx)} "
+                                 f"must have the same size at dimension {i} (all but dim {d})")
+        src_shape = ss
+    _check_range(fname, index, sx[d], d)
+    idx = _rs(index, tuple(n if i == d else 1 for i in range(len(sx))))
+    return d, _bc(idx, tuple(src_shape)), tuple(src_shape)
+
+
+def _as_nd(t: Tensor, shape: tuple[int, ...]) -> Tensor:
+    return t if tuple(t._value.shape) == shape else _rs(t, shape)
+
+
+def _index_scatter(fname: str, input: Tensor, dim: int, index: Tensor, src: Tensor,
+                   reduce: str) -> Tensor:
+    d, idx, ss = _index_along(fname, input, dim, index,
+                              tuple(src._value.shape) if src._value.ndim else ())
+    shape = tuple(input._value.shape)
+    x = _as_nd(input, tuple(shape) or (1,))
+    out = _scatter(x, idx, _as_nd(src, ss), dim=d, reduce=reduce)
+    return _as_nd(out, shape)
+
+
+@functor("IndexAdd")
+def index_add(input: Tensor, dim: int, index: Tensor, source: Tensor, alpha: Any) -> Tensor:
+    """torch.index_add: ``out[..., index[i], ...] += alpha * source[..., i, ...]`` along dim;
+    duplicate indices accumulate. A scatter-add with the index expanded over source."""
+    _same_dtype("index_add", input, source, "source")
+    if alpha != 1:
+        if input._value.dtype.kind in "iub" and not isinstance(alpha, (int, np.integer)):
+            raise TypeError(f"index_add(): for integral input tensors, argument alpha must not "
+                            f"be a floating point number (got {alpha!r})")
+        source = _api().mul(source, scalar_as("index_add", alpha, source._value.dtype))
+    return _index_scatter("index_add", input, dim, index, source, "add")
+
+
+@functor("IndexCopy")
+def index_copy(input: Tensor, dim: int, index: Tensor, source: Tensor) -> Tensor:
+    """torch.index_copy: ``out[..., index[i], ...] = source[..., i, ...]`` along dim (with
+    duplicate indices, which one lands is unspecified, as in PyTorch)."""
+    _same_dtype("index_copy", input, source, "source")
+    return _index_scatter("index_copy", input, dim, index, source, "none")
+
+
+@functor("IndexFill")
+def index_fill(input: Tensor, dim: int, index: Tensor, value: Any) -> Tensor:
+    """torch.index_fill: ``value`` at positions ``index`` along dim."""
+    v = scalar_as("index_fill", value, input._value.dtype)
+    d, idx, _ = _index_along("index_fill", input, dim, index, None)
+    shape = tuple(input._value.shape)
+    return _as_nd(_scatter(_as_nd(input, shape or (1,)), idx, v, dim=d, reduce="none"), shape)
+
+
+@functor("IndexFillTensor")
+def index_fill_tensor(input: Tensor, dim: int, index: Tensor, value: Tensor) -> Tensor:
+    """index_fill with a 0-d tensor value (cast to input's dtype; differentiable in it)."""
+    if value._value.ndim != 0:
+        raise ValueError(f"index_fill(): only supports a 0-dimensional value tensor, but got "
+                         f"tensor with {value._value.ndim} dimension(s)")
+    v = cast(value, input._value.dtype)
+    d, idx, _ = _index_along("index_fill", input, dim, index, None)
+    shape = tuple(input._value.shape)
+    return _as_nd(_scatter(_as_nd(input, shape or (1,)), idx, v, dim=d, reduce="none"), shape)
+
+
+# -- index_put ---------------------------------------------------------------------------------
+
+def _put_indices(fname: str, input: Tensor, indices: Any) -> list[Tensor]:
+    """Integer index tensors for the leading dims (a bool index of k dims becomes k integer
+    ones: eager only), negative entries wrapped, bounds-checked when concrete."""
+    F = _api()
+    shape = tuple(input._value.shape)
+    out: list[Tensor] = []
+    for k, t in enumerate(indices):
+        if t is None:
+            raise TypeError(f"{fname}(): None entries in 'indices' are not supported; index "
+                            f"the leading dims (use x[:, idx] = v for others)")
+        if t._value.dtype == np.bool_:
+            m = _concrete(fname, t, f"indices[{k}]")
+            d0 = len(out)
+            if tuple(m.shape) != shape[d0:d0 + m.ndim]:
+                raise IndexError(f"{fname}(): the shape of the mask {list(m.shape)} at index "
+                                 f"{k} does not match the shape of the indexed tensor "
+                                 f"{list(shape[d0:d0 + m.ndim])}")
+            out += [_host_tensor(c.astype(np.int64), input) for c in np.nonzero(m)]
+            continue
+        _long(fname, t, f"indices[{k}]")
+        d = len(out)
+        if d >= len(shape):
+            raise IndexError(f"{fname}(): too many indices for tensor of dimension "
+                             f"{len(shape)}")
+        mm = host_min_max(t)
+        if mm is not None and (mm[0] < -shape[d] or mm[1] >= shape[d]):
+            bad = mm[0] if mm[0] < -shape[d] else mm[1]
+            raise IndexOutOfRangeError(f"{fname}(): index {bad} is out of bounds for "
+                                       f"dimension {d} with size {shape[d]}")
+        if mm is None or mm[0] < 0:
+            t = F.where(F.lt(t, 0), F.add(t, shape[d]), t)
+        out.append(t)
+    if len(out) > len(shape):
+        raise IndexError(f"{fname}(): too many indices for tensor of dimension {len(shape)}")
+    return out
+
+
+def index_put_impl(fname: str, input: Tensor, indices: Any, values: Tensor,
+                   accumulate: bool) -> Tensor:
+    """``input[indices] = values`` (``+=`` with ``accumulate``, where duplicates add up) for
+    integer / bool index tensors of the leading dims: the indexed dims are flattened into one,
+    the indices into one linear index, then ``index_add`` / ``index_copy`` along dim 0."""
+    _same_dtype(fname, input, values, "values")
+    if not indices:
+        raise ValueError(f"{fname}(): 'indices' must hold at least one tensor")
+    F = _api()
+    shape = tuple(input._value.shape)
+    idx = _put_indices(fname, input, indices)
+    k = len(idx)
+    try:
+        bshape = np.broadcast_shapes(*(tuple(t._value.shape) for t in idx))
+    except ValueError:
+        raise IndexError(f"{fname}(): shape mismatch: indexing tensors could not be broadcast "
+                         f"together with shapes "
+                         f"{[list(t._value.shape) for t in idx]}") from None
+    lin = None
+    for d, t in enumerate(idx):
+        t = F.cast(_bc(t, bshape), _dt.int64)
+        stride = int(np.prod(shape[d + 1:k], dtype=np.int64))
+        t = F.mul(t, stride) if stride != 1 else t
+        lin = t if lin is None else F.add(lin, t)
+    rest = shape[k:]
+    try:
+        vals = _bc(values, tuple(bshape) + rest)
+    except (ValueError, RuntimeError):
+        raise ValueError(f"{fname}(): shape mismatch: value tensor of shape "
+                         f"{list(values._value.shape)} cannot be broadcast to indexing result "
+                         f"of shape {list(tuple(bshape) + rest)}") from None
+    n = int(np.prod(bshape, dtype=np.int64))
+    flat = _rs(input, (int(np.prod(shape[:k], dtype=np.int64)),) + rest)
+    out = _scatter(flat, _bc(_rs(lin, (n,) + (1,) * len(rest)), (n,) + rest),
+                   _rs(vals, (n,) + rest), dim=0, reduce="add" if accumulate else "none")
+    return _rs(out, shape)
+
+
+@functor("IndexPut")
+def index_put(input: Tensor, indices: Any, values: Tensor, accumulate: bool) -> Tensor:
+    """torch.index_put: ``input[indices] = values`` out of place (``accumulate=True``:
+    ``+=``, duplicate indices accumulate; without it, which duplicate lands is unspecified)."""
+    return index_put_impl("index_put", input, indices, values, accumulate)
+
+
+# -- take / take_along_dim ---------------------------------------------------------------------
+
+@functor("Take")
+def take(input: Tensor, index: Tensor) -> Tensor:
+    """torch.take: ``input.flatten()[index]`` in index's shape; negative indices count from
+    the end."""
+    _long("take", index, "index")
+    F = _api()
+    n = int(input._value.size)
+    mm = host_min_max(index)
+    if mm is not None and (mm[0] < -n or mm[1] >= n):
+        bad = mm[0] if mm[0] < -n else mm[1]
+        raise IndexOutOfRangeError(f"take(): out of range: tried to access index {bad} on a "
+                                   f"tensor of {n} elements")
+    idx = _rs(index, (-1,))
+    if mm is None or mm[0] < 0:
+        idx = F.where(F.lt(idx, 0), F.add(idx, n), idx)
+    out = _index_select(_rs(input, (-1,)), idx, dim=0)
+    return _rs(out, tuple(index._value.shape))
+
+
+@functor("TakeAlongDim")
+def take_along_dim(input: Tensor, indices: Tensor, dim: Any) -> Tensor:
+    """torch.take_along_dim: gather along ``dim`` with input and indices broadcast on the
+    other dims; ``dim=None`` gathers from the flattened input."""
+    _long("take_along_dim", indices, "indices")
+    if dim is None:
+        return gather(_rs(input, (-1,)), 0, _rs(indices, (-1,)), False)
+    sx, si = tuple(input._value.shape), tuple(indices._value.shape)
+    if len(sx) != len(si):
+        raise ValueError(f"take_along_dim(): input and indices should have the same number of "
+                         f"dimensions, but got {len(sx)} dimensions for input, and {len(si)} "
+                         f"dimensions for indices")
+    d = normalize_dim("take_along_dim", dim, len(sx))
+    if sx:
+        try:
+            b = list(np.broadcast_shapes(sx[:d] + (1,) + sx[d + 1:],
+                                         si[:d] + (1,) + si[d + 1:]))
+        except ValueError:
+            raise ValueError(f"take_along_dim(): input {list(sx)} and indices {list(si)} are "
+                             f"not broadcastable outside dim {d}") from None
+        bx, bi = list(b), list(b)
+        bx[d], bi[d] = sx[d], si[d]
+        if tuple(bx) != sx:
+            input = _bc(input, tuple(bx))
+        if tuple(bi) != si:
+            indices = _bc(indices, tuple(bi))
+    return gather(input, d, indices, False)
+
+
+# -- scatter_reduce ----------------------------------------------------------------------------
+
+_SCATTER_REDUCE = {"sum": "add", "prod": "multiply", "mean": "add", "amax": "max",
+                   "amin": "min"}
+
+
+def _identity(reduce: str, dtype: np.dtype) -> Any:
+    """The value a reduction starts from (written over the targets for include_self=False)."""
+    d = np.dtype(dtype)
+    if reduce in ("sum", "mean"):
+        return 0
+    if reduce == "prod":
+        return 1
+    big = True if d.kind == "b" else (np.iinfo(d).max if d.kind in "iu" else math.inf)
+    small = False if d.kind == "b" else (np.iinfo(d).min if d.kind in "iu" else -math.inf)
+    return small if reduce == "amax" else big
+
+
+@functor("ScatterReduce")
+def scatter_reduce(input: Tensor, dim: int, index: Tensor, src: Tensor, reduce: str,
+                   include_self: bool) -> Tensor:
+    """torch.scatter_reduce: ``src`` reduced into ``input`` at ``index`` along dim with
+    ``'sum'`` / ``'prod'`` / ``'mean'`` / ``'amax'`` / ``'amin'``; ``include_self=False``
+    leaves the input's own value out at the targets (they start from the reduction's
+    identity). One ``dim_scatter`` (``mean``: a sum divided by the count of contributions,
+    floor division for integers, as PyTorch); amax / amin share the gradient evenly among
+    ties."""
+    if reduce not in _SCATTER_REDUCE:
+        raise ValueError(f"scatter_reduce(): reduce argument must be either sum, prod, mean, "
+                         f"amax or amin, got {reduce!r}")
+    if src._value.dtype != input._value.dtype:
+        raise TypeError(f"scatter_reduce(): expected src to have the dtype of input "
+                        f"({input.dtype}), got {src.dtype}")
+    if src._value.ndim != input._value.ndim:
+        raise ValueError(f"scatter_reduce(): index and src must have the same number of "
+                         f"dimensions as input, got {src._value.ndim} and "
+                         f"{input._value.ndim}")
+    dt = input._value.dtype
+    base = input
+    if not include_self:
+        # a clone first: the op below saves its input, which the in-place form
+        # (scatter_reduce_) would otherwise overwrite before the backward reads it
+        base = _scatter_impl("scatter_reduce", _api().clone(input), dim, index,
+                             scalar_as("scatter_reduce", _identity(reduce, dt), dt), "none")
+    out = _scatter_impl("scatter_reduce", base, dim, index, src, _SCATTER_REDUCE[reduce])
+    if reduce != "mean":
+        return out
+    F = _api()
+    d = normalize_dim("scatter_reduce", dim, input._value.ndim)
+    ones = F.full(tuple(index._value.shape), 1, dtype=input.dtype)
+    start = F.full(tuple(input._value.shape), 1 if include_self else 0, dtype=input.dtype)
+    count = _scatter(start, index, ones, dim=d, reduce="add")
+    count = F.where(F.eq(count, 0), 1, count)
+    if dt.kind in "iu":
+        return F.floor_divide(out, count)
+    return F.div(out, count)
+
+
+@functor("WhereNonzero")
+def where_nonzero(condition: Tensor) -> tuple[Tensor, ...]:
+    """torch.where(condition): ``nonzero(condition, as_tuple=True)`` (eager only)."""
+    return nonzero(condition, True)

@@ -12,7 +12,7 @@ from ...ops import get
 from ...tensor import Tensor
 from ...views import alias
 from ..promotion import cast, result_dtype
-from ..registry import functor
+from ..registry import api, functor
 from ._shape_util import wrap_dim
 
 _squeeze = get("squeeze").apply
@@ -127,3 +127,127 @@ def _pieces(fname: str, input: Tensor, dim: int, sizes: tuple[int, ...]
         alias(out, input, "narrow", (dim, start, size), multi=fname)
         start += size
     return outs
+
+
+# -- issue 14: hstack / vstack / dstack / column_stack, block_diag, meshgrid, cartesian_prod ----
+#
+# Compositions of reshape / expand / cat / stack / pad, so their gradient, vmap and SBP are
+# those ops'.
+
+def _tensor_list(fname: str, tensors: Sequence[Tensor]) -> list[Tensor]:
+    if not tensors:
+        raise ValueError(f"{fname}(): expects a non-empty TensorList")
+    return list(tensors)
+
+
+def _atleast(t: Tensor, n: int) -> Tensor:
+    """torch.atleast_{n}d's shape for n in 1..3 (1-d ``(k,)`` -> ``(1, k)`` / ``(1, k, 1)``,
+    2-d ``(m, k)`` -> ``(m, k, 1)``)."""
+    s = tuple(t._value.shape)
+    if len(s) >= n:
+        return t
+    new = {0: {1: (1,), 2: (1, 1), 3: (1, 1, 1)},
+           1: {2: (1,) + s, 3: (1,) + s + (1,)},
+           2: {3: s + (1,)}}[len(s)][n]
+    return api().reshape(t, new)
+
+
+@functor("Hstack")
+def hstack(tensors: Sequence[Tensor]) -> Tensor:
+    """torch.hstack: concatenation along dim 1 (dim 0 for 1-d tensors)."""
+    ts = [_atleast(t, 1) for t in _tensor_list("hstack", tensors)]
+    return cat(ts, 0 if ts[0]._value.ndim == 1 else 1)
+
+
+@functor("Vstack")
+def vstack(tensors: Sequence[Tensor]) -> Tensor:
+    """torch.vstack / row_stack: concatenation along dim 0 after atleast_2d."""
+    return cat([_atleast(t, 2) for t in _tensor_list("vstack", tensors)], 0)
+
+
+@functor("Dstack")
+def dstack(tensors: Sequence[Tensor]) -> Tensor:
+    """torch.dstack: concatenation along dim 2 after atleast_3d."""
+    return cat([_atleast(t, 3) for t in _tensor_list("dstack", tensors)], 2)
+
+
+@functor("ColumnStack")
+def column_stack(tensors: Sequence[Tensor]) -> Tensor:
+    """torch.column_stack: 0-d / 1-d tensors become columns ``(k, 1)``, then hstack."""
+    ts = [api().reshape(t, (int(t._value.size), 1)) if t._value.ndim <= 1 else t
+          for t in _tensor_list("column_stack", tensors)]
+    return cat(ts, 1)
+
+
+@functor("BlockDiag")
+def block_diag(tensors: Sequence[Tensor]) -> Tensor:
+    """torch.block_diag: the (promoted) inputs, as 2-d blocks (0-d -> ``(1, 1)``, 1-d ``(k,)``
+    -> ``(1, k)``), on the diagonal of a zero matrix: each block zero-padded to the total
+    width, then the rows concatenated. An empty list gives a ``(0, 0)`` tensor of the default
+    dtype, as PyTorch."""
+    if not tensors:
+        return api().full((0, 0), 0.0)
+    blocks = []
+    for k, t in enumerate(_promoted(tensors)):
+        if t._value.ndim > 2:
+            raise ValueError(f"block_diag(): Input tensors must have 2 or fewer dimensions. "
+                             f"Input {k} has {t._value.ndim} dimensions")
+        blocks.append(_atleast(t, 2))
+    width = sum(int(b._value.shape[1]) for b in blocks)
+    rows, left = [], 0
+    for b in blocks:
+        w = int(b._value.shape[1])
+        rows.append(api().pad(b, (left, width - left - w, 0, 0)) if w != width else b)
+        left += w
+    return cat(rows, 0)
+
+
+def _grid_inputs(fname: str, tensors: Sequence[Tensor]) -> list[Tensor]:
+    ts = _tensor_list(fname, tensors)
+    for k, t in enumerate(ts):
+        if t._value.ndim > 1:
+            raise ValueError(f"{fname}(): Expected 0D or 1D tensor in the tensor list but got "
+                             f"a {t._value.ndim}-d tensor at position {k}")
+        if t._value.dtype != ts[0]._value.dtype:
+            raise TypeError(f"{fname}(): expects all tensors to have the same dtype, got "
+                            f"{ts[0].dtype} and {t.dtype} (position {k})")
+    return ts
+
+
+@functor("Meshgrid")
+def meshgrid(tensors: Sequence[Tensor], indexing: str) -> tuple[Tensor, ...]:
+    """torch.meshgrid: ``indexing='ij'`` gives outputs of shape ``(n0, n1, ...)``; ``'xy'``
+    (NumPy / MATLAB) swaps the first two axes. Each output is its input reshaped and expanded
+    (a broadcast view, as in PyTorch)."""
+    if indexing not in ("ij", "xy"):
+        raise ValueError(f"meshgrid(): indexing must be one of 'xy' or 'ij', got {indexing!r}")
+    ts = _grid_inputs("meshgrid", tensors)
+    sizes = [int(t._value.size) for t in ts]
+    axes = list(range(len(ts)))
+    if indexing == "xy" and len(ts) >= 2:
+        axes[0], axes[1] = 1, 0
+    full = [0] * len(ts)
+    for a, n in zip(axes, sizes):
+        full[a] = n
+    outs = []
+    for a, t, n in zip(axes, ts, sizes):
+        shape = tuple(n if i == a else 1 for i in range(len(ts)))
+        outs.append(api().expand(api().reshape(t, shape), tuple(full)))
+    return tuple(outs)
+
+
+@functor("CartesianProd")
+def cartesian_prod(tensors: Sequence[Tensor]) -> Tensor:
+    """torch.cartesian_prod: ``(prod(n), len(tensors))`` rows in itertools.product order; a
+    single input is returned as is (1-d)."""
+    ts = _grid_inputs("cartesian_prod", tensors)
+    if len(ts) == 1:
+        return api().reshape(ts[0], (-1,))
+    grids = meshgrid(ts, "ij")
+    return stack([api().reshape(g, (-1,)) for g in grids], 1)
+
+
+@functor("NarrowCopy")
+def narrow_copy(input: Tensor, dim: int, start: int, length: int) -> Tensor:
+    """torch.narrow_copy: ``narrow`` as a new tensor (no view: writes do not reach input)."""
+    return api().clone(api().narrow(input, dim, start, length))

@@ -20,6 +20,7 @@ import numpy as np
 from ...ops import get
 from ...tensor import Tensor
 from ..promotion import cast, scalar_tensor
+from ..registry import api as _api
 from ..registry import functor
 from .index import host_min_max
 
@@ -200,3 +201,263 @@ def cross_entropy(input: Tensor, target: Tensor, weight: Any, ignore_index: int,
     if reduction == "sum":
         return both
     return _div(both, _sum(wt, axis=(), keepdim=False))
+
+
+# -- issue 14: losses written with existing ops ---------------------------------------------------
+# Each is a short composition of jflow ops (the tape and jax.grad differentiate through them),
+# reduced by ``_reduce``. Denominators and logs that a where() discards are made safe first:
+# where() gives the discarded branch a zero cotangent, and 0 * inf would still be NaN.
+
+
+def _prep(fname: str, reduction: str, input: Tensor, *others: Any,
+          reductions: tuple[str, ...] = _REDUCTIONS) -> list[Any]:
+    if reduction not in reductions:
+        raise ValueError(f"{fname}(): {reduction!r} is not a valid value for reduction "
+                         f"(expected one of {list(reductions)})")
+    return _float_like(fname, input, *others)
+
+
+def _same_shape(fname: str, a: Tensor, b: Tensor, an: str = "input", bn: str = "target"
+                ) -> None:
+    if tuple(a.shape) != tuple(b.shape):
+        raise ValueError(f"{fname}(): {bn} size {list(b.shape)} must be the same as {an} size "
+                         f"{list(a.shape)}")
+
+
+def _relu(t: Tensor) -> Tensor:
+    return _api().relu(t)
+
+
+def _softplus(t: Tensor) -> Tensor:
+    return _api().softplus(t, 1.0, 20.0)
+
+
+@functor("SmoothL1Loss")
+def smooth_l1_loss(input: Tensor, target: Tensor, reduction: str, beta: float) -> Tensor:
+    """0.5 d^2 / beta where |d| < beta, else |d| - 0.5 beta (d = input - target); beta = 0 is
+    l1_loss, as PyTorch."""
+    fname = "smooth_l1_loss"
+    (target,) = _prep(fname, reduction, input, target)
+    if beta < 0:
+        raise ValueError(f"{fname}(): beta must be non-negative, got {beta}")
+    if beta == 0:
+        return _reduce(_l1(input, target), reduction)
+    d = input - target
+    ad = d.abs()
+    return _reduce(_api().where(ad < beta, d * d * (0.5 / beta), ad - 0.5 * beta), reduction)
+
+
+@functor("HuberLoss")
+def huber_loss(input: Tensor, target: Tensor, reduction: str, delta: float) -> Tensor:
+    """0.5 d^2 where |d| < delta, else delta (|d| - 0.5 delta)."""
+    fname = "huber_loss"
+    (target,) = _prep(fname, reduction, input, target)
+    if not delta > 0:
+        raise ValueError(f"{fname}(): delta must be positive, got {delta}")
+    d = input - target
+    ad = d.abs()
+    return _reduce(_api().where(ad < delta, d * d * 0.5, (ad - 0.5 * delta) * delta), reduction)
+
+
+@functor("KlDiv")
+def kl_div(input: Tensor, target: Tensor, reduction: str, log_target: bool) -> Tensor:
+    """Pointwise t (log t - input) (0 where t == 0), or exp(t) (t - input) with
+    ``log_target``; "batchmean" divides the sum by the batch size (input.size(0))."""
+    fname = "kl_div"
+    (target,) = _prep(fname, reduction, input, target,
+                      reductions=("none", "batchmean", "sum", "mean"))
+    if log_target:
+        loss = target.exp() * (target - input)
+    else:
+        safe = _api().where(target == 0, 1.0, target)   # log(1) = 0 where t == 0: no NaN grad
+        loss = target * (safe.log() - input)
+    if reduction == "batchmean":
+        n = int(input.shape[0]) if input.ndim else 1
+        return loss.sum() / n
+    return _reduce(loss, reduction)
+
+
+@functor("SoftMarginLoss")
+def soft_margin_loss(input: Tensor, target: Tensor, reduction: str) -> Tensor:
+    """log(1 + exp(-y x)) (a softplus: finite where PyTorch's log1p(exp) overflows)."""
+    (target,) = _prep("soft_margin_loss", reduction, input, target)
+    return _reduce(_softplus(-(target * input)), reduction)
+
+
+@functor("MarginRankingLoss")
+def margin_ranking_loss(input1: Tensor, input2: Tensor, target: Tensor, margin: float,
+                        reduction: str) -> Tensor:
+    """max(0, -y (x1 - x2) + margin)."""
+    input2, target = _prep("margin_ranking_loss", reduction, input1, input2, target)
+    return _reduce(_relu(-target * (input1 - input2) + margin), reduction)
+
+
+@functor("HingeEmbeddingLoss")
+def hinge_embedding_loss(input: Tensor, target: Tensor, margin: float, reduction: str
+                         ) -> Tensor:
+    """x where y == 1, max(0, margin - x) where y == -1 (PyTorch's sum of both masks)."""
+    (target,) = _prep("hinge_embedding_loss", reduction, input, target)
+    where = _api().where
+    loss = (where(target != 1, _relu(margin - input), 0.0)
+            + where(target != -1, input, 0.0))
+    return _reduce(loss, reduction)
+
+
+def _cos_sim_eps(a: Tensor, b: Tensor, eps: float) -> Tensor:
+    """PyTorch's cosine_embedding_loss: dot / sqrt((|a|^2 + eps) (|b|^2 + eps)), last dim."""
+    dot = (a * b).sum(-1)
+    return dot / ((((a * a).sum(-1) + eps) * ((b * b).sum(-1) + eps)).sqrt())
+
+
+@functor("CosineEmbeddingLoss")
+def cosine_embedding_loss(input1: Tensor, input2: Tensor, target: Tensor, margin: float,
+                          reduction: str) -> Tensor:
+    """1 - cos(x1, x2) where y == 1, max(0, cos - margin) where y == -1 (1-d or 2-d inputs,
+    cosine over the last dim)."""
+    fname = "cosine_embedding_loss"
+    input2, target = _prep(fname, reduction, input1, input2, target)
+    _same_shape(fname, input1, input2, "input1", "input2")
+    if input1.ndim not in (1, 2) or target.ndim != input1.ndim - 1:
+        raise ValueError(f"{fname}(): expected 1-d or 2-d inputs and a target with one "
+                         f"dimension less, got input1 {list(input1.shape)}, target "
+                         f"{list(target.shape)}")
+    cos = _cos_sim_eps(input1, input2, 1e-12)
+    where = _api().where
+    loss = where(target == 1, 1 - cos, 0.0) + where(target == -1, _relu(cos - margin), 0.0)
+    return _reduce(loss, reduction)
+
+
+@functor("PoissonNllLoss")
+def poisson_nll_loss(input: Tensor, target: Tensor, log_input: bool, full: bool, eps: float,
+                     reduction: str) -> Tensor:
+    """exp(x) - t x (``log_input``) or x - t log(x + eps); ``full`` adds Stirling's term
+    t log t - t + 0.5 log(2 pi t) where t > 1."""
+    (target,) = _prep("poisson_nll_loss", reduction, input, target)
+    if log_input:
+        loss = input.exp() - target * input
+    else:
+        loss = input - target * (input + eps).log()
+    if full:
+        big = target > 1
+        safe = _api().where(big, target, 2.0)
+        stirling = safe * safe.log() - safe + 0.5 * (safe * (2 * np.pi)).log()
+        loss = loss + _api().where(big, stirling, 0.0)
+    return _reduce(loss, reduction)
+
+
+@functor("GaussianNllLoss")
+def gaussian_nll_loss(input: Tensor, target: Tensor, var: Any, full: bool, eps: float,
+                      reduction: str) -> Tensor:
+    """0.5 (log var + (x - t)^2 / var) (+ 0.5 log 2 pi with ``full``); var is clamped to eps
+    for the value only (the gradient passes as if unclamped, as PyTorch's no_grad clamp)."""
+    fname = "gaussian_nll_loss"
+    if not isinstance(var, Tensor):
+        var = _api().full(tuple(input.shape), float(var), dtype=input.dtype, device=input.device)
+    target, var = _prep(fname, reduction, input, target, var)
+    xs, vs = tuple(input.shape), tuple(var.shape)
+    if vs != xs:
+        if xs[:-1] == vs:
+            var = var.unsqueeze(-1)
+        elif not (xs[:-1] == vs[:-1] and vs[-1:] == (1,)):
+            raise ValueError(f"{fname}(): var of shape {list(vs)} must be input's shape "
+                             f"{list(xs)}, or that shape with the last dim 1 or left out")
+    if eps < 0:
+        raise ValueError(f"{fname}(): eps must be non-negative, got {eps}")
+    with jax.ensure_compile_time_eval():
+        v = var._value
+        if not isinstance(v, jax.core.Tracer) and bool(np.any(np.asarray(v) < 0)):
+            raise ValueError(f"{fname}(): var has negative entry/entries")
+    var = var + (_api().clamp(var, eps, None) - var).detach()
+    loss = 0.5 * (var.log() + (input - target).square() / var)
+    if full:
+        loss = loss + 0.5 * float(np.log(2 * np.pi))
+    return _reduce(loss, reduction)
+
+
+@functor("MultiMarginLoss")
+def multi_margin_loss(input: Tensor, target: Tensor, p: int, margin: float, weight: Any,
+                      reduction: str) -> Tensor:
+    """sum over i != y of weight[y] max(0, margin - x[y] + x[i])^p, divided by the number of
+    classes; input (N, C) or (C,), target class indices."""
+    fname = "multi_margin_loss"
+    (weight,) = _prep(fname, reduction, input, weight)
+    if p not in (1, 2):
+        raise ValueError(f"{fname}(): only p == 1 and p == 2 are supported, got {p}")
+    if input.ndim not in (1, 2):
+        raise ValueError(f"{fname}(): expected a 1-d (C,) or 2-d (N, C) input, got shape "
+                         f"{list(input.shape)}")
+    x = input if input.ndim == 2 else input.unsqueeze(0)
+    c = int(x.shape[1])
+    t = target.reshape((-1,))
+    if int(t.shape[0]) != int(x.shape[0]):
+        raise ValueError(f"{fname}(): target of shape {list(target.shape)} does not match input "
+                         f"of shape {list(input.shape)}")
+    _check_targets(fname, t, c, -100)
+    xy = _api().gather(x, 1, t.unsqueeze(1))
+    z = _relu(x - xy + margin)
+    if p == 2:
+        z = z * z
+    if weight is not None:
+        z = z * _api().gather(weight, 0, t).unsqueeze(1)
+    other = _api().one_hot(t, c) == 0
+    loss = _api().where(other, z, 0.0).sum(1) / c
+    return _reduce(loss if input.ndim == 2 else loss.reshape(()), reduction)
+
+
+@functor("TripletMarginLoss")
+def triplet_margin_loss(anchor: Tensor, positive: Tensor, negative: Tensor, margin: float,
+                        p: float, eps: float, swap: bool, reduction: str) -> Tensor:
+    """max(0, d(a, p) - d(a, n) + margin) with d = pairwise_distance (``swap``: d(a, n) is
+    the smaller of d(a, n) and d(p, n))."""
+    fname = "triplet_margin_loss"
+    positive, negative = _prep(fname, reduction, anchor, positive, negative)
+    if not (anchor.ndim == positive.ndim == negative.ndim) or anchor.ndim not in (1, 2):
+        raise ValueError(f"{fname}(): anchor, positive and negative must all be 1-d or all "
+                         f"2-d, got {anchor.ndim}-d, {positive.ndim}-d, {negative.ndim}-d")
+    if margin <= 0:
+        raise ValueError(f"{fname}(): margin must be greater than 0, got {margin}")
+    d_ap = pairwise_distance(anchor, positive, p, eps, False)
+    d_an = pairwise_distance(anchor, negative, p, eps, False)
+    if swap:
+        d_an = _api().minimum(d_an, pairwise_distance(positive, negative, p, eps, False))
+    return _reduce(_relu(d_ap - d_an + margin), reduction)
+
+
+@functor("MultilabelSoftMarginLoss")
+def multilabel_soft_margin_loss(input: Tensor, target: Tensor, weight: Any, reduction: str
+                                ) -> Tensor:
+    """-mean over classes of w [t log sigmoid(x) + (1 - t) log sigmoid(-x)] (class axis -1)."""
+    fname = "multilabel_soft_margin_loss"
+    target, weight = _prep(fname, reduction, input, target, weight)
+    _same_shape(fname, input, target)
+    loss = target * _softplus(-input) + (1 - target) * _softplus(input)
+    if weight is not None:
+        loss = loss * weight
+    c = int(input.shape[-1]) if input.ndim else 1
+    return _reduce(loss.sum(-1) / c if input.ndim else loss, reduction)
+
+
+# -- distances (PyTorch's nn.functional.pairwise_distance / cosine_similarity) -------------------
+
+@functor("PairwiseDistance")
+def pairwise_distance(x1: Tensor, x2: Tensor, p: float, eps: float, keepdim: bool) -> Tensor:
+    """||x1 - x2 + eps||_p over the last dim (inputs broadcast)."""
+    (x2,) = _float_like("pairwise_distance", x1, x2)
+    d = x1 - x2 + eps
+    nd = max(x1.ndim, x2.ndim)
+    if nd == 0:
+        return d.abs()
+    return _api().norm(d, p, -1, keepdim)
+
+
+@functor("CosineSimilarity")
+def cosine_similarity(x1: Tensor, x2: Tensor, dim: int, eps: float) -> Tensor:
+    """sum(x1 / max(||x1||, eps) * x2 / max(||x2||, eps)) along ``dim`` (inputs broadcast)."""
+    (x2,) = _float_like("cosine_similarity", x1, x2)
+    norm, clamp = _api().norm, _api().clamp
+    n1, n2 = norm(x1, 2, dim, True), norm(x2, 2, dim, True)
+    # PyTorch clamps the norms in place under no_grad: the value is clamped, the gradient
+    # flows as if it were not
+    n1 = n1 + (clamp(n1, eps, None) - n1).detach()
+    n2 = n2 + (clamp(n2, eps, None) - n2).detach()
+    return ((x1 / n1) * (x2 / n2)).sum(dim)

@@ -144,7 +144,11 @@ for _op, _style in [("mul", "arith"), ("floor_divide", "arith"), ("trunc_divide"
                     ("logical_and", "logical"), ("logical_or", "logical"),
                     ("logical_xor", "logical"), ("bitwise_and", "arith"),
                     ("bitwise_or", "arith"), ("bitwise_xor", "arith"), ("add", "arith"),
-                    ("sub", "arith")]:
+                    ("sub", "arith"),
+                    # issue 14: xlogy / copysign compute integers in the default float dtype
+                    # (as atan2); logaddexp / logaddexp2 / hypot refuse them (the op's error)
+                    ("xlogy", "true_div"), ("copysign", "true_div"), ("logaddexp", "arith"),
+                    ("logaddexp2", "arith"), ("hypot", "arith")]:
     _binary_functors(_op, _style)
 
 from ..registry import FUNCTORS as _F  # noqa: E402
@@ -323,9 +327,12 @@ def _unary_functor(op_name: str, int_identity: bool = False) -> None:
 
 
 for _op in ["exp", "log", "log1p", "expm1", "sqrt", "rsqrt", "reciprocal", "sin", "cos", "tan",
-            "tanh", "sigmoid", "erf"]:
+            "tanh", "sigmoid", "erf",
+            # issue 14
+            "asin", "acos", "atan", "asinh", "acosh", "atanh", "sinh", "cosh", "log2", "log10",
+            "exp2", "erfc", "erfinv", "lgamma", "digamma", "i0", "sinc", "deg2rad", "rad2deg"]:
     _unary_functor(_op)
-for _op in ["floor", "ceil", "round"]:
+for _op in ["floor", "ceil", "round", "trunc"]:
     _unary_functor(_op, int_identity=True)
 
 _square, _sign = get("square").apply, get("sign").apply
@@ -406,3 +413,116 @@ def to_dtype(input: Tensor, dtype: Any) -> Tensor:
 
 
 __all__ = ["result_dtype"]
+
+
+# -- issue 14 (PyTorch parity part 2) ----------------------------------------------------------
+
+_polygamma = get("polygamma").apply
+_nan_to_num = get("nan_to_num").apply
+_pow_op = get("pow").apply
+_FLOAT64 = np.dtype(np.float64)
+
+
+@functor("Polygamma")
+def polygamma(n: int, input: Tensor) -> Tensor:
+    """PyTorch's argument order (``n`` first); integer inputs in the default float dtype."""
+    if n < 0:
+        raise RuntimeError(f"polygamma(): argument 'n' must be >= 0, got {n} (polygamma(n, x) "
+                           f"does not support negative n)")
+    if input._value.dtype.kind in "iub":
+        input = to_float(input)
+    return _polygamma(input, n=n)
+
+
+@functor("NanToNum")
+def nan_to_num(input: Tensor, nan: Any, posinf: Any, neginf: Any, inplace: bool) -> Tensor:
+    """Integer and bool tensors hold no nan or infinity: a copy, as PyTorch."""
+    if input._value.dtype.kind in "iub":
+        out = _wrap(input._value)
+    else:
+        out = _nan_to_num(input, nan=nan, posinf=posinf, neginf=neginf)
+    return _finish(input, out, inplace, "nan_to_num")
+
+
+def _float_power(a: Any, b: Any, inplace: bool = False) -> Tensor:
+    """``pow`` in float64 whatever the inputs (PyTorch's float_power); in place only into a
+    float64 tensor (PyTorch refuses to round the result down)."""
+    if inplace and a._value.dtype != _FLOAT64:
+        raise RuntimeError(f"float_power_(): the base given to float_power_ has dtype "
+                           f"{a.dtype} but the operation's result requires dtype float64")
+    a = cast(a, _FLOAT64) if isinstance(a, Tensor) else scalar_tensor(a, _FLOAT64)
+    b = cast(b, _FLOAT64) if isinstance(b, Tensor) else scalar_tensor(b, _FLOAT64)
+    return _pow_op(a, b)
+
+
+@functor("FloatPower")
+def float_power(input: Tensor, exponent: Any, inplace: bool) -> Tensor:
+    out = _float_power(input, exponent, inplace)
+    return _finish(input, out, inplace, "float_power")
+
+
+@functor("ScalarRFloatPower")
+def scalar_rfloat_power(input: Any, exponent: Tensor) -> Tensor:
+    return _float_power(input, exponent)
+
+
+@functor("ClampMin")
+def clamp_min(input: Tensor, min: Any, inplace: bool) -> Tensor:  # noqa: A002
+    if isinstance(min, Tensor):
+        return clamp_tensor(input, min, None, inplace)
+    return clamp(input, min, None, inplace)
+
+
+@functor("ClampMax")
+def clamp_max(input: Tensor, max: Any, inplace: bool) -> Tensor:  # noqa: A002
+    if isinstance(max, Tensor):
+        return clamp_tensor(input, None, max, inplace)
+    return clamp(input, None, max, inplace)
+
+
+_round = _F["Round"]
+
+
+@functor("RoundDecimals")
+def round_decimals(input: Tensor, decimals: int) -> Tensor:
+    """PyTorch's ``round(x, decimals=d)``: ``round(x * 10^d) / 10^d`` in the input's dtype
+    (``round(x / 10^-d) * 10^-d`` for ``d < 0``; float32 for 16-bit floats), halves to even.
+    Integer inputs only with ``decimals=0`` (PyTorch: not implemented for them)."""
+    if decimals == 0:
+        return _round(input)
+    if input._value.dtype.kind in "iub":
+        raise RuntimeError(f"round(): argument 'decimals' needs a floating input, got "
+                           f"{input.dtype} with decimals={decimals}")
+    x = input
+    if x._value.dtype.itemsize < 4:  # 16-bit floats: in float32 and rounded once (as
+        x = cast(x, np.dtype(np.float32))  # PyTorch's CPU kernel; x * 10^d may overflow)
+    if decimals > 0:
+        y = _div_ts(_round(_mul_ts(x, 10.0 ** decimals)), 10.0 ** decimals)
+    else:
+        y = _mul_ts(_round(_div_ts(x, 10.0 ** -decimals)), 10.0 ** -decimals)
+    return cast(y, input._value.dtype)
+
+
+_lt = _F["Lt"]
+_gt = _F["Gt"]
+
+
+@functor("ClampTensor")
+def clamp_tensor(input: Tensor, min: Any, max: Any, inplace: bool) -> Tensor:  # noqa: A002
+    """``clamp`` with tensor bounds (broadcasting): ``x < min`` takes ``min``, then a value
+    above ``max`` takes ``max`` (so ``min > max`` gives ``max``, as PyTorch). Built from
+    ``where``, the gradient goes to whichever of ``input``, ``min``, ``max`` was picked; a
+    tie keeps ``input`` (PyTorch's clamp_backward)."""
+    if min is None and max is None:
+        raise ValueError("clamp(): at least one of 'min' or 'max' must not be None")
+    bounds = tuple(b for b in (min, max) if b is not None)
+    d = result_dtype(input, *bounds)
+    out = cast(input, d)
+    if min is not None:
+        lo = cast(min, d)
+        out = _where(_lt(out, lo), lo, out)
+    if max is not None:
+        hi = cast(max, d)
+        out = _where(_gt(out, hi), hi, out)
+    return _finish(input, out, inplace, "clamp")
+

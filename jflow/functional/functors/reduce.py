@@ -16,18 +16,22 @@ What lives here rather than in the ops (which are dtype-strict and take raw axes
 
 from __future__ import annotations
 
+import builtins
 import math
 from typing import Any
 
+import jax
+import jax.numpy as jnp
 import numpy as np
 
 from ... import dtypes as _dt
 from ...ops import get
-from ...tensor import Tensor
-from ..promotion import cast, to_float
-from ..registry import functor
+from ...tensor import Tensor, _wrap
+from ..promotion import cast, promote, scalar_result_dtype, scalar_tensor, to_float
+from ..registry import api, functor
 
 _INT64 = np.dtype(np.int64)
+_BOOL = np.dtype(np.bool_)
 
 _sum, _prod, _mean = get("reduce_sum").apply, get("reduce_prod").apply, get("reduce_mean").apply
 _rmax, _rmin = get("reduce_max").apply, get("reduce_min").apply
@@ -37,7 +41,9 @@ _lse, _var, _norm = (get("reduce_logsumexp").apply, get("reduce_var").apply,
 _argmax, _argmin = get("argmax").apply, get("argmin").apply
 _max_dim, _min_dim = get("max_dim").apply, get("min_dim").apply
 _cumsum, _cumprod = get("cumsum").apply, get("cumprod").apply
-_sqrt = get("sqrt").apply
+_cummax, _cummin = get("cummax").apply, get("cummin").apply
+_median, _mode, _kth = get("median_dim").apply, get("mode").apply, get("kthvalue").apply
+_sqrt, _isnan = get("sqrt").apply, get("isnan").apply
 
 #: PyTorch's scalar-type names, used in its dtype error messages.
 _TORCH_NAMES = {"bool": "Bool", "uint8": "Byte", "int8": "Char", "int16": "Short", "int32": "Int",
@@ -234,31 +240,50 @@ def argmin(input: Tensor, dim: int | None, keepdim: bool) -> Tensor:
 
 # -- var / std / logsumexp / any / all -----------------------------------------------------------
 
+def _correction(fname: str, unbiased: bool | None, correction: Any) -> float:
+    """PyTorch's two spellings of the divisor: ``unbiased`` (deprecated) or ``correction``."""
+    if unbiased is not None and correction is not None:
+        raise RuntimeError(f"{fname}(): cannot specify both 'unbiased' and 'correction'")
+    if correction is None:
+        return 0.0 if unbiased is False else 1.0
+    if isinstance(correction, bool) or not math.isfinite(correction):
+        raise TypeError(f"{fname}(): argument 'correction' must be a finite number, got "
+                        f"{correction!r}")
+    return float(correction)
+
+
+def _var_of(fname: str, input: Tensor, dim: tuple[int, ...] | None, unbiased: bool | None,
+            keepdim: bool, correction: Any) -> Tensor:
+    x = _float_input(input, None, fname, "var")
+    return _var(x, axis=_dims(fname, dim, x._value.ndim), keepdim=keepdim,
+                correction=_correction(fname, unbiased, correction))
+
+
 @functor("Var")
-def var(input: Tensor, dim: tuple[int, ...] | None, unbiased: bool, keepdim: bool) -> Tensor:
-    """flow.var: unbiased (n - 1) by default; a reduction of <= 1 element (unbiased) is nan."""
-    x = _float_input(input, None, "var", "var")
-    return _var(x, axis=_dims("var", dim, x._value.ndim), keepdim=keepdim, unbiased=unbiased)
+def var(input: Tensor, dim: tuple[int, ...] | None, unbiased: bool | None, keepdim: bool,
+        correction: Any) -> Tensor:
+    """flow.var: divisor n - correction (1 by default; ``unbiased=False`` is correction 0); a
+    reduction of <= correction elements is nan/inf, as PyTorch."""
+    return _var_of("var", input, dim, unbiased, keepdim, correction)
 
 
 @functor("VarAll")
 def var_all(input: Tensor, unbiased: bool) -> Tensor:
     """flow.var(x, unbiased): over every element (PyTorch's second overload)."""
-    return var(input, None, unbiased, False)
+    return var(input, None, unbiased, False, None)
 
 
 @functor("Std")
-def std(input: Tensor, dim: tuple[int, ...] | None, unbiased: bool, keepdim: bool) -> Tensor:
+def std(input: Tensor, dim: tuple[int, ...] | None, unbiased: bool | None, keepdim: bool,
+        correction: Any) -> Tensor:
     """flow.std: sqrt of flow.var with the same arguments."""
-    x = _float_input(input, None, "std", "var")
-    return _sqrt(_var(x, axis=_dims("std", dim, x._value.ndim), keepdim=keepdim,
-                      unbiased=unbiased))
+    return _sqrt(_var_of("std", input, dim, unbiased, keepdim, correction))
 
 
 @functor("StdAll")
 def std_all(input: Tensor, unbiased: bool) -> Tensor:
     """flow.std(x, unbiased): over every element (PyTorch's second overload)."""
-    return std(input, None, unbiased, False)
+    return std(input, None, unbiased, False, None)
 
 
 @functor("LogSumExp")
@@ -333,5 +358,496 @@ def cumprod(input: Tensor, dim: int, dtype: Any) -> Tensor:
     return _cumprod(x, dim=_dim("cumprod", dim, x._value.ndim))
 
 
+# -- issue 14: reductions and search ---------------------------------------------------------------
+# Compositions of the ops above (and of other functional entries through ``api()``), so their
+# gradients are those of the pieces: nan entries of nansum/nanmean get 0, var_mean's two
+# outputs each carry theirs. Predicates (isclose), counts (count_nonzero) and Python answers
+# (allclose, equal) have no gradient, as in PyTorch.
+
+def _zero_nans(x: Tensor) -> Tensor:
+    """x with nan entries replaced by 0 (a masked_fill: the gradient there is 0)."""
+    if not _is_float(x._value.dtype):
+        return x
+    return api().masked_fill(x, _isnan(x), 0)
+
+
+def _var_mean_of(fname: str, input: Tensor, dim: tuple[int, ...] | None, unbiased: bool | None,
+                 keepdim: bool, correction: Any, sqrt: bool) -> tuple[Tensor, Tensor]:
+    x = _float_input(input, None, fname, "var")
+    axes = _dims(fname, dim, x._value.ndim)
+    v = _var(x, axis=axes, keepdim=keepdim, correction=_correction(fname, unbiased, correction))
+    return (_sqrt(v) if sqrt else v), _mean(x, axis=axes, keepdim=keepdim)
+
+
+@functor("VarMean")
+def var_mean(input: Tensor, dim: tuple[int, ...] | None, unbiased: bool | None, keepdim: bool,
+             correction: Any) -> tuple[Tensor, Tensor]:
+    """flow.var_mean: (var, mean) with var's arguments (PyTorch returns them in this order)."""
+    return _var_mean_of("var_mean", input, dim, unbiased, keepdim, correction, False)
+
+
+@functor("VarMeanAll")
+def var_mean_all(input: Tensor, unbiased: bool) -> tuple[Tensor, Tensor]:
+    """flow.var_mean(x, unbiased): over every element."""
+    return _var_mean_of("var_mean", input, None, unbiased, False, None, False)
+
+
+@functor("StdMean")
+def std_mean(input: Tensor, dim: tuple[int, ...] | None, unbiased: bool | None, keepdim: bool,
+             correction: Any) -> tuple[Tensor, Tensor]:
+    """flow.std_mean: (std, mean) with std's arguments."""
+    return _var_mean_of("std_mean", input, dim, unbiased, keepdim, correction, True)
+
+
+@functor("StdMeanAll")
+def std_mean_all(input: Tensor, unbiased: bool) -> tuple[Tensor, Tensor]:
+    """flow.std_mean(x, unbiased): over every element."""
+    return _var_mean_of("std_mean", input, None, unbiased, False, None, True)
+
+
+@functor("NanSum")
+def nansum(input: Tensor, dim: tuple[int, ...] | None, keepdim: bool, dtype: Any) -> Tensor:
+    """flow.nansum: sum treating nan as 0; bool/int -> int64 unless ``dtype`` (as sum)."""
+    return sum_(_zero_nans(input), dim, keepdim, dtype)
+
+
+@functor("NanMean")
+def nanmean(input: Tensor, dim: tuple[int, ...] | None, keepdim: bool, dtype: Any) -> Tensor:
+    """flow.nanmean: the mean of the non-nan entries (nan where all are nan, as PyTorch);
+    floating inputs only."""
+    if dtype is None and not _is_float(input._value.dtype):
+        raise RuntimeError(f"nanmean(): expected input to have floating point dtype but got "
+                           f"{_torch_name(input._value.dtype)}")
+    x = _float_input(input, dtype, "nanmean", "mean")
+    axes = _dims("nanmean", dim, x._value.ndim)
+    count = _sum(cast(get("logical_not").apply(_isnan(x)), x._value.dtype), axis=axes,
+                 keepdim=keepdim)
+    return api().div(_sum(_zero_nans(x), axis=axes, keepdim=keepdim), count)
+
+
+@functor("CountNonzero")
+def count_nonzero(input: Tensor, dim: tuple[int, ...] | None) -> Tensor:
+    """flow.count_nonzero: int64 count of x != 0 (nan counts) over ``dim`` (every dim: None)."""
+    nz = cast(cast(input, _BOOL), _INT64)
+    return _sum(nz, axis=_dims("count_nonzero", dim, nz._value.ndim), keepdim=False)
+
+
+@functor("Aminmax")
+def aminmax(input: Tensor, dim: int | None, keepdim: bool) -> tuple[Tensor, Tensor]:
+    """flow.aminmax: (amin, amax) over ``dim`` (every dim when None; keepdim keeps them all)."""
+    if dim is None:
+        axes: tuple[int, ...] = ()
+        _check_nonempty("aminmax", input, axes, False, RuntimeError)
+    else:
+        axes = (_dim("aminmax", dim, input._value.ndim),) if input._value.ndim else ()
+        _check_nonempty("aminmax", input, axes, True)
+    return _rmin(input, axis=axes, keepdim=keepdim), _rmax(input, axis=axes, keepdim=keepdim)
+
+
+@functor("IsClose")
+def isclose(input: Tensor, other: Tensor, rtol: float, atol: float, equal_nan: bool) -> Tensor:
+    """flow.isclose: |input - other| <= atol + rtol * |other|, elementwise (bool), PyTorch's
+    formula: equal values (infinities included) are close; nan only with ``equal_nan``;
+    integer inputs are compared in the default float dtype."""
+    a_dt, b_dt = input._value.dtype, other._value.dtype
+    if a_dt != b_dt:
+        raise RuntimeError(f"isclose(): expected input and other to have the same dtype, but got "
+                           f"{_torch_name(a_dt)} and {_torch_name(b_dt)}")
+    for name, v in (("rtol", rtol), ("atol", atol)):
+        if v < 0:
+            raise RuntimeError(f"isclose(): {name} must be greater than or equal to zero, but "
+                               f"got {v}")
+    F = api()
+    close = F.eq(input, other)
+    if equal_nan and _is_float(a_dt):
+        close = F.logical_or(close, F.logical_and(_isnan(input), _isnan(other)))
+    if rtol == 0 and atol == 0:
+        return close
+    a, b = to_float(input), to_float(other)
+    err = F.abs(F.sub(a, b))
+    allowed = F.add(F.abs(F.mul(b, rtol)), atol)
+    return F.logical_or(close, F.logical_and(F.isfinite(err), F.le(err, allowed)))
+
+
+def _host_bool(t: Tensor, fname: str) -> bool:
+    """A 0-d bool tensor as a Python bool: the answer is a host value (as PyTorch's)."""
+    try:
+        return bool(t._value)
+    except Exception as e:  # a tracer: no concrete answer inside jax.jit / vmap
+        raise RuntimeError(f"{fname}() returns a Python bool, which needs concrete values; it "
+                           f"cannot run under tracing (use flow.isclose(...).all() there)") from e
+
+
+@functor("AllClose")
+def allclose(input: Tensor, other: Tensor, rtol: float, atol: float, equal_nan: bool) -> bool:
+    """flow.allclose: every entry isclose (after broadcasting), as a Python bool."""
+    return _host_bool(_rall(isclose(input, other, rtol, atol, equal_nan), axis=(),
+                            keepdim=False), "allclose")
+
+
+@functor("Equal")
+def equal(input: Tensor, other: Tensor) -> bool:
+    """flow.equal: same shape and equal values (nan never equals), as a Python bool; the
+    dtypes are promoted as ``==`` does."""
+    if tuple(input._value.shape) != tuple(other._value.shape):
+        return False
+    return _host_bool(_rall(api().eq(input, other), axis=(), keepdim=False), "equal")
+
+
+@functor("Cummax")
+def cummax(input: Tensor, dim: int) -> tuple[Tensor, Tensor]:
+    """flow.cummax: (values, indices); the index is that of the last maximum so far (ties go to
+    the later entry, as PyTorch's kernel), a nan propagates with its own index."""
+    return _cummax(input, dim=_dim("cummax", dim, input._value.ndim))
+
+
+@functor("Cummin")
+def cummin(input: Tensor, dim: int) -> tuple[Tensor, Tensor]:
+    """flow.cummin: as :func:`cummax` with the running minimum."""
+    return _cummin(input, dim=_dim("cummin", dim, input._value.ndim))
+
+
+@functor("LogCumSumExp")
+def logcumsumexp(input: Tensor, dim: int) -> Tensor:
+    """flow.logcumsumexp: log(cumsum(exp(x))) along dim, stably; floating inputs (PyTorch
+    has no integer kernel either)."""
+    if not _is_float(input._value.dtype):
+        raise RuntimeError(f"logcumsumexp(): expected a floating point input, got "
+                           f"{_torch_name(input._value.dtype)}")
+    return get("logcumsumexp").apply(input, dim=_dim("logcumsumexp", dim, input._value.ndim))
+
+
+# -- order statistics: median / nanmedian / mode / kthvalue -----------------------------------
+
+def _order_dim(fname: str, input: Tensor, dim: int) -> int:
+    d = _dim(fname, dim, input._value.ndim)
+    _check_nonempty(fname, input, (d,), True)
+    return d
+
+
+def _median_all(fname: str, input: Tensor, ignore_nan: bool) -> Tensor:
+    """The lower median of every element (a 0-d tensor); of nothing, nan (as PyTorch)."""
+    if input._value.size == 0:
+        if not _is_float(input._value.dtype):
+            raise RuntimeError(f"{fname}(): cannot compute the median of an empty "
+                               f"{_torch_name(input._value.dtype)} tensor")
+        return _mean(input, axis=(), keepdim=False)  # nan
+    flat = api().reshape(input, (-1,))
+    return _median(flat, axis=0, keepdim=False, ignore_nan=ignore_nan)[0]
+
+
+@functor("Median")
+def median(input: Tensor) -> Tensor:
+    """flow.median(x): the lower median of all elements (nan if any is nan)."""
+    return _median_all("median", input, False)
+
+
+@functor("MedianDim")
+def median_dim(input: Tensor, dim: int, keepdim: bool) -> tuple[Tensor, Tensor]:
+    """flow.median(x, dim): (values, indices), the lower median; a slice holding nan gives its
+    first nan. Among equal values the index is the stable sort's (PyTorch's is its
+    quickselect's: the same value, possibly another of its indices)."""
+    return _median(input, axis=_order_dim("median", input, dim), keepdim=keepdim,
+                   ignore_nan=False)
+
+
+@functor("NanMedian")
+def nanmedian(input: Tensor) -> Tensor:
+    """flow.nanmedian(x): the lower median of the non-nan elements (nan if there are none)."""
+    return _median_all("nanmedian", input, True)
+
+
+@functor("NanMedianDim")
+def nanmedian_dim(input: Tensor, dim: int, keepdim: bool) -> tuple[Tensor, Tensor]:
+    """flow.nanmedian(x, dim): as median(x, dim), ignoring nan."""
+    return _median(input, axis=_order_dim("nanmedian", input, dim), keepdim=keepdim,
+                   ignore_nan=True)
+
+
+@functor("Mode")
+def mode(input: Tensor, dim: int, keepdim: bool) -> tuple[Tensor, Tensor]:
+    """flow.mode: the most frequent value along dim (the smallest on a tie of counts) and its
+    last index, as PyTorch; nan equals nothing, so each nan counts once."""
+    return _mode(input, axis=_order_dim("mode", input, dim), keepdim=keepdim)
+
+
+@functor("KthValue")
+def kthvalue(input: Tensor, k: int, dim: int, keepdim: bool) -> tuple[Tensor, Tensor]:
+    """flow.kthvalue: the k-th smallest value along dim (1-based; nan is the largest)."""
+    d = _order_dim("kthvalue", input, dim)
+    n = input._value.shape[d] if input._value.ndim else 1
+    if not 1 <= k <= n:
+        raise RuntimeError(f"kthvalue(): selected number k={k} out of range for dimension {d} "
+                           f"of size {n}")
+    return _kth(input, axis=d, keepdim=keepdim, k=k)
+
+
+# -- quantile / nanquantile ---------------------------------------------------------------------
+# A composition (sort, gather, lerp), so the gradient is sort's and gather's: each quantile's
+# gradient goes to the one or two sorted entries it interpolates between, as PyTorch's.
+
+_INTERPOLATIONS = ("linear", "lower", "higher", "midpoint", "nearest")
+
+
+def _quantile(fname: str, input: Tensor, q: Any, dim: int | None, keepdim: bool,
+              interpolation: str, ignore_nan: bool) -> Tensor:
+    F = api()
+    if not _is_float(input._value.dtype):
+        raise RuntimeError(f"{fname}() input tensor must be either float or double dtype, got "
+                           f"{_torch_name(input._value.dtype)}")
+    if interpolation not in _INTERPOLATIONS:
+        raise ValueError(f"{fname}() interpolation must be one of {list(_INTERPOLATIONS)}, "
+                         f"got {interpolation!r}")
+    scalar_q = not isinstance(q, Tensor)
+    if scalar_q:
+        if not 0 <= q <= 1:
+            raise RuntimeError(f"{fname}() q must be in the range [0, 1] but got {q}")
+        qt = _wrap(jnp.asarray([float(q)], input._value.dtype))
+    else:
+        if q._value.ndim > 1:
+            raise RuntimeError(f"{fname}() q must be a scalar or 1D tensor, got "
+                               f"{q._value.ndim} dims")
+        if q._value.dtype != input._value.dtype:
+            raise RuntimeError(f"{fname}() q tensor must be same dtype as the input tensor "
+                               f"({_torch_name(input._value.dtype)}), got "
+                               f"{_torch_name(q._value.dtype)}")
+        if not isinstance(q._value, jax.core.Tracer):  # a value check needs concrete values
+            qv = np.asarray(q._value)
+            if qv.size and not ((qv >= 0) & (qv <= 1)).all():
+                raise RuntimeError(f"{fname}() q values must be in the range [0, 1]")
+        scalar_q = q._value.ndim == 0
+        qt = F.reshape(q, (-1,))
+    nd = input._value.ndim
+    if dim is None:
+        x = F.reshape(input, (-1,))
+    else:
+        d = _dim(fname, dim, nd)
+        x = F.movedim(input, d, -1) if nd else F.reshape(input, (1,))
+    n = x._value.shape[-1]
+    if n == 0:
+        raise IndexError(f"{fname}() input tensor must be non-empty along the reduced dim")
+    srt = F.sort(x, -1).values  # nan last
+    nanmask = _isnan(srt)
+    if ignore_nan:  # rank within the numbers; an all-nan slice lands on a nan
+        valid = F.sum(F.logical_not(nanmask), -1, True, dtype=input.dtype)
+        rank = F.mul(qt, F.clamp(F.sub(valid, 1), min=0))  # (..., Q)
+    else:  # a slice holding nan: the last entry, a nan
+        rank = F.mul(qt, float(n - 1))
+        rank = F.where(F.any(nanmask, -1, True), F.add(F.mul(rank, 0.0), float(n - 1)), rank)
+    lo, hi = F.floor(rank), F.ceil(rank)
+    if interpolation == "nearest":
+        lo = hi = F.round(rank)  # half to even, as PyTorch
+    elif interpolation == "lower":
+        hi = lo
+    elif interpolation == "higher":
+        lo = hi
+    v_lo = F.gather(srt, -1, cast(lo, _INT64).expand(*rank.shape))
+    v_hi = F.gather(srt, -1, cast(hi, _INT64).expand(*rank.shape))
+    if interpolation == "midpoint":
+        out = F.add(v_lo, F.mul(F.sub(v_hi, v_lo), 0.5))
+    elif interpolation == "linear":
+        out = F.add(v_lo, F.mul(F.sub(v_hi, v_lo), F.sub(rank, lo)))
+    else:
+        out = v_lo
+    out = F.movedim(out, -1, 0)  # (Q, ...)
+    if keepdim:
+        if dim is None:
+            out = F.reshape(out, (out._value.shape[0],) + (1,) * nd)
+        elif nd:
+            out = F.unsqueeze(out, _dim(fname, dim, nd) + 1)
+    return F.squeeze(out, 0) if scalar_q else out
+
+
+@functor("Quantile")
+def quantile(input: Tensor, q: Tensor, dim: int | None, keepdim: bool,
+             interpolation: str) -> Tensor:
+    """flow.quantile: q-th quantiles along dim (flattened when None), PyTorch's interpolation
+    modes; a slice holding nan gives nan. A 1-D q puts its axis first."""
+    return _quantile("quantile", input, q, dim, keepdim, interpolation, False)
+
+
+@functor("QuantileScalar")
+def quantile_scalar(input: Tensor, q: float, dim: int | None, keepdim: bool,
+                    interpolation: str) -> Tensor:
+    """flow.quantile with a Python float q."""
+    return _quantile("quantile", input, q, dim, keepdim, interpolation, False)
+
+
+@functor("NanQuantile")
+def nanquantile(input: Tensor, q: Tensor, dim: int | None, keepdim: bool,
+                interpolation: str) -> Tensor:
+    """flow.nanquantile: quantile of the non-nan entries (nan for an all-nan slice)."""
+    return _quantile("nanquantile", input, q, dim, keepdim, interpolation, True)
+
+
+@functor("NanQuantileScalar")
+def nanquantile_scalar(input: Tensor, q: float, dim: int | None, keepdim: bool,
+                       interpolation: str) -> Tensor:
+    """flow.nanquantile with a Python float q."""
+    return _quantile("nanquantile", input, q, dim, keepdim, interpolation, True)
+
+
+# -- searchsorted / bucketize ---------------------------------------------------------------------
+
+def _search(fname: str, seq: Tensor, values: Tensor | Any, out_int32: bool, right: bool,
+            side: str | None, sorter: Tensor | None) -> Tensor:
+    """Shared by searchsorted and bucketize: side/right agreement, sorter, dtype promotion
+    (PyTorch compares in the two inputs' result type), then the op."""
+    if side is not None:
+        if side not in ("left", "right"):
+            raise ValueError(f"{fname}(): side must be 'left' or 'right', got {side!r}")
+        if right and side == "left":
+            raise RuntimeError(f"{fname}(): side and right can't be set to opposites, got side "
+                               f"of left while right was True")
+        right = side == "right"
+    if seq._value.ndim == 0:
+        raise RuntimeError(f"{fname}(): boundaries tensor should have positive dimension, but "
+                           f"got 0 dimension")
+    if sorter is not None:
+        if sorter._value.dtype != _INT64 or tuple(sorter._value.shape) != tuple(
+                seq._value.shape):
+            raise RuntimeError(f"{fname}(): sorter must be an int64 tensor of the "
+                               f"sorted_sequence's shape {tuple(seq._value.shape)}, got "
+                               f"{_torch_name(sorter._value.dtype)} of shape "
+                               f"{tuple(sorter._value.shape)}")
+        seq = api().gather(seq, -1, sorter)
+    if not isinstance(values, Tensor):
+        if seq._value.ndim != 1:
+            raise RuntimeError(f"{fname}(): input value can be a scalar only when the "
+                               f"boundaries tensor dimension is 1, but got "
+                               f"{seq._value.ndim} dimensions")
+        values = scalar_tensor(values, scalar_result_dtype(seq, values))
+    for name, t in (("sorted_sequence", seq), ("input", values)):
+        if t._value.dtype == _BOOL:
+            raise RuntimeError(f"{fname}(): {name} must be numeric, got Bool")
+    if seq._value.ndim > 1 and tuple(seq._value.shape[:-1]) != tuple(values._value.shape[:-1]):
+        raise RuntimeError(f"{fname}(): boundaries tensor should be 1 dimension or the first "
+                           f"N-1 dimensions of boundaries tensor and input value tensor must "
+                           f"match, but we got boundaries tensor {tuple(seq._value.shape)} and "
+                           f"input value tensor {tuple(values._value.shape)}")
+    seq, values = promote(seq, values)
+    return get("searchsorted").apply(seq, values, right=right, out_int32=out_int32)
+
+
+@functor("SearchSorted")
+def searchsorted(sorted_sequence: Tensor, input: Tensor | Any, out_int32: bool, right: bool,
+                 side: str | None, sorter: Tensor | None) -> Tensor:
+    """flow.searchsorted: the index at which each value would be inserted into the sorted
+    last axis (leading axes batch); ``right``/``side="right"`` past equal entries; ``sorter``
+    sorts an unsorted sequence first. int64 indices (int32 with ``out_int32``); no gradient."""
+    return _search("searchsorted", sorted_sequence, input, out_int32, right, side, sorter)
+
+
+@functor("Bucketize")
+def bucketize(input: Tensor | Any, boundaries: Tensor, out_int32: bool, right: bool) -> Tensor:
+    """flow.bucketize: searchsorted of input into 1-D boundaries (the same ``right``)."""
+    if boundaries._value.ndim != 1:
+        raise RuntimeError(f"bucketize(): boundaries tensor must be 1 dimension, but got dim("
+                           f"{boundaries._value.ndim})")
+    return _search("bucketize", boundaries, input, out_int32, right, None, None)
+
+
+# -- histc / bincount --------------------------------------------------------------------------
+
+def _concrete(t: Tensor, fname: str, why: str) -> np.ndarray:
+    """A tensor's host value, for an answer whose size (or validity) depends on the data."""
+    if isinstance(t._value, jax.core.Tracer):
+        raise RuntimeError(f"{fname}(): {why}, so it runs eagerly only; it cannot run under "
+                           f"tracing (jax.jit / flow.jit / vmap)")
+    return np.asarray(t._value)
+
+
+@functor("Histc")
+def histc(input: Tensor, bins: int, min: float, max: float) -> Tensor:  # noqa: A002
+    """flow.histc: a histogram of the elements in ``bins`` equal bins over [min, max] (the
+    data's range when min == max); floating inputs; no gradient (as PyTorch)."""
+    if not _is_float(input._value.dtype):
+        raise RuntimeError(f"histc(): expected a floating point input, got "
+                           f"{_torch_name(input._value.dtype)}")
+    if bins <= 0:
+        raise RuntimeError(f"histc(): bins must be > 0, got {bins}")
+    if min > max:
+        raise RuntimeError(f"histc(): max must be larger than min, got min={min}, max={max}")
+    if not (math.isfinite(min) and math.isfinite(max)):
+        raise RuntimeError(f"histc(): range of [{min}, {max}] is not finite")
+    if min == max and input._value.size and not isinstance(input._value, jax.core.Tracer):
+        v = np.asarray(input._value)
+        lo, hi = v.min(), v.max()
+        if not (np.isfinite(lo) and np.isfinite(hi)):
+            raise RuntimeError(f"histc(): range of [{lo}, {hi}] is not finite (the data's "
+                               f"range, as min == max)")
+    return get("histc").apply(input, bins=bins, min=float(min), max=float(max))
+
+
+@functor("Bincount")
+def bincount(input: Tensor, weights: Tensor | None, minlength: int) -> Tensor:
+    """flow.bincount: occurrences of each value 0..max(input) (at least ``minlength``), or the
+    summed ``weights``: int64 counts, float32 for float32 weights, else float64 (PyTorch).
+
+    Eager only: the output's length is the data's maximum, a size no trace can know."""
+    if input._value.ndim != 1 or input._value.dtype.kind not in "iu":
+        raise RuntimeError(f"bincount(): input must be a 1-d non-negative integral tensor, got "
+                           f"{_torch_name(input._value.dtype)} of shape "
+                           f"{tuple(input._value.shape)}")
+    if minlength < 0:
+        raise RuntimeError(f"bincount(): minlength should be >= 0, got {minlength}")
+    v = _concrete(input, "bincount", "its output length depends on the input's values")
+    if v.size and v.min() < 0:
+        raise RuntimeError("bincount(): input must be non-negative, got a minimum of "
+                           f"{v.min()}")
+    length = builtins.max(int(v.max()) + 1 if v.size else 0, minlength)
+    if weights is not None:
+        if weights._value.ndim != 1 or weights._value.shape[0] != v.shape[0]:
+            raise RuntimeError(f"bincount(): weights should be 1-d and have the same length as "
+                               f"input ({v.shape[0]}), got shape "
+                               f"{tuple(weights._value.shape)}")
+        if weights._value.dtype != np.float32:
+            weights = cast(weights, np.dtype(np.float64))
+    return get("bincount").apply(input, weights, length=length)
+
+
+# -- unique / unique_consecutive -------------------------------------------------------------
+
+def _unique_of(fname: str, input: Tensor, return_inverse: bool, return_counts: bool,
+               dim: int | None, consecutive: bool) -> Tensor | tuple[Tensor, ...]:
+    """Eager only: the number of distinct values sizes the outputs, so it is read from the data
+    first (NumPy), then the op computes values, inverse and counts at that size."""
+    if dim is not None:
+        raise NotImplementedError(f"{fname}(): dim={dim} is not supported; only dim=None (the "
+                                  f"flattened input)")
+    v = _concrete(input, fname, "its output size is the number of distinct values")
+    flat = v.reshape(-1)
+    if consecutive:
+        size = int(flat.size and 1 + np.count_nonzero(flat[1:] != flat[:-1]))
+    else:
+        size = int(np.unique(flat, equal_nan=False).size) if flat.size else 0
+    values, inverse, counts = get("unique").apply(input, size=size, consecutive=consecutive)
+    out = (values,) + ((inverse,) if return_inverse else ()) + ((counts,) if return_counts
+                                                                  else ())
+    return out if len(out) > 1 else values
+
+
+@functor("Unique")
+def unique(input: Tensor, sorted: bool, return_inverse: bool, return_counts: bool,  # noqa: A002
+           dim: int | None) -> Tensor | tuple[Tensor, ...]:
+    """flow.unique: the sorted distinct values (and, on request, each element's index into
+    them and their counts); ``sorted=False`` sorts too (PyTorch's CPU kernel does as well).
+    nan equals nothing. Eager only (data-dependent size): an error under tracing."""
+    return _unique_of("unique", input, return_inverse, return_counts, dim, False)
+
+
+@functor("UniqueConsecutive")
+def unique_consecutive(input: Tensor, return_inverse: bool, return_counts: bool,
+                       dim: int | None) -> Tensor | tuple[Tensor, ...]:
+    """flow.unique_consecutive: one value per run of equal neighbours (flattened), with
+    inverse and counts on request. Eager only, as unique."""
+    return _unique_of("unique_consecutive", input, return_inverse, return_counts, dim, True)
+
+
 __all__ = ["sum_", "prod", "mean", "max_", "min_", "max_dim", "min_dim", "amax", "amin", "argmax",
-           "argmin", "var", "std", "logsumexp", "any_", "all_", "norm", "cumsum", "cumprod"]
+           "argmin", "var", "std", "logsumexp", "any_", "all_", "norm", "cumsum", "cumprod",
+           "var_mean", "std_mean", "nansum", "nanmean", "count_nonzero", "aminmax", "isclose",
+           "allclose", "equal", "cummax", "cummin", "logcumsumexp", "median", "median_dim",
+           "nanmedian", "nanmedian_dim", "mode", "kthvalue", "quantile", "nanquantile",
+           "searchsorted", "bucketize", "histc", "bincount",
+           "unique", "unique_consecutive"]

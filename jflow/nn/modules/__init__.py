@@ -1,14 +1,18 @@
 """Layers of ``flow.nn``."""
 
 from . import activation as _act
-from .batchnorm import BatchNorm1d, BatchNorm2d
-from .container import ModuleDict, ModuleList, Sequential
+from .batchnorm import BatchNorm1d, BatchNorm2d, BatchNorm3d, SyncBatchNorm
+from .channelshuffle import ChannelShuffle
+from .container import ModuleDict, ModuleList, ParameterDict, ParameterList, Sequential
 from .conv import Conv1d, Conv2d, ConvTranspose2d
 from .dropout import Dropout1d, Dropout2d, Dropout3d
 from .linear import Flatten, Identity, Linear, Unflatten
 from .loss import BCELoss, BCEWithLogitsLoss, CrossEntropyLoss, L1Loss, MSELoss, NLLLoss
 from .module import Module
 from .normalization import Dropout, Embedding, GroupNorm, LayerNorm, RMSNorm
+from .padding import *  # noqa: F403
+from .padding import __all__ as _padding_all
+from .pixelshuffle import PixelShuffle, PixelUnshuffle
 from .pooling import AdaptiveAvgPool2d, AvgPool2d, MaxPool2d, Upsample
 from .rnn import GRU, LSTM, RNN, GRUCell, LSTMCell, RNNBase, RNNCell, RNNCellBase
 from .transformer import (
@@ -19,10 +23,12 @@ from .transformer import (
     TransformerEncoder,
     TransformerEncoderLayer,
 )
+from .upsampling import UpsamplingBilinear2d, UpsamplingNearest2d
 
 ELU, GELU, Hardtanh, LeakyReLU = _act.ELU, _act.GELU, _act.Hardtanh, _act.LeakyReLU
 LogSigmoid, LogSoftmax, Mish, ReLU = _act.LogSigmoid, _act.LogSoftmax, _act.Mish, _act.ReLU
 ReLU6, Sigmoid, SiLU, Softmax = _act.ReLU6, _act.Sigmoid, _act.SiLU, _act.Softmax
+Softmax2d = _act.Softmax2d
 Softmin, Softplus, Tanh = _act.Softmin, _act.Softplus, _act.Tanh
 
 __all__ = ["Module", "Sequential", "ModuleList", "ModuleDict", "Identity", "Linear", "Flatten",
@@ -37,3 +43,20 @@ __all__ += ["Conv1d", "Conv2d", "ConvTranspose2d", "MaxPool2d", "AvgPool2d", "Ad
             "BatchNorm1d", "BatchNorm2d", "Upsample"]
 __all__ += ["RNNBase", "RNN", "LSTM", "GRU", "RNNCellBase", "RNNCell", "LSTMCell", "GRUCell",
             "BCELoss"]
+__all__ += ["ParameterList", "ParameterDict", "PixelShuffle", "PixelUnshuffle", "ChannelShuffle",
+            "Softmax2d", "UpsamplingNearest2d", "UpsamplingBilinear2d", "BatchNorm3d",
+            "SyncBatchNorm", *_padding_all]  # module-parity additions (issue 14)
+
+# issue 14: nn.functional activations, losses and distances
+from . import loss as _loss  # noqa: E402
+from .distance import CosineSimilarity, PairwiseDistance  # noqa: E402
+
+_ISSUE14 = ["SELU", "CELU", "GLU", "Hardswish", "Hardsigmoid", "Hardshrink", "Softshrink",
+            "Tanhshrink", "Softsign", "PReLU", "RReLU", "Threshold"]
+_ISSUE14_LOSSES = ["SmoothL1Loss", "HuberLoss", "KLDivLoss", "SoftMarginLoss",
+                   "MarginRankingLoss", "HingeEmbeddingLoss", "CosineEmbeddingLoss",
+                   "PoissonNLLLoss", "GaussianNLLLoss", "MultiMarginLoss", "TripletMarginLoss",
+                   "MultiLabelSoftMarginLoss"]
+globals().update({n: getattr(_act, n) for n in _ISSUE14})
+globals().update({n: getattr(_loss, n) for n in _ISSUE14_LOSSES})
+__all__ += [*_ISSUE14, *_ISSUE14_LOSSES, "CosineSimilarity", "PairwiseDistance"]

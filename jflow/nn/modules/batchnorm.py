@@ -1,4 +1,5 @@
-"""``BatchNorm1d`` and ``BatchNorm2d`` over ``flow._C.batch_norm`` (jflow/ops/conv.py).
+"""``BatchNorm1d``/``2d``/``3d`` and ``SyncBatchNorm`` over ``flow._C.batch_norm``
+(jflow/ops/conv.py).
 
 As PyTorch: affine weight 1 / bias 0; buffers ``running_mean`` (0), ``running_var`` (1) and
 ``num_batches_tracked`` (int64) when ``track_running_stats``; in training mode the batch
@@ -21,7 +22,7 @@ from .. import init
 from ..parameter import Parameter
 from .module import Module
 
-__all__ = ["BatchNorm1d", "BatchNorm2d"]
+__all__ = ["BatchNorm1d", "BatchNorm2d", "BatchNorm3d", "SyncBatchNorm"]
 
 
 class _BatchNorm(Module):
@@ -102,3 +103,55 @@ class BatchNorm2d(_BatchNorm):
     """Batch normalisation of (N, C, H, W) inputs over N, H and W per channel."""
 
     _dims = (4,)
+
+
+class BatchNorm3d(_BatchNorm):
+    """Batch normalisation of (N, C, D, H, W) inputs over N, D, H and W per channel."""
+
+    _dims = (5,)
+
+
+class SyncBatchNorm(_BatchNorm):
+    """Batch normalisation whose statistics cover the global batch, for any (N, C, *) input.
+
+    In jflow this is ordinary ``BatchNorm``: on a global tensor whose batch is split across
+    devices (``sbp=split(0)``), ``F.batch_norm``'s mean and variance are reductions over the
+    global batch, so the statistics are already synchronised (the SBP machinery inserts the
+    all-reduce); on a local tensor there is one process's batch, as PyTorch's ``SyncBatchNorm``
+    without an initialised process group. ``process_group`` is accepted for PyTorch's signature
+    and kept, but the group is the tensor's placement. jflow's DDP makes its inputs ``split(0)``
+    global tensors (docs/sbp.md), so a model wrapped in it syncs BatchNorm statistics whether or
+    not it was converted.
+    """
+
+    def __init__(self, num_features: int, eps: float = api_default("batch_norm", "eps"),
+                 momentum: float | None = api_default("batch_norm", "momentum"),
+                 affine: bool = True, track_running_stats: bool = True,
+                 process_group: Any = None, device: Any = None, dtype: Any = None) -> None:
+        super().__init__(num_features, eps, momentum, affine, track_running_stats, device, dtype)
+        self.process_group = process_group
+
+    def _check_input_dim(self, input: Tensor) -> None:
+        if input.ndim < 2:
+            raise ValueError(f"expected at least 2D input (got {input.ndim}D input)")
+
+    @classmethod
+    def convert_sync_batchnorm(cls, module: Module, process_group: Any = None) -> Module:
+        """``module`` with every ``BatchNorm*d`` (recursively) replaced by a ``SyncBatchNorm``
+        sharing its parameters and buffers (the same objects: optimizers and the running
+        statistics carry over) and its training mode, as PyTorch's."""
+        out = module
+        if isinstance(module, _BatchNorm):
+            out = cls(module.num_features, module.eps, module.momentum, module.affine,
+                      module.track_running_stats, process_group)
+            if module.affine:
+                out.weight, out.bias = module.weight, module.bias
+            out.running_mean = module.running_mean
+            out.running_var = module.running_var
+            out.num_batches_tracked = module.num_batches_tracked
+            out.training = module.training
+            if hasattr(module, "qconfig"):
+                out.qconfig = module.qconfig
+        for name, child in module.named_children():
+            out.add_module(name, cls.convert_sync_batchnorm(child, process_group))
+        return out

@@ -231,6 +231,7 @@ class ConvTranspose2d(_ConvNd):
         return tuple(res)
 
     def forward(self, input: Tensor, output_size: Any = None) -> Tensor:
+        """``(N, C_in, H, W) -> (N, C_out, H', W')``; ``output_size`` picks the output padding."""
         return F.conv_transpose2d(input, self.weight, self.bias, self.stride, self.padding,
                                   self._output_padding(input, output_size), self.groups,
                                   self.dilation)

@@ -23,6 +23,7 @@ class Identity(Module):
         super().__init__()
 
     def forward(self, input: Any) -> Any:
+        """``input``, unchanged (the same object)."""
         return input
 
 
@@ -52,9 +53,11 @@ class Linear(Module):
         self.reset_parameters()
 
     def reset_parameters(self) -> None:
+        """Re-draws ``weight`` and ``bias`` from U(±1/√in_features), as at construction."""
         init._reset_affine(self.weight, self.bias)
 
     def forward(self, input: Tensor) -> Tensor:
+        """``input @ weight.T + bias``: ``(*, in_features) -> (*, out_features)``."""
         return F.linear(input, self.weight, self.bias)
 
     def extra_repr(self) -> str:
@@ -72,6 +75,7 @@ class Flatten(Module):
         self.start_dim, self.end_dim = start_dim, end_dim
 
     def forward(self, input: Tensor) -> Tensor:
+        """``input`` with dims ``start_dim..end_dim`` merged into one (a view where possible)."""
         return _C.flatten(input, self.start_dim, self.end_dim)
 
     def extra_repr(self) -> str:
@@ -86,6 +90,7 @@ class Unflatten(Module):
         self.dim, self.unflattened_size = dim, tuple(unflattened_size)
 
     def forward(self, input: Tensor) -> Tensor:
+        """``input`` with dim ``dim`` split into ``unflattened_size``."""
         return _C.unflatten(input, self.dim, self.unflattened_size)
 
     def extra_repr(self) -> str:

@@ -1,6 +1,7 @@
 """Loss modules over ``flow._C``: ``MSELoss``, ``L1Loss``, ``NLLLoss``, ``CrossEntropyLoss``,
 ``BCEWithLogitsLoss``. Their defaults are those of the ``flow._C`` loss functions (api.yaml).
-``BCELoss`` calls ``nn.functional.binary_cross_entropy`` (written with jflow ops)."""
+``BCELoss`` calls ``nn.functional.binary_cross_entropy`` (written with jflow ops). The issue-14
+losses (``SmoothL1Loss`` ... ``MultiLabelSoftMarginLoss``) follow at the end."""
 
 from __future__ import annotations
 
@@ -14,6 +15,9 @@ from .module import Module
 
 __all__ = ["MSELoss", "L1Loss", "NLLLoss", "CrossEntropyLoss", "BCEWithLogitsLoss",
            "BCELoss"]
+__all__ += ["SmoothL1Loss", "HuberLoss", "KLDivLoss", "SoftMarginLoss", "MarginRankingLoss",
+            "HingeEmbeddingLoss", "CosineEmbeddingLoss", "PoissonNLLLoss", "GaussianNLLLoss",
+            "MultiMarginLoss", "TripletMarginLoss", "MultiLabelSoftMarginLoss"]  # issue 14
 
 _REDUCTIONS = ("none", "mean", "sum")
 
@@ -34,22 +38,30 @@ class _WeightedLoss(_Loss):
 
 
 class MSELoss(_Loss):
+    """Mean squared error ``(input - target)²``, reduced by ``reduction``."""
+
     def __init__(self, reduction: str = api_default("mse_loss", "reduction")) -> None:
         super().__init__(reduction)
 
     def forward(self, input: Tensor, target: Tensor) -> Tensor:
+        """``(input - target)²`` elementwise (same shapes), reduced by ``reduction``."""
         return _C.mse_loss(input, target, reduction=self.reduction)
 
 
 class L1Loss(_Loss):
+    """Mean absolute error ``|input - target|``, reduced by ``reduction``."""
+
     def __init__(self, reduction: str = api_default("l1_loss", "reduction")) -> None:
         super().__init__(reduction)
 
     def forward(self, input: Tensor, target: Tensor) -> Tensor:
+        """``|input - target|`` elementwise (same shapes), reduced by ``reduction``."""
         return _C.l1_loss(input, target, reduction=self.reduction)
 
 
 class NLLLoss(_WeightedLoss):
+    """Negative log-likelihood of log-probabilities over class dim 1, per-class ``weight``."""
+
     def __init__(self, weight: Tensor | None = api_default("nll_loss", "weight"),
                  ignore_index: int = api_default("nll_loss", "ignore_index"),
                  reduction: str = api_default("nll_loss", "reduction")) -> None:
@@ -57,6 +69,7 @@ class NLLLoss(_WeightedLoss):
         self.ignore_index = ignore_index
 
     def forward(self, input: Tensor, target: Tensor) -> Tensor:
+        """``-input[n, target[n]]`` (weighted) for ``(N, C, *)`` input and ``(N, *)`` indices."""
         return _C.nll_loss(input, target, self.weight, ignore_index=self.ignore_index,
                            reduction=self.reduction)
 
@@ -74,6 +87,7 @@ class CrossEntropyLoss(_WeightedLoss):
         self.ignore_index, self.label_smoothing = ignore_index, label_smoothing
 
     def forward(self, input: Tensor, target: Tensor) -> Tensor:
+        """Cross entropy of logits ``(N, C, *)`` against indices ``(N, *)`` or probabilities."""
         return _C.cross_entropy(input, target, self.weight, ignore_index=self.ignore_index,
                                 reduction=self.reduction, label_smoothing=self.label_smoothing)
 
@@ -90,6 +104,7 @@ class BCELoss(_WeightedLoss):
         super().__init__(weight, reduction)
 
     def forward(self, input: Tensor, target: Tensor) -> Tensor:
+        """Binary cross entropy of probabilities ``input`` against ``target`` (same shape)."""
         return F.binary_cross_entropy(input, target, self.weight, reduction=self.reduction)
 
 
@@ -97,6 +112,8 @@ _BCE = "binary_cross_entropy_with_logits"
 
 
 class BCEWithLogitsLoss(_WeightedLoss):
+    """``BCELoss`` of ``sigmoid(input)``, computed stably from logits (``pos_weight`` too)."""
+
     def __init__(self, weight: Tensor | None = api_default(_BCE, "weight"),
                  reduction: str = api_default(_BCE, "reduction"),
                  pos_weight: Tensor | None = api_default(_BCE, "pos_weight")) -> None:
@@ -104,6 +121,187 @@ class BCEWithLogitsLoss(_WeightedLoss):
         self.register_buffer("pos_weight", pos_weight)
 
     def forward(self, input: Tensor, target: Tensor) -> Tensor:
+        """Binary cross entropy of logits ``input`` against ``target`` (same shape)."""
         return _C.binary_cross_entropy_with_logits(input, target, self.weight,
                                                    reduction=self.reduction,
                                                    pos_weight=self.pos_weight)
+
+
+# -- issue 14: the remaining torch.nn losses (functions in functional/functors/loss.py) --------
+# Arguments as PyTorch's modules, without the deprecated size_average / reduce.
+
+class SmoothL1Loss(_Loss):
+    """Squared error below ``beta``, absolute error (less ``beta / 2``) above it."""
+
+    def __init__(self, reduction: str = api_default("smooth_l1_loss", "reduction"),
+                 beta: float = api_default("smooth_l1_loss", "beta")) -> None:
+        super().__init__(reduction)
+        self.beta = beta
+
+    def forward(self, input: Tensor, target: Tensor) -> Tensor:
+        """Smooth L1 of ``input - target`` elementwise (same shapes), reduced by ``reduction``."""
+        return _C.smooth_l1_loss(input, target, reduction=self.reduction, beta=self.beta)
+
+
+class HuberLoss(_Loss):
+    """Squared error below ``delta``, ``delta``-scaled absolute error above it."""
+
+    def __init__(self, reduction: str = api_default("huber_loss", "reduction"),
+                 delta: float = api_default("huber_loss", "delta")) -> None:
+        super().__init__(reduction)
+        self.delta = delta
+
+    def forward(self, input: Tensor, target: Tensor) -> Tensor:
+        """Huber loss of ``input - target`` elementwise (same shapes), reduced by ``reduction``."""
+        return _C.huber_loss(input, target, reduction=self.reduction, delta=self.delta)
+
+
+class KLDivLoss(Module):
+    """``reduction`` also takes ``"batchmean"`` (the sum over the batch size: the KL
+    divergence's value; ``"mean"`` averages over every element, as PyTorch)."""
+
+    def __init__(self, reduction: str = api_default("kl_div", "reduction"),
+                 log_target: bool = api_default("kl_div", "log_target")) -> None:
+        super().__init__()
+        if reduction not in _REDUCTIONS + ("batchmean",):
+            raise ValueError(f"{reduction} is not a valid value for reduction")
+        self.reduction, self.log_target = reduction, log_target
+
+    def forward(self, input: Tensor, target: Tensor) -> Tensor:
+        """``target * (log(target) - input)``, ``input`` log-probabilities, reduced."""
+        return _C.kl_div(input, target, reduction=self.reduction, log_target=self.log_target)
+
+
+class SoftMarginLoss(_Loss):
+    """``log(1 + exp(-target * input))`` for targets in {1, -1}."""
+
+    def __init__(self, reduction: str = api_default("soft_margin_loss", "reduction")) -> None:
+        super().__init__(reduction)
+
+    def forward(self, input: Tensor, target: Tensor) -> Tensor:
+        """``log(1 + exp(-target * input))`` elementwise, reduced by ``reduction``."""
+        return _C.soft_margin_loss(input, target, reduction=self.reduction)
+
+
+class _MarginLoss(_Loss):
+    def __init__(self, margin: float, reduction: str) -> None:
+        super().__init__(reduction)
+        self.margin = margin
+
+
+class MarginRankingLoss(_MarginLoss):
+    """``max(0, -target * (input1 - input2) + margin)`` for targets in {1, -1}."""
+
+    def __init__(self, margin: float = api_default("margin_ranking_loss", "margin"),
+                 reduction: str = api_default("margin_ranking_loss", "reduction")) -> None:
+        super().__init__(margin, reduction)
+
+    def forward(self, input1: Tensor, input2: Tensor, target: Tensor) -> Tensor:
+        """``max(0, -target * (input1 - input2) + margin)``, reduced."""
+        return _C.margin_ranking_loss(input1, input2, target, margin=self.margin,
+                                      reduction=self.reduction)
+
+
+class HingeEmbeddingLoss(_MarginLoss):
+    """``input`` where ``target == 1``, ``max(0, margin - input)`` where ``target == -1``."""
+
+    def __init__(self, margin: float = api_default("hinge_embedding_loss", "margin"),
+                 reduction: str = api_default("hinge_embedding_loss", "reduction")) -> None:
+        super().__init__(margin, reduction)
+
+    def forward(self, input: Tensor, target: Tensor) -> Tensor:
+        """The hinge embedding loss of ``input`` against targets in {1, -1}, reduced."""
+        return _C.hinge_embedding_loss(input, target, margin=self.margin,
+                                       reduction=self.reduction)
+
+
+class CosineEmbeddingLoss(_MarginLoss):
+    """``1 - cos(x1, x2)`` for target 1, ``max(0, cos(x1, x2) - margin)`` for -1."""
+
+    def __init__(self, margin: float = api_default("cosine_embedding_loss", "margin"),
+                 reduction: str = api_default("cosine_embedding_loss", "reduction")) -> None:
+        super().__init__(margin, reduction)
+
+    def forward(self, input1: Tensor, input2: Tensor, target: Tensor) -> Tensor:
+        """Per-row loss of ``(N, D)`` inputs vs ``(N,)`` targets in {1, -1}, reduced."""
+        return _C.cosine_embedding_loss(input1, input2, target, margin=self.margin,
+                                        reduction=self.reduction)
+
+
+class PoissonNLLLoss(_Loss):
+    """Negative log-likelihood of ``target`` under a Poisson of rate ``input``."""
+
+    def __init__(self, log_input: bool = api_default("poisson_nll_loss", "log_input"),
+                 full: bool = api_default("poisson_nll_loss", "full"),
+                 eps: float = api_default("poisson_nll_loss", "eps"),
+                 reduction: str = api_default("poisson_nll_loss", "reduction")) -> None:
+        super().__init__(reduction)
+        self.log_input, self.full, self.eps = log_input, full, eps
+
+    def forward(self, log_input: Tensor, target: Tensor) -> Tensor:
+        """``exp(log_input) - target * log_input`` (or the rate form), reduced by ``reduction``."""
+        return _C.poisson_nll_loss(log_input, target, log_input=self.log_input, full=self.full,
+                                   eps=self.eps, reduction=self.reduction)
+
+
+class GaussianNLLLoss(_Loss):
+    """Negative log-likelihood of ``target`` under N(``input``, ``var``)."""
+
+    def __init__(self, *, full: bool = api_default("gaussian_nll_loss", "full"),
+                 eps: float = api_default("gaussian_nll_loss", "eps"),
+                 reduction: str = api_default("gaussian_nll_loss", "reduction")) -> None:
+        super().__init__(reduction)
+        self.full, self.eps = full, eps
+
+    def forward(self, input: Tensor, target: Tensor, var: Any) -> Tensor:
+        """``(log(var) + (input - target)² / var) / 2`` (var >= ``eps``), reduced."""
+        return _C.gaussian_nll_loss(input, target, var, full=self.full, eps=self.eps,
+                                    reduction=self.reduction)
+
+
+class MultiMarginLoss(_WeightedLoss):
+    """Multi-class hinge loss of scores ``(N, C)`` against class indices ``(N,)``."""
+
+    def __init__(self, p: int = api_default("multi_margin_loss", "p"),
+                 margin: float = api_default("multi_margin_loss", "margin"),
+                 weight: Tensor | None = api_default("multi_margin_loss", "weight"),
+                 reduction: str = api_default("multi_margin_loss", "reduction")) -> None:
+        super().__init__(weight, reduction)
+        if p not in (1, 2):
+            raise ValueError(f"MultiMarginLoss: only p == 1 and p == 2 are supported, got {p}")
+        self.p, self.margin = p, margin
+
+    def forward(self, input: Tensor, target: Tensor) -> Tensor:
+        """``sum_i max(0, margin - x[y] + x[i])^p / C`` per sample, reduced by ``reduction``."""
+        return _C.multi_margin_loss(input, target, p=self.p, margin=self.margin,
+                                    weight=self.weight, reduction=self.reduction)
+
+
+class TripletMarginLoss(_MarginLoss):
+    """``max(d(a, p) - d(a, n) + margin, 0)`` with ``d`` the ``p``-norm distance."""
+
+    def __init__(self, margin: float = api_default("triplet_margin_loss", "margin"),
+                 p: float = api_default("triplet_margin_loss", "p"),
+                 eps: float = api_default("triplet_margin_loss", "eps"),
+                 swap: bool = api_default("triplet_margin_loss", "swap"),
+                 reduction: str = api_default("triplet_margin_loss", "reduction")) -> None:
+        super().__init__(margin, reduction)
+        self.p, self.eps, self.swap = p, eps, swap
+
+    def forward(self, anchor: Tensor, positive: Tensor, negative: Tensor) -> Tensor:
+        """The triplet loss of ``(N, D)`` anchor / positive / negative, reduced."""
+        return _C.triplet_margin_loss(anchor, positive, negative, margin=self.margin, p=self.p,
+                                      eps=self.eps, swap=self.swap, reduction=self.reduction)
+
+
+class MultiLabelSoftMarginLoss(_WeightedLoss):
+    """Per-class binary cross entropy of logits ``(N, C)``, averaged over C."""
+
+    def __init__(self, weight: Tensor | None = api_default("multilabel_soft_margin_loss", "weight"),
+                 reduction: str = api_default("multilabel_soft_margin_loss", "reduction")) -> None:
+        super().__init__(weight, reduction)
+
+    def forward(self, input: Tensor, target: Tensor) -> Tensor:
+        """Mean over C of the logistic loss of ``(N, C)`` logits vs 0/1 targets."""
+        return _C.multilabel_soft_margin_loss(input, target, weight=self.weight,
+                                              reduction=self.reduction)

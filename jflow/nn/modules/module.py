@@ -7,11 +7,12 @@ from collections.abc import Callable, Iterator
 from typing import Any, NamedTuple
 
 from ... import dtypes as _dt
-from ...autograd import no_grad
+from ...autograd import is_grad_enabled, no_grad
+from ...autograd.function import Function, FunctionCtx
 from ...creation import as_tensor
 from ...tensor import Tensor
 from ...views import unview  # a buffer owns its values (compiled steps carry it as state)
-from ..parameter import Parameter
+from ..parameter import Buffer, Parameter
 from ..utils import zero_grads
 
 __all__ = ["Module"]
@@ -103,8 +104,11 @@ class Module:
         d["_modules"] = _Store()
         d["_forward_hooks"] = OrderedDict()
         d["_forward_pre_hooks"] = OrderedDict()
+        d["_backward_hooks"] = OrderedDict()
+        d["_backward_pre_hooks"] = OrderedDict()
 
     def forward(self, *args: Any, **kwargs: Any) -> Any:
+        """The computation of a call; subclasses define it (``module(x)`` runs hooks around it)."""
         raise NotImplementedError(f'Module [{type(self).__name__}] is missing the required '
                                   f'"forward" function')
 
@@ -113,11 +117,18 @@ class Module:
             res = hook(self, args)
             if res is not None:
                 args = res if isinstance(res, tuple) else (res,)
+        bw = None
+        if (self.__dict__.get("_backward_hooks") or self.__dict__.get("_backward_pre_hooks")) \
+                and is_grad_enabled():
+            bw = _BackwardHookState(self)
+            args = bw.setup_input(args)
         out = self.forward(*args, **kwargs)
         for hook in tuple(self._forward_hooks.values()):
             res = hook(self, args, out)
             if res is not None:
                 out = res
+        if bw is not None:
+            out = bw.setup_output(out)
         return out
 
     def register_forward_hook(self, hook: Callable) -> _RemovableHandle:
@@ -131,6 +142,30 @@ class Module:
         k = next(_hook_ids)
         self._forward_pre_hooks[k] = hook
         return _RemovableHandle(self._forward_pre_hooks, k)
+
+    def _add_hook(self, store: str, hook: Callable, prepend: bool) -> _RemovableHandle:
+        hooks = self.__dict__.setdefault(store, OrderedDict())
+        k = next(_hook_ids)
+        hooks[k] = hook
+        if prepend:
+            hooks.move_to_end(k, last=False)
+        return _RemovableHandle(hooks, k)
+
+    def register_full_backward_hook(self, hook: Callable, prepend: bool = False
+                                    ) -> _RemovableHandle:
+        """``hook(module, grad_input, grad_output) -> new grad_input or None``, run when the
+        gradients with respect to the module's positional tensor inputs are computed (as
+        PyTorch: ``grad_input`` has one entry per tensor argument, ``None`` where it needs no
+        gradient; if no input needs one, the hook runs once the output gradients are known,
+        with all-``None`` ``grad_input``). Done with identity tape ``Function``s around the
+        inputs and outputs (``_BackwardHookState``), as PyTorch's ``BackwardHook``."""
+        return self._add_hook("_backward_hooks", hook, prepend)
+
+    def register_full_backward_pre_hook(self, hook: Callable, prepend: bool = False
+                                        ) -> _RemovableHandle:
+        """``hook(module, grad_output) -> new grad_output or None``, run when the gradients
+        with respect to the module's outputs are known, before the module's backward."""
+        return self._add_hook("_backward_pre_hooks", hook, prepend)
 
     # -- registration ---------------------------------------------------------------------
     def _check_name(self, name: Any, kind: str) -> None:
@@ -160,6 +195,8 @@ class Module:
         if tensor is not None and not isinstance(tensor, Tensor):
             raise TypeError(f"cannot assign '{type(tensor).__name__}' object to buffer '{name}' "
                             f"(Tensor or None required)")
+        if isinstance(tensor, Buffer):
+            tensor = tensor._as_tensor()
         self._buffers[name] = None if tensor is None else unview(tensor)
         if persistent:
             self._non_persistent_buffers.discard(name)
@@ -206,6 +243,11 @@ class Module:
             mods[name] = None
             return
         bufs = d.get("_buffers")
+        if isinstance(value, Buffer):
+            if bufs is None:
+                raise AttributeError("cannot assign buffers before Module.__init__() call")
+            self.register_buffer(name, value._as_tensor(), value.persistent)
+            return
         if bufs is not None and name in bufs:
             if value is not None and not isinstance(value, Tensor):
                 raise TypeError(f"cannot assign '{type(value).__name__}' as buffer '{name}' "
@@ -246,10 +288,10 @@ class Module:
         """``(qualified name, module)`` for this module and every descendant (each once)."""
         if memo is None:
             memo = set()
+        if self in memo:   # modules, as PyTorch's memo (a caller may pass its own set)
+            return
         if remove_duplicate:
-            if id(self) in memo:
-                return
-            memo.add(id(self))
+            memo.add(self)
         yield prefix, self
         for name, m in self._modules.items():
             if m is None:
@@ -258,17 +300,20 @@ class Module:
             yield from m.named_modules(memo, sub, remove_duplicate)
 
     def modules(self) -> Iterator[Module]:
+        """This module and every submodule (depth-first, each once)."""
         for _, m in self.named_modules():
             yield m
 
     def named_children(self) -> Iterator[tuple[str, Module]]:
-        seen: set[int] = set()
+        """``(name, child)`` for each direct submodule; a child registered twice appears once."""
+        seen: set[Module] = set()
         for name, m in self._modules.items():
-            if m is not None and id(m) not in seen:
-                seen.add(id(m))
+            if m is not None and m not in seen:
+                seen.add(m)
                 yield name, m
 
     def children(self) -> Iterator[Module]:
+        """The direct submodules, each once."""
         for _, m in self.named_children():
             yield m
 
@@ -293,14 +338,17 @@ class Module:
         yield from self._named_members("_parameters", prefix, recurse, remove_duplicate)
 
     def parameters(self, recurse: bool = True) -> Iterator[Parameter]:
+        """The parameters of this module (and of its submodules if ``recurse``), each once."""
         for _, p in self.named_parameters(recurse=recurse):
             yield p
 
     def named_buffers(self, prefix: str = "", recurse: bool = True,
                       remove_duplicate: bool = True) -> Iterator[tuple[str, Tensor]]:
+        """``(qualified name, buffer)`` pairs; a shared buffer appears once."""
         yield from self._named_members("_buffers", prefix, recurse, remove_duplicate)
 
     def buffers(self, recurse: bool = True) -> Iterator[Tensor]:
+        """The buffers of this module (and of its submodules if ``recurse``), each once."""
         for _, b in self.named_buffers(recurse=recurse):
             yield b
 
@@ -317,13 +365,40 @@ class Module:
             m = sub
         return m
 
+    def set_submodule(self, target: str, module: Module, strict: bool = False) -> None:
+        """Replace (or, unless ``strict``, add) the submodule at dotted path ``target``, as
+        PyTorch: the parent must exist; an existing attribute there must be a module."""
+        if target == "":
+            raise ValueError("Cannot set the submodule without a target name!")
+        if not isinstance(module, Module):
+            raise ValueError(f"`module` is not an nn.Module, found {type(module)}")
+        parent_path, _, name = target.rpartition(".")
+        parent = self.get_submodule(parent_path)
+        if strict and not hasattr(parent, name):
+            raise AttributeError(f"{parent._get_name()} has no attribute `{name}`")
+        if hasattr(parent, name) and not isinstance(getattr(parent, name), Module):
+            raise AttributeError(f"`{name}` is not an nn.Module")
+        setattr(parent, name, module)
+
     def get_parameter(self, target: str) -> Parameter:
+        """The parameter at dotted path ``target`` (``AttributeError`` if there is none)."""
         mod, _, name = target.rpartition(".")
         m = self.get_submodule(mod)
         p = m._parameters.get(name)
         if p is None:
             raise AttributeError(f"{type(m).__name__} has no parameter '{name}'")
         return p
+
+    def get_buffer(self, target: str) -> Tensor:
+        """The buffer at dotted path ``target`` (PyTorch's errors: no such attribute, or an
+        attribute that is not a buffer)."""
+        mod, _, name = target.rpartition(".")
+        m = self.get_submodule(mod)
+        if not hasattr(m, name):
+            raise AttributeError(f"{m._get_name()} has no attribute `{name}`")
+        if name not in m._buffers:
+            raise AttributeError(f"`{name}` is not a buffer")
+        return m._buffers[name]
 
     # -- modes, apply, grads ----------------------------------------------------------------
     def train(self, mode: bool = True) -> Module:
@@ -335,9 +410,11 @@ class Module:
         return self
 
     def eval(self) -> Module:
+        """Sets evaluation mode (``train(False)``: e.g. dropout off); returns self."""
         return self.train(False)
 
     def requires_grad_(self, requires_grad: bool = True) -> Module:
+        """Sets ``requires_grad`` on every parameter; returns self (e.g. to freeze a model)."""
         for p in self.parameters():
             p.requires_grad_(requires_grad)
         return self
@@ -409,18 +486,23 @@ class Module:
         return self._apply(lambda t: t.to_global(placement, sbp))
 
     def float(self) -> Module:
+        """Casts floating-point parameters and buffers to ``float32``, in place; returns self."""
         return self.to(_dt.float32)
 
     def double(self) -> Module:
+        """Casts floating-point parameters and buffers to ``float64``, in place; returns self."""
         return self.to(_dt.float64)
 
     def half(self) -> Module:
+        """Casts floating-point parameters and buffers to ``float16``, in place; returns self."""
         return self.to(_dt.float16)
 
     def bfloat16(self) -> Module:
+        """Casts floating-point parameters and buffers to ``bfloat16``, in place; returns self."""
         return self.to(_dt.bfloat16)
 
     def cpu(self) -> Module:
+        """Moves every parameter and buffer to the CPU, in place; returns self."""
         return self.to("cpu")
 
     # -- state dict -------------------------------------------------------------------------
@@ -520,14 +602,128 @@ class Module:
         return type(self).__name__
 
     def __repr__(self) -> str:
-        lines = []
         extra = self.extra_repr()
-        if extra:
-            lines = extra.split("\n")
-        for name, m in self._modules.items():
-            body = repr(m).replace("\n", "\n  ")
-            lines.append(f"({name}): {body}")
-        if not self._modules:
-            return f"{self._get_name()}({extra})"
+        extra_lines = extra.split("\n") if extra else []
+        child_lines = [f"({name}): " + repr(m).replace("\n", "\n  ")
+                       for name, m in self._modules.items()]
+        lines = extra_lines + child_lines
+        if not lines:
+            return f"{self._get_name()}()"
+        if len(extra_lines) == 1 and not child_lines:  # PyTorch's one-line form
+            return f"{self._get_name()}({extra_lines[0]})"
         inner = "\n  ".join(lines)
         return f"{self._get_name()}(\n  {inner}\n)"
+
+
+# -- full backward hooks ---------------------------------------------------------------------------
+
+class _BackwardHookState:
+    """One call's full backward hooks, as PyTorch's ``torch.utils.hooks.BackwardHook``: the
+    module's positional tensor inputs and its tensor outputs pass through identity tape
+    ``Function``s. The outputs' node runs first in backward: it records ``grad_output`` and
+    runs the pre-hooks (which may replace it); the inputs' node receives the gradients with
+    respect to the inputs and runs the hooks (which may replace them). Everything else the
+    tape does (accumulation, higher order, ``flow.jit``) is untouched."""
+
+    def __init__(self, module: Module) -> None:
+        self.module = module
+        self.n_inputs = 0
+        self.input_index: list[int] | None = None
+        self.grad_output: tuple[Any, ...] | None = None
+
+    def _hooks(self, store: str) -> tuple[Callable, ...]:
+        """The module's hooks now (a module unpickled from before hooks existed has none)."""
+        return tuple(self.module.__dict__.get(store, {}).values())
+
+    def setup_input(self, args: tuple) -> tuple:
+        idx = [k for k, a in enumerate(args) if isinstance(a, Tensor)]
+        self.n_inputs = len(idx)
+        if not any(args[k].requires_grad for k in idx) or not self._hooks("_backward_hooks"):
+            return args
+        self.input_index = idx
+        new = _HookInputs.apply(self, *[args[k] for k in idx])
+        new = new if isinstance(new, tuple) else (new,)
+        out = list(args)
+        for k, t in zip(idx, new):
+            out[k] = t
+        return tuple(out)
+
+    def setup_output(self, out: Any) -> Any:
+        single = isinstance(out, Tensor)
+        items = (out,) if single else out if isinstance(out, tuple) else None
+        if items is None:
+            return out
+        idx = [k for k, a in enumerate(items) if isinstance(a, Tensor)]
+        if not any(items[k].requires_grad for k in idx):
+            return out
+        new = _HookOutputs.apply(self, *[items[k] for k in idx])
+        new = new if isinstance(new, tuple) else (new,)
+        res = list(items)
+        for k, t in zip(idx, new):
+            res[k] = t
+        return res[0] if single else tuple(res)
+
+    def on_grad_output(self, grads: tuple[Any, ...]) -> tuple[Any, ...]:
+        m = self.module
+        for hook in self._hooks("_backward_pre_hooks"):
+            res = hook(m, grads)
+            if res is None:
+                continue
+            res = res if isinstance(res, tuple) else (res,)
+            if len(res) != len(grads):
+                raise RuntimeError(f"Backward pre hook returned an invalid number of grad_output,"
+                                   f" got {len(res)}, but expected {len(grads)}")
+            grads = res
+        self.grad_output = grads
+        if self.input_index is None and self._hooks("_backward_hooks"):
+            none = (None,) * self.n_inputs
+            for hook in self._hooks("_backward_hooks"):
+                res = hook(m, none, grads)
+                if res is not None and not all(r is None for r in
+                                               (res if isinstance(res, tuple) else (res,))):
+                    raise RuntimeError("Backward hook for Modules where no input requires "
+                                       "gradient should always return None or None for all "
+                                       "gradients.")
+        return grads
+
+    def on_grad_input(self, grads: tuple[Any, ...]) -> tuple[Any, ...]:
+        m = self.module
+        grad_output = self.grad_output if self.grad_output is not None else ()
+        for hook in self._hooks("_backward_hooks"):
+            res = hook(m, grads, grad_output)
+            if res is None:
+                continue
+            res = res if isinstance(res, tuple) else (res,)
+            if len(res) != len(grads):
+                raise RuntimeError(f"Backward hook returned an invalid number of grad_input, "
+                                   f"got {len(res)}, but expected {len(grads)}")
+            grads = res
+        return grads
+
+
+class _HookOutputs(Function):
+    @staticmethod
+    def forward(ctx: FunctionCtx, state: _BackwardHookState, *xs: Tensor) -> Any:
+        ctx.state = state
+        ctx.set_materialize_grads(False)
+        ctx.mark_non_differentiable(*[x for x in xs if not x.requires_grad])
+        return xs[0] if len(xs) == 1 else xs
+
+    @staticmethod
+    def backward(ctx: FunctionCtx, *grads: Any) -> Any:
+        return (None, *ctx.state.on_grad_output(grads))
+
+
+class _HookInputs(Function):
+    @staticmethod
+    def forward(ctx: FunctionCtx, state: _BackwardHookState, *xs: Tensor) -> Any:
+        ctx.state = state
+        ctx.needs = [x.requires_grad for x in xs]
+        ctx.set_materialize_grads(False)
+        ctx.mark_non_differentiable(*[x for x in xs if not x.requires_grad])
+        return xs[0] if len(xs) == 1 else xs
+
+    @staticmethod
+    def backward(ctx: FunctionCtx, *grads: Any) -> Any:
+        grads = tuple(g if n else None for g, n in zip(grads, ctx.needs))
+        return (None, *ctx.state.on_grad_input(grads))

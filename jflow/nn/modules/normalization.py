@@ -32,6 +32,7 @@ class Dropout(Module):
         self.p, self.inplace = float(p), inplace
 
     def forward(self, input: Tensor) -> Tensor:
+        """``input`` with elements zeroed (prob. ``p``) and scaled by ``1/(1-p)`` in training."""
         return _C.dropout(input, self.p, self.training, self.inplace)
 
     def extra_repr(self) -> str:
@@ -58,12 +59,14 @@ class LayerNorm(Module):
             self.register_parameter("bias", None)
 
     def reset_parameters(self) -> None:
+        """Sets ``weight`` to 1 and ``bias`` to 0."""
         if self.weight is not None:
             init.ones_(self.weight)
         if self.bias is not None:
             init.zeros_(self.bias)
 
     def forward(self, input: Tensor) -> Tensor:
+        """``input`` normalised over its last ``len(normalized_shape)`` dims, then affine."""
         return _C.layer_norm(input, list(self.normalized_shape), self.weight, self.bias,
                              self.eps)
 
@@ -88,10 +91,12 @@ class RMSNorm(Module):
             self.register_parameter("weight", None)
 
     def reset_parameters(self) -> None:
+        """Sets ``weight`` to 1."""
         if self.weight is not None:
             init.ones_(self.weight)
 
     def forward(self, input: Tensor) -> Tensor:
+        """``input / sqrt(mean(input²) + eps) * weight`` over the last dims."""
         return _C.rms_norm(input, list(self.normalized_shape), self.weight, self.eps)
 
     def extra_repr(self) -> str:
@@ -119,6 +124,7 @@ class GroupNorm(Module):
             self.register_parameter("bias", None)
 
     def forward(self, input: Tensor) -> Tensor:
+        """``(N, C, *)`` normalised per sample over each group of channels, then affine."""
         return _C.group_norm(input, self.num_groups, self.weight, self.bias, self.eps)
 
     def extra_repr(self) -> str:
@@ -156,6 +162,7 @@ class Embedding(Module):
             self.weight = Parameter(_weight, requires_grad=not _freeze)
 
     def reset_parameters(self) -> None:
+        """Re-draws ``weight`` from N(0, 1) and zeroes the ``padding_idx`` row."""
         init.normal_(self.weight)
         if self.padding_idx is not None:
             pad = _C.one_hot(tensor([self.padding_idx]), self.num_embeddings)
@@ -166,10 +173,12 @@ class Embedding(Module):
     @classmethod
     def from_pretrained(cls, embeddings: Tensor, freeze: bool = True,
                         padding_idx: int | None = None, **kwargs: Any) -> Embedding:
+        """An ``Embedding`` over the 2-D ``embeddings``, frozen unless ``freeze=False``."""
         rows, cols = embeddings.shape
         return cls(rows, cols, padding_idx, _weight=embeddings, _freeze=freeze, **kwargs)
 
     def forward(self, input: Tensor) -> Tensor:
+        """The rows of ``weight`` picked by integer ``input``: ``(*) -> (*, embedding_dim)``."""
         return _C.embedding(input, self.weight, self.padding_idx, self.max_norm,
                             self.scale_grad_by_freq, self.sparse)
 

@@ -30,6 +30,7 @@ class MaxPool2d(Module):
         self.return_indices, self.ceil_mode = return_indices, ceil_mode
 
     def forward(self, input: Tensor) -> Any:
+        """Max over windows of ``(N, C, H, W)`` or ``(C, H, W)``; ``(output, indices)`` if asked."""
         if self.return_indices:
             return F.max_pool2d_with_indices(input, self.kernel_size, self.stride, self.padding,
                                              self.dilation, ceil_mode=self.ceil_mode)
@@ -57,6 +58,7 @@ class AvgPool2d(Module):
         self.count_include_pad, self.divisor_override = count_include_pad, divisor_override
 
     def forward(self, input: Tensor) -> Tensor:
+        """Mean over windows of ``(N, C, H, W)`` or ``(C, H, W)``."""
         return F.avg_pool2d(input, self.kernel_size, self.stride, self.padding, self.ceil_mode,
                             self.count_include_pad, self.divisor_override)
 
@@ -73,6 +75,7 @@ class AdaptiveAvgPool2d(Module):
         self.output_size = output_size
 
     def forward(self, input: Tensor) -> Tensor:
+        """``(*, H, W) -> (*, *output_size)``, each output the mean of its window."""
         os = self.output_size
         if not isinstance(os, int):  # None entries keep the input's size
             os = tuple(input.shape[-2 + i] if v is None else int(v) for i, v in enumerate(os))
@@ -104,6 +107,7 @@ class Upsample(Module):
         self.recompute_scale_factor = recompute_scale_factor
 
     def forward(self, input: Tensor) -> Tensor:
+        """``F.interpolate(input, ...)`` with this module's size / scale and mode."""
         return F.interpolate(input, self.size, self.scale_factor, self.mode, self.align_corners,
                              recompute_scale_factor=self.recompute_scale_factor)
 

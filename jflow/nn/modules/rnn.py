@@ -140,6 +140,7 @@ class RNNBase(Module):
 
     @property
     def all_weights(self) -> list[list[Parameter]]:
+        """The parameters, one list per layer and direction (PyTorch's order)."""
         return [[getattr(self, n) for n in names] for names in self._all_weights]
 
     @property
@@ -226,6 +227,7 @@ class RNNBase(Module):
         return x, finals
 
     def forward(self, input: Tensor, hx: Any = None) -> tuple[Tensor, Any]:
+        """``(output, h_n)`` (LSTM: ``(output, (h_n, c_n))``) of a ``(L, N, H_in)`` input."""
         x, hs, batched = self._prepare(input, hx)
         out, finals = self._run(x, hs)
         states = [_C.stack(f, 0) for f in finals]
@@ -378,6 +380,7 @@ class RNNCell(RNNCellBase):
         self.nonlinearity = nonlinearity
 
     def forward(self, input: Tensor, hx: Tensor | None = None) -> Tensor:
+        """``h'`` ``(N, hidden_size)`` from ``input`` ``(N, input_size)``; ``hx=None``: zeros."""
         x, (h,), batched = self._prepare(input, hx, 1)
         h = _rnn_step(F.linear(x, self.weight_ih, self.bias_ih), h, self.weight_hh,
                       self.bias_hh, self.nonlinearity == "relu")
@@ -393,6 +396,7 @@ class LSTMCell(RNNCellBase):
 
     def forward(self, input: Tensor, hx: tuple[Tensor, Tensor] | None = None
                 ) -> tuple[Tensor, Tensor]:
+        """``(h', c')``, each ``(N, hidden_size)``, from ``input`` and ``hx=(h, c)`` (zeros)."""
         x, (h, c), batched = self._prepare(input, hx, 2)
         h, c = _lstm_step(F.linear(x, self.weight_ih, self.bias_ih), h, c, self.weight_hh,
                           self.bias_hh)
@@ -407,6 +411,7 @@ class GRUCell(RNNCellBase):
         super().__init__(input_size, hidden_size, bias, 3, device=device, dtype=dtype)
 
     def forward(self, input: Tensor, hx: Tensor | None = None) -> Tensor:
+        """``h'`` ``(N, hidden_size)`` from ``input`` ``(N, input_size)``; ``hx=None``: zeros."""
         x, (h,), batched = self._prepare(input, hx, 1)
         h = _gru_step(F.linear(x, self.weight_ih, self.bias_ih), h, self.weight_hh,
                       self.bias_hh)

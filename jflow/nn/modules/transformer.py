@@ -280,6 +280,7 @@ class TransformerEncoderLayer(Module):
 
     def forward(self, src: Tensor, src_mask: Any = None, src_key_padding_mask: Any = None,
                 is_causal: bool = False) -> Tensor:
+        """One layer over ``src`` ``(S, N, E)`` (``(N, S, E)`` if ``batch_first``); same shape."""
         x = src
         if self.norm_first:
             x = x + self._sa_block(self.norm1(x), src_mask, src_key_padding_mask, is_causal)

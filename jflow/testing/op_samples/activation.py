@@ -42,3 +42,32 @@ register_samples("hardtanh", [Sample([_X], {"min_val": -0.5, "max_val": 1.0}), S
                  lambda x, min_val=-1.0, max_val=1.0: np.clip(x, min_val, max_val).astype(x.dtype),
                  errors=[ErrorSample([_X], {"min_val": 1.0, "max_val": 0.0}, ValueError,
                                      "min_val")])
+
+
+# -- issue 14: the table of pointwise activations (float64 references) -------------------------
+_SELU_A, _SELU_S = 1.6732632423543772848170429916717, 1.0507009873554804934193349852946
+_W = _f(3, 4, lo=-5.0, hi=5.0)  # crosses the hard* kinks at +-3
+
+
+def _d(x):
+    return x.astype(np.float64)
+
+
+register_samples("selu", [Sample([_X])],
+                 lambda x: _SELU_S * np.where(x > 0, _d(x), _SELU_A * np.expm1(_d(x))))
+register_samples("celu", [Sample([_X], {"alpha": 0.7})],
+                 lambda x, alpha=1.0: np.where(x > 0, _d(x), alpha * np.expm1(_d(x) / alpha)),
+                 errors=[ErrorSample([_X], {"alpha": 0.0}, ValueError, "alpha")])
+register_samples("hardswish", [Sample([_W])],
+                 lambda x: _d(x) * np.minimum(np.maximum(_d(x) + 3, 0), 6) / 6)
+register_samples("hardsigmoid", [Sample([_W])],
+                 lambda x: np.minimum(np.maximum(_d(x) + 3, 0), 6) / 6)
+register_samples("hardshrink", [Sample([_X], {"lambd": 0.7})],
+                 lambda x, lambd=0.5: np.where(np.abs(x) > lambd, x, 0).astype(x.dtype))
+register_samples("softshrink", [Sample([_X], {"lambd": 0.7})],
+                 lambda x, lambd=0.5: (np.sign(x) * np.maximum(np.abs(_d(x)) - lambd, 0)),
+                 errors=[ErrorSample([_X], {"lambd": -1.0}, ValueError, "lambd")])
+register_samples("tanhshrink", [Sample([_X])], lambda x: _d(x) - np.tanh(_d(x)))
+register_samples("softsign", [Sample([_X])], lambda x: _d(x) / (1 + np.abs(_d(x))))
+register_samples("threshold", [Sample([_X], {"threshold": 0.1, "value": 20.0})],
+                 lambda x, threshold, value: np.where(x > threshold, _d(x), value))

@@ -98,6 +98,10 @@ def _scatter_ref(x, index, src, dim, reduce="none"):
             out[tgt] = (out[tgt] or v) if x.dtype == np.bool_ else out[tgt] + v
         elif reduce == "multiply":
             out[tgt] = (out[tgt] and v) if x.dtype == np.bool_ else out[tgt] * v
+        elif reduce == "max":
+            out[tgt] = v if v > out[tgt] else out[tgt]
+        elif reduce == "min":
+            out[tgt] = v if v < out[tgt] else out[tgt]
         else:
             out[tgt] = v
     return out
@@ -144,9 +148,22 @@ register_samples("dim_scatter", [
     # an even dim 1, so the SBP check runs (S(1), S(1), B) -> S(1) (a 0-d src stays B)
     Sample([_f(3, 4), _DUP[:2, :4], np.float32(1.5)], {"dim": 0, "reduce": "add"},
            name="add, 0-d src, even dim 1"),
+    Sample([_f(3, 5, dtype=np.float64), _DUP, _f(3, 5, dtype=np.float64)],
+           {"dim": 0, "reduce": "max"}, name="max, repeats"),
+    Sample([_f(3, 5, dtype=np.float64), _DUP, _f(3, 5, dtype=np.float64)],
+           {"dim": 0, "reduce": "min"}, name="min, repeats"),
+    Sample([_i(2, 4), np.array([[0, 1, 1, 3, 2], [3, 1, 3, 9, 2]]), _i(2, 6)],
+           {"dim": 1, "reduce": "max"}, name="max along dim 1, ints, out of range"),
+    Sample([_f(3, 4) > 0, _DUP[:2, :4], _f(2, 4) > 0], {"dim": 0, "reduce": "min"},
+           name="bool min is and"),
+    Sample([np.array([[1.0, 2.0], [3.0, 0.5]]), np.array([[0, 1], [0, 1]]),
+            np.array([[3.0, 2.0], [3.0, -1.0]])], {"dim": 0, "reduce": "max"},
+           name="max with ties (input and src entries share the gradient)", grad=False),
+    Sample([_f(3, 5, dtype=np.float64), _DUP, np.float64(0.25)], {"dim": 0, "reduce": "min"},
+           name="min, 0-d src"),
 ], _scatter_ref, errors=[
     ErrorSample([_f(3, 5), _DUP, _f(3, 5, dtype=np.float64)], {"dim": 0}, TypeError, "dtype"),
-    ErrorSample([_f(3, 5), _DUP, _f(3, 5)], {"dim": 0, "reduce": "max"}, ValueError, "reduce"),
+    ErrorSample([_f(3, 5), _DUP, _f(3, 5)], {"dim": 0, "reduce": "mean"}, ValueError, "reduce"),
     ErrorSample([_f(3, 5), _DUP, _f(2, 5)], {"dim": 0}, ValueError, "no larger than src"),
     ErrorSample([_f(3, 5), _DUP, _f(15)], {"dim": 0}, ValueError, "0-d"),
     ErrorSample([_f(3, 5), _DUP.astype(np.float32), _f(3, 5)], {"dim": 0}, TypeError,

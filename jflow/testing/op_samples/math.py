@@ -121,3 +121,118 @@ register_samples(
     "clone", [Sample([_X]), Sample([_I]), Sample([_X > 0]), Sample([np.array(1.5, np.float32)]),
               Sample([np.zeros((0, 3), np.float32)])],
     lambda x: x.copy())
+
+
+# -- issue 14 (PyTorch parity part 2) ----------------------------------------------------------
+# References in float64 NumPy / math, written independently of JAX: series, Newton's method and
+# asymptotic expansions where NumPy has no function (no SciPy).
+
+_U = _f(3, 4, lo=-0.9, hi=0.9)  # inside (-1, 1): asin, acos, atanh, erfinv
+_GT1 = _f(3, 4, lo=1.1, hi=3.0)  # acosh
+
+
+def _vec(fn):
+    return lambda x: np.vectorize(fn, otypes=[np.float64])(x.astype(np.float64))
+
+
+def _erfinv(v: float) -> float:
+    y = 0.0
+    for _ in range(60):  # Newton on erf(y) = v (erf' = 2/sqrt(pi) exp(-y^2))
+        y -= (math.erf(y) - v) / (2 / math.sqrt(math.pi) * math.exp(-y * y))
+    return y
+
+
+def _polygamma_ref(n: int, v: float) -> float:
+    """(-1)^(n+1) n! sum_k 1/(v+k)^(n+1), n >= 1: 200 terms, then Euler-Maclaurin's tail."""
+    k = 200
+    s = sum(1.0 / (v + j) ** (n + 1) for j in range(k))
+    t = v + k
+    s += 1 / (n * t ** n) + 1 / (2 * t ** (n + 1)) + (n + 1) / (12 * t ** (n + 2))
+    return (-1) ** (n + 1) * math.factorial(n) * s
+
+
+def _digamma_ref(v: float) -> float:
+    """Recurrence psi(v) = psi(v + 1) - 1/v up to v >= 10, then the asymptotic series."""
+    acc = 0.0
+    while v < 10:
+        acc -= 1 / v
+        v += 1
+    return acc + math.log(v) - 1 / (2 * v) - 1 / (12 * v ** 2) + 1 / (120 * v ** 4) \
+        - 1 / (252 * v ** 6)
+
+
+def _i1_ref(v: float) -> float:
+    return sum((v / 2) ** (2 * k + 1) / (math.factorial(k) * math.factorial(k + 1))
+               for k in range(40))
+
+
+for _name, _ref, _x in [
+    ("asin", np.arcsin, _U), ("acos", np.arccos, _U), ("atan", np.arctan, _X),
+    ("asinh", np.arcsinh, _X), ("acosh", np.arccosh, _GT1), ("atanh", np.arctanh, _U),
+    ("sinh", np.sinh, _X), ("cosh", np.cosh, _X), ("log2", np.log2, _POS),
+    ("log10", np.log10, _POS), ("exp2", np.exp2, _X),
+    ("erfc", _vec(math.erfc), _X), ("erfinv", _vec(_erfinv), _U),
+    ("lgamma", _vec(math.lgamma), _POS), ("digamma", _vec(_digamma_ref), _POS),
+    ("i0", lambda x: np.i0(x.astype(np.float64)), _X), ("i1", _vec(_i1_ref), _X),
+    ("sinc", lambda x: np.sinc(x.astype(np.float64)), _X),
+    ("deg2rad", lambda x: x.astype(np.float64) * (np.pi / 180), _X * 90),
+    ("rad2deg", lambda x: x.astype(np.float64) * (180 / np.pi), _X),
+    ("trunc", np.trunc, _X * 3), ("frac", lambda x: x - np.trunc(x), _X * 3),
+]:
+    _unary(_name, _ref, [_x], errors=_BAD_INT)
+
+register_samples("polygamma", [Sample([_POS], {"n": 1}), Sample([_POS], {"n": 2})],
+                 lambda x, n: _vec(lambda v: _polygamma_ref(n, v))(x),
+                 errors=[ErrorSample([_I], {"n": 1}, TypeError, "floating")])
+
+# nan, +inf, -inf, 0 and finite values in the one shape
+_EDGE = _X.copy()
+_EDGE.flat[[0, 1, 2, 3, 4]] = [np.nan, np.inf, -np.inf, 0.0, -0.0]
+for _name, _ref in [("isnan", np.isnan), ("isinf", np.isinf), ("isfinite", np.isfinite),
+                    ("isposinf", np.isposinf), ("isneginf", np.isneginf)]:
+    _unary(_name, _ref, [_EDGE], [_I, _I > 0])
+
+register_samples(
+    "nan_to_num", [
+        # replaced values are constants: no finite differences at nan / inf
+        Sample([_EDGE], {}, grad=False),
+        Sample([_EDGE], {"nan": 1.5, "posinf": 9.0, "neginf": -9.0}, grad=False),
+        Sample([_X], {"nan": -1.0}),
+    ],
+    lambda x, nan=0.0, posinf=None, neginf=None: np.nan_to_num(
+        x, nan=nan, posinf=posinf, neginf=neginf),
+    errors=_BAD_INT)
+
+
+def _xlogy_ref(x, y):
+    x, y = x.astype(np.float64), y.astype(np.float64)
+    with np.errstate(all="ignore"):
+        return np.where((x == 0) & ~np.isnan(y), 0.0, x * np.log(y))
+
+
+_ZX = np.where(_rng.random((3, 4)) > 0.6, 0.0, _X).astype(np.float32)
+_ZX.flat[0] = 0.0
+_EDGE_Y = np.abs(_EDGE)  # nan, inf, 0 among the logarithm's arguments
+register_samples("xlogy", [
+    Sample([_ZX, _POS]), Sample([_COL, _POS]),
+    # nan and inf arguments: no finite differences
+    Sample([_ZX, _EDGE_Y], grad=False),
+], _xlogy_ref, errors=[_SHAPE_ERR, _dtype_err(), ErrorSample([_I, _J], {}, TypeError,
+                                                              "floating")])
+def _quiet(fn, a, b):
+    with np.errstate(invalid="ignore"):  # NumPy warns on nan; the value is still nan
+        return fn(a.astype(np.float64), b)
+
+
+# equal arguments, infinities included: x + log(2) (log2: x + 1), never the nan of inf - inf
+_INF2 = Sample([np.array([np.inf, -np.inf, 1.0, np.nan], np.float32)] * 2, grad=False)
+for _name, _ref, _pairs in [
+    ("logaddexp", lambda a, b: _quiet(np.logaddexp, a, b), [(_X, _Y), _INF2]),
+    ("logaddexp2", lambda a, b: _quiet(np.logaddexp2, a, b), [(_COL, _ROW), _INF2]),
+    ("hypot", lambda a, b: np.hypot(a.astype(np.float64), b), [(_X, _Y), (_ROW, _COL)]),
+    ("copysign", np.copysign, [(_X, _NZ), (_COL, _ROW)]),
+]:
+    register_samples(_name, [p if isinstance(p, Sample) else Sample(list(p)) for p in _pairs],
+                     _ref,
+                     errors=[_SHAPE_ERR, _dtype_err(),
+                             ErrorSample([_I, _J], {}, TypeError, "floating")])

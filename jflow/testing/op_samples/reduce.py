@@ -73,11 +73,11 @@ def _ref_mean(x, axis=(), keepdim=False):
         return np.mean(x.astype(np.float64), axis=_axes(x, axis), keepdims=keepdim)
 
 
-def _ref_var(x, axis=(), keepdim=False, unbiased=True):
+def _ref_var(x, axis=(), keepdim=False, correction=1.0):
     with warnings.catch_warnings(), np.errstate(invalid="ignore", divide="ignore"):
         warnings.simplefilter("ignore", RuntimeWarning)
         return np.var(x.astype(np.float64), axis=_axes(x, axis), keepdims=keepdim,
-                      ddof=int(unbiased))
+                      ddof=correction)
 
 
 def _ref_logsumexp(x, axis=(), keepdim=False):
@@ -184,15 +184,18 @@ register_samples(
     "reduce_var",
     # unbiased over one element (the 0-d samples): 0 / 0 = nan; finite differences are nan
     [Sample(s.inputs, s.attrs, grad=False) if s.inputs[0] is _S else s for s in _COMMON]
-    + [Sample([_X], {"axis": (1,), "unbiased": False}), Sample([_S], {"unbiased": False}),
+    + [Sample([_X], {"axis": (1,), "correction": 0.0}), Sample([_S], {"correction": 0.0}),
+               Sample([_X3], {"axis": (0, 2), "correction": 2.5}, name="fractional correction"),
                Sample([_X64], {"axis": (0,), "keepdim": True}), Sample([_XH], {"axis": (1,)}),
                Sample([_X3 + 1000], {"axis": (0, 1)}, rtol=1e-3),
                # n == 1 with unbiased: 0 / 0 = nan (as torch); finite differences are nan
                Sample([_f(3, 1)], {"axis": (1,)}, grad=False),
-               Sample([_f(3, 1)], {"axis": (1,), "unbiased": False}),
+               Sample([_f(3, 1)], {"axis": (1,), "correction": 0.0}),
                Sample([_E], {"axis": (0,)})],
     _ref_var,
-    errors=_axis_errors() + [ErrorSample([_I], {}, TypeError, "floating")])
+    errors=_axis_errors() + [ErrorSample([_I], {}, TypeError, "floating"),
+                             ErrorSample([_X], {"correction": math.inf}, ValueError,
+                                         "correction must be finite")])
 
 register_samples(
     "reduce_norm",
@@ -291,3 +294,271 @@ for _name, _fn in [("cumsum", np.cumsum), ("cumprod", np.cumprod)]:
         errors=[ErrorSample([_X], {"dim": 2}, ValueError, "out of range"),
                 ErrorSample([_X], {}, TypeError, "missing.*dim"),
                 ErrorSample([_B], {"dim": 0}, TypeError, "numeric")])
+
+
+# -- cummax / cummin ----------------------------------------------------------------------------
+
+def _ref_cumext(larger):
+    """A plain loop of torch's rule: take x_i when it ties or beats the running value, or is nan."""
+    def ref(x, dim):
+        x = np.asarray(x)
+        if x.ndim == 0:
+            return x, np.asarray(0)
+        xm = np.moveaxis(x, dim, -1)
+        vals, idx = np.empty_like(xm), np.zeros(xm.shape, np.int64)
+        for pos in np.ndindex(*xm.shape[:-1]):
+            best, bi = None, 0
+            for i, v in enumerate(xm[pos]):
+                nan_v = xm.dtype.kind == "f" and np.isnan(v)
+                if best is None or nan_v or ((v >= best) if larger else (v <= best)):
+                    best, bi = v, i
+                vals[pos + (i,)], idx[pos + (i,)] = best, bi
+        return np.moveaxis(vals, -1, dim), np.moveaxis(idx, -1, dim)
+    return ref
+
+
+# ties (float and int), nan (propagates; later nans take the index), a 0-d and an empty input;
+# gradients on distinct values only (at a tie the selected entry is not the central difference)
+_CUMEXT_SAMPLES = [Sample([_X], {"dim": 0}), Sample([_X], {"dim": -1}), Sample([_X3], {"dim": 1}),
+                   Sample([_X64], {"dim": 1}), Sample([_XH], {"dim": 0}), Sample([_I], {"dim": 1}),
+                   Sample([_TIES], {"dim": 1}), Sample([_U8], {"dim": 0}),
+                   Sample([_B], {"dim": 1}),
+                   Sample([_FTIES], {"dim": 1}, grad=False),
+                   Sample([np.array([1.0, np.nan, 3.0, np.nan, -1.0], np.float32)], {"dim": 0},
+                          grad=False),
+                   Sample([_S], {"dim": 0}), Sample([_E], {"dim": 0}), Sample([_E], {"dim": 1})]
+for _name, _larger in [("cummax", True), ("cummin", False)]:
+    register_samples(
+        _name, _CUMEXT_SAMPLES, _ref_cumext(_larger),
+        errors=[ErrorSample([_X], {"dim": 2}, ValueError, "out of range"),
+                ErrorSample([_X], {}, TypeError, "missing.*dim")])
+
+
+# -- logcumsumexp ---------------------------------------------------------------------------------
+
+def _ref_logcumsumexp(x, dim):
+    x = np.asarray(x)
+    if x.ndim == 0:
+        return x
+    with np.errstate(invalid="ignore"):  # inf - inf inside logaddexp: the result is right
+        return np.logaddexp.accumulate(x.astype(np.float64), axis=dim)
+
+
+register_samples(
+    "logcumsumexp",
+    [Sample([_X], {"dim": 0}), Sample([_X], {"dim": -1}), Sample([_X3], {"dim": 1}),
+     Sample([_X64 * 300], {"dim": 1}, name="large values"), Sample([_XH], {"dim": 1}),
+     Sample([np.array([-1000.0, 0.0, -3.0, 2.0])], {"dim": 0}, name="no underflow of -1000"),
+     # -inf entries: finite results, but x +- h stays -inf, so finite differences are nan
+     Sample([np.array([[-np.inf, 1.0, -np.inf], [0.5, -np.inf, -1.0]])], {"dim": 1},
+            name="-inf entries, finite results", grad=False),
+     Sample([np.array([1.0, np.inf, np.nan, -np.inf], np.float32)], {"dim": 0}, grad=False),
+     Sample([_S], {"dim": 0}), Sample([_E], {"dim": 0}), Sample([_E], {"dim": 1})],
+    _ref_logcumsumexp,
+    errors=[ErrorSample([_X], {"dim": 2}, ValueError, "out of range"),
+            ErrorSample([_I], {"dim": 0}, TypeError, "floating")])
+
+
+# -- kthvalue / median_dim / mode ------------------------------------------------------------------
+
+def _slices(x, axis, keepdim, pick):
+    """Apply ``pick(slice) -> (value, index)`` to every 1-d slice along axis (a plain loop)."""
+    x = np.asarray(x)
+    if x.ndim == 0:
+        return x, np.asarray(0)
+    xm = np.moveaxis(x, axis, -1)
+    vals, idx = np.empty(xm.shape[:-1], x.dtype), np.zeros(xm.shape[:-1], np.int64)
+    for pos in np.ndindex(*xm.shape[:-1]):
+        vals[pos], idx[pos] = pick(xm[pos])
+    if keepdim:
+        vals, idx = np.expand_dims(vals, axis), np.expand_dims(idx, axis)
+    return vals, idx
+
+
+def _isnan_np(v):
+    return np.isnan(v) if v.dtype.kind == "f" else np.zeros(v.shape, bool)
+
+
+def _nth(v, k):
+    """The k-th (0-based) entry in stable ascending order with nans last."""
+    order = [i for i in range(len(v)) if not _isnan_np(v)[i]]
+    order.sort(key=lambda i: v[i])  # Python's sort is stable
+    order += [i for i in range(len(v)) if _isnan_np(v)[i]]
+    return v[order[k]], order[k]
+
+
+def _ref_kth(x, axis, k, keepdim=False):
+    return _slices(x, axis, keepdim, lambda v: _nth(v, k - 1))
+
+
+def _ref_median(x, axis, keepdim=False, ignore_nan=False):
+    def pick(v):
+        c = int((~_isnan_np(v)).sum())
+        if c == len(v) or (ignore_nan and c):
+            return _nth(v, (c - 1) // 2)
+        return _nth(v, c if not ignore_nan else (len(v) - 1) // 2)
+    return _slices(x, axis, keepdim, pick)
+
+
+def _ref_mode(x, axis, keepdim=False):
+    def pick(v):
+        best = None
+        for i in range(len(v)):  # nan equals nothing: a count of 1
+            same = [j for j in range(len(v)) if v[j] == v[i]] or [i]
+            key = (-len(same), v[i] if not _isnan_np(v)[i] else np.inf, _isnan_np(v)[i])
+            if best is None or key < best[0]:
+                best = (key, v[i], max(same))
+        return best[1], best[2]
+    return _slices(x, axis, keepdim, pick)
+
+
+_NAN_ROWS = np.array([[1.0, np.nan, 3.0, np.nan, 0.0], [np.nan] * 5, [1.0, 2.0, np.nan, 4.0, 3.0]],
+                     np.float32)
+_ORDER_SAMPLES = [Sample([_X], {"axis": 1}), Sample([_X3], {"axis": -2}),
+                  Sample([_X3], {"axis": 0, "keepdim": True}), Sample([_X64], {"axis": 0}),
+                  Sample([_XH], {"axis": 1}), Sample([_S], {"axis": 0}),
+                  Sample([_S], {"axis": -1, "keepdim": True}),
+                  # ties and nans: the index is the stable order's; no finite differences
+                  Sample([_TIES], {"axis": 1}), Sample([_I32], {"axis": 2}),
+                  Sample([_U8], {"axis": 0}), Sample([_FTIES], {"axis": 1}, grad=False),
+                  Sample([_NAN_ROWS], {"axis": 1}, grad=False)]
+_ORDER_ERRORS = [ErrorSample([_X], {"axis": 2}, ValueError, "out of range"),
+                 ErrorSample([_E], {"axis": 0}, ValueError, "size 0")]
+register_samples(
+    "kthvalue",
+    [Sample(s.inputs, {**s.attrs, "k": 1 + i % 2}, grad=s.grad)
+     for i, s in enumerate(_ORDER_SAMPLES) if s.inputs[0] is not _S]
+    + [Sample([_S], {"axis": 0, "k": 1}), Sample([_X], {"axis": 1, "k": 4}),
+       Sample([_NAN_ROWS], {"axis": 1, "k": 4}, grad=False)],
+    _ref_kth,
+    errors=[ErrorSample(e.inputs, {**e.attrs, "k": 1}, e.exc, e.match) for e in _ORDER_ERRORS]
+    + [ErrorSample([_X], {"axis": 1, "k": 5}, ValueError, "k=5"),
+                            ErrorSample([_X], {"axis": 1, "k": 0}, ValueError, "k=0")])
+register_samples(
+    "median_dim",
+    _ORDER_SAMPLES + [Sample([_NAN_ROWS], {"axis": 1, "ignore_nan": True}, grad=False),
+                      Sample([_X], {"axis": 0, "ignore_nan": True})],
+    _ref_median, errors=_ORDER_ERRORS)
+register_samples(
+    "mode",
+    _ORDER_SAMPLES + [Sample([_i(4, 9, lo=0, hi=3)], {"axis": 1}),
+                      Sample([_FTIES3], {"axis": 1}, grad=False)],
+    _ref_mode, errors=_ORDER_ERRORS)
+
+
+# -- searchsorted ---------------------------------------------------------------------------------
+
+def _ref_searchsorted(seq, values, right=False, out_int32=False):
+    """np.searchsorted per row (nan-free inputs: there NumPy's order is PyTorch's)."""
+    seq, values = np.asarray(seq), np.asarray(values)
+    side = "right" if right else "left"
+    if seq.ndim == 1:
+        out = np.searchsorted(seq, values, side=side)
+    else:
+        s2, v2 = seq.reshape(-1, seq.shape[-1]), values.reshape(-1, values.shape[-1])
+        out = np.stack([np.searchsorted(a, b, side=side) for a, b in zip(s2, v2)]
+                       ).reshape(values.shape)
+    return out.astype(np.int32 if out_int32 else np.int64)
+
+
+_SEQ = np.array([-1.5, 0.0, 0.0, 0.5, 2.0, 2.0, 3.0], np.float32)
+_VALS = np.array([[-2.0, 0.0, 0.25], [2.0, 3.0, 9.0]], np.float32)
+_SEQ2 = np.sort(_f(2, 3, 5), axis=-1)
+_VALS2 = _f(2, 3, 4)
+register_samples(
+    "searchsorted",
+    [Sample([_SEQ, _VALS]), Sample([_SEQ, _VALS], {"right": True}),
+     Sample([_SEQ, _VALS], {"out_int32": True}), Sample([_SEQ2, _VALS2]),
+     Sample([_SEQ2, _VALS2], {"right": True}),
+     Sample([np.sort(_i(9)), _i(2, 5)], {"right": True}),
+     Sample([_SEQ.astype(np.float64), np.array(0.0)]), Sample([_SEQ[:1], _VALS]),
+     Sample([np.zeros((0,), np.float32), _VALS])],
+    _ref_searchsorted,
+    errors=[ErrorSample([np.array(1.0, np.float32), _VALS], {}, ValueError,
+                        "at least one dimension"),
+            ErrorSample([_SEQ2, _VALS], {}, ValueError, "leading dimensions"),
+            ErrorSample([_SEQ, _VALS.astype(np.float64)], {}, TypeError, "one dtype")])
+
+
+# -- histc / bincount ----------------------------------------------------------------------------
+
+def _ref_histc(x, bins=100, min=0.0, max=0.0):  # noqa: A002
+    """np.histogram over the same range (its last bin is closed, as torch's)."""
+    dtype = np.asarray(x).dtype
+    x = np.asarray(x, np.float64).reshape(-1)
+    lo, hi = min, max
+    if lo == hi and x.size:
+        lo, hi = np.nanmin(x), np.nanmax(x)
+    if lo == hi:
+        lo, hi = lo - 1, hi + 1
+    x = x[~np.isnan(x)]
+    return np.histogram(x, bins=bins, range=(lo, hi))[0].astype(dtype)
+
+
+register_samples(
+    "histc",
+    [Sample([_f(50)], {"bins": 7}), Sample([_f(4, 6)], {"bins": 5, "min": -1.0, "max": 1.0}),
+     Sample([_f(30, dtype=np.float64)], {"bins": 4, "min": -3.0, "max": 0.5}),
+     Sample([np.array([1.0, 1.0, 1.0], np.float32)], {"bins": 4}, name="a point range"),
+     Sample([np.array([0.0, 0.25, 0.5, 0.75, 1.0, np.nan, 2.0], np.float32)],
+            {"bins": 4, "min": 0.0, "max": 1.0}, name="values on edges, nan, outside"),
+     Sample([_XH], {"bins": 3}), Sample([np.zeros((0,), np.float32)], {"bins": 3})],
+    _ref_histc,
+    errors=[ErrorSample([_f(5)], {"bins": 0}, ValueError, "bins must be > 0"),
+            ErrorSample([_f(5)], {"min": 1.0, "max": 0.0}, ValueError, "max must be larger"),
+            ErrorSample([_I], {"bins": 3}, TypeError, "floating")])
+
+
+def _ref_bincount(x, weights=None, length=0):
+    out = np.bincount(np.asarray(x), weights=weights, minlength=length)[:length]
+    return out.astype(np.int64 if weights is None else np.asarray(weights).dtype)
+
+
+_BX = _i(12, lo=0, hi=6)
+register_samples(
+    "bincount",
+    [Sample([_BX, None], {"length": 6}), Sample([_BX, None], {"length": 9}),
+     Sample([_BX, _f(12)], {"length": 6}), Sample([_BX, _f(12, dtype=np.float64)], {"length": 7}),
+     Sample([_BX.astype(np.uint8), None], {"length": 6}),
+     Sample([np.zeros((0,), np.int64), None], {"length": 2})],
+    _ref_bincount,
+    errors=[ErrorSample([_I, None], {"length": 3}, ValueError, "1-d"),
+            ErrorSample([_f(4), None], {"length": 3}, TypeError, "input"),
+            ErrorSample([_BX, _f(3)], {"length": 6}, ValueError, "weights must be")])
+
+
+# -- unique ------------------------------------------------------------------------------------
+
+def _ref_unique(x, size, consecutive=False):
+    """A plain loop: runs of equal neighbours of the (stably sorted) flattened x."""
+    x = np.asarray(x)
+    flat = x.reshape(-1)
+    order = np.arange(flat.size) if consecutive else np.argsort(flat, kind="stable")
+    values, counts, inverse = [], [], np.zeros(flat.size, np.int64)
+    for pos in order:
+        v = flat[pos]
+        if not values or not values[-1] == v:  # nan == nan is False: a new value
+            values.append(v)
+            counts.append(0)
+        counts[-1] += 1
+        inverse[pos] = len(values) - 1
+    return (np.array(values, x.dtype).reshape(-1), inverse.reshape(x.shape),
+            np.array(counts, np.int64).reshape(-1))
+
+
+_UX = _i(3, 5, lo=0, hi=4)
+_UNAN = np.array([2.0, np.nan, 1.0, np.nan, 2.0, 2.0], np.float32)
+
+
+def _u(x, consecutive=False):
+    """A sample whose size attr is the data's number of distinct values (or runs)."""
+    return Sample([x], {"size": len(_ref_unique(x, 0, consecutive)[0]),
+                        "consecutive": consecutive})
+
+
+register_samples(
+    "unique",
+    [_u(_UX), _u(_UX, True), _u(_UNAN), _u(_UNAN, True), _u(_B), _u(_B, True),
+     _u(np.array(1.5, np.float32)), _u(np.zeros((0,), np.float32))],
+    _ref_unique,
+    errors=[ErrorSample([_UX], {}, TypeError, "missing.*size")])

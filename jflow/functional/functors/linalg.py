@@ -1,0 +1,800 @@
+"""Functors of linear algebra: products with a scaled accumulator (``addmm`` & co.), ``einsum``
+and the contractions built on it (``tensordot``, ``kron``, ``inner``), diagonals, ``cross``,
+``cdist``, ``multi_dot``, and ``torch.linalg`` (``linalg_*`` entries, exposed as
+``flow.linalg.<name>`` by :mod:`jflow.linalg`).
+
+Where a composition of existing ops has the right gradient it is used (``addmm`` = beta *
+input + alpha * mm, ``det`` = sign * exp(logabsdet), ``pinv`` through the SVD, norms through
+``reduce_norm`` and the singular values); factorizations are ops of their own
+(:mod:`jflow.ops.linalg`). Linalg functions take float32 / float64 only, as PyTorch's CPU
+kernels, and eager calls check the result where PyTorch's LAPACK call would report an error
+(singular matrix, not positive-definite).
+"""
+
+from __future__ import annotations
+
+import math
+import string
+from typing import Any
+
+import jax.numpy as jnp
+import numpy as np
+from jax.core import Tracer
+
+from ...ops import get
+from ...tensor import Tensor
+from ..promotion import cast, promote, scalar_tensor
+from ..registry import functor
+from .matmul import bmm, matmul, mm, mv
+
+_einsum = get("einsum").apply
+_diag_embed = get("diag_embed").apply
+_inv = get("linalg_inv").apply
+_slogdet = get("linalg_slogdet").apply
+_det = get("linalg_det").apply
+_solve = get("linalg_solve").apply
+_cholesky = get("linalg_cholesky").apply
+_qr = get("linalg_qr").apply
+_svd = get("linalg_svd").apply
+_eigh = get("linalg_eigh").apply
+_mul, _add, _sub, _div = (get(n).apply for n in ("mul", "add", "sub", "div"))
+_abs, _gt, _where = (get(n).apply for n in ("abs", "gt", "where"))
+_rsum, _rmax, _rmin = (get(n).apply for n in ("reduce_sum", "reduce_max", "reduce_min"))
+_rnorm, _reshape, _transpose = (get(n).apply for n in ("reduce_norm", "reshape", "transpose"))
+_narrow, _expand, _roll, _cast = (get(n).apply for n in ("narrow", "expand", "roll", "cast"))
+_full = get("full").apply
+
+_LINALG_DTYPES = (np.dtype(np.float32), np.dtype(np.float64))
+_TORCH_NAMES = {"int64": "Long", "int32": "Int", "int16": "Short", "int8": "Char",
+                "uint8": "Byte", "bool": "Bool", "float16": "Half", "bfloat16": "BFloat16"}
+
+
+# -- shared helpers ---------------------------------------------------------------------------
+
+def _nd(t: Tensor) -> int:
+    return t._value.ndim
+
+
+def _shape(t: Tensor) -> tuple[int, ...]:
+    return tuple(int(s) for s in t._value.shape)
+
+
+def _float_input(fname: str, t: Tensor, arg: str = "A") -> None:
+    if t._value.dtype not in _LINALG_DTYPES:
+        name = _TORCH_NAMES.get(t._value.dtype.name, t._value.dtype.name)
+        raise TypeError(f"{fname}: Expected a float32 or float64 tensor as argument '{arg}'. "
+                        f"Got {name}")
+
+
+def _matrix_input(fname: str, t: Tensor, arg: str = "A", square: bool = False) -> None:
+    _float_input(fname, t, arg)
+    s = _shape(t)
+    if len(s) < 2:
+        raise ValueError(f"{fname}: argument '{arg}' must have at least 2 dimensions, got "
+                         f"shape {s}")
+    if square and s[-1] != s[-2]:
+        raise ValueError(f"{fname}: argument '{arg}' must be batches of square matrices, but "
+                         f"they are {s[-2]} by {s[-1]} matrices")
+
+
+def _scalar(v: Any, like: Tensor) -> Tensor:
+    return scalar_tensor(v, like._value.dtype)
+
+
+def _mT(t: Tensor) -> Tensor:
+    nd = _nd(t)
+    return _transpose(t, perm=tuple(range(nd - 2)) + (nd - 1, nd - 2))
+
+
+def _bmm(a: Tensor, b: Tensor) -> Tensor:
+    return matmul(a, b, False, False, 1.0)
+
+
+def _eager(*ts: Tensor) -> bool:
+    """Concrete local values (no tracer, no global tensor): a host check is possible."""
+    return all(not isinstance(t._value, Tracer) and getattr(t, "_global", None) is None
+               for t in ts)
+
+
+def _check_finite(fname: str, out: Tensor, inp: Tensor, what: str) -> None:
+    """PyTorch reports a failed LAPACK call (``info > 0``); XLA returns inf/nan instead, so an
+    eager call with a finite input and a non-finite result raises the same way."""
+    if _eager(out, inp) and not bool(jnp.isfinite(out._value).all()) \
+            and bool(jnp.isfinite(inp._value).all()):   # one bool to the host per call
+        raise RuntimeError(f"{fname}: {what}")
+
+
+def _broadcast_batch(fname: str, a: Tensor, b: Tensor, core_a: int, core_b: int
+                     ) -> tuple[Tensor, Tensor]:
+    """Expand the leading (batch) dims of ``a`` and ``b`` to their broadcast shape."""
+    sa, sb = _shape(a), _shape(b)
+    try:
+        batch = tuple(np.broadcast_shapes(sa[:len(sa) - core_a], sb[:len(sb) - core_b]))
+    except ValueError:
+        raise ValueError(f"{fname}: the batch dimensions of {sa} and {sb} cannot be broadcast "
+                         f"together") from None
+    if sa[:len(sa) - core_a] != batch:
+        a = _expand(a, shape=batch + sa[len(sa) - core_a:])
+    if sb[:len(sb) - core_b] != batch:
+        b = _expand(b, shape=batch + sb[len(sb) - core_b:])
+    return a, b
+
+
+def _dim(fname: str, d: int, nd: int, arg: str = "dim") -> int:
+    if not -max(nd, 1) <= d < max(nd, 1):
+        raise IndexError(f"{fname}: Dimension out of range (expected to be in range of "
+                         f"[{-max(nd, 1)}, {max(nd, 1) - 1}], but got {d}) for argument '{arg}'")
+    return d % max(nd, 1)
+
+
+# -- addmm / addmv / addbmm / baddbmm ---------------------------------------------------------
+
+def _add_scaled(fname: str, input: Tensor, prod: Tensor, beta: Any, alpha: Any) -> Tensor:
+    """beta * input + alpha * prod, input broadcast to prod's shape; beta == 0 ignores input
+    (nan and inf included), as PyTorch."""
+    if input._value.dtype != prod._value.dtype:
+        raise TypeError(f"{fname}(): expected input and the product to have the same dtype, "
+                        f"got {input.dtype} and {prod.dtype}")
+    if prod._value.dtype.kind in "iub" and any(isinstance(v, float) for v in (beta, alpha)):
+        raise TypeError(f"{fname}(): for integral input tensors, arguments beta and alpha "
+                        f"must not be floating point numbers")
+    si, so = _shape(input), _shape(prod)
+    try:
+        ok = tuple(np.broadcast_shapes(si, so)) == so
+    except ValueError:
+        ok = False
+    if not ok:
+        raise ValueError(f"{fname}(): argument 'input' of shape {si} cannot be broadcast to the "
+                         f"product's shape {so}")
+    if alpha != 1:
+        prod = _mul(prod, _scalar(alpha, prod))
+    if beta == 0:
+        return prod
+    scaled = input if beta == 1 else _mul(input, _scalar(beta, input))
+    return _add(scaled, prod)
+
+
+@functor("Addmm")
+def addmm(input: Tensor, mat1: Tensor, mat2: Tensor, beta: Any, alpha: Any) -> Tensor:
+    """torch.addmm: beta * input + alpha * (mat1 @ mat2) for 2-D mat1, mat2."""
+    return _add_scaled("addmm", input, mm(mat1, mat2), beta, alpha)
+
+
+@functor("Addmv")
+def addmv(input: Tensor, mat: Tensor, vec: Tensor, beta: Any, alpha: Any) -> Tensor:
+    """torch.addmv: beta * input + alpha * (mat @ vec)."""
+    return _add_scaled("addmv", input, mv(mat, vec), beta, alpha)
+
+
+@functor("Baddbmm")
+def baddbmm(input: Tensor, batch1: Tensor, batch2: Tensor, beta: Any, alpha: Any) -> Tensor:
+    """torch.baddbmm: beta * input + alpha * bmm(batch1, batch2)."""
+    return _add_scaled("baddbmm", input, bmm(batch1, batch2), beta, alpha)
+
+
+@functor("Addbmm")
+def addbmm(input: Tensor, batch1: Tensor, batch2: Tensor, beta: Any, alpha: Any) -> Tensor:
+    """torch.addbmm: beta * input + alpha * sum_b batch1[b] @ batch2[b]."""
+    return _add_scaled("addbmm", input, _rsum(bmm(batch1, batch2), axis=(0,), keepdim=False),
+                       beta, alpha)
+
+
+# -- einsum and contractions ------------------------------------------------------------------
+
+def _same_dtype(fname: str, ts: Any) -> None:
+    d = ts[0]._value.dtype
+    for k, t in enumerate(ts[1:], 1):
+        if t._value.dtype != d:
+            raise TypeError(f"{fname}(): expected all operands to have the same dtype, got "
+                            f"{ts[0].dtype} and {t.dtype} (operand {k}); cast one")
+
+
+def _canonical_einsum(equation: str, operands: Any) -> tuple[str, list[Tensor]]:
+    """PyTorch's einsum grammar (spaces, ``...`` broadcasting, implicit output) as the op's
+    explicit letters-only equation; size-1 ellipsis dims are expanded to the broadcast size."""
+    eq = equation.replace(" ", "")
+    lhs, arrow, rhs = eq.partition("->")
+    terms = lhs.split(",")
+    if len(terms) != len(operands):
+        raise ValueError("einsum(): more operands were provided than specified in the "
+                         "equation" if len(operands) > len(terms) else
+                         "einsum(): fewer operands were provided than specified in the "
+                         "equation")
+    letters = set(c for c in eq if c.isalpha())
+    bad = set(eq) - letters - set(".,->")
+    if bad:
+        raise ValueError(f"einsum(): invalid subscript {sorted(bad)[0]!r} in {equation!r}: "
+                         f"subscripts must be letters in [a-zA-Z]")
+    free = [c for c in string.ascii_letters if c not in letters]
+    ell_n = []
+    for t, x in zip(terms, operands):
+        n_let = len(t.replace("...", ""))
+        if t.count("...") > 1 or t.replace("...", "").count(".") or \
+                ("..." not in t and n_let != _nd(x)) or n_let > _nd(x):
+            raise ValueError(f"einsum(): the subscripts {t!r} do not match operand of shape "
+                             f"{_shape(x)}")
+        ell_n.append(_nd(x) - n_let if "..." in t else 0)
+    ne = max(ell_n, default=0)
+    ell = "".join(free[:ne])
+    ell_sizes = [1] * ne      # each operand's ellipsis dims are right-aligned
+    new_terms = []
+    for t, x, k in zip(terms, operands, ell_n):
+        if "..." in t:
+            pre = t.index("...")
+            sub = _shape(x)[pre:pre + k]
+            for j, n in enumerate(sub):
+                pos = ne - k + j
+                if n != 1:
+                    if ell_sizes[pos] not in (1, n):
+                        raise ValueError(f"einsum(): operands do not broadcast with remapped "
+                                         f"shapes; the ellipsis dims {sub} do not match")
+                    ell_sizes[pos] = n
+            t = t.replace("...", ell[ne - k:])
+        new_terms.append(t)
+    ops = []
+    for t, x, k in zip(terms, operands, ell_n):  # expand size-1 ellipsis dims
+        if k:
+            want = list(_shape(x))
+            pre = t.index("...")
+            for j in range(k):
+                want[pre + j] = ell_sizes[ne - k + j]
+            if tuple(want) != _shape(x):
+                x = _expand(x, shape=tuple(want))
+        ops.append(x)
+    if arrow:
+        if rhs.count("...") > 1 or rhs.replace("...", "").count("."):
+            raise ValueError(f"einsum(): invalid output subscripts in {equation!r}")
+        out = rhs.replace("...", ell)   # without '...' the ellipsis dims are summed out
+    else:
+        counts: dict[str, int] = {}
+        for t in terms:
+            for c in t.replace("...", ""):
+                counts[c] = counts.get(c, 0) + 1
+        out = ell + "".join(sorted(c for c, n in counts.items() if n == 1))
+    return ",".join(new_terms) + "->" + out, ops
+
+
+@functor("Einsum")
+def einsum(equation: str, operands: Any) -> Tensor:
+    """torch.einsum: PyTorch's full equation grammar, lowered to one ``einsum`` op."""
+    operands = list(operands)
+    if not operands:
+        raise ValueError("einsum(): must provide at least one operand")
+    _same_dtype("einsum", operands)
+    eq, ops = _canonical_einsum(equation, operands)
+    return _einsum(ops, equation=eq)
+
+
+@functor("TensorDot")
+def tensordot(a: Tensor, b: Tensor, dims_a: Any, dims_b: Any) -> Tensor:
+    """torch.tensordot with explicit dim lists (``flow.tensordot`` turns ``dims=n`` into the
+    last n dims of ``a`` and the first n of ``b``)."""
+    if len(dims_a) != len(dims_b):
+        raise ValueError(f"tensordot(): both dimension lists should have the same length, got "
+                         f"{len(dims_a)} and {len(dims_b)}")
+    a, b = promote(a, b)
+    na, nb = _nd(a), _nd(b)
+    da = [_dim("tensordot", d, na, "dims") for d in dims_a]
+    db = [_dim("tensordot", d, nb, "dims") for d in dims_b]
+    la = list(string.ascii_letters[:na])
+    lb = list(string.ascii_letters[na:na + nb])
+    for i, j in zip(da, db):
+        if _shape(a)[i] != _shape(b)[j]:
+            raise ValueError(f"tensordot(): contracted dimensions need to match, but first has "
+                             f"size {_shape(a)[i]} in dim {i} and second has size "
+                             f"{_shape(b)[j]} in dim {j}")
+        lb[j] = la[i]
+    out = [c for k, c in enumerate(la) if k not in da] + \
+          [c for k, c in enumerate(lb) if k not in db]
+    return _einsum([a, b], equation="".join(la) + "," + "".join(lb) + "->" + "".join(out))
+
+
+@functor("Kron")
+def kron(input: Tensor, other: Tensor) -> Tensor:
+    """torch.kron: the Kronecker product (ranks padded with leading 1s), one einsum + reshape."""
+    a, b = promote(input, other)
+    nd = max(_nd(a), _nd(b))
+    sa = (1,) * (nd - _nd(a)) + _shape(a)
+    sb = (1,) * (nd - _nd(b)) + _shape(b)
+    a, b = _reshape(a, shape=sa), _reshape(b, shape=sb)
+    la, lb = string.ascii_lowercase[:nd], string.ascii_uppercase[:nd]
+    out = _einsum([a, b], equation=f"{la},{lb}->" + "".join(x + y for x, y in zip(la, lb)))
+    return _reshape(out, shape=tuple(x * y for x, y in zip(sa, sb)))
+
+
+@functor("Inner")
+def inner(input: Tensor, other: Tensor) -> Tensor:
+    """torch.inner: the sum over the last dims; a 0-d operand multiplies."""
+    a, b = promote(input, other)
+    if _nd(a) == 0 or _nd(b) == 0:
+        return _mul(a, b)
+    if _shape(a)[-1] != _shape(b)[-1]:
+        raise ValueError(f"inner() the last dimension must match on both input tensors but got "
+                         f"shapes {list(_shape(a))} and {list(_shape(b))}")
+    la = string.ascii_lowercase[:_nd(a) - 1]
+    lb = string.ascii_uppercase[:_nd(b) - 1]
+    return _einsum([a, b], equation=f"{la}z,{lb}z->{la}{lb}")
+
+
+@functor("Vdot")
+def vdot(input: Tensor, other: Tensor) -> Tensor:
+    """torch.vdot: the dot product of two 1-D tensors (the conjugate is a no-op for reals)."""
+    for arg, t in (("input", input), ("other", other)):
+        if _nd(t) != 1:
+            raise ValueError(f"vdot(): argument '{arg}' must be a 1-D tensor, got a "
+                             f"{_nd(t)}-D tensor")
+    if input._value.dtype != other._value.dtype:
+        raise TypeError(f"vdot(): expected both vectors to have same dtype, but found "
+                        f"{input.dtype} and {other.dtype}")
+    if _shape(input) != _shape(other):
+        raise ValueError(f"vdot(): inconsistent tensor size, expected tensor [{_shape(input)[0]}]"
+                         f" and src [{_shape(other)[0]}] to have the same number of elements")
+    return get("dot").apply(input, other)
+
+
+@functor("LinalgMultiDot")
+def multi_dot(tensors: Any) -> Tensor:
+    """torch.linalg.multi_dot: a 1-D first (last) operand is a row (column) vector and that
+    dim is dropped from the result. Products run left to right."""
+    return _multi_dot(list(tensors), "linalg.multi_dot")
+
+
+def _multi_dot(ts: list[Tensor], fname: str) -> Tensor:
+    if len(ts) < 2:
+        raise ValueError(f"{fname}(): expected at least 2 tensors but got {len(ts)}")
+    for k, t in enumerate(ts):
+        ok = _nd(t) == 2 or (_nd(t) == 1 and k in (0, len(ts) - 1))
+        if not ok:
+            raise ValueError(f"{fname}(): tensor {k} must be 2-D (only the first and last may "
+                             f"be 1-D), got {_nd(t)}-D")
+    _same_dtype(fname, ts)
+    first_vec, last_vec = _nd(ts[0]) == 1, _nd(ts[-1]) == 1
+    if first_vec:
+        ts[0] = _reshape(ts[0], shape=(1,) + _shape(ts[0]))
+    if last_vec:
+        ts[-1] = _reshape(ts[-1], shape=_shape(ts[-1]) + (1,))
+    out = ts[0]
+    for k, t in enumerate(ts[1:], 1):
+        if _shape(out)[-1] != _shape(t)[0]:
+            raise ValueError(f"{fname}(): tensors {k - 1} and {k} cannot be multiplied "
+                             f"({_shape(out)} and {_shape(t)})")
+        out = mm(out, t)
+    s = _shape(out)
+    s = s[1:] if first_vec else s
+    s = s[:-1] if last_vec else s
+    return _reshape(out, shape=s) if s != _shape(out) else out
+
+
+@functor("ChainMatmul")
+def chain_matmul(matrices: Any) -> Tensor:
+    """torch.chain_matmul (deprecated there for linalg.multi_dot): 2-D matrices only."""
+    ts = list(matrices)
+    if len(ts) == 1:
+        if _nd(ts[0]) != 2:
+            raise ValueError(f"chain_matmul(): Expected 2-D matrices, got {_nd(ts[0])}-D")
+        return ts[0]
+    for k, t in enumerate(ts):
+        if _nd(t) != 2:
+            raise ValueError(f"chain_matmul(): Tensor dimension is {_nd(t)}, expected 2 "
+                             f"instead (matrix {k})")
+    return _multi_dot(ts, "chain_matmul")
+
+
+# -- diagonals ----------------------------------------------------------------------------------
+
+def _diag_part(x: Tensor, offset: int) -> Tensor:
+    """A copy of the offset diagonal of the last two dims (narrow to the square block, then
+    ``...ii->...i``), so the gradient flows through ops, not a view."""
+    s = _shape(x)
+    nd = len(s)
+    r, c = s[-2], s[-1]
+    r0, c0 = (0, offset) if offset >= 0 else (-offset, 0)
+    n = max(0, min(r - r0, c - c0))
+    x = _narrow(_narrow(x, dim=nd - 2, start=min(r0, r), length=n), dim=nd - 1,
+                start=min(c0, c), length=n)
+    b = string.ascii_lowercase[:nd - 2]
+    return _einsum([x], equation=f"{b}zz->{b}z")
+
+
+@functor("Diag")
+def diag(input: Tensor, diagonal: int) -> Tensor:
+    """torch.diag: a 1-D input becomes a matrix with it on the ``diagonal``; a 2-D input gives
+    that diagonal (a copy)."""
+    if _nd(input) == 1:
+        return _diag_embed(input, offset=diagonal)
+    if _nd(input) == 2:
+        return _diag_part(input, diagonal)
+    raise ValueError(f"diag(): Supports 1D or 2D tensors. Got {_nd(input)}D")
+
+
+@functor("DiagEmbed")
+def diag_embed(input: Tensor, offset: int, dim1: int, dim2: int) -> Tensor:
+    """torch.diag_embed: the last dim on the ``offset`` diagonal of the planes (dim1, dim2) of
+    a result with one more dim."""
+    nd = _nd(input) + 1
+    d1, d2 = _dim("diag_embed", dim1, nd, "dim1"), _dim("diag_embed", dim2, nd, "dim2")
+    if d1 == d2:
+        raise ValueError(f"diag_embed(): diagonal dimensions cannot be identical {dim1}, {dim2}")
+    y = _diag_embed(input, offset=offset)
+    if (d1, d2) == (nd - 2, nd - 1):
+        return y
+    perm, rest = [0] * nd, iter(range(nd - 2))
+    for k in range(nd):
+        perm[k] = nd - 2 if k == d1 else nd - 1 if k == d2 else next(rest)
+    return _transpose(y, perm=tuple(perm))
+
+
+@functor("Trace")
+def trace(input: Tensor) -> Tensor:
+    """torch.trace: the sum of the main diagonal of a 2-D input (integers sum as int64)."""
+    if _nd(input) != 2:
+        raise ValueError(f"trace(): expected a matrix, but got tensor with dim {_nd(input)}")
+    x = cast(input, np.dtype(np.int64)) if input._value.dtype.kind in "iub" else input
+    return _rsum(_diag_part(x, 0), axis=(0,), keepdim=False)
+
+
+# -- cross / cdist ----------------------------------------------------------------------------
+
+def _cross(fname: str, input: Tensor, other: Tensor, dim: int | None) -> Tensor:
+    a, b = promote(input, other)
+    if _nd(a) != _nd(b):
+        raise ValueError(f"{fname}: inputs must have the same number of dimensions, got "
+                         f"{_nd(a)} and {_nd(b)}")
+    a, b = _broadcast_batch(fname, a, b, 0, 0)
+    s = _shape(a)
+    if dim is None:  # torch.cross's deprecated default: the first dim of size 3
+        dim = next((i for i, n in enumerate(s) if n == 3), None)
+        if dim is None:
+            raise ValueError(f"{fname}: no dimension of size 3 in input")
+    d = _dim(fname, dim, len(s))
+    if s[d] != 3:
+        raise ValueError(f"{fname}: inputs dimension {dim} must have length 3. Got "
+                         f"{_shape(input)[d]} and {_shape(other)[d]}")
+    # c_i = a_{i+1} b_{i+2} - a_{i+2} b_{i+1}
+    r = lambda t, k: _roll(t, shifts=(k,), axes=(d,))  # noqa: E731
+    return _sub(_mul(r(a, -1), r(b, -2)), _mul(r(a, -2), r(b, -1)))
+
+
+@functor("Cross")
+def cross(input: Tensor, other: Tensor, dim: int | None) -> Tensor:
+    """torch.cross: dim=None is the first dim of size 3 (PyTorch's deprecated default)."""
+    return _cross("cross", input, other, dim)
+
+
+@functor("LinalgCross")
+def linalg_cross(input: Tensor, other: Tensor, dim: int) -> Tensor:
+    """torch.linalg.cross: the cross product along ``dim`` (default -1), batch broadcast."""
+    return _cross("linalg.cross", input, other, dim)
+
+
+@functor("Cdist")
+def cdist(x1: Tensor, x2: Tensor, p: float, compute_mode: str | None) -> Tensor:
+    """torch.cdist: the p-norm distance of each row of x1 (..., P, M) to each row of x2
+    (..., R, M), batch dims broadcast; one broadcast difference and ``reduce_norm``, whatever
+    ``compute_mode`` (PyTorch's matmul form for p=2 is a speed path with less precision)."""
+    for arg, t in (("x1", x1), ("x2", x2)):
+        if _nd(t) < 2:
+            raise ValueError(f"cdist(): argument '{arg}' must have at least 2 dimensions, got "
+                             f"{_nd(t)}")
+        if t._value.dtype.kind not in "fV" and t._value.dtype.name != "bfloat16":
+            raise TypeError(f"cdist only supports floating-point dtypes, {arg} got: "
+                            f"{_TORCH_NAMES.get(t._value.dtype.name, t._value.dtype.name)}")
+    if _shape(x1)[-1] != _shape(x2)[-1]:
+        raise ValueError(f"cdist(): X1 and X2 must have the same number of columns. X1: "
+                         f"{_shape(x1)[-1]} X2: {_shape(x2)[-1]}")
+    if p < 0:
+        raise ValueError(f"cdist only supports non-negative p values, got {p}")
+    if compute_mode not in (None, "use_mm_for_euclid_dist_if_necessary", "use_mm_for_euclid_dist",
+                            "donot_use_mm_for_euclid_dist"):
+        raise ValueError(f"cdist(): {compute_mode!r} is not a valid value for compute_mode")
+    a, b = promote(x1, x2)
+    a, b = _broadcast_batch("cdist", a, b, 2, 2)
+    sa, sb = _shape(a), _shape(b)
+    diff = _sub(_reshape(a, shape=sa[:-1] + (1, sa[-1])),
+                _reshape(b, shape=sb[:-2] + (1,) + sb[-2:]))
+    return _rnorm(diff, ord=float(p), axis=(len(sa),), keepdim=False)
+
+
+# -- torch.linalg: inverses, determinants, solves -----------------------------------------------
+
+@functor("LinalgInv")
+def linalg_inv(A: Tensor) -> Tensor:
+    """torch.linalg.inv (and torch.inverse); a singular input raises in eager mode."""
+    _matrix_input("linalg.inv", A, square=True)
+    out = _inv(A)
+    _check_finite("linalg.inv", out, A, "The diagonal element of the LU factorization is zero, "
+                  "the inversion could not be completed because the input matrix is singular.")
+    return out
+
+
+@functor("LinalgSlogdet")
+def linalg_slogdet(A: Tensor) -> tuple[Tensor, Tensor]:
+    """torch.linalg.slogdet: (sign, log|det|); a singular input gives (0, -inf)."""
+    _matrix_input("linalg.slogdet", A, square=True)
+    return tuple(_slogdet(A))
+
+
+@functor("LinalgDet")
+def linalg_det(A: Tensor) -> Tensor:
+    """torch.linalg.det (and torch.det): an op of its own, not sign * exp(logabsdet), so that
+    the gradient is the cofactor matrix, finite at singular inputs as PyTorch's."""
+    _matrix_input("linalg.det", A, square=True)
+    return _det(A)
+
+
+@functor("LinalgSolve")
+def linalg_solve(A: Tensor, B: Tensor, left: bool) -> Tensor:
+    """torch.linalg.solve: X with A X = B (``left=False``: X A = B). B is a batch of vectors
+    when it is 1-D or has A's shape without the last dim; batch dims broadcast."""
+    _matrix_input("linalg.solve", A, square=True)
+    _float_input("linalg.solve", B, "B")
+    if A._value.dtype != B._value.dtype:
+        raise TypeError(f"linalg.solve: Expected A and B to have the same dtype, but found "
+                        f"A of type {A.dtype} and B of type {B.dtype} instead")
+    vec = _nd(B) == 1 or (left and _nd(B) == _nd(A) - 1 and _shape(B) == _shape(A)[:-1])
+    if vec:
+        B = _reshape(B, shape=_shape(B) + (1,))
+    if _nd(B) < 2:
+        raise ValueError("linalg.solve: argument 'B' must have at least 1 dimension")
+    if not left:   # X A = B  <=>  A^T X^T = B^T
+        A, B = _mT(A), _mT(B)
+    if _shape(B)[-2] != _shape(A)[-1]:
+        raise ValueError(f"linalg.solve: Incompatible shapes of A and B for the equation "
+                         f"{'AX = B' if left else 'XA = B'} ({_shape(A)} and {_shape(B)})")
+    a, b = _broadcast_batch("linalg.solve", A, B, 2, 2)
+    x = _solve(a, b)
+    _check_finite("linalg.solve", x, a, "The solver failed because the input matrix is "
+                  "singular.")
+    if not left:
+        x = _mT(x)
+    return _reshape(x, shape=_shape(x)[:-1]) if vec else x
+
+
+# -- factorizations --------------------------------------------------------------------------
+
+@functor("LinalgCholesky")
+def linalg_cholesky(A: Tensor, upper: bool) -> Tensor:
+    """torch.linalg.cholesky: reads the lower (``upper``: the upper) triangle; a matrix that
+    is not positive-definite raises in eager mode."""
+    _matrix_input("linalg.cholesky", A, square=True)
+    out = _cholesky(A, upper=upper)
+    _check_finite("linalg.cholesky", out, A, "The factorization could not be completed "
+                  "because the input is not positive-definite.")
+    return out
+
+
+@functor("LinalgQr")
+def linalg_qr(A: Tensor, mode: str) -> tuple[Tensor, Tensor]:
+    """torch.linalg.qr: mode 'reduced', 'complete', or 'r' (an empty Q)."""
+    _matrix_input("linalg.qr", A)
+    if mode not in ("reduced", "complete", "r"):
+        raise ValueError(f"linalg.qr: qr received unrecognized mode '{mode}' but expected one of "
+                         f"'reduced' (default), 'r', or 'complete'")
+    q, r = _qr(A, mode="reduced" if mode == "r" else mode)
+    if mode == "r":
+        q = _full(shape=(0,), value=0.0, dtype=A._value.dtype)
+    return q, r
+
+
+@functor("LinalgSvd")
+def linalg_svd(A: Tensor, full_matrices: bool) -> tuple[Tensor, Tensor, Tensor]:
+    """torch.linalg.svd: (U, S, Vh), S descending."""
+    _matrix_input("linalg.svd", A)
+    return tuple(_svd(A, full_matrices=full_matrices))
+
+
+@functor("LinalgSvdvals")
+def linalg_svdvals(A: Tensor) -> Tensor:
+    """torch.linalg.svdvals: the singular values (descending); the gradient is U dS V^T."""
+    _matrix_input("linalg.svdvals", A)
+    return _svd(A, full_matrices=False)[1]
+
+
+def _uplo(fname: str, UPLO: str) -> bool:
+    if UPLO not in ("L", "U"):
+        raise ValueError(f"{fname}: Expected UPLO argument to be 'L' or 'U', but got {UPLO}")
+    return UPLO == "U"
+
+
+@functor("LinalgEigh")
+def linalg_eigh(A: Tensor, UPLO: str) -> tuple[Tensor, Tensor]:
+    """torch.linalg.eigh: eigenvalues (ascending) and eigenvectors of the symmetric matrix
+    read from the ``UPLO`` triangle."""
+    _matrix_input("linalg.eigh", A, square=True)
+    return tuple(_eigh(A, upper=_uplo("linalg.eigh", UPLO)))
+
+
+@functor("LinalgEigvalsh")
+def linalg_eigvalsh(A: Tensor, UPLO: str) -> Tensor:
+    """torch.linalg.eigvalsh: the eigenvalues of :func:`linalg_eigh`."""
+    _matrix_input("linalg.eigvalsh", A, square=True)
+    return _eigh(A, upper=_uplo("linalg.eigvalsh", UPLO))[0]
+
+
+def _col(v: Tensor) -> Tensor:
+    s = _shape(v)
+    return _reshape(v, shape=s[:-1] + (1, s[-1]))
+
+
+def _tolerance(A: Tensor, s: Tensor, atol: float | None, rtol: float | None) -> Tensor:
+    """max(atol, rtol * s_max) per matrix (PyTorch's rule: rtol defaults to eps * max(m, n)
+    when atol is not given, else to 0), as a (..., 1) tensor."""
+    m, n = _shape(A)[-2:]
+    if rtol is None:
+        rtol = 0.0 if atol is not None and atol > 0 else \
+            float(np.finfo(A._value.dtype).eps) * max(m, n)
+    smax = _rmax(s, axis=(_nd(s) - 1,), keepdim=True) if _shape(s)[-1] else \
+        _full(shape=_shape(s)[:-1] + (1,), value=0.0, dtype=s._value.dtype)
+    tol = _mul(smax, _scalar(float(rtol), s))
+    if atol is not None:
+        tol = get("maximum").apply(tol, _scalar(float(atol), s))
+    return tol
+
+
+@functor("LinalgPinv")
+def linalg_pinv(A: Tensor, atol: float | None, rtol: float | None, hermitian: bool) -> Tensor:
+    """torch.linalg.pinv = V diag(1/s) U^T over the singular values above the tolerance; the
+    gradient comes through the SVD's (``hermitian`` only skips nothing: same result)."""
+    _matrix_input("linalg.pinv", A)
+    u, s, vh = _svd(A, full_matrices=False)
+    keep = _gt(s, _tolerance(A, s, atol, rtol))
+    one, zero = _scalar(1.0, s), _scalar(0.0, s)
+    s_inv = _where(keep, _div(one, _where(keep, s, one)), zero)
+    return _bmm(_mul(_mT(vh), _col(s_inv)), _mT(u))
+
+
+@functor("LinalgMatrixRank")
+def linalg_matrix_rank(A: Tensor, atol: float | None, rtol: float | None,
+                       hermitian: bool) -> Tensor:
+    """torch.linalg.matrix_rank: the number of singular values above the tolerance (int64)."""
+    _matrix_input("linalg.matrix_rank", A)
+    s = _svd(A, full_matrices=False)[1]
+    keep = _gt(s, _tolerance(A, s, atol, rtol))
+    return _rsum(_cast(keep, dtype=np.dtype(np.int64)), axis=(_nd(s) - 1,), keepdim=False)
+
+
+@functor("LinalgLstsq")
+def linalg_lstsq(A: Tensor, B: Tensor, rcond: float | None, driver: str | None
+                 ) -> tuple[Tensor, Tensor, Tensor, Tensor]:
+    """torch.linalg.lstsq: the minimum-norm least-squares solution pinv(A) @ B (what every
+    driver returns for a full-rank A; PyTorch's 'gels' assumes full rank). The other fields
+    follow PyTorch's CPU drivers (default 'gelsy'): ``residuals`` (squared residual norms,
+    when m > n and A has full rank) for all but 'gelsy', ``rank`` for all but 'gels',
+    ``singular_values`` for 'gelsd' / 'gelss'; an absent field is an empty tensor."""
+    _matrix_input("linalg.lstsq", A)
+    _float_input("linalg.lstsq", B, "B")
+    driver = "gelsy" if driver is None else driver
+    if driver not in ("gels", "gelsy", "gelsd", "gelss"):
+        raise ValueError(f"linalg.lstsq: parameter `driver` should be one of (gels, gelsy, "
+                         f"gelsd, gelss), got {driver!r}")
+    if A._value.dtype != B._value.dtype:
+        raise TypeError(f"linalg.lstsq: Expected A and B to have the same dtype, but found A of "
+                        f"type {A.dtype} and B of type {B.dtype} instead")
+    vec = _nd(B) == _nd(A) - 1
+    b = _reshape(B, shape=_shape(B) + (1,)) if vec else B
+    if _shape(b)[-2] != _shape(A)[-2]:
+        raise ValueError(f"linalg.lstsq: input.size(-2) should match other.size(-2), got "
+                         f"{_shape(A)[-2]} and {_shape(b)[-2]}")
+    a, b = _broadcast_batch("linalg.lstsq", A, b, 2, 2)
+    x = _bmm(linalg_pinv(a, None, rcond, False), b)
+    m, n = _shape(a)[-2:]
+    dt = a._value.dtype
+    empty = _full(shape=(0,), value=0.0, dtype=dt)
+    rank = _full(shape=(0,), value=0, dtype=np.dtype(np.int64)) if driver == "gels" else \
+        linalg_matrix_rank(a, None, rcond, False)
+    svals = _svd(a, full_matrices=False)[1] if driver in ("gelsd", "gelss") else empty
+    residuals = empty
+    full_rank = driver == "gels" or (_eager(rank) and bool(np.all(np.asarray(rank._value) == n)))
+    if driver != "gelsy" and m > n and full_rank:
+        r = _sub(_bmm(a, x), b)
+        residuals = _rsum(_mul(r, r), axis=(_nd(r) - 2,), keepdim=False)
+        if vec:
+            residuals = _reshape(residuals, shape=_shape(residuals)[:-1])
+    if vec:
+        x = _reshape(x, shape=_shape(x)[:-1])
+    return x, residuals, rank, svals
+
+
+# -- norms ----------------------------------------------------------------------------------------
+
+def _norm_input(fname: str, x: Tensor, dtype: Any) -> Tensor:
+    if dtype is not None:
+        x = cast(x, np.dtype(dtype.np) if hasattr(dtype, "np") else np.dtype(dtype))
+    if x._value.dtype.kind not in "f" and x._value.dtype.name != "bfloat16":
+        name = _TORCH_NAMES.get(x._value.dtype.name, x._value.dtype.name)
+        raise TypeError(f"{fname}: Expected a floating point or complex tensor as input. Got "
+                        f"{name}")
+    return x
+
+
+@functor("LinalgVectorNorm")
+def linalg_vector_norm(x: Tensor, ord: Any, dim: Any, keepdim: bool, dtype: Any) -> Tensor:
+    """torch.linalg.vector_norm over ``dim`` (every dim when None) through ``reduce_norm``."""
+    if isinstance(ord, bool):
+        raise TypeError("linalg.vector_norm: argument 'ord' must be a number, not bool")
+    x = _norm_input("linalg.vector_norm", x, dtype)
+    nd = _nd(x)
+    axes = tuple(range(nd)) if dim is None or len(dim) == 0 else \
+        tuple(sorted({_dim("linalg.vector_norm", d, nd) for d in dim}))
+    if float(ord) < 0 or math.isinf(ord):
+        if any(_shape(x)[a] == 0 for a in axes):
+            raise RuntimeError(f"linalg.vector_norm cannot compute the {ord} norm on an empty "
+                               f"tensor because the operation does not have an identity")
+    if nd == 0:
+        return _abs(x) if float(ord) != 0 else cast(_gt(_abs(x), _scalar(0.0, x)),
+                                                    x._value.dtype)
+    return _rnorm(x, ord=float(ord), axis=axes, keepdim=keepdim)
+
+
+def _matrix_norm(fname: str, A: Tensor, ord: Any, dim: Any, keepdim: bool, dtype: Any
+                 ) -> Tensor:
+    A = _norm_input(fname, A, dtype)
+    nd = _nd(A)
+    if nd < 2:
+        raise ValueError(f"{fname}: The input tensor A must have at least 2 dimensions.")
+    dim = (-2, -1) if dim is None else tuple(dim)
+    if len(dim) != 2:
+        raise ValueError(f"{fname}: dim must be a 2-tuple. Got {dim}")
+    d0, d1 = (_dim(fname, d, nd) for d in dim)
+    if d0 == d1:
+        raise ValueError(f"{fname}: dims must be different. Got ({dim[0]}, {dim[1]})")
+    if ord == "fro":
+        return _rnorm(A, ord=2.0, axis=tuple(sorted((d0, d1))), keepdim=keepdim)
+    if ord not in ("nuc", 1, -1, 2, -2, math.inf, -math.inf):
+        raise ValueError(f"{fname}: Order {ord} not supported.")
+    rest = [i for i in range(nd) if i not in (d0, d1)]
+    x = _transpose(A, perm=tuple(rest) + (d0, d1))      # (..., m, n)
+    if ord in ("nuc", 2, -2):
+        s = _svd(x, full_matrices=False)[1]
+        last = (_nd(s) - 1,)
+        out = _rsum(s, axis=last, keepdim=False) if ord == "nuc" else \
+            (_rmax if ord == 2 else _rmin)(s, axis=last, keepdim=False)
+    else:   # 1: max column sum of |a|; inf: max row sum
+        summed_axis, then = (nd - 2, nd - 2) if abs(ord) == 1 else (nd - 1, nd - 2)
+        sums = _rsum(_abs(x), axis=(summed_axis,), keepdim=False)
+        out = (_rmax if ord > 0 else _rmin)(sums, axis=(then,), keepdim=False)
+    if keepdim:
+        shape = list(_shape(A))
+        shape[d0] = shape[d1] = 1
+        out = _reshape(out, shape=tuple(shape))
+    return out
+
+
+@functor("LinalgMatrixNorm")
+def linalg_matrix_norm(A: Tensor, ord: Any, dim: Any, keepdim: bool, dtype: Any) -> Tensor:
+    """torch.linalg.matrix_norm: 'fro', 'nuc', inf, -inf, 1, -1, 2, -2 over ``dim`` (default
+    the last two dims); 2 / -2 / 'nuc' through the singular values."""
+    if isinstance(ord, bool):
+        raise TypeError("linalg.matrix_norm: argument 'ord' must be a number or a string")
+    return _matrix_norm("linalg.matrix_norm", A, ord, dim, keepdim, dtype)
+
+
+@functor("LinalgNorm")
+def linalg_norm(A: Tensor, ord: Any, dim: Any, keepdim: bool, dtype: Any) -> Tensor:
+    """torch.linalg.norm: a vector norm over one dim (or all dims when ``ord`` and ``dim`` are
+    None), a matrix norm over two dims (or a 2-D input with ``ord`` given)."""
+    if isinstance(ord, bool):
+        raise TypeError("linalg.norm: argument 'ord' must be a number or a string")
+    nd = _nd(A)
+    if dim is not None and len(dim) not in (1, 2):
+        raise ValueError(f"linalg.norm: If dim is specified, it must be of length 1 or 2. Got "
+                         f"{list(dim)}")
+    if isinstance(ord, str):
+        if dim is None and nd != 2:
+            raise ValueError(f"linalg.norm: If dim is not specified but ord is, the input must "
+                             f"be 1D or 2D. Got {nd}D.")
+        if dim is not None and len(dim) != 2:
+            raise ValueError(f"linalg.norm: ord={ord!r} is a matrix norm and needs 2 dims")
+        return _matrix_norm("linalg.norm", A, ord, dim, keepdim, dtype)
+    if ord is None:
+        if dim is not None and len(dim) == 2:
+            return _matrix_norm("linalg.norm", A, "fro", dim, keepdim, dtype)
+        return linalg_vector_norm(A, 2, dim, keepdim, dtype)
+    if dim is None:
+        if nd not in (1, 2):
+            raise ValueError(f"linalg.norm: If dim is not specified but ord is, the input must "
+                             f"be 1D or 2D. Got {nd}D.")
+        dim = tuple(range(nd))
+    if len(dim) == 2:
+        return _matrix_norm("linalg.norm", A, ord, dim, keepdim, dtype)
+    return linalg_vector_norm(A, ord, dim, keepdim, dtype)
