@@ -140,6 +140,8 @@ def _assign_result(fname: str):
         args = tuple(_operand(a) for a in args)
         return assign_inplace(self, fn(self, *args, **kwargs), f"{fname}_")
     op.__name__ = f"{fname}_"
+    op.__doc__ = (f"In-place ``{fname}``: ``x.{fname}_(...)`` writes ``x.{fname}(...)`` into "
+                  f"``x`` (its version bumps; views of it see the change).")
     return op
 
 
@@ -224,6 +226,8 @@ def _inplace_method(fname: str):
     def method(self: Tensor, *args: Any, **kwargs: Any) -> Tensor:
         return fn(self, *args, inplace=True, **kwargs)
     method.__name__ = f"{fname}_"
+    method.__doc__ = (f"In-place ``{fname}``: ``x.{fname}_(...)`` writes ``x.{fname}(...)`` "
+                      f"into ``x`` (its version bumps; views of it see the change).")
     return method
 
 
@@ -260,6 +264,7 @@ def polygamma(self: Tensor, n: int) -> Tensor:
 
 
 def polygamma_(self: Tensor, n: int) -> Tensor:
+    """In-place ``polygamma``: ``x.polygamma_(n)`` writes ``flow.polygamma(n, x)`` into x."""
     return assign_inplace(self, F.polygamma(n, self), "polygamma_")
 
 
@@ -341,19 +346,37 @@ Tensor.zero_ = zero_
 Tensor.fill_ = fill_
 Tensor.copy_ = copy_
 Tensor.to = to
-Tensor.float = lambda self: F.cast(self, _dt.float32)
-Tensor.double = lambda self: F.cast(self, _dt.float64)
-Tensor.half = lambda self: F.cast(self, _dt.float16)
-Tensor.bfloat16 = lambda self: F.cast(self, _dt.bfloat16)
-Tensor.long = lambda self: F.cast(self, _dt.int64)
-Tensor.int = lambda self: F.cast(self, _dt.int32)
-Tensor.short = lambda self: F.cast(self, _dt.int16)
-Tensor.char = lambda self: F.cast(self, _dt.int8)
-Tensor.byte = lambda self: F.cast(self, _dt.uint8)
-Tensor.bool = lambda self: F.cast(self, _dt.bool_)
-Tensor.type_as = lambda self, other: F.cast(self, other.dtype)
-Tensor.cpu = lambda self: to(self, "cpu")
-Tensor.cuda = lambda self, index=0: to(self, f"cuda:{index}")
+def _caster(name: str, dtype: Any) -> Any:
+    def cast_to(self: Tensor) -> Tensor:
+        return F.cast(self, dtype)
+    cast_to.__name__ = name
+    cast_to.__doc__ = f"``x.{name}()`` is ``x.to({dtype})`` (a copy unless already {dtype})."
+    return cast_to
+
+
+for _name, _dtype in [("float", _dt.float32), ("double", _dt.float64), ("half", _dt.float16),
+                      ("bfloat16", _dt.bfloat16), ("long", _dt.int64), ("int", _dt.int32),
+                      ("short", _dt.int16), ("char", _dt.int8), ("byte", _dt.uint8),
+                      ("bool", _dt.bool_)]:
+    setattr(Tensor, _name, _caster(_name, _dtype))
+
+
+def type_as(self: Tensor, other: Tensor) -> Tensor:
+    """This tensor cast to ``other``'s dtype."""
+    return F.cast(self, other.dtype)
+
+
+def cpu(self: Tensor) -> Tensor:
+    """This tensor on the CPU (itself if already there)."""
+    return to(self, "cpu")
+
+
+def cuda(self: Tensor, index: int = 0) -> Tensor:
+    """This tensor on GPU ``index`` (a clear error when JAX has no GPU backend)."""
+    return to(self, f"cuda:{index}")
+
+
+Tensor.type_as, Tensor.cpu, Tensor.cuda = type_as, cpu, cuda
 
 
 # -- PyTorch type strings, is_cuda --------------------------------------------------------------
@@ -550,10 +573,20 @@ Tensor.normal_ = normal_
 Tensor.uniform_ = uniform_
 Tensor.exponential_ = exponential_
 Tensor.bernoulli_ = bernoulli_
-Tensor.bernoulli = lambda self, p=None, *, generator=None: bernoulli(self, p,
-                                                                      generator=generator)
-Tensor.multinomial = lambda self, num_samples, replacement=False, *, generator=None: \
-    multinomial(self, num_samples, replacement, generator=generator)
+
+
+def _bernoulli(self: Tensor, p: Any = None, *, generator: Any = None) -> Tensor:
+    """0/1 draws with probability ``p`` (default: this tensor's values), its shape."""
+    return bernoulli(self, p, generator=generator)
+
+
+def _multinomial(self: Tensor, num_samples: int, replacement: bool = False, *,
+                 generator: Any = None) -> Tensor:
+    """Indices drawn from the categorical distribution(s) in this tensor's last dim."""
+    return multinomial(self, num_samples, replacement, generator=generator)
+
+
+Tensor.bernoulli, Tensor.multinomial = _bernoulli, _multinomial
 
 
 # -- addcmul, addcdiv, lerp --------------------------------------------------------------------

@@ -53,6 +53,8 @@ class FunctionCtx:
         self.materialize_grads = True
 
     def save_for_backward(self, *tensors: Any) -> None:
+        """Keep tensors for ``backward`` (``ctx.saved_tensors``), checked against later
+        in-place writes."""
         for t in tensors:
             if t is not None and not isinstance(t, Tensor):
                 raise TypeError(f"save_for_backward can only save jflow Tensors or None, got "
@@ -60,9 +62,11 @@ class FunctionCtx:
         self._to_save = tensors
 
     def mark_non_differentiable(self, *tensors: Tensor) -> None:
+        """Outputs that get no gradient (as ``torch.autograd.Function``)."""
         self._non_diff.update(id(t) for t in tensors)
 
     def set_materialize_grads(self, value: bool) -> None:
+        """Whether ``backward`` gets zeros (True, the default) or None for unused output grads."""
         self.materialize_grads = bool(value)
 
     @property
@@ -140,10 +144,12 @@ class Function:
 
     @staticmethod
     def forward(ctx: FunctionCtx, *args: Any, **kwargs: Any) -> Any:
+        """The computation (override it): ``ctx`` first, then the inputs; return the outputs."""
         raise NotImplementedError("subclasses of flow.autograd.Function implement forward")
 
     @staticmethod
     def backward(ctx: FunctionCtx, *grads: Any) -> Any:
+        """The gradients of the inputs from those of the outputs (override it)."""
         raise NotImplementedError("subclasses of flow.autograd.Function implement backward")
 
     @classmethod

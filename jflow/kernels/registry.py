@@ -52,6 +52,7 @@ class Kernel:
 
     def matches(self, platform: str, dtype_of: dict[str, list[np.dtype]],
                 in_avals: Sequence[Any]) -> bool:
+        """Whether this kernel can run a call on ``platform`` with these dtypes and inputs."""
         if platform not in self.platforms:
             return False
         for arg, allowed in self.dtypes.items():
@@ -66,6 +67,7 @@ class Kernel:
                                f"{type(e).__name__}: {e}") from e
 
     def describe(self) -> str:
+        """One line naming the kernel, its backend, platforms, dtypes and priority."""
         dt = "; ".join(f"{k} in {{{', '.join(sorted(str(d) for d in v))}}}"
                        for k, v in self.dtypes.items())
         pr = _PRIORITY_NAMES.get(self.priority, str(self.priority))

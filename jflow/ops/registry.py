@@ -64,6 +64,7 @@ class Input:
     min: int = 1
 
     def describe(self) -> str:
+        """The input as it reads in a signature (``Tensor? x``, ``Tensor[] xs``)."""
         if self.variadic:
             return f"Tensor[>={self.min}] {self.name}"
         return f"Tensor{'?' if self.optional else ''} {self.name}"
@@ -77,6 +78,7 @@ class Output:
     variadic: bool = False
 
     def describe(self) -> str:
+        """The output as it reads in a signature."""
         return f"Tensor{'[]' if self.variadic else ''} {self.name}"
 
 
@@ -106,6 +108,7 @@ class Attr:
         return not self.static and self.type in DYNAMIC_TYPES
 
     def describe(self) -> str:
+        """The attr as it reads in a signature: ``type name=default``."""
         d = "" if self.default is REQUIRED else f"={self.default!r}"
         return f"{self.type} {self.name}{d}"
 
@@ -153,6 +156,7 @@ class OpDef:
 
     # -- introspection ---------------------------------------------------------------
     def signature(self) -> str:
+        """The op's declaration in one line: inputs, attrs, outputs, traits."""
         ins = ", ".join(i.describe() for i in self.inputs)
         attrs = ", ".join(a.describe() for a in self.attrs)
         outs = ", ".join(o.describe() for o in self.outputs)
@@ -161,6 +165,7 @@ class OpDef:
         return f"{self.name}({ins}{sep}{attrs}) -> ({outs}){traits}"
 
     def has_trait(self, trait: str) -> bool:
+        """Whether the op declares ``trait`` (``NoGrad``, ``NoSideEffect``, ...)."""
         return trait in self.traits
 
     def __call__(self, /, *inputs: Any, **attrs: Any) -> Any:
@@ -214,6 +219,7 @@ class OpDef:
 
     # -- structure ---------------------------------------------------------------------
     def layout_of(self, structured_inputs: Sequence[Any]) -> tuple[int, ...]:
+        """The layout of a call's inputs (which are absent, how long each variadic one is)."""
         lay = []
         for spec, x in zip(self.inputs, structured_inputs):
             if spec.variadic:
@@ -242,6 +248,7 @@ class OpDef:
         return out
 
     def split_params(self, params: dict[str, Any]) -> tuple[dict[str, Any], Any, tuple]:
+        """Primitive params -> (attrs, layout, vmap axes): what a kernel or rule is given."""
         attrs = {k: v for k, v in params.items() if k not in _PRIVATE_PARAMS}
         return attrs, params.get("_layout"), params.get("_vmap", ())
 

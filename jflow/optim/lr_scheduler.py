@@ -52,14 +52,17 @@ class LRScheduler:
         self._last_lr = [g["lr"] for g in self.optimizer.param_groups]
 
     def get_last_lr(self) -> list[float]:
+        """The learning rate of each parameter group after the last ``step()``."""
         return list(self._last_lr)
 
     def state_dict(self) -> dict[str, Any]:
+        """The scheduler's state (not the optimizer's), for ``load_state_dict``."""
         return {k: v for k, v in self.__dict__.items()
                 if k != "optimizer" and not callable(v)
                 and not (isinstance(v, list) and any(callable(f) for f in v))}
 
     def load_state_dict(self, state_dict: dict[str, Any]) -> None:
+        """Restore the state ``state_dict()`` returned."""
         self.__dict__.update(state_dict)
 
 
@@ -210,11 +213,13 @@ class SequentialLR(LRScheduler):
         self._last_lr = sched.get_last_lr()
 
     def state_dict(self) -> dict[str, Any]:
+        """The scheduler's state (not the optimizer's), for ``load_state_dict``."""
         d = {k: v for k, v in self.__dict__.items() if k not in ("optimizer", "schedulers")}
         d["schedulers"] = [s.state_dict() for s in self.schedulers]
         return d
 
     def load_state_dict(self, state_dict: dict[str, Any]) -> None:
+        """Restore the state ``state_dict()`` returned."""
         state_dict = dict(state_dict)
         subs = state_dict.pop("schedulers")
         self.__dict__.update(state_dict)
@@ -354,6 +359,7 @@ class CyclicLR(LRScheduler):
         self.base_lrs = base_lrs
 
     def scale_fn(self, x: float) -> float:
+        """The amplitude scale of the cycle (or iteration) ``x``, by ``mode``."""
         if self._scale_fn_custom is not None:
             return self._scale_fn_custom(x)
         if self.mode == "triangular":
@@ -578,11 +584,13 @@ class ChainedScheduler(LRScheduler):
         self._apply()
 
     def state_dict(self) -> dict[str, Any]:
+        """The scheduler's state (not the optimizer's), for ``load_state_dict``."""
         d = {k: v for k, v in self.__dict__.items() if k not in ("optimizer", "_schedulers")}
         d["_schedulers"] = [s.state_dict() for s in self._schedulers]
         return d
 
     def load_state_dict(self, state_dict: dict[str, Any]) -> None:
+        """Restore the state ``state_dict()`` returned."""
         state_dict = dict(state_dict)
         subs = state_dict.pop("_schedulers")
         self.__dict__.update(state_dict)

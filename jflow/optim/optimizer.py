@@ -123,6 +123,7 @@ class Optimizer:
                         self.state[p] = s
 
     def step(self, closure: Callable[[], Any] | None = None) -> Any:
+        """One update of every parameter that has a gradient (each optimizer's own rule)."""
         raise NotImplementedError
 
     def _closure(self, closure: Callable[[], Any] | None) -> Any:

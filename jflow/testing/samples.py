@@ -81,6 +81,7 @@ def register_samples(op: str, samples: Sequence[Sample],
 
 
 def get_samples(op: str) -> OpSamples:
+    """The checker samples registered for ``op`` (KeyError naming the op otherwise)."""
     try:
         return _SAMPLES[op]
     except KeyError:
@@ -89,4 +90,5 @@ def get_samples(op: str) -> OpSamples:
 
 
 def samples_registered() -> list[str]:
+    """The names of the ops that have checker samples, sorted."""
     return sorted(_SAMPLES)
