@@ -12,14 +12,12 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
-from . import dtypes as _dt
-from .creation import zeros as _zeros
 from .functional import F
 from .tensor import Tensor
 
 __all__ = ["norm", "vector_norm", "matrix_norm", "inv", "det", "slogdet", "solve", "cholesky",
            "qr", "svd", "svdvals", "eigh", "eigvalsh", "pinv", "lstsq", "matrix_rank", "cross",
-           "multi_dot", "inv_ex", "cholesky_ex"]
+           "multi_dot"]
 
 norm = F.linalg_norm
 vector_norm = F.linalg_vector_norm
@@ -39,19 +37,6 @@ lstsq = F.linalg_lstsq
 matrix_rank = F.linalg_matrix_rank
 cross = F.linalg_cross
 multi_dot = F.linalg_multi_dot
-
-
-def inv_ex(A: Tensor, *, check_errors: bool = False) -> tuple[Tensor, Tensor]:
-    """``(inverse, info)`` as torch.linalg.inv_ex; ``info`` is 0 (errors raise in eager)."""
-    out = inv(A)
-    return out, _zeros(tuple(A.shape[:-2]), dtype=_dt.int32)
-
-
-def cholesky_ex(A: Tensor, *, upper: bool = False, check_errors: bool = False
-                ) -> tuple[Tensor, Tensor]:
-    """``(L, info)`` as torch.linalg.cholesky_ex; ``info`` is 0 (errors raise in eager)."""
-    out = cholesky(A, upper=upper)
-    return out, _zeros(tuple(A.shape[:-2]), dtype=_dt.int32)
 
 
 def einsum(equation: str, *operands: Any) -> Tensor:

@@ -7,10 +7,9 @@ count into the executable; ``lr`` may be a 0-d tensor inside a compiled step.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable
+from collections.abc import Iterable
 from typing import Any
 
-from ..autograd import no_grad
 from ..creation import full_like, zeros, zeros_like
 from ..tensor import Tensor
 from .optimizer import Optimizer
@@ -56,25 +55,16 @@ class Adagrad(Optimizer):
         return {"step": zeros((), dtype=p.dtype),
                 "sum": full_like(p, self.defaults["initial_accumulator_value"])}
 
-    def step(self, closure: Callable[[], Any] | None = None) -> Any:
-        """One update of every parameter that has a gradient; returns ``closure()``'s loss."""
-        loss = self._closure(closure)
-        with no_grad():
-            for group in self.param_groups:
-                lr, lr_decay, eps, wd = (group["lr"], group["lr_decay"], group["eps"],
-                                         group["weight_decay"])
-                for p, g in self._grads(group):
-                    state = self.state.get(p)
-                    if not state:
-                        state = self.state[p] = self._initial_state(p, group)
-                    step, acc = state["step"], state["sum"]
-                    step.add_(1)
-                    if wd != 0:
-                        g = g.add(p, alpha=wd)
-                    clr = lr / (1 + (step - 1) * lr_decay) if lr_decay != 0 else lr
-                    acc.addcmul_(g, g)
-                    self._descend_(p, g / (acc.sqrt() + eps), clr)
-        return loss
+    def _update(self, p: Tensor, g: Tensor, state: dict[str, Any],
+                group: dict[str, Any]) -> None:
+        lr, lr_decay, eps, wd = (group["lr"], group["lr_decay"], group["eps"],
+                                 group["weight_decay"])
+        step, acc = state["step"], state["sum"]
+        step.add_(1)
+        g = self._weight_decay(p, g, lr, wd)
+        clr = lr / (1 + (step - 1) * lr_decay) if lr_decay != 0 else lr
+        acc.addcmul_(g, g)
+        self._descend_(p, g / (acc.sqrt() + eps), clr)
 
 
 class Adadelta(Optimizer):
@@ -100,22 +90,13 @@ class Adadelta(Optimizer):
         return {"step": zeros((), dtype=p.dtype), "square_avg": zeros_like(p),
                 "acc_delta": zeros_like(p)}
 
-    def step(self, closure: Callable[[], Any] | None = None) -> Any:
-        """One update of every parameter that has a gradient; returns ``closure()``'s loss."""
-        loss = self._closure(closure)
-        with no_grad():
-            for group in self.param_groups:
-                lr, rho, eps, wd = group["lr"], group["rho"], group["eps"], group["weight_decay"]
-                for p, g in self._grads(group):
-                    state = self.state.get(p)
-                    if not state:
-                        state = self.state[p] = self._initial_state(p, group)
-                    state["step"].add_(1)
-                    if wd != 0:
-                        g = g.add(p, alpha=wd)
-                    sq, acc = state["square_avg"], state["acc_delta"]
-                    sq.mul_(rho).addcmul_(g, g, value=1 - rho)
-                    delta = (acc + eps).sqrt() / (sq + eps).sqrt() * g
-                    acc.mul_(rho).addcmul_(delta, delta, value=1 - rho)
-                    self._descend_(p, delta, lr)
-        return loss
+    def _update(self, p: Tensor, g: Tensor, state: dict[str, Any],
+                group: dict[str, Any]) -> None:
+        lr, rho, eps, wd = group["lr"], group["rho"], group["eps"], group["weight_decay"]
+        state["step"].add_(1)
+        g = self._weight_decay(p, g, lr, wd)
+        sq, acc = state["square_avg"], state["acc_delta"]
+        sq.mul_(rho).addcmul_(g, g, value=1 - rho)
+        delta = (acc + eps).sqrt() / (sq + eps).sqrt() * g
+        acc.mul_(rho).addcmul_(delta, delta, value=1 - rho)
+        self._descend_(p, delta, lr)

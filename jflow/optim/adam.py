@@ -94,11 +94,7 @@ class Adam(Optimizer):
                         continue
                     step = state["step"]
                     step.add_(1)
-                    if wd != 0:
-                        if self._decoupled:
-                            p.mul_(1 - lr * wd)
-                        else:
-                            g = g.add(p, alpha=wd)
+                    g = self._weight_decay(p, g, lr, wd, self._decoupled)
                     m, v = state["exp_avg"], state["exp_avg_sq"]
                     m.mul_(b1).add_(g, alpha=1 - b1)
                     v.mul_(b2).add_(g * g, alpha=1 - b2)

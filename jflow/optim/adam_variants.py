@@ -7,11 +7,10 @@ Everything that depends on the step count is computed with ops on the 0-d ``step
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable
+from collections.abc import Iterable
 from typing import Any
 
 from .. import _C
-from ..autograd import no_grad
 from ..creation import ones, zeros, zeros_like
 from ..dtypes import float64
 from ..tensor import Tensor
@@ -26,16 +25,6 @@ def _f64(step: Tensor) -> Tensor:
     ``rho_t = rho_inf - ...`` with ``rho_inf`` ≈ 2000) cancel badly in float32, and PyTorch
     computes them as Python floats."""
     return step.to(float64)
-
-
-def _decay_(p: Tensor, g: Tensor, lr: Any, wd: float, decoupled: bool) -> Tensor:
-    """Weight decay: decoupled (``p *= 1 - lr * wd``, AdamW-style) or L2 (added to ``g``)."""
-    if wd == 0:
-        return g
-    if decoupled:
-        p.mul_(1 - lr * wd)
-        return g
-    return g.add(p, alpha=wd)
 
 
 class Adamax(Optimizer):
@@ -58,24 +47,16 @@ class Adamax(Optimizer):
         return {"step": zeros((), dtype=p.dtype), "exp_avg": zeros_like(p),
                 "exp_inf": zeros_like(p)}
 
-    def step(self, closure: Callable[[], Any] | None = None) -> Any:
-        """One update of every parameter that has a gradient; returns ``closure()``'s loss."""
-        loss = self._closure(closure)
-        with no_grad():
-            for group in self.param_groups:
-                lr, (b1, b2), eps, wd = (group["lr"], group["betas"], group["eps"],
-                                         group["weight_decay"])
-                for p, g in self._grads(group):
-                    state = self.state.get(p)
-                    if not state:
-                        state = self.state[p] = self._initial_state(p, group)
-                    step, m, u = state["step"], state["exp_avg"], state["exp_inf"]
-                    step.add_(1)
-                    g = _decay_(p, g, lr, wd, False)
-                    m.lerp_(g, 1 - b1)
-                    u.copy_(_C.maximum(u * b2, g.abs() + eps))
-                    self._descend_(p, m / u, lr / (1 - b1 ** _f64(step)).to(p.dtype))
-        return loss
+    def _update(self, p: Tensor, g: Tensor, state: dict[str, Any],
+                group: dict[str, Any]) -> None:
+        lr, (b1, b2), eps, wd = (group["lr"], group["betas"], group["eps"],
+                                 group["weight_decay"])
+        step, m, u = state["step"], state["exp_avg"], state["exp_inf"]
+        step.add_(1)
+        g = self._weight_decay(p, g, lr, wd)
+        m.lerp_(g, 1 - b1)
+        u.copy_(_C.maximum(u * b2, g.abs() + eps))
+        self._descend_(p, m / u, lr / (1 - b1 ** _f64(step)).to(p.dtype))
 
 
 class NAdam(Optimizer):
@@ -106,35 +87,27 @@ class NAdam(Optimizer):
         return {"step": zeros((), dtype=p.dtype), "mu_product": ones((), dtype=p.dtype),
                 "exp_avg": zeros_like(p), "exp_avg_sq": zeros_like(p)}
 
-    def step(self, closure: Callable[[], Any] | None = None) -> Any:
-        """One update of every parameter that has a gradient; returns ``closure()``'s loss."""
-        loss = self._closure(closure)
-        with no_grad():
-            for group in self.param_groups:
-                lr, (b1, b2), eps, wd = (group["lr"], group["betas"], group["eps"],
-                                         group["weight_decay"])
-                md, decoupled = group["momentum_decay"], group["decoupled_weight_decay"]
-                for p, g in self._grads(group):
-                    state = self.state.get(p)
-                    if not state:
-                        state = self.state[p] = self._initial_state(p, group)
-                    step, mu_prod = state["step"], state["mu_product"]
-                    m, v = state["exp_avg"], state["exp_avg_sq"]
-                    step.add_(1)
-                    g = _decay_(p, g, lr, wd, decoupled)
-                    t = _f64(step)
-                    mu = b1 * (1.0 - 0.5 * 0.96 ** (t * md))
-                    mu_next = b1 * (1.0 - 0.5 * 0.96 ** ((t + 1) * md))
-                    mu_prod.mul_(mu.to(mu_prod.dtype))
-                    m.lerp_(g, 1 - b1)
-                    v.mul_(b2).addcmul_(g, g, value=1 - b2)
-                    denom = (v / (1 - b2 ** t).to(p.dtype)).sqrt() + eps
-                    mp = mu_prod.to(float64)
-                    c1 = ((1.0 - mu) / (1.0 - mp)).to(p.dtype)
-                    c2 = (mu_next / (1.0 - mp * mu_next)).to(p.dtype)
-                    p.sub_(g / denom * (lr * c1))
-                    p.sub_(m / denom * (lr * c2))
-        return loss
+    def _update(self, p: Tensor, g: Tensor, state: dict[str, Any],
+                group: dict[str, Any]) -> None:
+        lr, (b1, b2), eps, wd = (group["lr"], group["betas"], group["eps"],
+                                 group["weight_decay"])
+        md, decoupled = group["momentum_decay"], group["decoupled_weight_decay"]
+        step, mu_prod = state["step"], state["mu_product"]
+        m, v = state["exp_avg"], state["exp_avg_sq"]
+        step.add_(1)
+        g = self._weight_decay(p, g, lr, wd, decoupled)
+        t = _f64(step)
+        mu = b1 * (1.0 - 0.5 * 0.96 ** (t * md))
+        mu_next = b1 * (1.0 - 0.5 * 0.96 ** ((t + 1) * md))
+        mu_prod.mul_(mu.to(mu_prod.dtype))
+        m.lerp_(g, 1 - b1)
+        v.mul_(b2).addcmul_(g, g, value=1 - b2)
+        denom = (v / (1 - b2 ** t).to(p.dtype)).sqrt() + eps
+        mp = mu_prod.to(float64)
+        c1 = ((1.0 - mu) / (1.0 - mp)).to(p.dtype)
+        c2 = (mu_next / (1.0 - mp * mu_next)).to(p.dtype)
+        p.sub_(g / denom * (lr * c1))
+        p.sub_(m / denom * (lr * c2))
 
 
 class RAdam(Optimizer):
@@ -163,33 +136,25 @@ class RAdam(Optimizer):
         return {"step": zeros((), dtype=p.dtype), "exp_avg": zeros_like(p),
                 "exp_avg_sq": zeros_like(p)}
 
-    def step(self, closure: Callable[[], Any] | None = None) -> Any:
-        """One update of every parameter that has a gradient; returns ``closure()``'s loss."""
-        loss = self._closure(closure)
-        with no_grad():
-            for group in self.param_groups:
-                lr, (b1, b2), eps, wd = (group["lr"], group["betas"], group["eps"],
-                                         group["weight_decay"])
-                decoupled = group["decoupled_weight_decay"]
-                rho_inf = 2 / (1 - b2) - 1
-                for p, g in self._grads(group):
-                    state = self.state.get(p)
-                    if not state:
-                        state = self.state[p] = self._initial_state(p, group)
-                    step, m, v = state["step"], state["exp_avg"], state["exp_avg_sq"]
-                    step.add_(1)
-                    g = _decay_(p, g, lr, wd, decoupled)
-                    m.lerp_(g, 1 - b1)
-                    v.mul_(b2).addcmul_(g, g, value=1 - b2)
-                    t = _f64(step)
-                    bc2 = 1 - b2 ** t
-                    rho_t = rho_inf - 2 * t * (b2 ** t) / bc2
-                    rect = ((rho_t - 4) * (rho_t - 2) * rho_inf
-                            / ((rho_inf - 4) * (rho_inf - 2) * rho_t)).clamp(min=0).sqrt()
-                    adaptive = bc2.sqrt().to(p.dtype) / (v.sqrt() + eps)
-                    update = _C.where(rho_t > 5.0, adaptive * rect.to(p.dtype),
-                                      ones((), dtype=p.dtype))
-                    self._descend_(p, m / (1 - b1 ** t).to(p.dtype) * update, lr)
-        return loss
+    def _update(self, p: Tensor, g: Tensor, state: dict[str, Any],
+                group: dict[str, Any]) -> None:
+        lr, (b1, b2), eps, wd = (group["lr"], group["betas"], group["eps"],
+                                 group["weight_decay"])
+        decoupled = group["decoupled_weight_decay"]
+        rho_inf = 2 / (1 - b2) - 1
+        step, m, v = state["step"], state["exp_avg"], state["exp_avg_sq"]
+        step.add_(1)
+        g = self._weight_decay(p, g, lr, wd, decoupled)
+        m.lerp_(g, 1 - b1)
+        v.mul_(b2).addcmul_(g, g, value=1 - b2)
+        t = _f64(step)
+        bc2 = 1 - b2 ** t
+        rho_t = rho_inf - 2 * t * (b2 ** t) / bc2
+        rect = ((rho_t - 4) * (rho_t - 2) * rho_inf
+                / ((rho_inf - 4) * (rho_inf - 2) * rho_t)).clamp(min=0).sqrt()
+        adaptive = bc2.sqrt().to(p.dtype) / (v.sqrt() + eps)
+        update = _C.where(rho_t > 5.0, adaptive * rect.to(p.dtype),
+                          ones((), dtype=p.dtype))
+        self._descend_(p, m / (1 - b1 ** t).to(p.dtype) * update, lr)
 
 

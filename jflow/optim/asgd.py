@@ -3,11 +3,10 @@ optimizers whose per-parameter state includes step sizes rather than moments."""
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable
+from collections.abc import Iterable
 from typing import Any
 
 from .. import _C
-from ..autograd import no_grad
 from ..creation import full_like, ones, ones_like, zeros, zeros_like
 from ..dtypes import float64
 from ..tensor import Tensor
@@ -50,30 +49,21 @@ class ASGD(Optimizer):
                 "eta": _filled(zeros((), dtype=p.dtype), group["lr"]),
                 "mu": ones((), dtype=p.dtype), "ax": zeros_like(p)}
 
-    def step(self, closure: Callable[[], Any] | None = None) -> Any:
-        """One update of every parameter that has a gradient; returns ``closure()``'s loss."""
-        loss = self._closure(closure)
-        with no_grad():
-            for group in self.param_groups:
-                lr, lambd, alpha, t0 = group["lr"], group["lambd"], group["alpha"], group["t0"]
-                wd = group["weight_decay"]
-                for p, g in self._grads(group):
-                    state = self.state.get(p)
-                    if not state:
-                        state = self.state[p] = self._initial_state(p, group)
-                    step, eta, mu, ax = state["step"], state["eta"], state["mu"], state["ax"]
-                    step.add_(1)
-                    if wd != 0:
-                        g = g.add(p, alpha=wd)
-                    p.mul_(1 - lambd * eta)
-                    p.sub_(g * eta)
-                    # (PyTorch copies p when mu == 1: ax + 1 · (p - ax) may differ from p)
-                    ax.copy_(_C.where(mu == 1, p, ax + (p - ax) * mu))
-                    # (in float64, as PyTorch's Python floats: t0 defaults to 1e6)
-                    t = step.to(float64)
-                    eta.copy_((lr / (1 + lambd * lr * t) ** alpha).to(eta.dtype))
-                    mu.copy_((1 / _C.clamp(t - t0, min=1)).to(mu.dtype))
-        return loss
+    def _update(self, p: Tensor, g: Tensor, state: dict[str, Any],
+                group: dict[str, Any]) -> None:
+        lr, lambd, alpha, t0 = group["lr"], group["lambd"], group["alpha"], group["t0"]
+        wd = group["weight_decay"]
+        step, eta, mu, ax = state["step"], state["eta"], state["mu"], state["ax"]
+        step.add_(1)
+        g = self._weight_decay(p, g, lr, wd)
+        p.mul_(1 - lambd * eta)
+        p.sub_(g * eta)
+        # (PyTorch copies p when mu == 1: ax + 1 · (p - ax) may differ from p)
+        ax.copy_(_C.where(mu == 1, p, ax + (p - ax) * mu))
+        # (in float64, as PyTorch's Python floats: t0 defaults to 1e6)
+        t = step.to(float64)
+        eta.copy_((lr / (1 + lambd * lr * t) ** alpha).to(eta.dtype))
+        mu.copy_((1 / _C.clamp(t - t0, min=1)).to(mu.dtype))
 
 
 class Rprop(Optimizer):
@@ -102,25 +92,17 @@ class Rprop(Optimizer):
         return {"step": zeros((), dtype=p.dtype), "prev": zeros_like(p),
                 "step_size": _filled(p, group["lr"])}
 
-    def step(self, closure: Callable[[], Any] | None = None) -> Any:
-        """One update of every parameter that has a gradient; returns ``closure()``'s loss."""
-        loss = self._closure(closure)
-        with no_grad():
-            for group in self.param_groups:
-                (etaminus, etaplus), (lo, hi) = group["etas"], group["step_sizes"]
-                for p, g in self._grads(group):
-                    state = self.state.get(p)
-                    if not state:
-                        state = self.state[p] = self._initial_state(p, group)
-                    prev, step_size = state["prev"], state["step_size"]
-                    state["step"].add_(1)
-                    s = (g * prev).sign()
-                    # (factors built in the parameter's dtype: a float32 1.2 would not
-                    # equal PyTorch's float64 one)
-                    f = _C.where(s > 0, full_like(p, etaplus),
-                                 _C.where(s < 0, full_like(p, etaminus), ones_like(p)))
-                    step_size.copy_(_C.clamp(step_size * f, lo, hi))
-                    g = _C.where(s < 0, zeros_like(g), g)
-                    p.sub_(g.sign() * step_size)
-                    prev.copy_(g)
-        return loss
+    def _update(self, p: Tensor, g: Tensor, state: dict[str, Any],
+                group: dict[str, Any]) -> None:
+        (etaminus, etaplus), (lo, hi) = group["etas"], group["step_sizes"]
+        prev, step_size = state["prev"], state["step_size"]
+        state["step"].add_(1)
+        s = (g * prev).sign()
+        # (factors built in the parameter's dtype: a float32 1.2 would not
+        # equal PyTorch's float64 one)
+        f = _C.where(s > 0, full_like(p, etaplus),
+                     _C.where(s < 0, full_like(p, etaminus), ones_like(p)))
+        step_size.copy_(_C.clamp(step_size * f, lo, hi))
+        g = _C.where(s < 0, zeros_like(g), g)
+        p.sub_(g.sign() * step_size)
+        prev.copy_(g)

@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable
 from typing import Any
 
-from ..autograd import enable_grad
+from ..autograd import enable_grad, no_grad
 from ..nn.utils import zero_grads
 from ..tensor import Tensor
 
@@ -123,8 +123,37 @@ class Optimizer:
                         self.state[p] = s
 
     def step(self, closure: Callable[[], Any] | None = None) -> Any:
-        """One update of every parameter that has a gradient (each optimizer's own rule)."""
-        raise NotImplementedError
+        """One update of every parameter that has a gradient; returns ``closure()``'s loss.
+
+        The loop every optimizer shares: each parameter with a gradient gets its state
+        (created by :meth:`_initial_state` on first use) and :meth:`_update` applies the
+        optimizer's rule. Optimizers whose update spans parameters override ``step``."""
+        loss = self._closure(closure)
+        with no_grad():
+            for group in self.param_groups:
+                for p, g in self._grads(group):
+                    state = self.state.get(p)
+                    if not state:
+                        state = self.state[p] = self._initial_state(p, group)
+                    self._update(p, g, state, group)
+        return loss
+
+    def _update(self, p: Tensor, g: Tensor, state: dict[str, Any], group: dict[str, Any]
+                ) -> None:
+        """The rule: update ``p`` (and ``state``) in place from its gradient ``g``."""
+        raise NotImplementedError(f"{type(self).__name__} must implement step() or _update()")
+
+    @staticmethod
+    def _weight_decay(p: Tensor, g: Tensor, lr: Any, wd: float, decoupled: bool = False
+                      ) -> Tensor:
+        """Weight decay: L2 (``g + wd * p``, returned) or decoupled (``p *= 1 - lr * wd``,
+        AdamW-style; ``g`` returned as is)."""
+        if wd == 0:
+            return g
+        if decoupled:
+            p.mul_(1 - lr * wd)
+            return g
+        return g.add(p, alpha=wd)
 
     def _closure(self, closure: Callable[[], Any] | None) -> Any:
         if closure is None:

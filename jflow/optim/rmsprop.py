@@ -58,8 +58,7 @@ class RMSprop(Optimizer):
                     if centered and "grad_avg" not in state:
                         state["grad_avg"] = zeros_like(p)
                     state["step"].add_(1)
-                    if wd != 0:
-                        g = g.add(p, alpha=wd)
+                    g = self._weight_decay(p, g, lr, wd)
                     sq = state["square_avg"]
                     sq.mul_(alpha).add_(g * g, alpha=1 - alpha)
                     if centered:

@@ -52,8 +52,7 @@ class SGD(Optimizer):
                 lr, mom, damp = group["lr"], group["momentum"], group["dampening"]
                 wd, nesterov = group["weight_decay"], group["nesterov"]
                 for p, g in self._grads(group):
-                    if wd != 0:
-                        g = g.add(p, alpha=wd)
+                    g = self._weight_decay(p, g, lr, wd)
                     if mom != 0:
                         state = self.state.setdefault(p, {})
                         buf = state.get("momentum_buffer")

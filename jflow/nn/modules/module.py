@@ -665,15 +665,8 @@ class _BackwardHookState:
 
     def on_grad_output(self, grads: tuple[Any, ...]) -> tuple[Any, ...]:
         m = self.module
-        for hook in self._hooks("_backward_pre_hooks"):
-            res = hook(m, grads)
-            if res is None:
-                continue
-            res = res if isinstance(res, tuple) else (res,)
-            if len(res) != len(grads):
-                raise RuntimeError(f"Backward pre hook returned an invalid number of grad_output,"
-                                   f" got {len(res)}, but expected {len(grads)}")
-            grads = res
+        grads = self._chain("_backward_pre_hooks", lambda hook, g: hook(m, g), grads,
+                            "Backward pre hook returned an invalid number of grad_output")
         self.grad_output = grads
         if self.input_index is None and self._hooks("_backward_hooks"):
             none = (None,) * self.n_inputs
@@ -689,14 +682,20 @@ class _BackwardHookState:
     def on_grad_input(self, grads: tuple[Any, ...]) -> tuple[Any, ...]:
         m = self.module
         grad_output = self.grad_output if self.grad_output is not None else ()
-        for hook in self._hooks("_backward_hooks"):
-            res = hook(m, grads, grad_output)
+        return self._chain("_backward_hooks", lambda hook, g: hook(m, g, grad_output), grads,
+                           "Backward hook returned an invalid number of grad_input")
+
+    def _chain(self, store: str, call: Callable, grads: tuple[Any, ...], what: str
+               ) -> tuple[Any, ...]:
+        """Run the hooks in ``store`` in order; a hook's non-None result replaces ``grads``
+        (it must have as many entries: PyTorch's check and message)."""
+        for hook in self._hooks(store):
+            res = call(hook, grads)
             if res is None:
                 continue
             res = res if isinstance(res, tuple) else (res,)
             if len(res) != len(grads):
-                raise RuntimeError(f"Backward hook returned an invalid number of grad_input, "
-                                   f"got {len(res)}, but expected {len(grads)}")
+                raise RuntimeError(f"{what}, got {len(res)}, but expected {len(grads)}")
             grads = res
         return grads
 
