@@ -152,16 +152,59 @@ __all__ = [
     "nll_loss",
     "cross_entropy",
     "binary_cross_entropy_with_logits",
+    "instance_norm",
+    "local_response_norm",
+    "ctc_loss",
+    "embedding_bag",
+    "alpha_dropout",
+    "feature_alpha_dropout",
+    "dropout1d",
+    "dropout2d",
+    "dropout3d",
+    "bilinear",
     "fused_bias_add_activation",
     "scaled_dot_product_attention",
     "conv2d",
     "conv1d",
     "conv_transpose2d",
+    "conv3d",
+    "conv_transpose1d",
+    "conv_transpose3d",
+    "avg_pool1d",
     "avg_pool2d",
+    "avg_pool3d",
+    "adaptive_avg_pool1d",
     "adaptive_avg_pool2d",
+    "adaptive_avg_pool3d",
+    "adaptive_max_pool1d",
+    "adaptive_max_pool2d",
+    "adaptive_max_pool3d",
+    "adaptive_max_pool1d_with_indices",
+    "adaptive_max_pool2d_with_indices",
+    "adaptive_max_pool3d_with_indices",
+    "max_pool1d",
     "max_pool2d",
+    "max_pool3d",
+    "max_pool1d_with_indices",
     "max_pool2d_with_indices",
+    "max_pool3d_with_indices",
+    "lp_pool1d",
+    "lp_pool2d",
+    "lp_pool3d",
     "interpolate",
+    "grid_sample",
+    "affine_grid",
+    "complex",
+    "polar",
+    "real",
+    "imag",
+    "conj",
+    "conj_physical",
+    "resolve_conj",
+    "angle",
+    "isreal",
+    "view_as_real",
+    "view_as_complex",
     "asin",
     "arcsin",
     "acos",
@@ -306,6 +349,53 @@ __all__ = [
     "triu_indices",
     "scatter_reduce",
     "narrow_copy",
+    "arctan2",
+    "divide",
+    "greater",
+    "greater_equal",
+    "less",
+    "less_equal",
+    "not_equal",
+    "moveaxis",
+    "concatenate",
+    "ravel",
+    "adjoint",
+    "msort",
+    "tensor_split",
+    "hsplit",
+    "vsplit",
+    "dsplit",
+    "split_with_sizes",
+    "select_scatter",
+    "slice_scatter",
+    "diagonal_scatter",
+    "fmax",
+    "fmin",
+    "heaviside",
+    "ldexp",
+    "logit",
+    "signbit",
+    "mvlgamma",
+    "dist",
+    "cov",
+    "corrcoef",
+    "trapezoid",
+    "trapz",
+    "cumulative_trapezoid",
+    "matrix_power",
+    "pinverse",
+    "logdet",
+    "addr",
+    "diagflat",
+    "renorm",
+    "vander",
+    "logspace",
+    "hann_window",
+    "hamming_window",
+    "blackman_window",
+    "bartlett_window",
+    "kaiser_window",
+    "isin",
 ]
 
 
@@ -325,7 +415,39 @@ class _min_result(NamedTuple):
     values: Tensor
     indices: Tensor
 
+class _adaptive_max_pool1d_result(NamedTuple):
+    output: Tensor
+    indices: Tensor
+
+class _adaptive_max_pool2d_result(NamedTuple):
+    output: Tensor
+    indices: Tensor
+
+class _adaptive_max_pool3d_result(NamedTuple):
+    output: Tensor
+    indices: Tensor
+
+class _adaptive_max_pool1d_with_indices_result(NamedTuple):
+    output: Tensor
+    indices: Tensor
+
+class _adaptive_max_pool2d_with_indices_result(NamedTuple):
+    output: Tensor
+    indices: Tensor
+
+class _adaptive_max_pool3d_with_indices_result(NamedTuple):
+    output: Tensor
+    indices: Tensor
+
+class _max_pool1d_with_indices_result(NamedTuple):
+    output: Tensor
+    indices: Tensor
+
 class _max_pool2d_with_indices_result(NamedTuple):
+    output: Tensor
+    indices: Tensor
+
+class _max_pool3d_with_indices_result(NamedTuple):
     output: Tensor
     indices: Tensor
 
@@ -999,6 +1121,7 @@ def embedding(
     weight: Tensor,
     padding_idx: int | None = None,
     max_norm: float | None = None,
+    norm_type: float = 2.0,
     scale_grad_by_freq: bool = False,
     sparse: bool = False,
 ) -> Tensor: ...
@@ -1030,6 +1153,102 @@ def binary_cross_entropy_with_logits(
     weight: Tensor | None = None,
     reduction: str = 'mean',
     pos_weight: Tensor | None = None,
+) -> Tensor: ...
+
+def instance_norm(
+    input: Tensor,
+    running_mean: Tensor | None = None,
+    running_var: Tensor | None = None,
+    weight: Tensor | None = None,
+    bias: Tensor | None = None,
+    use_input_stats: bool = True,
+    momentum: float = 0.1,
+    eps: float = 1e-05,
+) -> Tensor: ...
+
+def local_response_norm(
+    input: Tensor,
+    size: int,
+    alpha: float = 0.0001,
+    beta: float = 0.75,
+    k: float = 1.0,
+) -> Tensor: ...
+
+@overload
+def ctc_loss(
+    log_probs: Tensor,
+    targets: Tensor,
+    input_lengths: Tensor,
+    target_lengths: Tensor,
+    blank: int = 0,
+    reduction: str = 'mean',
+    zero_infinity: bool = False,
+) -> Tensor: ...
+@overload
+def ctc_loss(
+    log_probs: Tensor,
+    targets: Tensor,
+    input_lengths: Sequence[int],
+    target_lengths: Sequence[int],
+    blank: int = 0,
+    reduction: str = 'mean',
+    zero_infinity: bool = False,
+) -> Tensor: ...
+
+def embedding_bag(
+    input: Tensor,
+    weight: Tensor,
+    offsets: Tensor | None = None,
+    max_norm: float | None = None,
+    norm_type: float = 2.0,
+    scale_grad_by_freq: bool = False,
+    mode: str = 'mean',
+    sparse: bool = False,
+    per_sample_weights: Tensor | None = None,
+    include_last_offset: bool = False,
+    padding_idx: int | None = None,
+) -> Tensor: ...
+
+def alpha_dropout(
+    input: Tensor,
+    p: float = 0.5,
+    training: bool = False,
+    inplace: bool = False,
+) -> Tensor: ...
+
+def feature_alpha_dropout(
+    input: Tensor,
+    p: float = 0.5,
+    training: bool = False,
+    inplace: bool = False,
+) -> Tensor: ...
+
+def dropout1d(
+    input: Tensor,
+    p: float = 0.5,
+    training: bool = True,
+    inplace: bool = False,
+) -> Tensor: ...
+
+def dropout2d(
+    input: Tensor,
+    p: float = 0.5,
+    training: bool = True,
+    inplace: bool = False,
+) -> Tensor: ...
+
+def dropout3d(
+    input: Tensor,
+    p: float = 0.5,
+    training: bool = True,
+    inplace: bool = False,
+) -> Tensor: ...
+
+def bilinear(
+    input1: Tensor,
+    input2: Tensor,
+    weight: Tensor,
+    bias: Tensor | None = None,
 ) -> Tensor: ...
 
 def fused_bias_add_activation(x: Tensor, bias: Tensor, *, activation: str = 'gelu') -> Tensor: ...
@@ -1098,6 +1317,58 @@ def conv_transpose2d(
     dilation: int | Sequence[int] = 1,
 ) -> Tensor: ...
 
+@overload
+def conv3d(
+    input: Tensor,
+    weight: Tensor,
+    bias: Tensor | None = None,
+    stride: int | Sequence[int] = 1,
+    padding: int | Sequence[int] = 0,
+    dilation: int | Sequence[int] = 1,
+    groups: int = 1,
+) -> Tensor: ...
+@overload
+def conv3d(
+    input: Tensor,
+    weight: Tensor,
+    bias: Tensor | None = None,
+    stride: int | Sequence[int] = 1,
+    padding: str = 'valid',
+    dilation: int | Sequence[int] = 1,
+    groups: int = 1,
+) -> Tensor: ...
+
+def conv_transpose1d(
+    input: Tensor,
+    weight: Tensor,
+    bias: Tensor | None = None,
+    stride: int | Sequence[int] = 1,
+    padding: int | Sequence[int] = 0,
+    output_padding: int | Sequence[int] = 0,
+    groups: int = 1,
+    dilation: int | Sequence[int] = 1,
+) -> Tensor: ...
+
+def conv_transpose3d(
+    input: Tensor,
+    weight: Tensor,
+    bias: Tensor | None = None,
+    stride: int | Sequence[int] = 1,
+    padding: int | Sequence[int] = 0,
+    output_padding: int | Sequence[int] = 0,
+    groups: int = 1,
+    dilation: int | Sequence[int] = 1,
+) -> Tensor: ...
+
+def avg_pool1d(
+    input: Tensor,
+    kernel_size: int | Sequence[int],
+    stride: int | Sequence[int] | None = None,
+    padding: int | Sequence[int] = 0,
+    ceil_mode: bool = False,
+    count_include_pad: bool = True,
+) -> Tensor: ...
+
 def avg_pool2d(
     input: Tensor,
     kernel_size: int | Sequence[int],
@@ -1108,7 +1379,60 @@ def avg_pool2d(
     divisor_override: int | None = None,
 ) -> Tensor: ...
 
+def avg_pool3d(
+    input: Tensor,
+    kernel_size: int | Sequence[int],
+    stride: int | Sequence[int] | None = None,
+    padding: int | Sequence[int] = 0,
+    ceil_mode: bool = False,
+    count_include_pad: bool = True,
+    divisor_override: int | None = None,
+) -> Tensor: ...
+
+def adaptive_avg_pool1d(input: Tensor, output_size: int | Sequence[int]) -> Tensor: ...
+
 def adaptive_avg_pool2d(input: Tensor, output_size: int | Sequence[int]) -> Tensor: ...
+
+def adaptive_avg_pool3d(input: Tensor, output_size: int | Sequence[int]) -> Tensor: ...
+
+def adaptive_max_pool1d(
+    input: Tensor,
+    output_size: int | Sequence[int],
+) -> _adaptive_max_pool1d_result: ...
+
+def adaptive_max_pool2d(
+    input: Tensor,
+    output_size: int | Sequence[int],
+) -> _adaptive_max_pool2d_result: ...
+
+def adaptive_max_pool3d(
+    input: Tensor,
+    output_size: int | Sequence[int],
+) -> _adaptive_max_pool3d_result: ...
+
+def adaptive_max_pool1d_with_indices(
+    input: Tensor,
+    output_size: int | Sequence[int],
+) -> _adaptive_max_pool1d_with_indices_result: ...
+
+def adaptive_max_pool2d_with_indices(
+    input: Tensor,
+    output_size: int | Sequence[int],
+) -> _adaptive_max_pool2d_with_indices_result: ...
+
+def adaptive_max_pool3d_with_indices(
+    input: Tensor,
+    output_size: int | Sequence[int],
+) -> _adaptive_max_pool3d_with_indices_result: ...
+
+def max_pool1d(
+    input: Tensor,
+    kernel_size: int | Sequence[int],
+    stride: int | Sequence[int] | None = None,
+    padding: int | Sequence[int] = 0,
+    dilation: int | Sequence[int] = 1,
+    ceil_mode: bool = False,
+) -> Tensor: ...
 
 def max_pool2d(
     input: Tensor,
@@ -1119,6 +1443,24 @@ def max_pool2d(
     ceil_mode: bool = False,
 ) -> Tensor: ...
 
+def max_pool3d(
+    input: Tensor,
+    kernel_size: int | Sequence[int],
+    stride: int | Sequence[int] | None = None,
+    padding: int | Sequence[int] = 0,
+    dilation: int | Sequence[int] = 1,
+    ceil_mode: bool = False,
+) -> Tensor: ...
+
+def max_pool1d_with_indices(
+    input: Tensor,
+    kernel_size: int | Sequence[int],
+    stride: int | Sequence[int] | None = None,
+    padding: int | Sequence[int] = 0,
+    dilation: int | Sequence[int] = 1,
+    ceil_mode: bool = False,
+) -> _max_pool1d_with_indices_result: ...
+
 def max_pool2d_with_indices(
     input: Tensor,
     kernel_size: int | Sequence[int],
@@ -1127,6 +1469,39 @@ def max_pool2d_with_indices(
     dilation: int | Sequence[int] = 1,
     ceil_mode: bool = False,
 ) -> _max_pool2d_with_indices_result: ...
+
+def max_pool3d_with_indices(
+    input: Tensor,
+    kernel_size: int | Sequence[int],
+    stride: int | Sequence[int] | None = None,
+    padding: int | Sequence[int] = 0,
+    dilation: int | Sequence[int] = 1,
+    ceil_mode: bool = False,
+) -> _max_pool3d_with_indices_result: ...
+
+def lp_pool1d(
+    input: Tensor,
+    norm_type: float,
+    kernel_size: int | Sequence[int],
+    stride: int | Sequence[int] | None = None,
+    ceil_mode: bool = False,
+) -> Tensor: ...
+
+def lp_pool2d(
+    input: Tensor,
+    norm_type: float,
+    kernel_size: int | Sequence[int],
+    stride: int | Sequence[int] | None = None,
+    ceil_mode: bool = False,
+) -> Tensor: ...
+
+def lp_pool3d(
+    input: Tensor,
+    norm_type: float,
+    kernel_size: int | Sequence[int],
+    stride: int | Sequence[int] | None = None,
+    ceil_mode: bool = False,
+) -> Tensor: ...
 
 @overload
 def interpolate(
@@ -1148,6 +1523,42 @@ def interpolate(
     recompute_scale_factor: bool | None = None,
     antialias: bool = False,
 ) -> Tensor: ...
+
+def grid_sample(
+    input: Tensor,
+    grid: Tensor,
+    mode: str = 'bilinear',
+    padding_mode: str = 'zeros',
+    align_corners: bool | None = None,
+) -> Tensor: ...
+
+def affine_grid(
+    theta: Tensor,
+    size: Sequence[int],
+    align_corners: bool | None = None,
+) -> Tensor: ...
+
+def complex(real: Tensor, imag: Tensor) -> Tensor: ...
+
+def polar(abs: Tensor, angle: Tensor) -> Tensor: ...
+
+def real(input: Tensor) -> Tensor: ...
+
+def imag(input: Tensor) -> Tensor: ...
+
+def conj(input: Tensor) -> Tensor: ...
+
+def conj_physical(input: Tensor) -> Tensor: ...
+
+def resolve_conj(input: Tensor) -> Tensor: ...
+
+def angle(input: Tensor) -> Tensor: ...
+
+def isreal(input: Tensor) -> Tensor: ...
+
+def view_as_real(input: Tensor) -> Tensor: ...
+
+def view_as_complex(input: Tensor) -> Tensor: ...
 
 def asin(input: Tensor) -> Tensor: ...
 
@@ -1806,3 +2217,251 @@ def scatter_reduce(
 ) -> Tensor: ...
 
 def narrow_copy(input: Tensor, dim: int, start: int, length: int) -> Tensor: ...
+
+@overload
+def arctan2(input: Tensor, other: Tensor) -> Tensor: ...
+@overload
+def arctan2(input: Tensor, other: int | float) -> Tensor: ...
+
+@overload
+def divide(
+    input: Tensor,
+    other: Tensor,
+    *,
+    rounding_mode: str | None = None,
+    inplace: bool = False,
+) -> Tensor: ...
+@overload
+def divide(
+    input: Tensor,
+    other: int | float,
+    *,
+    rounding_mode: str | None = None,
+    inplace: bool = False,
+) -> Tensor: ...
+@overload
+def divide(input: int | float, other: Tensor, *, rounding_mode: str | None = None) -> Tensor: ...
+
+@overload
+def greater(input: Tensor, other: Tensor) -> Tensor: ...
+@overload
+def greater(input: Tensor, other: int | float) -> Tensor: ...
+
+@overload
+def greater_equal(input: Tensor, other: Tensor) -> Tensor: ...
+@overload
+def greater_equal(input: Tensor, other: int | float) -> Tensor: ...
+
+@overload
+def less(input: Tensor, other: Tensor) -> Tensor: ...
+@overload
+def less(input: Tensor, other: int | float) -> Tensor: ...
+
+@overload
+def less_equal(input: Tensor, other: Tensor) -> Tensor: ...
+@overload
+def less_equal(input: Tensor, other: int | float) -> Tensor: ...
+
+@overload
+def not_equal(input: Tensor, other: Tensor) -> Tensor: ...
+@overload
+def not_equal(input: Tensor, other: int | float) -> Tensor: ...
+
+def moveaxis(
+    input: Tensor,
+    source: int | Sequence[int],
+    destination: int | Sequence[int],
+) -> Tensor: ...
+
+def concatenate(tensors: Sequence[Tensor], axis: int = 0) -> Tensor: ...
+
+def ravel(input: Tensor) -> Tensor: ...
+
+def adjoint(input: Tensor) -> Tensor: ...
+
+def msort(input: Tensor) -> Tensor: ...
+
+@overload
+def tensor_split(input: Tensor, sections: int, dim: int = 0) -> tuple[Tensor, ...]: ...
+@overload
+def tensor_split(input: Tensor, indices: Sequence[int], dim: int = 0) -> tuple[Tensor, ...]: ...
+
+@overload
+def hsplit(input: Tensor, sections: int) -> tuple[Tensor, ...]: ...
+@overload
+def hsplit(input: Tensor, indices: Sequence[int]) -> tuple[Tensor, ...]: ...
+
+@overload
+def vsplit(input: Tensor, sections: int) -> tuple[Tensor, ...]: ...
+@overload
+def vsplit(input: Tensor, indices: Sequence[int]) -> tuple[Tensor, ...]: ...
+
+@overload
+def dsplit(input: Tensor, sections: int) -> tuple[Tensor, ...]: ...
+@overload
+def dsplit(input: Tensor, indices: Sequence[int]) -> tuple[Tensor, ...]: ...
+
+def split_with_sizes(
+    input: Tensor,
+    split_sizes: Sequence[int],
+    dim: int = 0,
+) -> tuple[Tensor, ...]: ...
+
+def select_scatter(input: Tensor, src: Tensor, dim: int, index: int) -> Tensor: ...
+
+def slice_scatter(
+    input: Tensor,
+    src: Tensor,
+    dim: int = 0,
+    start: int | None = None,
+    end: int | None = None,
+    step: int = 1,
+) -> Tensor: ...
+
+def diagonal_scatter(
+    input: Tensor,
+    src: Tensor,
+    offset: int = 0,
+    dim1: int = 0,
+    dim2: int = 1,
+) -> Tensor: ...
+
+def fmax(input: Tensor, other: Tensor) -> Tensor: ...
+
+def fmin(input: Tensor, other: Tensor) -> Tensor: ...
+
+def heaviside(input: Tensor, values: Tensor) -> Tensor: ...
+
+def ldexp(input: Tensor, other: Tensor) -> Tensor: ...
+
+def logit(input: Tensor, eps: float | None = None) -> Tensor: ...
+
+def signbit(input: Tensor) -> Tensor: ...
+
+def mvlgamma(input: Tensor, p: int) -> Tensor: ...
+
+def dist(input: Tensor, other: Tensor, p: float = 2) -> Tensor: ...
+
+def cov(
+    input: Tensor,
+    *,
+    correction: int = 1,
+    fweights: Tensor | None = None,
+    aweights: Tensor | None = None,
+) -> Tensor: ...
+
+def corrcoef(input: Tensor) -> Tensor: ...
+
+@overload
+def trapezoid(y: Tensor, x: Tensor, *, dim: int = -1) -> Tensor: ...
+@overload
+def trapezoid(y: Tensor, *, dx: float | None = None, dim: int = -1) -> Tensor: ...
+
+@overload
+def trapz(y: Tensor, x: Tensor, *, dim: int = -1) -> Tensor: ...
+@overload
+def trapz(y: Tensor, *, dx: float | None = None, dim: int = -1) -> Tensor: ...
+
+@overload
+def cumulative_trapezoid(y: Tensor, x: Tensor, *, dim: int = -1) -> Tensor: ...
+@overload
+def cumulative_trapezoid(y: Tensor, *, dx: float | None = None, dim: int = -1) -> Tensor: ...
+
+def matrix_power(input: Tensor, n: int) -> Tensor: ...
+
+def pinverse(input: Tensor, rcond: float = 1e-15) -> Tensor: ...
+
+def logdet(input: Tensor) -> Tensor: ...
+
+def addr(
+    input: Tensor,
+    vec1: Tensor,
+    vec2: Tensor,
+    *,
+    beta: int | float = 1,
+    alpha: int | float = 1,
+) -> Tensor: ...
+
+def diagflat(input: Tensor, offset: int = 0) -> Tensor: ...
+
+def renorm(input: Tensor, p: float, dim: int, maxnorm: float) -> Tensor: ...
+
+def vander(x: Tensor, N: int | None = None, increasing: bool = False) -> Tensor: ...
+
+def logspace(
+    start: int | float,
+    end: int | float,
+    steps: int,
+    base: float = 10.0,
+    *,
+    dtype: dtype | None = None,
+    device: str | device | None = None,
+) -> Tensor: ...
+
+def hann_window(
+    window_length: int,
+    periodic: bool = True,
+    *,
+    dtype: dtype | None = None,
+    device: str | device | None = None,
+) -> Tensor: ...
+
+def hamming_window(
+    window_length: int,
+    periodic: bool = True,
+    alpha: float = 0.54,
+    beta: float = 0.46,
+    *,
+    dtype: dtype | None = None,
+    device: str | device | None = None,
+) -> Tensor: ...
+
+def blackman_window(
+    window_length: int,
+    periodic: bool = True,
+    *,
+    dtype: dtype | None = None,
+    device: str | device | None = None,
+) -> Tensor: ...
+
+def bartlett_window(
+    window_length: int,
+    periodic: bool = True,
+    *,
+    dtype: dtype | None = None,
+    device: str | device | None = None,
+) -> Tensor: ...
+
+def kaiser_window(
+    window_length: int,
+    periodic: bool = True,
+    beta: float = 12.0,
+    *,
+    dtype: dtype | None = None,
+    device: str | device | None = None,
+) -> Tensor: ...
+
+@overload
+def isin(
+    elements: Tensor,
+    test_elements: Tensor,
+    *,
+    assume_unique: bool = False,
+    invert: bool = False,
+) -> Tensor: ...
+@overload
+def isin(
+    elements: Tensor,
+    test_elements: int | float,
+    *,
+    assume_unique: bool = False,
+    invert: bool = False,
+) -> Tensor: ...
+@overload
+def isin(
+    elements: int | float,
+    test_elements: Tensor,
+    *,
+    assume_unique: bool = False,
+    invert: bool = False,
+) -> Tensor: ...

@@ -8,8 +8,8 @@ functional API generated from api.yaml (``flow._C``), ops as JAX primitives
 from . import _jax_setup  # noqa: F401  (x64 on, before anything touches JAX)
 from . import dtypes
 from .device import device
-from .dtypes import (bfloat16, float16, float32, float64, get_default_dtype, int8, int16, int32,
-                     int64, set_default_dtype, uint8)
+from .dtypes import (bfloat16, complex64, complex128, float16, float32, float64,
+                     get_default_dtype, int8, int16, int32, int64, set_default_dtype, uint8)
 from .dtypes import bool_ as bool  # noqa: A001  (flow.bool, as OneFlow/PyTorch)
 from .dtypes import dtype, promote_types
 from .tensor import Size, Tensor, is_tensor
@@ -20,6 +20,8 @@ half = float16
 long = int64
 int = int32  # noqa: A001
 short = int16
+cfloat = complex64
+cdouble = complex128
 
 from . import ops, kernels  # noqa: E402  (ops first: the op layer pulls in the layers below it)
 from .kernels import ffi as _ffi  # noqa: E402,F401  (the "ffi" backend: defines ops, so after ops)
@@ -30,6 +32,8 @@ from .amp import _linear as _amp_linear  # noqa: E402,F401  (autocast of _C.line
 from .autograd import rules as _grad_rules  # noqa: E402,F401  (needs the functional layer)
 from . import tensor_methods as _tensor_methods  # noqa: E402,F401
 from . import tensor_indexing as _tensor_indexing  # noqa: E402,F401  (after: varargs forms win)
+from . import tensor_complex as _tensor_complex  # noqa: E402,F401  (x.real, x.conj() ...)
+from .tensor_complex import is_complex, is_conj, resolve_neg  # noqa: E402
 from . import utils  # noqa: E402
 from . import config, sysconfig  # noqa: E402  (C++ ops: load_library, build flags)
 from . import env  # noqa: E402  (multi-process: init_distributed, ranks)
@@ -39,6 +43,12 @@ from .creation import (arange, as_tensor, empty, empty_like, eye, from_numpy, fu
                        randint_like, randn, randn_like, tensor, zeros, zeros_like)
 from .creation import bernoulli, multinomial, randperm  # noqa: E402
 from .tensor_methods import addcdiv, addcmul, lerp  # noqa: E402
+from .tensor_methods import (atleast_1d, atleast_2d, atleast_3d,  # noqa: E402  (issue 14,
+                             broadcast_shapes, broadcast_tensors, can_cast,  # breadth 2)
+                             detach, fill, is_floating_point, is_nonzero, is_same_size,
+                             is_signed, numel, positive, result_type, scalar_tensor, select)
+from .tensor_methods import INPLACE_FUNCTIONS as _INPLACE  # noqa: E402  (torch.<op>_)
+globals().update(_INPLACE)
 from . import linalg  # noqa: E402  (flow.linalg, as torch.linalg)
 from .linalg import chain_matmul, einsum, tensordot  # noqa: E402  (varargs / nested dims)
 from .tensor_indexing import block_diag, cartesian_prod, meshgrid  # noqa: E402  (varargs)

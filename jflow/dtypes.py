@@ -1,8 +1,10 @@
 """jflow dtypes (``flow.float32`` ...) and PyTorch's type-promotion rules.
 
 A :class:`dtype` wraps a NumPy dtype (what JAX arrays carry). Promotion follows PyTorch:
-categories bool < integer < floating; within a category the wider type wins; uint8 with a
-signed type goes to the next signed type that holds both; float16 with bfloat16 is float32.
+categories bool < integer < floating < complex; within a category the wider type wins; uint8
+with a signed type goes to the next signed type that holds both; float16 with bfloat16 is
+float32; a complex type with a wider float becomes the complex type of that width
+(complex64 + float64 -> complex128, as PyTorch).
 :func:`result_type` adds PyTorch's three priority tiers: dimensioned tensors, zero-dim
 tensors, and Python scalars ("wrapped numbers").
 """
@@ -16,11 +18,12 @@ import numpy as np
 
 __all__ = [
     "dtype", "bool_", "uint8", "int8", "int16", "int32", "int64", "float16", "bfloat16",
-    "float32", "float64", "all_dtypes", "as_dtype", "promote_types", "result_type",
+    "float32", "float64", "complex64", "complex128", "all_dtypes", "as_dtype", "promote_types",
+    "result_type",
     "get_default_dtype", "set_default_dtype", "scalar_category", "finfo", "iinfo",
 ]
 
-_BOOL, _INT, _FLOAT = 0, 1, 2
+_BOOL, _INT, _FLOAT, _COMPLEX = 0, 1, 2, 3
 
 
 class dtype:
@@ -39,6 +42,11 @@ class dtype:
     def is_floating_point(self) -> builtins.bool:
         """Whether this is a floating-point dtype."""
         return self.category == _FLOAT
+
+    @property
+    def is_complex(self) -> builtins.bool:
+        """Whether this is a complex dtype (complex64, complex128)."""
+        return self.category == _COMPLEX
 
     @property
     def is_signed(self) -> builtins.bool:
@@ -68,13 +76,18 @@ float16 = dtype("float16", np.float16, _FLOAT)
 bfloat16 = dtype("bfloat16", ml_dtypes.bfloat16, _FLOAT)
 float32 = dtype("float32", np.float32, _FLOAT)
 float64 = dtype("float64", np.float64, _FLOAT)
+complex64 = dtype("complex64", np.complex64, _COMPLEX)
+complex128 = dtype("complex128", np.complex128, _COMPLEX)
 
-all_dtypes = (bool_, uint8, int8, int16, int32, int64, float16, bfloat16, float32, float64)
+all_dtypes = (bool_, uint8, int8, int16, int32, int64, float16, bfloat16, float32, float64,
+              complex64, complex128)
 _BY_NP = {d.np: d for d in all_dtypes}
 _BY_NAME = {d.name: d for d in all_dtypes}
 _ALIASES = {"float": float32, "double": float64, "half": float16, "long": int64, "int": int32,
-            "short": int16, "char": int8, "byte": uint8}
-_PY_TYPES = {builtins.bool: bool_, builtins.int: int64, builtins.float: float64}
+            "short": int16, "char": int8, "byte": uint8, "cfloat": complex64,
+            "cdouble": complex128}
+_PY_TYPES = {builtins.bool: bool_, builtins.int: int64, builtins.float: float64,
+             builtins.complex: complex128}
 
 _default_float = float32
 
@@ -126,13 +139,37 @@ def from_numpy_dtype(np_dtype: np.dtype) -> dtype:
     return d
 
 
-def _rank(d: dtype) -> tuple[int, int]:
-    return (d.category, d.itemsize)
+def complex_of(d: dtype) -> dtype:
+    """The complex dtype whose parts have float dtype ``d`` (float64 -> complex128, float32 and
+    bfloat16 -> complex64, as PyTorch). float16's is PyTorch's complex32, which jflow does not
+    have: a TypeError, not a quietly wider result."""
+    if d is float16:
+        raise TypeError("complex32 (the complex type of float16, PyTorch's result here) is not "
+                        "supported by jflow; cast the float16 operand to float32 first")
+    return complex128 if d is float64 else complex64
+
+
+def real_of(d: dtype) -> dtype:
+    """The float dtype of a complex dtype's parts (``d`` itself if it is not complex)."""
+    if d is complex128:
+        return float64
+    return float32 if d is complex64 else d
+
+
+def default_complex() -> dtype:
+    """The dtype of a complex tensor made from Python complex numbers: the complex type of
+    the default float dtype (complex64 unless the default is float64), as PyTorch."""
+    return complex_of(_default_float)
 
 
 def _promote_pair(a: dtype, b: dtype) -> dtype:
     if a is b:
         return a
+    if _COMPLEX in (a.category, b.category):
+        c, o = (a, b) if a.category == _COMPLEX else (b, a)
+        if o.category == _COMPLEX:
+            return a if a.itemsize > b.itemsize else b
+        return complex128 if o is float64 else c
     if a.category != b.category:
         return a if a.category > b.category else b
     if a.category == _BOOL:
@@ -157,16 +194,26 @@ def promote_types(a: dtype, b: dtype) -> dtype:
 
 
 def scalar_category(value: object) -> int:
-    """Category of a Python / NumPy scalar: 0 bool, 1 integer, 2 floating."""
+    """Category of a Python / NumPy scalar: 0 bool, 1 integer, 2 floating, 3 complex."""
     if isinstance(value, (builtins.bool, np.bool_)):
         return _BOOL
     if isinstance(value, (builtins.int, np.integer)):
         return _INT
+    if isinstance(value, (builtins.complex, np.complexfloating)):
+        return _COMPLEX
     return _FLOAT
 
 
 def _scalar_dtype(category: int) -> dtype:
-    return (bool_, int64, _default_float)[category]
+    return (bool_, int64, _default_float, default_complex())[category]
+
+
+def _lower_tier_wins(higher: dtype | None, lower: dtype) -> dtype:
+    """A lower tier's dtype of a higher category decides, except that a complex one over a
+    floating higher tier keeps that tier's width (float64 tensor * 1j -> complex128)."""
+    if higher is not None and lower.category == _COMPLEX and higher.category == _FLOAT:
+        return complex_of(higher)
+    return lower
 
 
 def result_type(dims: list[dtype], zero_dims: list[dtype], scalars: list[int]) -> dtype:
@@ -184,11 +231,11 @@ def result_type(dims: list[dtype], zero_dims: list[dtype], scalars: list[int]) -
         for d in tier[1:]:
             t = _PROMOTE[(t, d)]
         if result is None or t.category > result.category:
-            result = t
+            result = _lower_tier_wins(result, t)
     if scalars:
         cat = max(scalars)
         if result is None or cat > result.category:
-            result = _scalar_dtype(cat)
+            result = _lower_tier_wins(result, _scalar_dtype(cat))
     if result is None:
         raise ValueError("result_type needs at least one operand")
     return result

@@ -18,6 +18,7 @@ from .tensor import Tensor
 __all__ = ["norm", "vector_norm", "matrix_norm", "inv", "det", "slogdet", "solve", "cholesky",
            "qr", "svd", "svdvals", "eigh", "eigvalsh", "pinv", "lstsq", "matrix_rank", "cross",
            "multi_dot"]
+__all__ += ["matrix_power"]  # issue 14, breadth round 2
 
 norm = F.linalg_norm
 vector_norm = F.linalg_vector_norm
@@ -37,6 +38,7 @@ lstsq = F.linalg_lstsq
 matrix_rank = F.linalg_matrix_rank
 cross = F.linalg_cross
 multi_dot = F.linalg_multi_dot
+matrix_power = F.linalg_matrix_power
 
 
 def einsum(equation: str, *operands: Any) -> Tensor:

@@ -118,6 +118,11 @@ class Tensor:
         """The size of one element in bytes."""
         return self._value.dtype.itemsize
 
+    @property
+    def nbytes(self) -> int:
+        """The bytes the elements take: ``numel() * element_size()``."""
+        return self.numel() * self.element_size()
+
     def size(self, dim: int | None = None) -> Any:
         """The shape (a :class:`Size`), or the length of dimension ``dim`` (negative allowed)."""
         if dim is None:
@@ -161,9 +166,9 @@ class Tensor:
                 raise RuntimeError("you can only change requires_grad flags of leaf variables; "
                                    "use detach() to get a tensor that does not require grad")
             return self
-        if requires_grad and not self.is_floating_point():
-            raise RuntimeError(f"only Tensors of floating point dtype can require gradients, "
-                               f"got {self.dtype}")
+        if requires_grad and self._value.dtype.kind not in "fcV":
+            raise RuntimeError(f"only Tensors of floating point and complex dtype can require "
+                               f"gradients, got {self.dtype}")
         self._requires_grad = requires_grad
         return self
 
@@ -435,12 +440,12 @@ def _tensor_value(data: Any, dtype: _dt.dtype | None, device: Any, fname: str,
         kind = arr.dtype.kind
         if kind in "uO" or (kind == "f" and np.abs(arr).max(initial=0) >= 2.0**63):
             arr, dtype = _big_ints(data, arr, dtype, fname)
-        if arr.dtype == object or arr.dtype.kind not in "biuf":
+        if arr.dtype == object or arr.dtype.kind not in "biufc":
             raise TypeError(f"{fname}: could not convert data of type {type(data).__name__} "
                             f"(NumPy infers {arr.dtype}) to a tensor")
         if dtype is None:
-            dtype = {"b": _dt.bool_, "i": _dt.int64, "u": _dt.int64}.get(
-                arr.dtype.kind, _dt.get_default_dtype())
+            dtype = {"b": _dt.bool_, "i": _dt.int64, "u": _dt.int64,
+                     "c": _dt.default_complex()}.get(arr.dtype.kind, _dt.get_default_dtype())
         elif dtype.category == 1 and arr.dtype.kind in "iu" and arr.size:
             info = np.iinfo(dtype.np)  # Python ints that the integer dtype cannot hold
             lo, hi = int(arr.min()), int(arr.max())

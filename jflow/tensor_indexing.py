@@ -48,7 +48,7 @@ _setitem = _get_op("setitem").apply
 
 _INTS = (int, np.integer)
 _BOOLS = (bool, np.bool_)
-_SCALARS = (bool, int, float, np.bool_, np.integer, np.floating)
+_SCALARS = (bool, int, float, complex, np.bool_, np.integer, np.floating, np.complexfloating)
 
 
 def _traced(t: Tensor) -> bool:
@@ -309,7 +309,7 @@ def _value_tensor(value: Any, like: Tensor) -> Tensor:
         a = np.asarray(value)
     except Exception:  # noqa: BLE001  (any failure means: not array-like)
         a = np.asarray(None)
-    if a.dtype == object or a.dtype.kind not in "biuf":
+    if a.dtype == object or a.dtype.kind not in "biufc":
         raise TypeError(f"can't assign a {type(value).__name__} to a {like.dtype} tensor; the "
                         f"value must be a number, a Tensor or array-like")
     return cast(_wrap(jnp.asarray(a)), dt)

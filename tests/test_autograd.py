@@ -415,3 +415,16 @@ def test_cold_and_warm_backward_give_bitwise_equal_training():
     warm = train()
     for a, b in zip(cold, warm):
         np.testing.assert_array_equal(a, b)
+
+
+def test_leaf_hook_runs_once_on_the_whole_gradient():
+    """A leaf used twice: its hook sees the summed gradient once, as PyTorch (and what the
+    hook returns replaces the whole gradient)."""
+    x = flow.tensor([1.0, 2.0]).requires_grad_()
+    seen = []
+    x.register_hook(lambda g: seen.append(g.numpy().copy()) or g * 2)
+    (x * x + x.exp()).sum().backward()
+    want = 2 * np.array([1.0, 2.0]) + np.exp([1.0, 2.0])
+    assert len(seen) == 1
+    np.testing.assert_allclose(seen[0], want, rtol=1e-6)
+    np.testing.assert_allclose(x.grad.numpy(), 2 * want, rtol=1e-6)

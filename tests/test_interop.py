@@ -48,7 +48,7 @@ def test_errors_name_the_function():
     with pytest.raises(TypeError, match="from_torch: expected a torch.Tensor"):
         flow.utils.from_torch(np.ones(3))
     with pytest.raises(TypeError, match="complex"):
-        flow.utils.from_torch(torch.ones(3, dtype=torch.complex64))
+        flow.utils.from_torch(torch.ones(3, dtype=torch.complex32))
     g = flow.ones(4).to_global(flow.placement("cpu", [0, 1]), flow.sbp.split(0))
     with pytest.raises(TypeError, match="global tensor has no single buffer"):
         flow.utils.to_torch(g)

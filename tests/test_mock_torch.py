@@ -156,7 +156,9 @@ def test_shell_lines_run_an_unmodified_script(tmp_path):
 
 
 _UNSUPPORTED = {  # docs/porting.md "Not supported": each raises where used
-    "complex dtypes": lambda: flow.view_as_complex,
+    "torch.fft": lambda: flow.fft,
+    "complex32": lambda: flow.ones(2).chalf(),
+    "complex relu": lambda: flow.relu(flow.tensor([1j])),
     "LSTM proj_size": lambda: flow.nn.LSTM(4, 8, proj_size=2),
     "packed sequences": lambda: flow.nn.utils.rnn.pack_padded_sequence,
     "named tensors": lambda: flow.ones(2).refine_names("a"),

@@ -74,7 +74,7 @@ def test_duplicate_op_name():
     ({"attrs": [Attr("k", "int32", 2**40)]}, r"default 1099511627776 of attr 'k' is not a valid"),
     ({"attrs": [Attr("k", "bool", 0)]}, r"default 0 of attr 'k' is not a valid bool"),
     ({"attrs": [Attr("k", "int64_list", [1, "a"])]}, r"default \[1, 'a'\] of attr 'k'"),
-    ({"attrs": [Attr("k", "dtype", "complex64")]}, r"default 'complex64' of attr 'k'"),
+    ({"attrs": [Attr("k", "dtype", "complex32")]}, r"default 'complex32' of attr 'k'"),
     ({"attrs": [Attr("k", "int128", 1)]}, r"attr 'k' has unknown type 'int128'; known types"),
     ({"traits": ("NoSideEffect", "Pure")}, r"unknown trait\(s\) \['Pure'\]; known traits are"),
     ({"traits": "NoGrad"}, r"traits= must be a list, got the string 'NoGrad'"),
@@ -179,8 +179,8 @@ def test_attr_errors_name_op_and_attr():
                                          r"4294967296 does not fit in int32$"):
         AXPB(_t(X), axes=[2**32])
     with pytest.raises(TypeError, match=r"^op 'test_reg_axpb': attr 'dt' \(dtype\): "
-                                        r"unsupported dtype 'complex64'"):
-        AXPB(_t(X), dt="complex64")
+                                        r"unsupported dtype 'complex32'"):
+        AXPB(_t(X), dt="complex32")
     with pytest.raises(TypeError, match=r"unexpected keyword argument 'kk'"):
         AXPB(_t(X), kk=1.0)
     with pytest.raises(TypeError, match=r"^op 'test_reg_axpb' has no attr\(s\) \['kk'\]; its "
@@ -278,8 +278,8 @@ def test_variadic_input_with_min_zero():
                                                                   r"declares 1"),
     (lambda x: 3, r"must return objects with \.shape and \.dtype \(e\.g\. "
                   r"jax\.ShapeDtypeStruct\), got int"),
-    (lambda x: desc(x.shape, np.complex64), r"inference function returned an output of dtype "
-                                            r"complex64"),
+    (lambda x: desc(x.shape, np.uint16), r"inference function returned an output of dtype "
+                                         r"uint16"),
 ])
 def test_bad_inference_results(result, pattern):
     op = define_op(_name("badinf"), inputs=["x"], infer=result)

@@ -239,6 +239,26 @@ def _ones(aval: Any) -> Tensor:
     return t
 
 
+def _user_conj(g: Any) -> Any:
+    """Complex gradients cross the user boundary conjugated: rules compute JAX's convention
+    (``dL/dRe - i dL/dIm``, the plain transpose), the user sees and passes PyTorch's
+    (``dL/dRe + i dL/dIm``): ``.grad``, ``backward(gradient)``, ``autograd.grad`` in and
+    out, hooks and retained grads. A real gradient passes unchanged."""
+    if g is None or g._value.dtype.kind != "c":
+        return g
+    return _get_op("conj").apply(g)
+
+
+def _run_hooks(hooks: Any, g: Any) -> Any:
+    """Hooks see (and return) the user's convention; the engine goes on in its own."""
+    g = _user_conj(g)
+    for hook in hooks:
+        r = hook(g)
+        if r is not None:
+            g = r
+    return _user_conj(g)
+
+
 def _root_grad(t: Tensor, g: Any, i: int, create_graph: bool) -> Tensor:
     if g is None:
         if t._value.size != 1:
@@ -257,6 +277,7 @@ def _root_grad(t: Tensor, g: Any, i: int, create_graph: bool) -> Tensor:
                            f"{list(t._value.shape)}")
     if g._value.dtype != t._value.dtype:
         g = _get_op("cast").apply(g, dtype=t._value.dtype)
+    g = _user_conj(g)
     return g if create_graph else g.detach()
 
 
@@ -289,18 +310,32 @@ def run_backward(tensors: Sequence[Tensor], grad_tensors: Sequence[Any], retain_
                 node_targets[(x.grad_fn, x._output_nr)] = k
     results: list[Any] = [None] * (len(inputs) if capture else 0)
 
+    hooked: dict[int, list[Any]] = {}  # leaves with hooks: [leaf, gradient so far]
+
     def deliver_leaf(leaf: Tensor, g: Any) -> None:
         if capture:
             k = leaf_targets.get(id(leaf))
             if k is not None:
                 results[k] = _accumulate(results[k], g)
             return
-        for hook in _leaf_hooks.get(id(leaf), ()):
-            r = hook(g)
-            if r is not None:
-                g = r
+        if id(leaf) in _leaf_hooks:  # hooks run once, on the leaf's whole gradient
+            entry = hooked.setdefault(id(leaf), [leaf, None])
+            with set_grad_enabled(create_graph):
+                entry[1] = _accumulate(entry[1], g)
+            return
+        g = _user_conj(g)
         with set_grad_enabled(create_graph):
             leaf._grad = g if leaf._grad is None else leaf._grad + g
+
+    def flush_hooked() -> None:
+        for leaf, g in hooked.values():
+            g = _user_conj(g)
+            for hook in _leaf_hooks.get(id(leaf), ()):
+                r = hook(g)
+                if r is not None:
+                    g = r
+            with set_grad_enabled(create_graph):
+                leaf._grad = g if leaf._grad is None else leaf._grad + g
 
     buffers: dict[Node, list[Any]] = {}
     root_nodes = []
@@ -331,6 +366,7 @@ def run_backward(tensors: Sequence[Tensor], grad_tensors: Sequence[Any], retain_
     if not create_graph and order and _run_graph_compiled(order, node_roots, node_targets,
                                                            needed, deliver_leaf, results,
                                                            retain_graph):
+        flush_hooked()
         return _finish(results, capture, create_graph, allow_unused)
 
     for node in order:
@@ -342,11 +378,7 @@ def run_backward(tensors: Sequence[Tensor], grad_tensors: Sequence[Any], retain_
             if g is None:
                 continue
             if node.hooks and k in node.hooks:
-                for hook in node.hooks[k]:
-                    r = hook(g)
-                    if r is not None:
-                        g = r
-                grads[k] = g
+                g = grads[k] = _run_hooks(node.hooks[k], g)
             if capture:
                 ti = node_targets.get((node, k))
                 if ti is not None:
@@ -355,7 +387,8 @@ def run_backward(tensors: Sequence[Tensor], grad_tensors: Sequence[Any], retain_
                 t = node.retained[k]()
                 if t is not None:
                     with set_grad_enabled(create_graph):
-                        t._grad = g if t._grad is None else t._grad + g
+                        gu = _user_conj(g)
+                        t._grad = gu if t._grad is None else t._grad + gu
         if needed is not None and node not in needed:
             continue
         in_grads = _execute(node, grads, create_graph)
@@ -372,6 +405,7 @@ def run_backward(tensors: Sequence[Tensor], grad_tensors: Sequence[Any], retain_
                     buf = buffers.setdefault(target, [None] * len(target.out_avals))
                     buf[nr] = _accumulate(buf[nr], g)
 
+    flush_hooked()
     return _finish(results, capture, create_graph, allow_unused)
 
 
@@ -383,8 +417,8 @@ def _finish(results: list[Any], capture: bool, create_graph: bool, allow_unused:
         if r is None and not allow_unused:
             raise RuntimeError(f"autograd.grad: input {k} appears to not have been used in the "
                                f"graph; set allow_unused=True if this is the desired behavior")
-        if r is not None and not create_graph:
-            results[k] = r.detach()
+        r = _user_conj(r)
+        results[k] = r.detach() if r is not None and not create_graph else r
     return tuple(results)
 
 

@@ -30,6 +30,7 @@ from typing import Any
 
 import jax.numpy as jnp
 
+from ..ops.registry import get as _get_op
 from ..tensor import Tensor, _wrap
 from .grad_mode import _state, no_grad, set_grad_enabled
 from .graph import LEAF, Node
@@ -96,6 +97,14 @@ class _FunctionOp:
         self.grad_rule = None
 
 
+def _user_conj(g: Any) -> Any:
+    """A user's backward works in PyTorch's convention for complex gradients, the engine in
+    JAX's (the conjugate): conjugate on the way in and out (``engine._user_conj``)."""
+    if g is None or g._value.dtype.kind != "c":
+        return g
+    return _get_op("conj").apply(g)
+
+
 class FunctionNode(Node):
     """The tape node of one ``Function.apply``: backward is the user's ``backward``."""
 
@@ -108,6 +117,7 @@ class FunctionNode(Node):
             if g is None and ctx.materialize_grads and is_differentiable_dtype(aval.dtype):
                 g = _wrap(jnp.zeros(aval.shape, aval.dtype))
             full.append(g)
+        full = [_user_conj(g) for g in full]
         with set_grad_enabled(create_graph):
             res = self.fn_cls.backward(ctx, *full)
         if not isinstance(res, tuple):
@@ -133,7 +143,7 @@ class FunctionNode(Node):
                     raise RuntimeError(f"function {self.op.name}.backward returned a gradient "
                                        f"of dtype {g.dtype} for argument {k}, expected "
                                        f"{aval.dtype}")
-            out.append(g)
+            out.append(_user_conj(g))
         return out
 
 

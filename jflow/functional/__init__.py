@@ -15,6 +15,7 @@ from . import registry
 from .functors import (  # noqa: F401
     activation,
     attention,
+    complex,
     conv,
     factory,
     fused,

@@ -65,6 +65,9 @@ def scalar_result_dtype(t: Tensor, s: Any) -> np.dtype:
     tcat = _dt.from_numpy_dtype(d).category
     if cat <= tcat:
         return d
+    if cat == 3:  # a Python complex: the complex type of a float tensor's width
+        return _dt.complex_of(_dt.from_numpy_dtype(d) if tcat == 2
+                              else _dt.get_default_dtype()).np
     return (np.dtype(np.bool_), np.dtype(np.int64), default_float_np())[cat]
 
 
@@ -79,6 +82,9 @@ def scalar_tensor(value: Any, np_dtype: np.dtype) -> Tensor:
     t = _SCALAR_CACHE.get(key)
     if t is None:
         nd = np.dtype(np_dtype)
+        if isinstance(value, complex) and nd.kind != "c":
+            raise TypeError(f"cannot use the complex number {value} as a {nd.name} scalar "
+                            f"(its imaginary part would be lost)")
         if isinstance(value, float) and nd.kind in "iub" and value != int(value):
             raise TypeError(f"cannot use the float {value} as a {nd.name} scalar")
         if isinstance(value, int) and nd.kind in "iu":

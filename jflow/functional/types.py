@@ -34,7 +34,8 @@ _BOOLS = (bool, np.bool_)
 
 FAST = {
     "Tensor": "isinstance({v}, _Tensor)",
-    "Scalar": "(type({v}) is float or type({v}) is int or type({v}) is bool)",
+    "Scalar": "(type({v}) is float or type({v}) is int or type({v}) is bool "
+              "or type({v}) is complex)",
     "Int32": "type({v}) is int",
     "Int64": "type({v}) is int",
     "Float": "type({v}) is float",
@@ -111,7 +112,8 @@ def _tensor_tuple(v: Any, size: int | None) -> Any:
 
 
 def _scalar(v: Any, size: int | None) -> Any:
-    if isinstance(v, (bool, int, float, np.bool_, np.integer, np.floating)):
+    if isinstance(v, (bool, int, float, complex, np.bool_, np.integer, np.floating,
+                      np.complexfloating)):
         return v.item() if isinstance(v, np.generic) else v
     return NO_MATCH
 

@@ -15,6 +15,7 @@ from jax.core import Tracer
 
 from .. import _C
 from ..autograd.function import Function, FunctionCtx
+from ..functional import F as _F
 from ..functional import api_default as _default
 from ..tensor import Tensor
 from ._functional_layout import (
@@ -29,7 +30,7 @@ from ._functional_layout import (
 __all__ = ["relu", "relu6", "leaky_relu", "elu", "gelu", "silu", "sigmoid", "tanh", "softplus",
            "hardtanh", "softmax", "log_softmax", "softmin", "linear", "normalize", "mish",
            "logsigmoid", "one_hot", "pad"]
-__all__ += ["binary_cross_entropy"]
+__all__ += ["binary_cross_entropy", "gumbel_softmax"]
 __all__ += ["selu", "celu", "hardswish", "hardsigmoid", "threshold"]  # inplace (issue 14)
 __all__ += ["pixel_shuffle", "pixel_unshuffle", "channel_shuffle", "upsample",
             "upsample_nearest", "upsample_bilinear"]  # _functional_layout.py
@@ -146,6 +147,23 @@ def softmin(input: Tensor, dim: int | None = _default("softmax", "dim"),
     return _C.softmax(-input, dim, dtype=dtype)
 
 
+def gumbel_softmax(logits: Tensor, tau: float = 1.0, hard: bool = False, eps: float = 1e-10,
+                   dim: int = -1) -> Tensor:
+    """A sample from the Gumbel-softmax (concrete) distribution over ``dim``:
+    ``softmax((logits + g) / tau)`` with ``g = -log(E)``, ``E ~ Exp(1)``. ``hard=True`` returns
+    the one-hot of the sample's argmax in the forward pass with the soft sample's gradient
+    (straight-through). ``eps`` is unused, as in PyTorch."""
+    if not tau > 0:
+        raise ValueError(f"gumbel_softmax(): argument 'tau' must be positive, got {tau}")
+    noise = _C.neg(_C.log(logits.new_empty(tuple(logits.shape)).exponential_()))
+    soft = _C.softmax((logits + noise) / tau, dim)
+    if not hard:
+        return soft
+    pick = _C.argmax(soft, dim, True)
+    one_hot = _C.scatter(soft.new_zeros(tuple(soft.shape)), dim, pick, 1.0)
+    return one_hot - soft.detach() + soft
+
+
 def linear(input: Tensor, weight: Tensor, bias: Tensor | None = _default("linear", "bias")
            ) -> Tensor:
     """``input @ weight.T + bias`` (``flow._C.linear`` when the op library has it)."""
@@ -234,8 +252,174 @@ def binary_cross_entropy(input: Tensor, target: Tensor, weight: Tensor | None = 
     return loss.sum() if reduction == "sum" else loss
 
 
+def _pool_output_size(input: Tensor, output_size: Any, nd: int) -> Any:
+    """``output_size`` with ``None`` entries replaced by the input's size there (PyTorch)."""
+    if output_size is None or isinstance(output_size, int):
+        return output_size
+    os = tuple(output_size)
+    if None in os and len(os) == nd:
+        lead = input.dim() - nd
+        return tuple(input.shape[lead + i] if v is None else v for i, v in enumerate(os))
+    return os
+
+
+def _max_pool(nd: int, input: Tensor, kernel_size: Any, stride: Any, padding: Any,
+              dilation: Any, ceil_mode: bool, return_indices: bool) -> Any:
+    args = (input, kernel_size, stride, padding, dilation, ceil_mode)
+    if return_indices:
+        return tuple(getattr(_C, f"max_pool{nd}d_with_indices")(*args))
+    return getattr(_C, f"max_pool{nd}d")(*args)
+
+
+def max_pool1d(input: Tensor, kernel_size: Any, stride: Any = _default("max_pool1d", "stride"),
+               padding: Any = _default("max_pool1d", "padding"),
+               dilation: Any = _default("max_pool1d", "dilation"),
+               ceil_mode: bool = _default("max_pool1d", "ceil_mode"),
+               return_indices: bool = False) -> Any:
+    """1-d max pooling (``flow._C.max_pool1d``); ``return_indices=True`` returns
+    ``(output, indices)`` as ``max_pool1d_with_indices``."""
+    return _max_pool(1, input, kernel_size, stride, padding, dilation, ceil_mode, return_indices)
+
+
+def max_pool2d(input: Tensor, kernel_size: Any, stride: Any = _default("max_pool2d", "stride"),
+               padding: Any = _default("max_pool2d", "padding"),
+               dilation: Any = _default("max_pool2d", "dilation"),
+               ceil_mode: bool = _default("max_pool2d", "ceil_mode"),
+               return_indices: bool = False) -> Any:
+    """2-d max pooling (``flow._C.max_pool2d``); ``return_indices=True`` returns
+    ``(output, indices)`` as ``max_pool2d_with_indices``."""
+    return _max_pool(2, input, kernel_size, stride, padding, dilation, ceil_mode, return_indices)
+
+
+def max_pool3d(input: Tensor, kernel_size: Any, stride: Any = _default("max_pool3d", "stride"),
+               padding: Any = _default("max_pool3d", "padding"),
+               dilation: Any = _default("max_pool3d", "dilation"),
+               ceil_mode: bool = _default("max_pool3d", "ceil_mode"),
+               return_indices: bool = False) -> Any:
+    """3-d max pooling (``flow._C.max_pool3d``); ``return_indices=True`` returns
+    ``(output, indices)`` as ``max_pool3d_with_indices``."""
+    return _max_pool(3, input, kernel_size, stride, padding, dilation, ceil_mode, return_indices)
+
+
+def _adaptive_max_pool_fn(nd: int) -> Any:
+    op = getattr(_C, f"adaptive_max_pool{nd}d")
+    name = f"adaptive_max_pool{nd}d"
+
+    def adaptive_max_pool(input: Tensor, output_size: Any, return_indices: bool = False) -> Any:
+        out, idx = op(input, _pool_output_size(input, output_size, nd))
+        return (out, idx) if return_indices else out
+
+    adaptive_max_pool.__name__ = adaptive_max_pool.__qualname__ = name
+    adaptive_max_pool.__doc__ = (f"{nd}-d adaptive max pooling; ``None`` in ``output_size`` "
+                                 f"keeps the input's size; ``return_indices=True`` returns "
+                                 f"``(output, indices)``.")
+    return adaptive_max_pool
+
+
+adaptive_max_pool1d, adaptive_max_pool2d, adaptive_max_pool3d = (
+    _adaptive_max_pool_fn(n) for n in (1, 2, 3))
+
+
+def adaptive_max_pool2d_with_indices(input: Tensor, output_size: Any) -> Any:
+    """2-d adaptive max pooling: ``(output, indices)``; ``None`` in ``output_size`` keeps
+    the input's size."""
+    return _C.adaptive_max_pool2d_with_indices(input, _pool_output_size(input, output_size, 2))
+
+
+def adaptive_max_pool3d_with_indices(input: Tensor, output_size: Any) -> Any:
+    """3-d adaptive max pooling: ``(output, indices)``; ``None`` in ``output_size`` keeps
+    the input's size."""
+    return _C.adaptive_max_pool3d_with_indices(input, _pool_output_size(input, output_size, 3))
+
+
+def adaptive_avg_pool2d(input: Tensor, output_size: Any) -> Tensor:
+    """2-d adaptive average pooling; ``None`` in ``output_size`` keeps the input's size."""
+    return _C.adaptive_avg_pool2d(input, _pool_output_size(input, output_size, 2))
+
+
+def adaptive_avg_pool3d(input: Tensor, output_size: Any) -> Tensor:
+    """3-d adaptive average pooling; ``None`` in ``output_size`` keeps the input's size."""
+    return _C.adaptive_avg_pool3d(input, _pool_output_size(input, output_size, 3))
+
+
+__all__ += ["max_pool1d", "max_pool2d", "max_pool3d", "adaptive_max_pool1d",
+            "adaptive_max_pool2d", "adaptive_max_pool3d", "adaptive_max_pool2d_with_indices",
+            "adaptive_max_pool3d_with_indices", "adaptive_avg_pool2d",
+            "adaptive_avg_pool3d"]  # pooling (return_indices, None output sizes)
+
+
 one_hot = _C.one_hot
 pad = _C.pad
+
+
+# issue 14, breadth round 2: PyTorch's in-place activation functions (``f_(x)`` is
+# ``f(x, inplace=True)``: writes into ``x`` and returns it)
+def relu_(input: Tensor) -> Tensor:
+    """``relu(input, inplace=True)``."""
+    return relu(input, inplace=True)
+
+
+def elu_(input: Tensor, alpha: float = _default("elu", "alpha")) -> Tensor:
+    """``elu(input, alpha, inplace=True)``."""
+    return elu(input, alpha, inplace=True)
+
+
+def leaky_relu_(input: Tensor, negative_slope: float = _default("leaky_relu", "alpha")
+                ) -> Tensor:
+    """``leaky_relu(input, negative_slope, inplace=True)``."""
+    return leaky_relu(input, negative_slope, inplace=True)
+
+
+def hardtanh_(input: Tensor, min_val: float = _default("hardtanh", "min_val"),
+              max_val: float = _default("hardtanh", "max_val")) -> Tensor:
+    """``hardtanh(input, min_val, max_val, inplace=True)``."""
+    return hardtanh(input, min_val, max_val, inplace=True)
+
+
+def threshold_(input: Tensor, threshold: float, value: float) -> Tensor:
+    """``threshold(input, threshold, value, inplace=True)``."""
+    return globals()["threshold"](input, threshold, value, inplace=True)
+
+
+def celu_(input: Tensor, alpha: float = _default("celu", "alpha")) -> Tensor:
+    """``celu(input, alpha, inplace=True)``."""
+    return celu(input, alpha, inplace=True)
+
+
+def selu_(input: Tensor) -> Tensor:
+    """``selu(input, inplace=True)``."""
+    return selu(input, inplace=True)
+
+
+def rrelu_(input: Tensor, lower: float = _default("rrelu", "lower"),
+           upper: float = _default("rrelu", "upper"), training: bool = False) -> Tensor:
+    """``rrelu(input, lower, upper, training, inplace=True)``."""
+    return _C.rrelu(input, lower, upper, training, True)
+
+
+__all__ += ["relu_", "elu_", "leaky_relu_", "hardtanh_", "threshold_", "celu_", "selu_",
+            "rrelu_"]
+
+
+def unfold(input: Tensor, kernel_size: Any, dilation: Any = _default("im2col", "dilation"),
+           padding: Any = _default("im2col", "padding"),
+           stride: Any = _default("im2col", "stride")) -> Tensor:
+    """Sliding blocks as columns (im2col): ``(N, C, H, W) -> (N, C kH kW, L)`` (or unbatched
+    ``(C, H, W) -> (C kH kW, L)``), ``L`` the blocks in row-major order; the ``im2col`` op,
+    whose backward is ``fold``. Not ``Tensor.unfold(dim, size, step)``."""
+    return _F.im2col(input, kernel_size, dilation, padding, stride)
+
+
+def fold(input: Tensor, output_size: Any, kernel_size: Any,
+         dilation: Any = _default("col2im", "dilation"),
+         padding: Any = _default("col2im", "padding"),
+         stride: Any = _default("col2im", "stride")) -> Tensor:
+    """Columns summed back into an image (col2im, the adjoint of :func:`unfold`; overlapping
+    entries add up): ``(N, C kH kW, L) -> (N, C, *output_size)`` (or unbatched)."""
+    return _F.col2im(input, output_size, kernel_size, dilation, padding, stride)
+
+
+__all__ += ["unfold", "fold"]  # im2col / col2im (conv family)
 
 
 def _export_functional_api() -> None:

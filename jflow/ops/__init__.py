@@ -23,6 +23,7 @@ with _builtin_definitions():
     from . import (  # noqa: F401
         activation,
         attention,
+        complex,
         conv,
         factory,
         fused,

@@ -27,42 +27,45 @@ from .infer import FLOAT, check_dtype, desc
 from .primitive import define_op
 from .registry import Attr
 
-_DN = ("NCHW", "OIHW", "NCHW")
+_DN = {1: ("NCH", "OIH", "NCH"), 2: ("NCHW", "OIHW", "NCHW"), 3: ("NCDHW", "OIDHW", "NCDHW")}
+_DIMS = {2: "4-d input (N, C, H, W) and a 4-d weight (O, C/groups, kH, kW)",
+         3: "5-d input (N, C, D, H, W) and a 5-d weight (O, C/groups, kD, kH, kW)"}
 
 
 def _conv(x: Any, w: Any, stride: Any, padding: Any, dilation: Any, groups: int) -> Any:
+    nd = x.ndim - 2
     return lax.conv_general_dilated(
         x, w, window_strides=tuple(stride),
-        padding=((padding[0], padding[1]), (padding[2], padding[3])),
-        rhs_dilation=tuple(dilation), dimension_numbers=_DN, feature_group_count=groups,
+        padding=tuple((padding[2 * i], padding[2 * i + 1]) for i in range(nd)),
+        rhs_dilation=tuple(dilation), dimension_numbers=_DN[nd], feature_group_count=groups,
         precision=lax.Precision.HIGHEST)
 
 
-def _check_attrs(stride: Any, padding: Any, dilation: Any, groups: int) -> None:
-    if len(stride) != 2 or any(s <= 0 for s in stride):
-        raise ValueError(f"stride must be 2 positive ints, got {list(stride)}")
-    if len(dilation) != 2 or any(d <= 0 for d in dilation):
-        raise ValueError(f"dilation must be 2 positive ints, got {list(dilation)}")
-    if len(padding) != 4 or any(p < 0 for p in padding):
-        raise ValueError(f"padding must be 4 non-negative ints, got {list(padding)}")
+def _check_attrs(stride: Any, padding: Any, dilation: Any, groups: int, nd: int = 2) -> None:
+    if len(stride) != nd or any(s <= 0 for s in stride):
+        raise ValueError(f"stride must be {nd} positive ints, got {list(stride)}")
+    if len(dilation) != nd or any(d <= 0 for d in dilation):
+        raise ValueError(f"dilation must be {nd} positive ints, got {list(dilation)}")
+    if len(padding) != 2 * nd or any(p < 0 for p in padding):
+        raise ValueError(f"padding must be {2 * nd} non-negative ints, got {list(padding)}")
     if groups <= 0:
         raise ValueError(f"groups must be positive, got {groups}")
 
 
-def conv2d_out_shape(xs: Any, ws: Any, stride: Any, padding: Any, dilation: Any,
-                     groups: int) -> tuple[int, ...]:
-    """The output shape of conv2d (checks the shapes)."""
+def conv_out_shape(xs: Any, ws: Any, stride: Any, padding: Any, dilation: Any, groups: int,
+                   nd: int) -> tuple[int, ...]:
+    """The output shape of an ``nd``-d convolution (checks the shapes); ``padding`` holds
+    (lo, hi) per spatial dim."""
     xs, ws = tuple(xs), tuple(ws)
-    if len(xs) != 4 or len(ws) != 4:
-        raise ValueError(f"expected a 4-d input (N, C, H, W) and a 4-d weight (O, C/groups, "
-                         f"kH, kW), got shapes {xs} and {ws}")
+    if len(xs) != nd + 2 or len(ws) != nd + 2:
+        raise ValueError(f"expected a {_DIMS[nd]}, got shapes {xs} and {ws}")
     if xs[1] != ws[1] * groups:
         raise ValueError(f"input has {xs[1]} channels, but weight {ws} with groups={groups} "
                          f"expects {ws[1] * groups}")
     if ws[0] % groups:
         raise ValueError(f"out channels {ws[0]} must be divisible by groups {groups}")
     out = []
-    for i in range(2):
+    for i in range(nd):
         eff = dilation[i] * (ws[2 + i] - 1) + 1
         size = xs[2 + i] + padding[2 * i] + padding[2 * i + 1]
         if size < eff:
@@ -72,17 +75,17 @@ def conv2d_out_shape(xs: Any, ws: Any, stride: Any, padding: Any, dilation: Any,
     return (xs[0], ws[0]) + tuple(out)
 
 
+def conv2d_out_shape(xs: Any, ws: Any, stride: Any, padding: Any, dilation: Any,
+                     groups: int) -> tuple[int, ...]:
+    """The output shape of conv2d (checks the shapes)."""
+    return conv_out_shape(xs, ws, stride, padding, dilation, groups, 2)
+
+
 def _same_dtype(a: Any, b: Any, name: str) -> None:
     check_dtype(a, FLOAT, "input")
     if np.dtype(b.dtype) != np.dtype(a.dtype):
         raise TypeError(f"{name} must have the input's dtype {np.dtype(a.dtype).name}, got "
                         f"{np.dtype(b.dtype).name}")
-
-
-def _conv_infer(x: Any, w: Any, stride: Any, padding: Any, dilation: Any, groups: int) -> Any:
-    _same_dtype(x, w, "weight")
-    _check_attrs(stride, padding, dilation, groups)
-    return desc(conv2d_out_shape(x.shape, w.shape, stride, padding, dilation, groups), x.dtype)
 
 
 def _conv_sbp(in_shapes: Any, n_out: int = 1, groups: int = 1, **_: Any) -> list[Signature]:
@@ -94,83 +97,12 @@ def _conv_sbp(in_shapes: Any, n_out: int = 1, groups: int = 1, **_: Any) -> list
     return sigs
 
 
-define_op("conv2d", inputs=["x", "weight"], outputs=["y"],
-          attrs=[Attr("stride", "int64_list"), Attr("padding", "int64_list"),
-                 Attr("dilation", "int64_list"), Attr("groups", "int64", 1)],
-          infer=_conv_infer, sbp=_conv_sbp,
-          doc="2-d cross-correlation, NCHW input, OIHW weight (no bias)")
-register_kernel("conv2d", _conv, name="conv2d_xla")
-
-
-# -- the two transposes --------------------------------------------------------------------------
-
-def _input_shape(dy: Any, w: Any, input_hw: Any, groups: int) -> tuple[int, ...]:
-    if len(dy.shape) != 4 or len(w.shape) != 4 or len(input_hw) != 2:
-        raise ValueError(f"expected a 4-d grad and weight and 2 ints input_hw, got shapes "
-                         f"{tuple(dy.shape)}, {tuple(w.shape)} and {list(input_hw)}")
-    return (dy.shape[0], w.shape[1] * groups) + tuple(input_hw)
-
-
-def _input_grad_infer(dy: Any, w: Any, input_hw: Any, stride: Any, padding: Any,
-                      dilation: Any, groups: int) -> Any:
-    _same_dtype(dy, w, "weight")
-    _check_attrs(stride, padding, dilation, groups)
-    xs = _input_shape(dy, w, input_hw, groups)
-    if conv2d_out_shape(xs, w.shape, stride, padding, dilation, groups) != tuple(dy.shape):
-        raise ValueError(f"grad shape {tuple(dy.shape)} does not match conv2d of an input of "
-                         f"shape {xs} with weight {tuple(w.shape)}")
-    return desc(xs, dy.dtype)
-
-
-def _input_grad(dy: Any, w: Any, input_hw: Any, stride: Any, padding: Any, dilation: Any,
-                groups: int) -> Any:
-    x0 = jnp.zeros(_input_shape(dy, w, input_hw, groups), dy.dtype)
-    _, vjp = jax.vjp(lambda x: _conv(x, w, stride, padding, dilation, groups), x0)
-    return vjp(dy)[0]
-
-
 def _input_grad_sbp(in_shapes: Any, n_out: int = 1, groups: int = 1,
                     **_: Any) -> list[Signature]:
     sigs = [Signature((S(0), B), (S(0),)), Signature((P, B), (P,)), Signature((B, P), (P,))]
     if groups == 1:
         sigs += [Signature((S(1), S(0)), (P,)), Signature((B, S(1)), (S(1),))]
     return sigs
-
-
-define_op("conv2d_input_grad", inputs=["dy", "weight"], outputs=["dx"],
-          attrs=[Attr("input_hw", "int64_list"), Attr("stride", "int64_list"),
-                 Attr("padding", "int64_list"), Attr("dilation", "int64_list"),
-                 Attr("groups", "int64", 1)],
-          infer=_input_grad_infer, sbp=_input_grad_sbp,
-          doc="the gradient of conv2d with respect to its input (a transposed convolution)")
-register_kernel("conv2d_input_grad", _input_grad, name="conv2d_input_grad_xla")
-
-
-def _weight_shape(x: Any, dy: Any, kernel_size: Any, groups: int) -> tuple[int, ...]:
-    if len(x.shape) != 4 or len(dy.shape) != 4 or len(kernel_size) != 2:
-        raise ValueError(f"expected a 4-d input and grad and 2 ints kernel_size, got shapes "
-                         f"{tuple(x.shape)}, {tuple(dy.shape)} and {list(kernel_size)}")
-    if groups <= 0 or x.shape[1] % groups:
-        raise ValueError(f"input channels {x.shape[1]} must be divisible by groups {groups}")
-    return (dy.shape[1], x.shape[1] // groups) + tuple(kernel_size)
-
-
-def _weight_grad_infer(x: Any, dy: Any, kernel_size: Any, stride: Any, padding: Any,
-                       dilation: Any, groups: int) -> Any:
-    _same_dtype(x, dy, "grad")
-    _check_attrs(stride, padding, dilation, groups)
-    ws = _weight_shape(x, dy, kernel_size, groups)
-    if conv2d_out_shape(x.shape, ws, stride, padding, dilation, groups) != tuple(dy.shape):
-        raise ValueError(f"grad shape {tuple(dy.shape)} does not match conv2d of an input of "
-                         f"shape {tuple(x.shape)} with a weight of shape {ws}")
-    return desc(ws, x.dtype)
-
-
-def _weight_grad(x: Any, dy: Any, kernel_size: Any, stride: Any, padding: Any, dilation: Any,
-                 groups: int) -> Any:
-    w0 = jnp.zeros(_weight_shape(x, dy, kernel_size, groups), x.dtype)
-    _, vjp = jax.vjp(lambda w: _conv(x, w, stride, padding, dilation, groups), w0)
-    return vjp(dy)[0]
 
 
 def _weight_grad_sbp(in_shapes: Any, n_out: int = 1, groups: int = 1,
@@ -181,45 +113,135 @@ def _weight_grad_sbp(in_shapes: Any, n_out: int = 1, groups: int = 1,
     return sigs
 
 
-define_op("conv2d_weight_grad", inputs=["x", "dy"], outputs=["dw"],
-          attrs=[Attr("kernel_size", "int64_list"), Attr("stride", "int64_list"),
-                 Attr("padding", "int64_list"), Attr("dilation", "int64_list"),
-                 Attr("groups", "int64", 1)],
-          infer=_weight_grad_infer, sbp=_weight_grad_sbp,
-          doc="the gradient of conv2d with respect to its weight")
-register_kernel("conv2d_weight_grad", _weight_grad, name="conv2d_weight_grad_xla")
+# -- the two transposes --------------------------------------------------------------------------
+
+def _input_shape(dy: Any, w: Any, size: Any, groups: int, nd: int, attr: str) -> tuple[int, ...]:
+    if len(dy.shape) != nd + 2 or len(w.shape) != nd + 2 or len(size) != nd:
+        raise ValueError(f"expected a {nd + 2}-d grad and weight and {nd} ints {attr}, got "
+                         f"shapes {tuple(dy.shape)}, {tuple(w.shape)} and {list(size)}")
+    return (dy.shape[0], w.shape[1] * groups) + tuple(size)
 
 
-# -- conv_transpose2d -----------------------------------------------------------------------------
-# conv_transpose2d(x, w) with w (Cin, Cout / groups, kH, kW) is conv2d_input_grad(x, w): the
-# weight layouts coincide (conv2d's out channels are the transposed conv's in channels). The
+def _input_grad(dy: Any, w: Any, size: Any, stride: Any, padding: Any, dilation: Any,
+                groups: int) -> Any:
+    nd = dy.ndim - 2
+    x0 = jnp.zeros(_input_shape(dy, w, size, groups, nd, "input size"), dy.dtype)
+    _, vjp = jax.vjp(lambda x: _conv(x, w, stride, padding, dilation, groups), x0)
+    return vjp(dy)[0]
+
+
+def _weight_shape(x: Any, dy: Any, kernel_size: Any, groups: int, nd: int) -> tuple[int, ...]:
+    if len(x.shape) != nd + 2 or len(dy.shape) != nd + 2 or len(kernel_size) != nd:
+        raise ValueError(f"expected a {nd + 2}-d input and grad and {nd} ints kernel_size, "
+                         f"got shapes {tuple(x.shape)}, {tuple(dy.shape)} and "
+                         f"{list(kernel_size)}")
+    if groups <= 0 or x.shape[1] % groups:
+        raise ValueError(f"input channels {x.shape[1]} must be divisible by groups {groups}")
+    return (dy.shape[1], x.shape[1] // groups) + tuple(kernel_size)
+
+
+def _weight_grad(x: Any, dy: Any, kernel_size: Any, stride: Any, padding: Any, dilation: Any,
+                 groups: int) -> Any:
+    w0 = jnp.zeros(_weight_shape(x, dy, kernel_size, groups, x.ndim - 2), x.dtype)
+    _, vjp = jax.vjp(lambda w: _conv(x, w, stride, padding, dilation, groups), w0)
+    return vjp(dy)[0]
+
+
+def _define_conv(nd: int, size_attr: str) -> None:
+    """conv{nd}d and its two gradient ops: the same kernels for every rank; the input grad's
+    spatial size attr is ``size_attr`` (``input_hw`` for 2-d, ``input_size`` for 3-d)."""
+    name = f"conv{nd}d"
+
+    def conv_infer(x: Any, w: Any, stride: Any, padding: Any, dilation: Any,
+                   groups: int) -> Any:
+        _same_dtype(x, w, "weight")
+        _check_attrs(stride, padding, dilation, groups, nd)
+        return desc(conv_out_shape(x.shape, w.shape, stride, padding, dilation, groups, nd),
+                    x.dtype)
+
+    def input_grad_infer(dy: Any, w: Any, stride: Any, padding: Any, dilation: Any,
+                         groups: int, **size: Any) -> Any:
+        _same_dtype(dy, w, "weight")
+        _check_attrs(stride, padding, dilation, groups, nd)
+        xs = _input_shape(dy, w, size[size_attr], groups, nd, size_attr)
+        if conv_out_shape(xs, w.shape, stride, padding, dilation, groups, nd) != \
+                tuple(dy.shape):
+            raise ValueError(f"grad shape {tuple(dy.shape)} does not match {name} of an input "
+                             f"of shape {xs} with weight {tuple(w.shape)}")
+        return desc(xs, dy.dtype)
+
+    def input_grad(dy: Any, w: Any, stride: Any, padding: Any, dilation: Any, groups: int,
+                   **size: Any) -> Any:
+        return _input_grad(dy, w, size[size_attr], stride, padding, dilation, groups)
+
+    def weight_grad_infer(x: Any, dy: Any, kernel_size: Any, stride: Any, padding: Any,
+                          dilation: Any, groups: int) -> Any:
+        _same_dtype(x, dy, "grad")
+        _check_attrs(stride, padding, dilation, groups, nd)
+        ws = _weight_shape(x, dy, kernel_size, groups, nd)
+        if conv_out_shape(x.shape, ws, stride, padding, dilation, groups, nd) != \
+                tuple(dy.shape):
+            raise ValueError(f"grad shape {tuple(dy.shape)} does not match {name} of an input "
+                             f"of shape {tuple(x.shape)} with a weight of shape {ws}")
+        return desc(ws, x.dtype)
+
+    conv_attrs = [Attr("stride", "int64_list"), Attr("padding", "int64_list"),
+                  Attr("dilation", "int64_list"), Attr("groups", "int64", 1)]
+    layout = "NCHW input, OIHW weight" if nd == 2 else "NCDHW input, OIDHW weight"
+    define_op(name, inputs=["x", "weight"], outputs=["y"], attrs=conv_attrs,
+              infer=conv_infer, sbp=_conv_sbp,
+              doc=f"{nd}-d cross-correlation, {layout} (no bias)")
+    register_kernel(name, _conv, name=f"{name}_xla")
+    define_op(f"{name}_input_grad", inputs=["dy", "weight"], outputs=["dx"],
+              attrs=[Attr(size_attr, "int64_list")] + conv_attrs,
+              infer=input_grad_infer, sbp=_input_grad_sbp,
+              doc=f"the gradient of {name} with respect to its input (a transposed "
+                  f"convolution)")
+    register_kernel(f"{name}_input_grad", input_grad, name=f"{name}_input_grad_xla")
+    define_op(f"{name}_weight_grad", inputs=["x", "dy"], outputs=["dw"],
+              attrs=[Attr("kernel_size", "int64_list")] + conv_attrs,
+              infer=weight_grad_infer, sbp=_weight_grad_sbp,
+              doc=f"the gradient of {name} with respect to its weight")
+    register_kernel(f"{name}_weight_grad", _weight_grad, name=f"{name}_weight_grad_xla")
+
+
+_define_conv(2, "input_hw")
+_define_conv(3, "input_size")
+
+
+# -- conv_transpose2d / conv_transpose3d -------------------------------------------------------
+# conv_transpose{2,3}d(x, w) with w (Cin, Cout / groups, k...) is conv{2,3}d_input_grad(x, w): the
+# weight layouts coincide (conv's out channels are the transposed conv's in channels). The
 # output size (H - 1) s - 2 p + d (k - 1) + output_padding + 1 is reached by giving the
-# conv2d_input_grad a bottom/right padding of p - output_padding (when output_padding <= p) and,
-# when output_padding > p, by appending the rows no window reaches (zeros) after the op.
+# input-grad kernel a trailing padding of p - output_padding (when output_padding <= p) and,
+# when output_padding > p, by appending the rows no window reaches (zeros) after it.
+
+_T_DIMS = {2: "4-d input (N, Cin, H, W) and a 4-d weight (Cin, Cout/groups, kH, kW)",
+           3: "5-d input (N, Cin, D, H, W) and a 5-d weight (Cin, Cout/groups, kD, kH, kW)"}
 
 
 def conv_transpose_plan(xs: Any, ws: Any, stride: Any, padding: Any, output_padding: Any,
-                        dilation: Any, groups: int) -> tuple[tuple[int, ...], list[int],
-                                                             list[int], list[int]]:
-    """(output shape, conv2d padding (4 ints), the conv2d input size, and the zero rows/cols
-    appended after it) of conv_transpose2d; checks shapes and attrs."""
+                        dilation: Any, groups: int, nd: int = 2
+                        ) -> tuple[tuple[int, ...], list[int], list[int], list[int]]:
+    """(output shape, the convolution's padding (2 nd ints), the convolution's input size, and
+    the zero rows appended after it per dim) of an ``nd``-d transposed convolution; checks
+    shapes and attrs."""
     xs, ws = tuple(xs), tuple(ws)
-    if len(xs) != 4 or len(ws) != 4:
-        raise ValueError(f"expected a 4-d input (N, Cin, H, W) and a 4-d weight (Cin, "
-                         f"Cout/groups, kH, kW), got shapes {xs} and {ws}")
-    if len(padding) != 2 or any(p < 0 for p in padding):
-        raise ValueError(f"padding must be 2 non-negative ints, got {list(padding)}")
-    if len(output_padding) != 2 or any(p < 0 for p in output_padding):
-        raise ValueError(f"output_padding must be 2 non-negative ints, got "
+    if len(xs) != nd + 2 or len(ws) != nd + 2:
+        raise ValueError(f"expected a {_T_DIMS[nd]}, got shapes {xs} and {ws}")
+    if len(padding) != nd or any(p < 0 for p in padding):
+        raise ValueError(f"padding must be {nd} non-negative ints, got {list(padding)}")
+    if len(output_padding) != nd or any(p < 0 for p in output_padding):
+        raise ValueError(f"output_padding must be {nd} non-negative ints, got "
                          f"{list(output_padding)}")
-    _check_attrs(stride, list(padding) * 2, dilation, groups)
+    _check_attrs(stride, list(padding) * 2, dilation, groups, nd)
     if xs[1] != ws[0]:
         raise ValueError(f"input has {xs[1]} channels, but weight {ws} expects {ws[0]} "
                          f"(weight dim 0)")
     if ws[0] % groups:
         raise ValueError(f"in channels {ws[0]} must be divisible by groups {groups}")
     out, pads, conv_hw, extra = [], [], [], []
-    for i in range(2):
+    for i in range(nd):
         s, p, op, d, k = stride[i], padding[i], output_padding[i], dilation[i], ws[2 + i]
         if op >= max(s, d):
             raise ValueError(f"output_padding must be smaller than either stride or dilation, "
@@ -240,29 +262,140 @@ def conv_transpose_plan(xs: Any, ws: Any, stride: Any, padding: Any, output_padd
     return (xs[0], ws[1] * groups) + tuple(out), pads, conv_hw, extra
 
 
-def _conv_t_infer(x: Any, w: Any, stride: Any, padding: Any, output_padding: Any,
-                  dilation: Any, groups: int) -> Any:
-    _same_dtype(x, w, "weight")
-    ys = conv_transpose_plan(x.shape, w.shape, stride, padding, output_padding, dilation,
-                             groups)[0]
-    return desc(ys, x.dtype)
+def _conv_t_infer(nd: int) -> Any:
+    def infer(x: Any, w: Any, stride: Any, padding: Any, output_padding: Any, dilation: Any,
+              groups: int) -> Any:
+        _same_dtype(x, w, "weight")
+        ys = conv_transpose_plan(x.shape, w.shape, stride, padding, output_padding, dilation,
+                                 groups, nd)[0]
+        return desc(ys, x.dtype)
+    return infer
 
 
 def _conv_t(x: Any, w: Any, stride: Any, padding: Any, output_padding: Any, dilation: Any,
             groups: int) -> Any:
     _, pads, conv_hw, extra = conv_transpose_plan(x.shape, w.shape, stride, padding,
-                                                  output_padding, dilation, groups)
+                                                  output_padding, dilation, groups, x.ndim - 2)
     y = _input_grad(x, w, conv_hw, stride, pads, dilation, groups)
     if any(extra):
-        y = jnp.pad(y, ((0, 0), (0, 0), (0, extra[0]), (0, extra[1])))
+        y = jnp.pad(y, ((0, 0), (0, 0)) + tuple((0, e) for e in extra))
     return y
 
 
-define_op("conv_transpose2d", inputs=["x", "weight"], outputs=["y"],
-          attrs=[Attr("stride", "int64_list"), Attr("padding", "int64_list"),
-                 Attr("output_padding", "int64_list"), Attr("dilation", "int64_list"),
-                 Attr("groups", "int64", 1)],
-          infer=_conv_t_infer, sbp=_input_grad_sbp,
-          doc="2-d transposed convolution, NCHW input, (Cin, Cout/groups, kH, kW) weight "
-              "(no bias)")
-register_kernel("conv_transpose2d", _conv_t, name="conv_transpose2d_xla")
+for _nd in (2, 3):
+    define_op(f"conv_transpose{_nd}d", inputs=["x", "weight"], outputs=["y"],
+              attrs=[Attr("stride", "int64_list"), Attr("padding", "int64_list"),
+                     Attr("output_padding", "int64_list"), Attr("dilation", "int64_list"),
+                     Attr("groups", "int64", 1)],
+              infer=_conv_t_infer(_nd), sbp=_input_grad_sbp,
+              doc=f"{_nd}-d transposed convolution, {('NCHW', 'NCDHW')[_nd - 2]} input, "
+                  f"(Cin, Cout/groups, {('kH, kW', 'kD, kH, kW')[_nd - 2]}) weight (no bias)")
+    register_kernel(f"conv_transpose{_nd}d", _conv_t, name=f"conv_transpose{_nd}d_xla")
+
+
+# -- im2col / col2im (F.unfold / F.fold) -----------------------------------------------------------
+# im2col(x) with x (N, C, H, W) gathers every sliding block of the (zero padded) input into
+# a column: (N, C kH kW, L), the row index c kH kW + i kW + j, L the blocks in row-major order.
+# col2im is its adjoint (sum of the overlapping entries back into an (N, C, H, W) image); each
+# one's backward is the other.
+
+
+def _blocks(hw: Any, kernel_size: Any, dilation: Any, padding: Any,
+            stride: Any) -> tuple[int, int]:
+    """The number of sliding blocks along H and W (checks the attrs)."""
+    for name, v, lo in (("kernel_size", kernel_size, 1), ("dilation", dilation, 1),
+                        ("padding", padding, 0), ("stride", stride, 1)):
+        if len(v) != 2 or any(a < lo for a in v):
+            raise ValueError(f"{name} must be 2 ints >= {lo}, got {list(v)}")
+    out = []
+    for i in range(2):
+        eff = dilation[i] * (kernel_size[i] - 1) + 1
+        size = hw[i] + 2 * padding[i]
+        if size < eff:
+            raise ValueError(f"kernel size {eff} (dilated) is larger than the padded "
+                             f"input size {size} in spatial dim {i}")
+        out.append((size - eff) // stride[i] + 1)
+    return out[0], out[1]
+
+
+def _im2col_infer(x: Any, kernel_size: Any, dilation: Any, padding: Any, stride: Any) -> Any:
+    check_dtype(x, FLOAT, "input")
+    if len(x.shape) != 4:
+        raise ValueError(f"expected a 4-d input (N, C, H, W), got shape "
+                         f"{tuple(x.shape)}")
+    oh, ow = _blocks(x.shape[2:], kernel_size, dilation, padding, stride)
+    n, c = x.shape[:2]
+    return desc((n, c * kernel_size[0] * kernel_size[1], oh * ow), x.dtype)
+
+
+def _im2col(x: Any, kernel_size: Any, dilation: Any, padding: Any, stride: Any) -> Any:
+    n, c, h, w = x.shape
+    oh, ow = _blocks((h, w), kernel_size, dilation, padding, stride)
+    xp = jnp.pad(x, ((0, 0), (0, 0), (padding[0], padding[0]), (padding[1], padding[1])))
+    parts = []
+    for i in range(kernel_size[0]):
+        for j in range(kernel_size[1]):
+            r, q = i * dilation[0], j * dilation[1]
+            parts.append(lax.slice(xp, (0, 0, r, q),
+                                   (n, c, r + (oh - 1) * stride[0] + 1,
+                                    q + (ow - 1) * stride[1] + 1),
+                                   (1, 1, stride[0], stride[1])))
+    return jnp.stack(parts, axis=2).reshape(n, c * len(parts), oh * ow)
+
+
+def _col_sbp(in_shapes: Any, n_out: int = 1, **_: Any) -> list[Signature]:
+    """Batch or channel split (a channel's rows are contiguous), P → P (linear)."""
+    return [Signature((S(0),), (S(0),)), Signature((S(1),), (S(1),)), Signature((P,), (P,))]
+
+
+define_op("im2col", inputs=["x"], outputs=["y"],
+          attrs=[Attr("kernel_size", "int64_list"), Attr("dilation", "int64_list"),
+                 Attr("padding", "int64_list"), Attr("stride", "int64_list")],
+          infer=_im2col_infer, sbp=_col_sbp,
+          doc="sliding blocks of an NCHW input as columns (N, C kH kW, L) (F.unfold)")
+register_kernel("im2col", _im2col, name="im2col_xla")
+
+
+def _col2im_shape(x: Any, output_size: Any, kernel_size: Any, dilation: Any, padding: Any,
+                  stride: Any) -> tuple[int, ...]:
+    if len(x.shape) != 3:
+        raise ValueError(f"expected a 3-d input (N, C kH kW, L), got shape "
+                         f"{tuple(x.shape)}")
+    if len(output_size) != 2 or any(s < 1 for s in output_size):
+        raise ValueError(f"output_size must be 2 positive ints, got "
+                         f"{list(output_size)}")
+    oh, ow = _blocks(output_size, kernel_size, dilation, padding, stride)
+    k = kernel_size[0] * kernel_size[1] if len(kernel_size) == 2 else 0
+    if x.shape[1] % k:
+        raise ValueError(f"input dim 1 ({x.shape[1]}) must be divisible by the "
+                         f"product of kernel_size {list(kernel_size)} ({k})")
+    if x.shape[2] != oh * ow:
+        raise ValueError(f"input dim 2 ({x.shape[2]}) must be the number of sliding "
+                         f"blocks {oh * ow} ({oh} x {ow}) of output_size {list(output_size)} "
+                         f"with kernel_size {list(kernel_size)}, dilation {list(dilation)}, "
+                         f"padding {list(padding)} and stride {list(stride)}")
+    return (x.shape[0], x.shape[1] // k) + tuple(output_size)
+
+
+def _col2im_infer(x: Any, output_size: Any, kernel_size: Any, dilation: Any, padding: Any,
+                  stride: Any) -> Any:
+    check_dtype(x, FLOAT, "input")
+    return desc(_col2im_shape(x, output_size, kernel_size, dilation, padding, stride), x.dtype)
+
+
+def _col2im(x: Any, output_size: Any, kernel_size: Any, dilation: Any, padding: Any,
+            stride: Any) -> Any:
+    y0 = jnp.zeros(_col2im_shape(x, output_size, kernel_size, dilation, padding, stride),
+                   x.dtype)
+    _, vjp = jax.vjp(lambda y: _im2col(y, kernel_size, dilation, padding, stride), y0)
+    return vjp(x)[0]
+
+
+define_op("col2im", inputs=["x"], outputs=["y"],
+          attrs=[Attr("output_size", "int64_list"), Attr("kernel_size", "int64_list"),
+                 Attr("dilation", "int64_list"), Attr("padding", "int64_list"),
+                 Attr("stride", "int64_list")],
+          infer=_col2im_infer, sbp=_col_sbp,
+          doc="columns (N, C kH kW, L) summed back into an (N, C, H, W) image, the adjoint of "
+              "im2col (F.fold)")
+register_kernel("col2im", _col2im, name="col2im_xla")

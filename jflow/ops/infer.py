@@ -13,11 +13,12 @@ from typing import Any
 import jax
 import numpy as np
 
-__all__ = ["desc", "FLOAT", "INT", "BOOL", "NUMBER", "INTEGRAL", "check_dtype", "same_as_input",
+__all__ = ["desc", "FLOAT", "INT", "BOOL", "NUMBER", "INTEGRAL", "COMPLEX", "FLOAT_C", "NUMBER_C",
+           "ANY_C", "check_dtype", "same_as_input",
            "broadcast_shapes", "broadcast_binary", "normalize_axis", "normalize_axes",
            "reduce_shape"]
 
-_K = {"f": "float", "i": "int", "u": "int", "b": "bool", "V": "float"}
+_K = {"f": "float", "i": "int", "u": "int", "b": "bool", "V": "float", "c": "complex"}
 
 
 def desc(shape: Iterable[int], dtype: Any) -> jax.ShapeDtypeStruct:
@@ -25,7 +26,7 @@ def desc(shape: Iterable[int], dtype: Any) -> jax.ShapeDtypeStruct:
 
 
 def kind(dtype: Any) -> str:
-    """'float' | 'int' | 'bool' for a NumPy dtype (bfloat16 counts as float)."""
+    """'float' | 'int' | 'bool' | 'complex' for a NumPy dtype (bfloat16 counts as float)."""
     d = np.dtype(dtype)
     if d.name == "bfloat16":
         return "float"
@@ -38,8 +39,15 @@ BOOL = frozenset({"bool"})
 INTEGRAL = frozenset({"int", "bool"})
 NUMBER = frozenset({"float", "int"})
 ANY = frozenset({"float", "int", "bool"})
+# the sets of ops that also take complex values (issue 14: complex64 / complex128); every other
+# op refuses complex inputs with a clear error
+COMPLEX = frozenset({"complex"})
+FLOAT_C = FLOAT | COMPLEX
+NUMBER_C = NUMBER | COMPLEX
+ANY_C = ANY | COMPLEX
 _NAMES = {FLOAT: "a floating", INT: "an integer", BOOL: "a bool", INTEGRAL: "an integer or bool",
-          NUMBER: "a numeric (non-bool)", ANY: "any"}
+          NUMBER: "a numeric (non-bool)", ANY: "a real (non-complex)", COMPLEX: "a complex",
+          FLOAT_C: "a floating or complex", NUMBER_C: "a numeric (non-bool)", ANY_C: "any"}
 
 
 def check_dtype(aval: Any, allowed: frozenset[str], arg: str = "input") -> None:

@@ -11,14 +11,22 @@ from __future__ import annotations
 
 from typing import Any
 
+import jax
 import jax.numpy as jnp
 import numpy as np
+from jax import lax
 
 from ..kernels.registry import register_kernel
 from ..sharding.sbp import B, S, Signature, elementwise
 from .infer import FLOAT, INT, broadcast_binary, broadcast_shapes, check_dtype, desc
 from .primitive import define_op
 from .registry import Attr, Input
+
+_LOW_PRECISION = (np.dtype(np.float16), np.dtype(jnp.bfloat16))
+
+
+def _up(x: Any) -> Any:
+    return x.astype(np.float32) if x.dtype in _LOW_PRECISION else x
 
 # -- elementwise losses ------------------------------------------------------------------------
 
@@ -203,3 +211,114 @@ define_op("sparse_softmax_cross_entropy_grad",
               "onehot(label) * dloss * valid")
 register_kernel("sparse_softmax_cross_entropy_grad", sce_backward,
                 name="sparse_softmax_cross_entropy_grad_xla")
+
+
+# -- ctc_loss ----------------------------------------------------------------------------------
+# The connectionist temporal classification loss of Graves et al. (2006), per sample: the
+# negative log of the summed probability of every alignment of log_probs (T, N, C) with the
+# target (padded rows of targets (N, S)) over the first input_lengths[n] steps. The forward
+# variables alpha over the extended target (blank, l1, blank, l2, ..., blank; 2 S + 1 states)
+# are computed in log space with lax.scan over time; a sample with no valid alignment has loss
+# +inf. The gradient is one ctc_loss_grad op (NoGrad) whose kernel is JAX's vjp of this scan:
+# the true derivative of each sample's loss in log_probs, which the rule scales by dloss
+# (linear, so jvp / vjp agree); second derivatives are not supported (the rule refuses them).
+
+def _ctc_infer(log_probs: Any, targets: Any, input_lengths: Any, target_lengths: Any,
+               blank: int) -> Any:
+    check_dtype(log_probs, FLOAT, "log_probs")
+    check_dtype(targets, INT, "targets")
+    check_dtype(input_lengths, INT, "input_lengths")
+    check_dtype(target_lengths, INT, "target_lengths")
+    ls, ts = tuple(log_probs.shape), tuple(targets.shape)
+    if len(ls) != 3:
+        raise ValueError(f"log_probs must be 3-d (T, N, C), got shape {ls}")
+    if len(ts) != 2 or ts[0] != ls[1]:
+        raise ValueError(f"targets must be 2-d (N, S) with N = {ls[1]}, got shape {ts}")
+    for name, t in (("input_lengths", input_lengths), ("target_lengths", target_lengths)):
+        if tuple(t.shape) != (ls[1],):
+            raise ValueError(f"{name} must have shape ({ls[1]},), got {tuple(t.shape)}")
+    if not 0 <= blank < ls[2]:
+        raise ValueError(f"blank {blank} must be in [0, {ls[2]}) (the number of classes)")
+    return desc(ls[1:2], log_probs.dtype)
+
+
+def _ctc_sbp(in_shapes: Any, n_out: int = 1, **_: Any) -> list[Signature]:
+    """Split the batch: axis 1 of log_probs, axis 0 of the targets, lengths and losses."""
+    return [Signature((S(1),) + (S(0),) * (len(in_shapes) - 1), (S(0),) * n_out)]
+
+
+def _ctcg_sbp(in_shapes: Any, n_out: int = 1, **_: Any) -> list[Signature]:
+    """Split the batch: axis 1 of log_probs and of the gradient, axis 0 of the rest."""
+    return [Signature((S(1),) + (S(0),) * (len(in_shapes) - 1), (S(1),) * n_out)]
+
+
+def _lse3(a: Any, b: Any, c: Any) -> Any:
+    """log(exp(a) + exp(b) + exp(c)), -inf when all are -inf, with finite (zero) gradients
+    there (no inf - inf)."""
+    m = jnp.maximum(jnp.maximum(a, b), c)
+    ms = jnp.where(jnp.isfinite(m), m, jnp.zeros((), m.dtype))
+    s = jnp.exp(a - ms) + jnp.exp(b - ms) + jnp.exp(c - ms)
+    pos = s > 0
+    return jnp.where(pos, jnp.log(jnp.where(pos, s, jnp.ones((), s.dtype))) + ms,
+                     jnp.full((), -jnp.inf, s.dtype))
+
+
+def ctc_forward(log_probs: Any, targets: Any, input_lengths: Any, target_lengths: Any,
+                blank: int) -> Any:
+    """Per-sample CTC negative log-likelihood (the xla kernel; differentiated by the grad op)."""
+    lp = _up(log_probs)
+    t_max, n, c = lp.shape
+    s_max = targets.shape[1]
+    k = 2 * s_max + 1
+    tg = jnp.clip(targets.astype(np.int32), 0, c - 1)
+    ext = jnp.full((n, k), blank, np.int32).at[:, 1::2].set(tg)          # (N, K)
+    # a skip s-2 -> s is allowed onto a label that differs from the label two states back
+    prev2 = jnp.concatenate([jnp.full((n, 2), blank, np.int32), ext[:, :-2]], axis=1)
+    skip = (ext != blank) & (ext != prev2)
+    em = jnp.take_along_axis(lp, jnp.broadcast_to(ext[None], (t_max, n, k)), axis=2)
+    neg = jnp.full((), -jnp.inf, lp.dtype)
+    init = jnp.full((n, k), -jnp.inf, lp.dtype).at[:, 0].set(0.0)
+    il = input_lengths.astype(np.int32)
+
+    def step(alpha: Any, xs: Any) -> Any:
+        e, t = xs
+        a1 = jnp.concatenate([jnp.full((n, 1), -jnp.inf, lp.dtype), alpha[:, :-1]], axis=1)
+        a2 = jnp.concatenate([jnp.full((n, 2), -jnp.inf, lp.dtype), alpha[:, :-2]], axis=1)
+        new = _lse3(alpha, a1, jnp.where(skip, a2, neg)) + e
+        return jnp.where((t < il)[:, None], new, alpha), None
+
+    alpha, _ = lax.scan(step, init, (em, jnp.arange(t_max, dtype=np.int32)))
+    tl = target_lengths.astype(np.int32)
+    last = jnp.take_along_axis(alpha, (2 * tl)[:, None], axis=1)[:, 0]
+    before = jnp.take_along_axis(alpha, jnp.maximum(2 * tl - 1, 0)[:, None], axis=1)[:, 0]
+    before = jnp.where(tl > 0, before, neg)
+    ll = _lse3(last, before, jnp.full_like(last, -jnp.inf))
+    return (-ll).astype(log_probs.dtype)
+
+
+define_op("ctc_loss", inputs=["log_probs", "targets", "input_lengths", "target_lengths"],
+          outputs=["loss"], attrs=[Attr("blank", "int64", 0)], infer=_ctc_infer, sbp=_ctc_sbp,
+          doc="per-sample CTC loss: -log of the summed probability of all alignments of the "
+              "padded targets (N, S) with log_probs (T, N, C)")
+register_kernel("ctc_loss", ctc_forward, name="ctc_loss_xla")
+
+
+def _ctcg_infer(log_probs: Any, targets: Any, input_lengths: Any, target_lengths: Any,
+                blank: int) -> Any:
+    _ctc_infer(log_probs, targets, input_lengths, target_lengths, blank)
+    return desc(log_probs.shape, log_probs.dtype)
+
+
+def _ctc_grad(log_probs: Any, targets: Any, input_lengths: Any, target_lengths: Any,
+              blank: int) -> Any:
+    loss, vjp = jax.vjp(lambda lp: ctc_forward(lp, targets, input_lengths, target_lengths,
+                                               blank), log_probs)
+    return vjp(jnp.ones_like(loss))[0]
+
+
+define_op("ctc_loss_grad", inputs=["log_probs", "targets", "input_lengths", "target_lengths"],
+          outputs=["dlog_probs"], attrs=[Attr("blank", "int64", 0)], infer=_ctcg_infer,
+          sbp=_ctcg_sbp, traits=("NoSideEffect", "NoGrad"),
+          doc="the derivative of each sample's ctc_loss in its log_probs[:, n, :] (JAX's vjp "
+              "of the forward scan); the backward rule scales it by dloss")
+register_kernel("ctc_loss_grad", _ctc_grad, name="ctc_loss_grad_xla")

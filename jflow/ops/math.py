@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import jax
 import jax.numpy as jnp
+import numpy as np
 from jax import lax
 
 from ..kernels.registry import register_kernel
@@ -17,10 +18,13 @@ from ..sharding.sbp import elementwise
 from .attrs import scalar_as
 from .infer import (
     ANY,
+    ANY_C,
     BOOL,
     FLOAT,
+    FLOAT_C,
     INTEGRAL,
     NUMBER,
+    NUMBER_C,
     broadcast_binary,
     broadcast_shapes,
     check_dtype,
@@ -51,31 +55,41 @@ def _sign(x):
 
 # name, kernel, allowed input dtypes, sbp
 for _name, _fn, _allowed, _sbp in [
-    ("abs", jnp.abs, NUMBER, _ELEMENTWISE),
-    ("neg", jnp.negative, NUMBER, _LINEAR),
-    ("exp", jnp.exp, FLOAT, _ELEMENTWISE),
-    ("log", jnp.log, FLOAT, _ELEMENTWISE),
+    ("neg", jnp.negative, NUMBER_C, _LINEAR),
+    ("exp", jnp.exp, FLOAT_C, _ELEMENTWISE),
+    ("log", jnp.log, FLOAT_C, _ELEMENTWISE),
     ("log1p", jnp.log1p, FLOAT, _ELEMENTWISE),
     ("expm1", jnp.expm1, FLOAT, _ELEMENTWISE),
-    ("sqrt", jnp.sqrt, FLOAT, _ELEMENTWISE),
-    ("rsqrt", lax.rsqrt, FLOAT, _ELEMENTWISE),
-    ("square", jnp.square, NUMBER, _ELEMENTWISE),
-    ("reciprocal", jnp.reciprocal, FLOAT, _ELEMENTWISE),
+    ("sqrt", jnp.sqrt, FLOAT_C, _ELEMENTWISE),
+    ("rsqrt", lax.rsqrt, FLOAT_C, _ELEMENTWISE),
+    ("square", jnp.square, NUMBER_C, _ELEMENTWISE),
+    ("reciprocal", jnp.reciprocal, FLOAT_C, _ELEMENTWISE),
     ("sign", _sign, NUMBER, _ELEMENTWISE),
     ("floor", jnp.floor, FLOAT, _ELEMENTWISE),
     ("ceil", jnp.ceil, FLOAT, _ELEMENTWISE),
     ("round", jnp.round, FLOAT, _ELEMENTWISE),  # half to even, as torch.round
-    ("sin", jnp.sin, FLOAT, _ELEMENTWISE),
-    ("cos", jnp.cos, FLOAT, _ELEMENTWISE),
-    ("tan", jnp.tan, FLOAT, _ELEMENTWISE),
-    ("tanh", jnp.tanh, FLOAT, _ELEMENTWISE),
-    ("sigmoid", jax.nn.sigmoid, FLOAT, _ELEMENTWISE),
+    ("sin", jnp.sin, FLOAT_C, _ELEMENTWISE),
+    ("cos", jnp.cos, FLOAT_C, _ELEMENTWISE),
+    ("tan", jnp.tan, FLOAT_C, _ELEMENTWISE),
+    ("tanh", jnp.tanh, FLOAT_C, _ELEMENTWISE),
+    ("sigmoid", jax.nn.sigmoid, FLOAT_C, _ELEMENTWISE),
     ("erf", lax.erf, FLOAT, _ELEMENTWISE),
 ]:
     _unary(_name, _fn, _allowed, _sbp)
 
+
+def _abs_infer(x):
+    """abs keeps real dtypes; a complex input's modulus is real (complex64 -> float32)."""
+    check_dtype(x, NUMBER_C, "input")
+    d = np.dtype(x.dtype)
+    return desc(x.shape, np.finfo(d).dtype if d.kind == "c" else d)
+
+
+define_op("abs", inputs=["x"], outputs=["y"], sbp=_ELEMENTWISE, infer=_abs_infer)
+register_kernel("abs", jnp.abs, name="abs_xla")
+
 _NOGRAD = ("NoSideEffect", "NoGrad")  # bool / integer results carry no gradient
-_unary("logical_not", jnp.logical_not, ANY, out_dtype=bool, traits=_NOGRAD)
+_unary("logical_not", jnp.logical_not, ANY_C, out_dtype=bool, traits=_NOGRAD)
 _unary("bitwise_not", jnp.invert, INTEGRAL, traits=_NOGRAD)
 
 
@@ -107,15 +121,15 @@ def _power(x, y):
 
 
 for _name, _fn, _allowed, _sbp in [
-    ("add", jnp.add, ANY, _LINEAR),
-    ("sub", jnp.subtract, NUMBER, _LINEAR),
-    ("mul", jnp.multiply, ANY, elementwise("first")),
-    ("div", jnp.true_divide, FLOAT, elementwise("numerator")),
+    ("add", jnp.add, ANY_C, _LINEAR),
+    ("sub", jnp.subtract, NUMBER_C, _LINEAR),
+    ("mul", jnp.multiply, ANY_C, elementwise("first")),
+    ("div", jnp.true_divide, FLOAT_C, elementwise("numerator")),
     ("floor_divide", jnp.floor_divide, NUMBER, _ELEMENTWISE),
     ("trunc_divide", _trunc_divide, NUMBER, _ELEMENTWISE),
     ("remainder", jnp.remainder, NUMBER, _ELEMENTWISE),
     ("fmod", jnp.fmod, NUMBER, _ELEMENTWISE),
-    ("pow", _power, NUMBER, _ELEMENTWISE),
+    ("pow", _power, NUMBER_C, _ELEMENTWISE),
     ("maximum", jnp.maximum, ANY, _ELEMENTWISE),
     ("minimum", jnp.minimum, ANY, _ELEMENTWISE),
     ("atan2", jnp.arctan2, FLOAT, _ELEMENTWISE),
@@ -126,7 +140,9 @@ for _name, _fn in [("bitwise_and", jnp.bitwise_and), ("bitwise_or", jnp.bitwise_
                    ("bitwise_xor", jnp.bitwise_xor)]:
     _binary(_name, _fn, INTEGRAL, _ELEMENTWISE, traits=_NOGRAD)
 
-for _name, _fn in [("eq", jnp.equal), ("ne", jnp.not_equal), ("lt", jnp.less),
+for _name, _fn in [("eq", jnp.equal), ("ne", jnp.not_equal)]:  # complex too, as PyTorch
+    _binary(_name, _fn, ANY_C, _ELEMENTWISE, out_dtype=bool, traits=_NOGRAD)
+for _name, _fn in [("lt", jnp.less),
                    ("le", jnp.less_equal), ("gt", jnp.greater), ("ge", jnp.greater_equal),
                    ("logical_and", jnp.logical_and), ("logical_or", jnp.logical_or),
                    ("logical_xor", jnp.logical_xor)]:
@@ -175,7 +191,14 @@ def _cast_infer(x, dtype):
 
 define_op("cast", inputs=["x"], outputs=["y"], attrs=[Attr("dtype", "dtype")],
           infer=_cast_infer, sbp=_ELEMENTWISE)
-register_kernel("cast", lambda x, dtype: x.astype(dtype), name="cast_xla")
+def _cast(x, dtype):
+    # complex -> real keeps the real part (PyTorch's cast; also the backward of real -> complex).
+    if jnp.iscomplexobj(x) and not jnp.issubdtype(dtype, jnp.complexfloating):
+        x = jnp.real(x)
+    return x.astype(dtype)
+
+
+register_kernel("cast", _cast, name="cast_xla")
 
 
 # -- clone -----------------------------------------------------------------------------------

@@ -32,7 +32,7 @@ from jax import lax
 
 from ..kernels.registry import register_kernel
 from ..sharding.sbp import B, P, S, Signature
-from .infer import ANY, NUMBER, broadcast_shapes, check_dtype, desc, kind
+from .infer import ANY, NUMBER_C, broadcast_shapes, check_dtype, desc, kind
 from .primitive import define_op
 from .registry import Attr
 
@@ -91,7 +91,7 @@ def _matmul_kernel(a: Any, b: Any, transpose_a: bool, transpose_b: bool, alpha: 
 
 def _matmul_infer(a: Any, b: Any, transpose_a: bool, transpose_b: bool, alpha: float) -> Any:
     _same_dtype(a, b)
-    check_dtype(a, NUMBER, "a")
+    check_dtype(a, NUMBER_C, "a")
     _check_alpha(a, alpha)
     sa, sb = _shape(a), _shape(b)
     if len(sa) != 2 or len(sb) != 2:
@@ -127,7 +127,7 @@ register_kernel("matmul", _matmul_kernel, name="matmul_xla")
 def _batch_matmul_infer(a: Any, b: Any, transpose_a: bool, transpose_b: bool,
                         alpha: float) -> Any:
     _same_dtype(a, b)
-    check_dtype(a, NUMBER, "a")
+    check_dtype(a, NUMBER_C, "a")
     _check_alpha(a, alpha)
     sa, sb = _shape(a), _shape(b)
     if len(sa) < 2 or len(sb) < 2 or max(len(sa), len(sb)) < 3:
@@ -187,7 +187,7 @@ register_kernel("batch_matmul", _matmul_kernel, name="batch_matmul_xla")
 
 def _mv_infer(a: Any, b: Any, transpose_a: bool) -> Any:
     _same_dtype(a, b)
-    check_dtype(a, NUMBER, "a")
+    check_dtype(a, NUMBER_C, "a")
     sa, sb = _shape(a), _shape(b)
     if len(sa) < 2 or len(sb) != 1:
         raise ValueError(f"a must be at least 2-D and b 1-D, got shapes {sa} and {sb}")
@@ -219,7 +219,7 @@ register_kernel("matrix_vector_product", _mv_kernel, name="matrix_vector_product
 
 def _vm_infer(a: Any, b: Any, transpose_b: bool) -> Any:
     _same_dtype(a, b)
-    check_dtype(a, NUMBER, "a")
+    check_dtype(a, NUMBER_C, "a")
     sa, sb = _shape(a), _shape(b)
     if len(sa) != 1 or len(sb) < 2:
         raise ValueError(f"a must be 1-D and b at least 2-D, got shapes {sa} and {sb}")
@@ -253,7 +253,7 @@ register_kernel("vector_matrix_product", _vm_kernel, name="vector_matrix_product
 
 def _dot_infer(a: Any, b: Any) -> Any:
     _same_dtype(a, b)
-    check_dtype(a, NUMBER, "a")
+    check_dtype(a, NUMBER_C, "a")
     sa, sb = _shape(a), _shape(b)
     if len(sa) != 1 or len(sb) != 1:
         raise ValueError(f"a and b must be 1-D, got shapes {sa} and {sb}")

@@ -32,8 +32,10 @@ from ..sharding.sbp import P, S, Signature
 from .infer import (
     ANY,
     FLOAT,
+    FLOAT_C,
     INT,
     NUMBER,
+    NUMBER_C,
     check_dtype,
     desc,
     normalize_axes,
@@ -249,11 +251,11 @@ _LINEAR_SBP = reduce_sbp("linear")
 _PLAIN_SBP = reduce_sbp("none")
 
 for _name, _fn, _infer, _sbp, _doc in [
-    ("reduce_sum", _sum, _reduce_infer(NUMBER), _SUM_SBP,
+    ("reduce_sum", _sum, _reduce_infer(NUMBER_C), _SUM_SBP,
      "sum over axis (empty = all); output dtype = input dtype (no bool: cast first)"),
     ("reduce_prod", _prod, _reduce_infer(NUMBER), _PLAIN_SBP,
      "product over axis (empty = all); output dtype = input dtype (no bool: cast first)"),
-    ("reduce_mean", _mean, _reduce_infer(FLOAT), _LINEAR_SBP,
+    ("reduce_mean", _mean, _reduce_infer(FLOAT_C), _LINEAR_SBP,
      "mean over axis (empty = all); floating inputs; an empty reduction gives nan"),
     ("reduce_max", _max, _reduce_infer(ANY, nonempty="max"), _PLAIN_SBP,
      "max over axis (empty = all), nan propagates; a zero-size reduced axis is an error"),

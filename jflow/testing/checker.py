@@ -43,7 +43,7 @@ class CheckFailure(AssertionError):
 
 
 _TOL = {"float64": (1e-9, 1e-12), "float32": (2e-5, 2e-6), "float16": (2e-3, 2e-3),
-        "bfloat16": (2e-2, 2e-2)}
+        "bfloat16": (2e-2, 2e-2), "complex128": (1e-9, 1e-12), "complex64": (2e-5, 2e-6)}
 
 
 def _tol(dtype: np.dtype, s: Sample) -> tuple[float, float]:
@@ -78,8 +78,9 @@ def _assert_close(what: str, got: np.ndarray, want: Any, s: Sample, check_kind: 
         raise CheckFailure(f"{what}: dtype {got.dtype} is not of the expected kind "
                            f"({want.dtype})")
     rtol, atol = _tol(got.dtype, s)
-    g = got.astype(np.float64) if _kind(got.dtype) == "f" else got
-    w = want.astype(g.dtype) if _kind(got.dtype) == "f" else want.astype(got.dtype)
+    wide = {"f": np.float64, "c": np.complex128}.get(_kind(got.dtype))
+    g = got if wide is None else got.astype(wide)
+    w = want.astype(g.dtype)
     if not np.allclose(g, w, rtol=rtol, atol=atol, equal_nan=True):
         bad = ~np.isclose(g, w, rtol=rtol, atol=atol, equal_nan=True)
         raise CheckFailure(f"{what}: values differ at {int(bad.sum())} of {bad.size} "

@@ -8,6 +8,11 @@ The scalar function is ``L(x) = sum_k <c_k, out_k(x)>`` over the floating output
 random cotangents ``c_k``; integer/bool inputs are held fixed. Finite differences use the eager
 op itself (one cached executable, no recompiles) and NumPy, independent of every rule.
 
+Complex inputs and outputs are pairs of reals: ``<c, z> = Re(conj(c) z)``, finite differences
+step the real and the imaginary part of each element, and a complex input's expected gradient
+is PyTorch's ``dL/dRe + i dL/dIm`` (the conjugate Wirtinger convention, twice ``dL/dconj(z)``):
+the tape must give exactly that, and ``jax.grad`` its conjugate (JAX's convention).
+
 A sample with no floating output, or with one that is not float64 even for float64 inputs
 (a cast to float16 or int), cannot be checked at float64 precision: :func:`check_grad` returns
 False for it, and the op checker counts it as skipped, not checked.
@@ -40,7 +45,24 @@ _RTOL, _ATOL = 1e-5, 1e-7
 
 
 def _is_float(a: Any) -> bool:
-    return np.asarray(a).dtype.kind == "f"
+    """A differentiable input or output: floating or complex."""
+    return np.asarray(a).dtype.kind in "fc"
+
+
+def _wide(a: np.ndarray) -> np.ndarray:
+    """float64 / complex128 for a differentiable array, else unchanged."""
+    kind = a.dtype.kind
+    return a.astype(np.complex128) if kind == "c" else a.astype(np.float64) if kind == "f" else a
+
+
+def _pair(c: Any, z: Any) -> Any:
+    """The real inner product ``sum Re(conj(c) z)`` (the plain one for reals)."""
+    return np.sum(np.real(np.conj(c) * np.asarray(z)))
+
+
+def _random(rng: np.random.Generator, like: np.ndarray) -> np.ndarray:
+    r = rng.standard_normal(like.shape)
+    return r + 1j * rng.standard_normal(like.shape) if like.dtype.kind == "c" else r
 
 
 def _flat_inputs(s: Sample) -> list[Any]:
@@ -105,43 +127,44 @@ class _Problem:
 
     def loss_np(self, vals: list[Any]) -> float:
         outs = self.call(vals)
-        return float(sum(np.sum(np.asarray(outs[k]._value) * self.cts[k]) for k in self.oidx))
+        return float(sum(_pair(self.cts[k], outs[k]._value) for k in self.oidx))
 
 
 def _problem(op_name: str, s: Sample, rng: np.random.Generator) -> _Problem | None:
     """The sample's problem, or None when no output is float64 for float64 inputs."""
     op = get_op(op_name)
-    flat = [np.asarray(a).astype(np.float64) if _is_float(a) else np.asarray(a)
-            for a in _flat_inputs(s)]
+    flat = [_wide(np.asarray(a)) for a in _flat_inputs(s)]
     p = _Problem(op, s, f"op '{op_name}' sample {s.name or s.attrs}: gradient", flat,
                  [i for i, a in enumerate(flat) if _is_float(a)], [], {})
     outs0 = [np.asarray(t._value) for t in p.call(flat)]
-    p.oidx = [k for k, o in enumerate(outs0) if o.dtype.kind == "f"]
-    if not p.oidx or any(outs0[k].dtype != np.float64 for k in p.oidx):
+    p.oidx = [k for k, o in enumerate(outs0) if o.dtype.kind in "fc"]
+    if not p.oidx or any(outs0[k].dtype not in (np.float64, np.complex128) for k in p.oidx):
         return None  # no floating output, or one not in float64 (e.g. a cast to float16)
-    p.cts = {k: rng.standard_normal(outs0[k].shape) for k in p.oidx}
+    p.cts = {k: _random(rng, outs0[k]) for k in p.oidx}
     return p
 
 
 def _finite_differences(p: _Problem) -> dict[int, np.ndarray]:
-    """Central finite differences of the loss, element by element, per floating input."""
+    """Central finite differences of the loss, element by element, per floating input (for a
+    complex input, ``dL/dRe + i dL/dIm``)."""
     fd = {}
     for i in p.fidx:
         base = p.flat[i]
-        g = np.zeros(base.shape)
-        for j in np.ndindex(base.shape):
-            plus, minus = base.copy(), base.copy()
-            plus[j] += _EPS
-            minus[j] -= _EPS
-            vp, vm = list(p.flat), list(p.flat)
-            vp[i], vm[i] = plus, minus
-            g[j] = (p.loss_np(vp) - p.loss_np(vm)) / (2 * _EPS)
+        g = np.zeros(base.shape, base.dtype)
+        for step in ((1.0, 1j) if base.dtype.kind == "c" else (1.0,)):
+            for j in np.ndindex(base.shape):
+                plus, minus = base.copy(), base.copy()
+                plus[j] += _EPS * step
+                minus[j] -= _EPS * step
+                vp, vm = list(p.flat), list(p.flat)
+                vp[i], vm[i] = plus, minus
+                g[j] += step * (p.loss_np(vp) - p.loss_np(vm)) / (2 * _EPS)
         fd[i] = g
     return fd
 
 
 def _compare(p: _Problem, what: str, got: Any, want: np.ndarray, i: int) -> None:
-    got = np.zeros(want.shape) if got is None else np.asarray(got, dtype=np.float64)
+    got = np.zeros(want.shape, want.dtype) if got is None else np.asarray(got, want.dtype)
     if got.shape != want.shape:
         raise GradCheckFailure(f"{p.label} ({what}) for input {i} has shape {got.shape}, "
                                f"expected {want.shape}")
@@ -174,12 +197,12 @@ def _check_jax_grad(p: _Problem, fd: dict[int, np.ndarray]) -> list[Any]:
     """2. ``jax.grad`` of the same loss == finite differences; returns its gradients."""
     def loss_jax(*fv: Any) -> Any:
         outs = p.call(p.with_floats(fv))
-        return sum(jnp.sum(outs[k]._value * p.cts[k]) for k in p.oidx)
+        return sum(jnp.sum(jnp.real(jnp.conj(p.cts[k]) * outs[k]._value)) for k in p.oidx)
 
     fargs = [jnp.asarray(p.flat[i]) for i in p.fidx]
     jgrads = jax.grad(loss_jax, argnums=tuple(range(len(p.fidx))))(*fargs)
-    for i, g in zip(p.fidx, jgrads):
-        _compare(p, "jax.grad", g, fd[i], i)
+    for i, g in zip(p.fidx, jgrads):  # JAX's convention for complex inputs: the conjugate
+        _compare(p, "jax.grad", np.conj(g), fd[i], i)
     return list(jgrads)
 
 
@@ -190,10 +213,11 @@ def _check_jvp(p: _Problem, jgrads: list[Any], rng: np.random.Generator) -> None
         return [outs[k]._value for k in p.oidx]
 
     fargs = tuple(jnp.asarray(p.flat[i]) for i in p.fidx)
-    tans = [jnp.asarray(rng.standard_normal(p.flat[i].shape)) for i in p.fidx]
+    tans = [jnp.asarray(_random(rng, p.flat[i])) for i in p.fidx]
     _, jt = jax.jvp(outs_jax, fargs, tuple(tans))
-    lhs = float(sum(np.sum(np.asarray(u) * p.cts[k]) for u, k in zip(jt, p.oidx)))
-    rhs = float(sum(np.sum(np.asarray(t) * np.asarray(g)) for t, g in zip(tans, jgrads)))
+    lhs = float(sum(_pair(p.cts[k], u) for u, k in zip(jt, p.oidx)))
+    # JAX's gradient of a complex input is the conjugate of PyTorch's: <t, g_torch> = Re(t g)
+    rhs = float(sum(np.sum(np.real(np.asarray(t) * np.asarray(g))) for t, g in zip(tans, jgrads)))
     if not np.isclose(lhs, rhs, rtol=1e-7, atol=1e-9 * max(1.0, abs(rhs))):
         raise GradCheckFailure(f"{p.label}: jax.jvp disagrees with jax.vjp: <J t, c> = {lhs}, "
                                f"<t, J^T c> = {rhs}")

@@ -95,8 +95,10 @@ def _declared(op: Any, s: Sample, flat: list[np.ndarray], ref: list[np.ndarray]
 def _close(v: np.ndarray, r: np.ndarray) -> bool:
     if r.dtype.kind not in "fc":
         return bool(np.array_equal(v, r))
-    tol = 2e-2 if r.dtype.itemsize < 4 else (1e-5 if r.dtype.itemsize == 4 else 1e-9)
-    return bool(np.allclose(v.astype(np.float64), r.astype(np.float64), rtol=tol, atol=tol,
+    size = r.dtype.itemsize // (2 if r.dtype.kind == "c" else 1)  # a complex one's parts
+    tol = 2e-2 if size < 4 else (1e-5 if size == 4 else 1e-9)
+    wide = np.complex128 if r.dtype.kind == "c" else np.float64
+    return bool(np.allclose(v.astype(wide), r.astype(wide), rtol=tol, atol=tol,
                             equal_nan=True))
 
 

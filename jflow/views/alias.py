@@ -37,7 +37,15 @@ from ..ops import get as _get_op
 from ..sharding.sbp import broadcast as _broadcast
 from ..tensor import Tensor, _flatten, _unflatten, _wrap, mark_constant
 from . import basic_index
-from .layout import STEP_LAYOUT, Layout, as_basic_index, contiguous, flat_index, overlaps
+from .layout import (
+    DTYPE_STEPS,
+    STEP_LAYOUT,
+    Layout,
+    as_basic_index,
+    contiguous,
+    flat_index,
+    overlaps,
+)
 
 __all__ = ["View", "Alias", "alias", "detach", "write", "layout_of", "base_of", "unview"]
 
@@ -58,6 +66,9 @@ _narrow = _get_op("narrow").apply
 _slice = _get_op("slice").apply
 _getitem = _get_op("getitem").apply
 _setitem = _get_op("setitem").apply
+_real, _imag, _conj = _get_op("real").apply, _get_op("imag").apply, _get_op("conj").apply
+_complex = _get_op("complex").apply
+_as_real, _as_complex = _get_op("view_as_real").apply, _get_op("view_as_complex").apply
 
 
 class Alias:
@@ -318,6 +329,21 @@ _STEP = {
     "slice": lambda x, start, stop, step: _slice(x, start=start, stop=stop, step=step),
     "index": lambda x, spec: basic_index.get(x, spec),
     "as_strided": _as_strided_read,
+    "real": lambda x: _real(x),
+    "imag": lambda x: _imag(x),
+    "conj": lambda x: _conj(x),
+    "view_as_real": lambda x: _as_real(x),
+    "view_as_complex": lambda x: _as_complex(x),
+}
+
+#: the inverse of each element-type step: (the step's input, the view's new value) -> the
+#: step's input with that value written through
+_PUT_DTYPE_STEP = {
+    "real": lambda src, v: _complex(v, _imag(src)),
+    "imag": lambda src, v: _complex(_real(src), v),
+    "conj": lambda src, v: _conj(v),
+    "view_as_real": lambda src, v: _as_complex(v),
+    "view_as_complex": lambda src, v: _as_real(v),
 }
 
 
@@ -354,12 +380,30 @@ def _spec_of(kind: str, args: tuple, ndim: int) -> str | None:
     return None
 
 
+def _scatter_chain(base: Tensor, steps: tuple, value: Tensor) -> Tensor:
+    """:func:`_scatter` for a chain with an element-type step (complex <-> float), whose
+    layout counts other elements than the base's: write through one step at a time, from
+    the last, each step inverted on its own (replayed) input."""
+    if not steps:
+        return value
+    head, (kind, args) = steps[:-1], steps[-1]
+    src = _replay(base, head)
+    put = _PUT_DTYPE_STEP.get(kind)
+    if put is not None:
+        new_src = put(src, value)
+    else:
+        new_src = _scatter(src, Alias(src, ((kind, args),), None), value)
+    return _scatter_chain(base, head, new_src)
+
+
 def _scatter(base: Tensor, m: Alias, value: Tensor) -> Tensor:
     """The base with the view's elements replaced by ``value`` (an op on the tape)."""
     steps = m.steps
     shape = tuple(base._value.shape)
     if not steps:
         return value
+    if any(kind in DTYPE_STEPS for kind, _ in steps):
+        return _scatter_chain(base, steps, value)
     if len(steps) == 1:
         kind, args = steps[0]
         spec = _spec_of(kind, args, len(shape))

@@ -21,7 +21,7 @@ import numpy as np
 from ..ops.subscript import index_plan
 
 __all__ = ["Layout", "contiguous", "is_contiguous", "view_strides", "overlaps", "flat_index",
-           "as_basic_index", "STEP_LAYOUT"]
+           "as_basic_index", "STEP_LAYOUT", "DTYPE_STEPS"]
 
 
 class Layout(NamedTuple):
@@ -259,9 +259,31 @@ def _as_strided(lay: Layout, size: tuple[int, ...], stride: tuple[int, ...],
     return Layout(tuple(size), tuple(stride), offset)
 
 
+# Complex views change the element type: a complex element is two float ones (real, imag), so
+# past ``real`` / ``imag`` / ``view_as_real`` a layout counts float elements (strides double,
+# as PyTorch reports them), past ``view_as_complex`` complex ones (strides halve).
+
+def _part(lay: Layout, which: int) -> Layout:
+    return Layout(lay.sizes, tuple(2 * s for s in lay.strides), 2 * lay.offset + which)
+
+
+def _as_real(lay: Layout) -> Layout:
+    return Layout(lay.sizes + (2,), tuple(2 * s for s in lay.strides) + (1,), 2 * lay.offset)
+
+
+def _as_complex(lay: Layout) -> Layout:
+    return Layout(lay.sizes[:-1], tuple(s // 2 for s in lay.strides[:-1]), lay.offset // 2)
+
+
+#: view steps that change the element type (complex <-> float): see ``_scatter_chain`` in
+#: ``alias.py``
+DTYPE_STEPS = frozenset({"real", "imag", "conj", "view_as_real", "view_as_complex"})
+
 #: kind -> fn(layout, *args) -> layout (None: not expressible as a view)
 STEP_LAYOUT = {
     "reshape": _reshape, "transpose": _transpose, "squeeze": _squeeze,
     "unsqueeze": _unsqueeze, "expand": _expand, "narrow": _narrow, "slice": _slice,
     "index": _basic_index, "as_strided": _as_strided,
+    "real": lambda lay: _part(lay, 0), "imag": lambda lay: _part(lay, 1),
+    "conj": lambda lay: lay, "view_as_real": _as_real, "view_as_complex": _as_complex,
 }

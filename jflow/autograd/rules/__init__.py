@@ -4,6 +4,7 @@
 from . import (  # noqa: F401
     activation,
     attention,
+    complex,
     conv,
     fused,
     index,

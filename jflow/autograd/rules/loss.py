@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from ..grad_mode import is_grad_enabled
 from ..rule import register_backward
 from ._util import O, scalar_like, sum_to
 
@@ -120,3 +121,17 @@ def _sparse_softmax_cross_entropy_grad(ctx, g):
             back(O.neg(O.reduce_sum(gx, axis=(1,), keepdim=False)), 2) if need[2] else None,
             back(O.mul(O.sub(sum_gp, g_label), valid), 3) if need[3] else None,
             back(sum_gp, 4) if need[4] else None]
+
+
+@register_backward("ctc_loss", save=["log_probs", "targets", "input_lengths", "target_lengths"])
+def _ctc_loss(ctx, dloss):
+    """d loss_n / d log_probs[:, n, :] (one ctc_loss_grad op: JAX's vjp of the forward scan)
+    times dloss[n]; none to the integer inputs. The derivative itself is not differentiable:
+    a second derivative (create_graph) raises, as PyTorch's ctc_loss."""
+    lp, tg, il, tl = ctx.saved_tensors
+    if is_grad_enabled() and lp.requires_grad:
+        raise NotImplementedError("ctc_loss: second derivatives in log_probs are not supported "
+                                  "(as PyTorch's ctc_loss double backward)")
+    unit = O.ctc_loss_grad(lp, tg, il, tl, blank=ctx.blank)
+    n = tuple(ctx.input_shapes[0])[1]
+    return [O.mul(unit, O.reshape(dloss, shape=(1, n, 1))), None, None, None]

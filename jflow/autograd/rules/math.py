@@ -18,6 +18,12 @@ def _c(v: float, like):  # a cached 0-d constant of like's dtype
 @register_backward("abs", save=["x"])
 def _abs(ctx, dy):
     (x,) = ctx.saved_tensors
+    if ctx.input_dtypes[0].kind == "c":  # dy conj(z) / |z| (JAX's convention), 0 at z = 0
+        r = O.abs(x)
+        zero = O.eq(r, _c(0.0, r))
+        s = O.div(dy, O.where(zero, _c(1.0, r), r))
+        s = O.where(zero, _c(0.0, s), s)
+        return O.mul(O.complex(s, O.mul(s, _c(0.0, s))), O.conj(x))
     return O.mul(dy, O.sign(x))
 
 
@@ -173,7 +179,8 @@ def _pow_dx(dz, x, y, z):
 def _pow_dy(dz, x, y, z):
     # z * log(x); where x == 0 (and y >= 0) the gradient is 0, as PyTorch
     d = O.mul(z, O.log(x))
-    safe = O.logical_and(O.eq(x, _c(0.0, x)), O.ge(y, _c(0.0, y)))
+    yr = O.real(y) if y._value.dtype.kind == "c" else y  # complex: Re(y) >= 0
+    safe = O.logical_and(O.eq(x, _c(0.0, x)), O.ge(yr, _c(0.0, yr)))
     return O.mul(dz, O.where(safe, _c(0.0, d), d))
 
 

@@ -8,7 +8,8 @@ from ._util import O
 
 
 def _up_attrs(ctx):
-    return {"mode": ctx.mode, "scales": ctx.scales, "align_corners": ctx.align_corners}
+    return {"mode": ctx.mode, "scales": ctx.scales, "align_corners": ctx.align_corners,
+            "antialias": ctx.antialias}
 
 
 @register_backward("upsample2d")

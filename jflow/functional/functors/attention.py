@@ -8,7 +8,8 @@
 * ``dropout_p > 0`` takes a composite path (jflow ops on the materialised probabilities, the
   ``dropout`` op with the global jflow Generator), as PyTorch's math backend does; dropout is
   applied whenever ``dropout_p > 0`` (PyTorch: the caller passes 0.0 in eval mode).
-* ``enable_gqa=True`` is not supported (NotImplementedError).
+* ``enable_gqa=True``: grouped-query attention; the key / value heads (dim -3) are repeated
+  to the query's (which must be a multiple), as PyTorch; their gradients sum over the group.
 * A fully masked query row gives zeros (PyTorch's math backend gives NaN; jflow follows
   FlashAttention) — on both paths.
 
@@ -38,6 +39,7 @@ _add = get("add").apply
 _ne = get("ne").apply
 _ge = get("ge").apply
 _unsqueeze = get("unsqueeze").apply
+_reshape = get("reshape").apply
 _reduce_max = get("reduce_max").apply
 _softmax = get("softmax").apply
 _arange = get("arange").apply
@@ -112,6 +114,28 @@ def attention_math(query: Tensor, key: Tensor, value: Tensor, attn_mask: Any, dr
     return out, p
 
 
+def _repeat_kv(query: Tensor, key: Tensor, value: Tensor) -> tuple[Tensor, Tensor]:
+    """Grouped-query attention: key and value heads (dim -3) repeated so that each serves
+    ``Hq / Hkv`` consecutive query heads (as ``repeat_interleave``), as PyTorch."""
+    for name, t in (("query", query), ("key", key), ("value", value)):
+        if t._value.ndim < 3:
+            raise ValueError(f"{_FN}: enable_gqa=True needs a heads dim (..., H, L or S, E) in "
+                             f"{name}, got shape {list(t._value.shape)}")
+    hq, hk, hv = (int(t._value.shape[-3]) for t in (query, key, value))
+    if hk != hv or hk == 0 or hq % hk:
+        raise ValueError(f"{_FN}: enable_gqa=True needs the query heads ({hq}) to be a multiple "
+                         f"of the key and value heads (got {hk} and {hv})")
+    g = hq // hk
+    if g == 1:
+        return key, value
+
+    def rep(t: Tensor) -> Tensor:
+        s = tuple(t._value.shape)
+        t = _expand(_unsqueeze(t, dim=len(s) - 2), shape=s[:-2] + (g,) + s[-2:])
+        return _reshape(t, shape=s[:-3] + (hq,) + s[-2:])
+    return rep(key), rep(value)
+
+
 @functor("ScaledDotProductAttention")
 def scaled_dot_product_attention(query: Tensor, key: Tensor, value: Tensor, attn_mask: Any,
                                  dropout_p: float, is_causal: bool, scale: Any,
@@ -119,9 +143,7 @@ def scaled_dot_product_attention(query: Tensor, key: Tensor, value: Tensor, attn
     """softmax(query @ key^T * scale + mask) @ value (torch.nn.functional's), fused: the
     probabilities are never stored; the backward recomputes them from the rows' log-sum-exp."""
     if enable_gqa:
-        raise NotImplementedError(f"{_FN}: enable_gqa=True (grouped-query attention) is not "
-                                  f"supported by jflow; repeat key and value over the heads "
-                                  f"(repeat_interleave) instead")
+        key, value = _repeat_kv(query, key, value)
     if not 0.0 <= dropout_p <= 1.0:
         raise ValueError(f"{_FN}: dropout_p must be in [0, 1], got {dropout_p}")
     if dropout_p > 0.0:

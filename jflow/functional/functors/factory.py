@@ -131,3 +131,80 @@ def randint(low: int, high: int, size: tuple, generator: Any, dtype: Any, device
     _check_int_range("randint", "high - 1", high - 1, d)
     key, counter = (generator or default_generator)._next()
     return on_device(_randint(key, counter, shape=size, dtype=d.np, low=low, high=high), device)
+
+
+# -- issue 14, breadth round 2 -------------------------------------------------------------------
+
+import jax.numpy as jnp  # noqa: E402
+
+from ...tensor import _wrap  # noqa: E402
+
+
+@functor("Logspace")
+def logspace(start: Any, end: Any, steps: int, base: float, dtype: Any, device: Any) -> Tensor:
+    """torch.logspace: ``base ** linspace(start, end, steps)`` (computed in float64, then in
+    ``dtype``: the default float dtype unless given)."""
+    if steps < 0:
+        raise ValueError(f"logspace(): argument 'steps' must be non-negative, got {steps}")
+    d = _dt.get_default_dtype() if dtype is None else dtype
+    exps = np.linspace(float(start), float(end), steps, dtype=np.float64)
+    vals = np.power(float(base), exps)
+    if not d.is_floating_point:
+        vals = np.trunc(vals)
+    return on_device(_wrap(jnp.asarray(vals.astype(d.np))), device)
+
+
+def _window(fname: str, length: int, periodic: bool, dtype: Any, device: Any,
+            formula: Any) -> Tensor:
+    """A window of ``length`` points: ``formula(n, N)`` over ``n = 0..length-1`` with
+    ``N = length + 1`` when ``periodic`` (the symmetric window one longer, its last point
+    dropped), computed in float64, then in ``dtype`` (floating; default float dtype)."""
+    if length < 0:
+        raise ValueError(f"{fname}(): argument 'window_length' must be non-negative, got "
+                         f"{length}")
+    d = _float_dtype(dtype, fname)
+    if length <= 1:
+        vals = np.ones(length, np.float64)
+    else:
+        n_pts = length + 1 if periodic else length
+        vals = formula(np.arange(length, dtype=np.float64), float(n_pts - 1))
+    return on_device(_wrap(jnp.asarray(vals.astype(d.np))), device)
+
+
+@functor("HannWindow")
+def hann_window(window_length: int, periodic: bool, dtype: Any, device: Any) -> Tensor:
+    """torch.hann_window: ``0.5 - 0.5 cos(2 pi n / (N - 1))``."""
+    return _window("hann_window", window_length, periodic, dtype, device,
+                   lambda n, m: 0.5 - 0.5 * np.cos(2 * np.pi * n / m))
+
+
+@functor("HammingWindow")
+def hamming_window(window_length: int, periodic: bool, alpha: float, beta: float, dtype: Any,
+                   device: Any) -> Tensor:
+    """torch.hamming_window: ``alpha - beta cos(2 pi n / (N - 1))``."""
+    return _window("hamming_window", window_length, periodic, dtype, device,
+                   lambda n, m: alpha - beta * np.cos(2 * np.pi * n / m))
+
+
+@functor("BlackmanWindow")
+def blackman_window(window_length: int, periodic: bool, dtype: Any, device: Any) -> Tensor:
+    """torch.blackman_window: ``0.42 - 0.5 cos(2 pi n / (N - 1)) + 0.08 cos(4 pi n / (N - 1))``."""
+    return _window("blackman_window", window_length, periodic, dtype, device,
+                   lambda n, m: 0.42 - 0.5 * np.cos(2 * np.pi * n / m)
+                   + 0.08 * np.cos(4 * np.pi * n / m))
+
+
+@functor("BartlettWindow")
+def bartlett_window(window_length: int, periodic: bool, dtype: Any, device: Any) -> Tensor:
+    """torch.bartlett_window: ``1 - |2 n / (N - 1) - 1|``."""
+    return _window("bartlett_window", window_length, periodic, dtype, device,
+                   lambda n, m: 1.0 - np.abs(2.0 * n / m - 1.0))
+
+
+@functor("KaiserWindow")
+def kaiser_window(window_length: int, periodic: bool, beta: float, dtype: Any, device: Any
+                  ) -> Tensor:
+    """torch.kaiser_window: ``I0(beta sqrt(1 - (2 n / (N - 1) - 1)^2)) / I0(beta)``."""
+    return _window("kaiser_window", window_length, periodic, dtype, device,
+                   lambda n, m: np.i0(beta * np.sqrt(np.clip(1.0 - (2.0 * n / m - 1.0) ** 2,
+                                                             0.0, None))) / np.i0(beta))

@@ -27,7 +27,7 @@ from jax.core import Tracer
 from ... import dtypes as _dt
 from ...ops import get
 from ...tensor import Tensor, _wrap
-from ..promotion import cast, scalar_tensor
+from ..promotion import cast, scalar_result_dtype, scalar_tensor
 from ..registry import api, functor
 
 __all__ = ["IndexOutOfRangeError", "normalize_dim"]
@@ -687,3 +687,109 @@ def scatter_reduce(input: Tensor, dim: int, index: Tensor, src: Tensor, reduce: 
 def where_nonzero(condition: Tensor) -> tuple[Tensor, ...]:
     """torch.where(condition): ``nonzero(condition, as_tuple=True)`` (eager only)."""
     return nonzero(condition, True)
+
+
+# -- issue 14, breadth round 2 -------------------------------------------------------------------
+# Compositions of sort / eq / index_copy (their gradients and SBP).
+
+@functor("Msort")
+def msort(input: Tensor) -> Tensor:
+    """torch.msort: ``sort(input, dim=0).values``."""
+    if input._value.ndim == 0:
+        raise ValueError("msort(): argument 'input' must have at least 1 dimension")
+    return api().sort(input, 0)[0]
+
+
+@functor("Isin")
+def isin(elements: Any, test_elements: Any, assume_unique: bool, invert: bool) -> Tensor:
+    """torch.isin: whether each of ``elements`` equals one of ``test_elements`` (bool, the
+    shape of ``elements``; compared after type promotion, as ``==``)."""
+    f = api()
+    if not isinstance(elements, Tensor):  # a number: a 0-d tensor (promoted dtype)
+        elements = scalar_tensor(elements, scalar_result_dtype(test_elements, elements))
+    if not isinstance(test_elements, Tensor):
+        hit = f.eq(elements, test_elements)
+    else:
+        flat = f.reshape(elements, (-1, 1))
+        hit = f.any(f.eq(flat, f.reshape(test_elements, (1, -1))), 1)
+        hit = f.reshape(hit, tuple(elements.shape))
+    return f.logical_not(hit) if invert else hit
+
+
+def _scatter_dim(fname: str, input: Tensor, dim: int) -> tuple[int, int]:
+    nd = input._value.ndim
+    if nd == 0:
+        raise ValueError(f"{fname}(): argument 'input' must have at least 1 dimension")
+    a = normalize_dim(fname, dim, nd)
+    return a, input._value.shape[a]
+
+
+def _copy_at(input: Tensor, dim: int, positions: list[int], src: Tensor) -> Tensor:
+    """``input`` with ``src`` written at ``positions`` along ``dim`` (index_copy; the gradient
+    of the overwritten part of ``input`` is 0, ``src`` gets its slots')."""
+    f = api()
+    idx = _wrap(jnp.asarray(np.asarray(positions, np.int64)))
+    return f.index_copy(input, dim, idx, cast(src, input._value.dtype))
+
+
+def _check_src(fname: str, src: Tensor, shape: tuple[int, ...]) -> None:
+    if tuple(src.shape) != tuple(shape):
+        raise RuntimeError(f"{fname}(): expected argument 'src' to have the size "
+                           f"{list(shape)}, but got {list(src.shape)}")
+
+
+@functor("SelectScatter")
+def select_scatter(input: Tensor, src: Tensor, dim: int, index: int) -> Tensor:
+    """torch.select_scatter: ``input`` with ``input.select(dim, index)`` replaced by ``src``
+    (a new tensor)."""
+    a, n = _scatter_dim("select_scatter", input, dim)
+    if not -n <= index < n:
+        raise IndexError(f"select_scatter(): index {index} out of range for dim {dim} of "
+                         f"size {n}")
+    shape = tuple(s for i, s in enumerate(input.shape) if i != a)
+    _check_src("select_scatter", src, shape)
+    return _copy_at(input, a, [index % n], api().unsqueeze(src, a))
+
+
+@functor("SliceScatter")
+def slice_scatter(input: Tensor, src: Tensor, dim: int, start: Any, end: Any,
+                  step: int) -> Tensor:
+    """torch.slice_scatter: ``input`` with ``input[..., start:end:step, ...]`` (along ``dim``)
+    replaced by ``src`` (a new tensor); ``start`` / ``end`` as Python slice bounds."""
+    a, n = _scatter_dim("slice_scatter", input, dim)
+    if step <= 0:
+        raise ValueError(f"slice_scatter(): argument 'step' must be positive, got {step}")
+    positions = list(range(n))[slice(start, end, step)]
+    shape = tuple(len(positions) if i == a else s for i, s in enumerate(input.shape))
+    _check_src("slice_scatter", src, shape)
+    if not positions:
+        return api().clone(input)
+    return _copy_at(input, a, positions, src)
+
+
+@functor("DiagonalScatter")
+def diagonal_scatter(input: Tensor, src: Tensor, offset: int, dim1: int, dim2: int
+                     ) -> Tensor:
+    """torch.diagonal_scatter: ``input`` with ``input.diagonal(offset, dim1, dim2)`` replaced
+    by ``src`` (a new tensor; ``src``'s last dim runs along the diagonal)."""
+    nd = input._value.ndim
+    if nd < 2:
+        raise ValueError("diagonal_scatter(): argument 'input' must have at least 2 dimensions")
+    a = normalize_dim("diagonal_scatter", dim1, nd)
+    b = normalize_dim("diagonal_scatter", dim2, nd)
+    if a == b:
+        raise ValueError(f"diagonal_scatter(): dim1 and dim2 cannot be equal, got {dim1} "
+                         f"and {dim2}")
+    f = api()
+    x = f.movedim(input, [a, b], [-2, -1])
+    m, n = x.shape[-2], x.shape[-1]
+    rows = range(max(0, -offset), m)
+    cells = [(i, i + offset) for i in rows if 0 <= i + offset < n]
+    _check_src("diagonal_scatter", src, tuple(x.shape[:-2]) + (len(cells),))
+    lead = tuple(x.shape[:-2])
+    flat = f.reshape(x, lead + (m * n,))
+    if cells:
+        flat = _copy_at(flat, len(lead), [i * n + j for i, j in cells], src)
+    else:
+        flat = f.clone(flat)
+    return f.movedim(f.reshape(flat, lead + (m, n)), [-2, -1], [a, b])

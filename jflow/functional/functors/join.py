@@ -251,3 +251,64 @@ def cartesian_prod(tensors: Sequence[Tensor]) -> Tensor:
 def narrow_copy(input: Tensor, dim: int, start: int, length: int) -> Tensor:
     """torch.narrow_copy: ``narrow`` as a new tensor (no view: writes do not reach input)."""
     return api().clone(api().narrow(input, dim, start, length))
+
+
+# -- issue 14, breadth round 2 -------------------------------------------------------------------
+
+@functor("TensorSplit")
+def tensor_split(input: Tensor, sections: int, dim: int) -> tuple[Tensor, ...]:
+    """torch.tensor_split into ``sections`` pieces: the first ``n % sections`` one element
+    longer (views)."""
+    a, n = _split_dim("tensor_split", input, dim)
+    if sections <= 0:
+        raise ValueError(f"tensor_split(): number of sections must be larger than 0, got "
+                         f"{sections}")
+    q, r = divmod(n, sections)
+    sizes = tuple(q + 1 if k < r else q for k in range(sections))
+    return _pieces("tensor_split", input, a, sizes)
+
+
+@functor("TensorSplitIndices")
+def tensor_split_indices(input: Tensor, indices: Sequence[int], dim: int
+                         ) -> tuple[Tensor, ...]:
+    """torch.tensor_split at ``indices``: piece ``k`` is ``input[indices[k-1]:indices[k]]``
+    along ``dim`` (Python slice bounds: clamped, empty where they decrease), one more piece
+    than indices (views)."""
+    a, n = _split_dim("tensor_split", input, dim)
+    bounds = [0] + [min(max(i + n if i < 0 else i, 0), n) for i in indices] + [n]
+    return tuple(api().narrow(input, a, s, max(e - s, 0)) for s, e in zip(bounds, bounds[1:]))
+
+
+def _np_split(fname: str, input: Tensor, sections_or_indices: object, dim: int,
+              min_nd: int) -> tuple[Tensor, ...]:
+    nd = input._value.ndim
+    if nd < min_nd:
+        raise ValueError(f"{fname}(): argument 'input' must have at least {min_nd} "
+                         f"dimension(s), but got a {nd}-d tensor")
+    if isinstance(sections_or_indices, int):
+        n = input._value.shape[dim]
+        if sections_or_indices <= 0 or n % sections_or_indices:
+            raise ValueError(f"{fname}(): argument 'sections' ({sections_or_indices}) must "
+                             f"divide the size of dim {dim} ({n}) evenly")
+        return tensor_split(input, sections_or_indices, dim)
+    return tensor_split_indices(input, tuple(sections_or_indices), dim)
+
+
+@functor("Hsplit")
+def hsplit(input: Tensor, sections_or_indices: object) -> tuple[Tensor, ...]:
+    """torch.hsplit: ``tensor_split`` along dim 1 (dim 0 for a 1-D input); an int must divide
+    the size evenly."""
+    return _np_split("hsplit", input, sections_or_indices,
+                     1 if input._value.ndim > 1 else 0, 1)
+
+
+@functor("Vsplit")
+def vsplit(input: Tensor, sections_or_indices: object) -> tuple[Tensor, ...]:
+    """torch.vsplit: ``tensor_split`` along dim 0 of an input with at least 2 dims."""
+    return _np_split("vsplit", input, sections_or_indices, 0, 2)
+
+
+@functor("Dsplit")
+def dsplit(input: Tensor, sections_or_indices: object) -> tuple[Tensor, ...]:
+    """torch.dsplit: ``tensor_split`` along dim 2 of an input with at least 3 dims."""
+    return _np_split("dsplit", input, sections_or_indices, 2, 3)

@@ -798,3 +798,127 @@ def linalg_norm(A: Tensor, ord: Any, dim: Any, keepdim: bool, dtype: Any) -> Ten
     if len(dim) == 2:
         return _matrix_norm("linalg.norm", A, ord, dim, keepdim, dtype)
     return linalg_vector_norm(A, ord, dim, keepdim, dtype)
+
+
+# -- issue 14, breadth round 2 -------------------------------------------------------------------
+# Compositions of matmul / linalg_* / outer / diag (their gradients and SBP).
+
+from ... import dtypes as _dt  # noqa: E402
+from ..registry import api  # noqa: E402
+
+
+@functor("MatrixPower")
+def matrix_power(input: Tensor, n: int) -> Tensor:
+    """torch.matrix_power (torch.linalg.matrix_power): ``input`` multiplied by itself ``n``
+    times by repeated squaring (``n = 0``: identity matrices of its dtype; ``n < 0``: the
+    inverse's power, float inputs only)."""
+    s = _shape(input)
+    if len(s) < 2 or s[-1] != s[-2]:
+        raise ValueError(f"matrix_power(): argument 'input' must be a (batch of) square "
+                         f"matrices, got shape {list(s)}")
+    f = api()
+    if n == 0:  # identities, on the tape with a zero gradient (as PyTorch's)
+        eye = _full(shape=(s[-1],), value=1, dtype=input._value.dtype)
+        keep = _full(shape=s, value=1.0, dtype=np.dtype(np.bool_))
+        return _where(keep, _expand(_diag_embed(eye, offset=0), shape=s), input)
+    base = input
+    if n < 0:
+        _float_input("matrix_power()", input, "input")
+        base, n = f.linalg_inv(input), -n
+    out = None
+    while n:
+        if n & 1:
+            out = base if out is None else f.matmul(out, base)
+        n >>= 1
+        if n:
+            base = f.matmul(base, base)
+    return out
+
+
+@functor("Pinverse")
+def pinverse(input: Tensor, rcond: float) -> Tensor:
+    """torch.pinverse: ``linalg.pinv`` with singular values below ``rcond`` times the largest
+    one treated as zero."""
+    return linalg_pinv(input, None, rcond, False)
+
+
+@functor("Logdet")
+def logdet(input: Tensor) -> Tensor:
+    """torch.logdet: ``log(det(input))`` from ``slogdet`` (NaN for a negative determinant,
+    -inf for a zero one, as PyTorch); float32 / float64 square matrices."""
+    f = api()
+    sign, logabs = f.linalg_slogdet(input)
+    nan = _scalar(float("nan"), logabs)
+    return _where(f.lt(sign, 0), nan, logabs)
+
+
+@functor("Addr")
+def addr(input: Tensor, vec1: Tensor, vec2: Tensor, beta: Any, alpha: Any) -> Tensor:
+    """torch.addr: ``beta * input + alpha * outer(vec1, vec2)`` (``beta = 0`` ignores
+    ``input``, NaN included)."""
+    for arg, v in (("vec1", vec1), ("vec2", vec2)):
+        if _nd(v) != 1:
+            raise ValueError(f"addr(): argument '{arg}' must be a vector, got a {_nd(v)}-D "
+                             f"tensor")
+    prod = api().outer(vec1, vec2)
+    if input._value.dtype != prod._value.dtype:
+        raise TypeError(f"addr(): argument 'input' ({input.dtype}) must have the dtype of "
+                        f"outer(vec1, vec2) ({prod.dtype})")
+    if prod._value.dtype == np.bool_:  # bool: logical or / and, as PyTorch
+        f = api()
+        keep = f.logical_and(input, bool(beta)) if beta else None
+        term = f.logical_and(prod, bool(alpha))
+        out = term if keep is None else f.logical_or(keep, term)
+        return f.broadcast_to(out, _shape(prod))
+    return _add_scaled("addr", input, prod, beta, alpha)
+
+
+@functor("Diagflat")
+def diagflat(input: Tensor, offset: int) -> Tensor:
+    """torch.diagflat: ``input`` flattened, on the ``offset`` diagonal of a square matrix."""
+    return diag(_reshape(input, shape=(-1,)), offset)
+
+
+@functor("Renorm")
+def renorm(input: Tensor, p: float, dim: int, maxnorm: float) -> Tensor:
+    """torch.renorm: each slice along ``dim`` whose ``p``-norm exceeds ``maxnorm`` scaled to
+    norm ``maxnorm`` (``maxnorm / (norm + 1e-7)``, as PyTorch); float inputs."""
+    if input._value.dtype.kind != "f" and input._value.dtype.name != "bfloat16":
+        raise TypeError(f"renorm(): argument 'input' must be a floating point tensor, got "
+                        f"{input.dtype}")
+    if p <= 0:
+        raise ValueError(f"renorm(): argument 'p' must be positive, got {p}")
+    if maxnorm < 0:
+        raise ValueError(f"renorm(): argument 'maxnorm' must be non-negative, got {maxnorm}")
+    nd = _nd(input)
+    if nd == 0:
+        raise ValueError("renorm(): argument 'input' must have at least 1 dimension")
+    a = _dim("renorm()", dim, nd)
+    f = api()
+    others = [i for i in range(nd) if i != a]
+    norm = f.linalg_vector_norm(input, p, others, True) if others else f.abs(input)
+    big = _gt(norm, _scalar(maxnorm, norm))
+    one = _scalar(1.0, norm)
+    factor = _where(big, f.div(maxnorm, f.add(norm, 1e-7)), one)
+    return f.mul(input, factor)
+
+
+@functor("Vander")
+def vander(x: Tensor, N: Any, increasing: bool) -> Tensor:
+    """torch.vander: columns ``x ** (N - 1), ..., x ** 0`` (``increasing``: the other way);
+    integer and bool inputs give int64, as PyTorch."""
+    if _nd(x) != 1:
+        raise ValueError(f"vander(): argument 'x' must be a 1-D tensor, got {_nd(x)}-D")
+    n = _shape(x)[0] if N is None else N
+    if n < 0:
+        raise ValueError(f"vander(): argument 'N' must be non-negative, got {n}")
+    f = api()
+    if x._value.dtype.kind in "iub":
+        x = f.cast(x, _dt.int64)
+    rows = _shape(x)[0]
+    ones = _full(shape=(rows, 1), value=1, dtype=x._value.dtype)
+    reps = f.expand(f.unsqueeze(x, 1), (rows, max(n - 1, 0)))  # (keeps x on the tape)
+    powers = f.cumprod(f.cat([ones, reps], 1), 1)
+    if n == 0:
+        return f.narrow(powers, 1, 0, 0)
+    return powers if increasing else f.flip(powers, [1])

@@ -18,7 +18,7 @@ import jax
 import numpy as np
 
 from ...ops import get
-from ...tensor import Tensor
+from ...tensor import Tensor, _wrap
 from ..promotion import cast, scalar_tensor
 from ..registry import api as _api
 from ..registry import functor
@@ -461,3 +461,97 @@ def cosine_similarity(x1: Tensor, x2: Tensor, dim: int, eps: float) -> Tensor:
     n1 = n1 + (clamp(n1, eps, None) - n1).detach()
     n2 = n2 + (clamp(n2, eps, None) - n2).detach()
     return ((x1 / n1) * (x2 / n2)).sum(dim)
+
+
+# -- ctc_loss --------------------------------------------------------------------------------------
+
+_ctc = get("ctc_loss").apply
+
+
+def _lengths(fname: str, name: str, v: Any, n: int) -> Tensor:
+    """input_lengths / target_lengths as an int64 tensor of shape (n,) (from a tensor, an int
+    or a sequence of ints)."""
+    if not isinstance(v, Tensor):
+        v = _wrap(jax.numpy.asarray([int(i) for i in (v if isinstance(v, (list, tuple))
+                                                      else [v])], np.int64))
+    if v.is_floating_point() or v._value.dtype == np.bool_:
+        raise TypeError(f"{fname}(): {name} must be integers, got {v.dtype}")
+    if v._value.ndim == 0:
+        v = _reshape(v, shape=(1,))
+    if tuple(v._value.shape) != (n,):
+        raise ValueError(f"{fname}(): {name} must have one entry per batch element ({n}), got "
+                         f"shape {list(v._value.shape)}")
+    return v
+
+
+@functor("CtcLoss")
+def ctc_loss(log_probs: Tensor, targets: Tensor, input_lengths: Any, target_lengths: Any,
+             blank: int, reduction: str, zero_infinity: bool) -> Tensor:
+    """torch.nn.functional.ctc_loss: log_probs (T, N, C) (or unbatched (T, C)), targets padded
+    (N, S) or concatenated 1-d (sum(target_lengths),), per-sample lengths; "mean" divides
+    each loss by its target length (at least 1), then averages; ``zero_infinity`` replaces
+    infinite losses (no valid alignment) and their gradients by zero."""
+    fname = "ctc_loss"
+    _check_reduction(fname, reduction)
+    F = _api()
+    if not log_probs.is_floating_point():
+        raise TypeError(f"{fname}(): expected floating point log_probs, got {log_probs.dtype}")
+    if targets.is_floating_point() or targets._value.dtype == np.bool_:
+        raise TypeError(f"{fname}(): targets must be integers (class indices), got "
+                        f"{targets.dtype}")
+    nd = log_probs._value.ndim
+    unbatched = nd == 2
+    if nd not in (2, 3):
+        raise ValueError(f"{fname}(): log_probs must be (T, N, C) or unbatched (T, C), got "
+                         f"shape {list(log_probs._value.shape)}")
+    if unbatched:
+        log_probs = F.unsqueeze(log_probs, 1)
+        if targets._value.ndim != 1:
+            raise ValueError(f"{fname}(): unbatched log_probs (T, C) take 1-d targets (S,), "
+                             f"got shape {list(targets._value.shape)}")
+        targets = F.unsqueeze(targets, 0)
+    t_len, n, c = (int(s) for s in log_probs._value.shape)
+    if not 0 <= blank < c:
+        raise ValueError(f"{fname}(): blank must be in [0, {c}) (the number of classes), got "
+                         f"{blank}")
+    il = _lengths(fname, "input_lengths", input_lengths, n)
+    tl = _lengths(fname, "target_lengths", target_lengths, n)
+    mm = host_min_max(il)
+    if mm is not None and (mm[0] < 0 or mm[1] > t_len):
+        raise ValueError(f"{fname}(): input_lengths must be in [0, {t_len}] (the length T of "
+                         f"log_probs), got {mm[0] if mm[0] < 0 else mm[1]}")
+    tmm = host_min_max(tl)
+    if tmm is not None and tmm[0] < 0:
+        raise ValueError(f"{fname}(): target_lengths must be non-negative, got {tmm[0]}")
+    if targets._value.ndim == 1:        # concatenated targets -> padded rows
+        total = int(targets._value.shape[0])
+        s_max = total if tmm is None else tmm[1]
+        if tmm is not None and int(F.sum(tl)) != total:
+            raise ValueError(f"{fname}(): concatenated 1-d targets must have sum(target_lengths)"
+                             f" = {int(F.sum(tl))} entries, got {total}")
+        if s_max == 0 or total == 0:
+            targets = F.full((n, 0), 0, dtype=targets.dtype)
+        else:
+            start = F.cumsum(tl, 0) - tl
+            pos = F.unsqueeze(start, 1) + F.unsqueeze(F.arange(s_max, dtype=start.dtype), 0)
+            pos = F.clamp(pos, 0, total - 1)
+            targets = F.reshape(F.index_select(targets, 0, F.reshape(pos, (-1,))), (n, s_max))
+    elif targets._value.ndim == 2:
+        if int(targets._value.shape[0]) != n:
+            raise ValueError(f"{fname}(): padded targets must be (N, S) with N = {n}, got shape "
+                             f"{list(targets._value.shape)}")
+        if tmm is not None and tmm[1] > int(targets._value.shape[1]):
+            raise ValueError(f"{fname}(): target_lengths must not exceed the padded targets' "
+                             f"length {int(targets._value.shape[1])}, got {tmm[1]}")
+    else:
+        raise ValueError(f"{fname}(): targets must be padded (N, S) or concatenated 1-d, got "
+                         f"shape {list(targets._value.shape)}")
+    loss = _ctc(log_probs, targets, il, tl, blank=int(blank))
+    if zero_infinity:
+        loss = F.where(F.isinf(loss), scalar_tensor(0.0, loss._value.dtype), loss)
+    if reduction == "mean":
+        div = F.clamp(tl, min=1).to(loss.dtype)
+        return _mean(_div(loss, div), axis=(), keepdim=False)
+    if reduction == "sum":
+        return _sum(loss, axis=(), keepdim=False)
+    return F.squeeze(loss, 0) if unbatched else loss

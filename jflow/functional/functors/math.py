@@ -526,3 +526,105 @@ def clamp_tensor(input: Tensor, min: Any, max: Any, inplace: bool) -> Tensor:  #
         out = _where(_gt(out, hi), hi, out)
     return _finish(input, out, inplace, "clamp")
 
+
+
+# -- issue 14, breadth round 2 -------------------------------------------------------------------
+# Compositions of existing functional calls (gradients and SBP come with them).
+
+from ...autograd.grad_mode import is_grad_enabled  # noqa: E402
+from ..registry import api  # noqa: E402
+
+
+def _fminmax(fname: str, input: Tensor, other: Tensor, pick_first: Any) -> Tensor:
+    """``fmax`` / ``fmin``: the larger / smaller, a NaN only where both are NaN. The gradient
+    goes to ``input`` where it is picked (ties included) or ``other`` is NaN, else to
+    ``other``, as PyTorch."""
+    a, b = promote(input, other)
+    f = api()
+    return _where(f.logical_or(pick_first(a, b), f.isnan(b)), a, b)
+
+
+@functor("Fmax")
+def fmax(input: Tensor, other: Tensor) -> Tensor:
+    """torch.fmax: elementwise maximum ignoring NaN (NaN only where both are NaN)."""
+    return _fminmax("fmax", input, other, api().ge)
+
+
+@functor("Fmin")
+def fmin(input: Tensor, other: Tensor) -> Tensor:
+    """torch.fmin: elementwise minimum ignoring NaN (NaN only where both are NaN)."""
+    return _fminmax("fmin", input, other, api().le)
+
+
+@functor("Heaviside")
+def heaviside(input: Tensor, values: Tensor) -> Tensor:
+    """torch.heaviside: 0 where ``input < 0``, ``values`` where ``input == 0``, 1 where
+    ``input > 0`` (NaN gives 0). Both tensors must share one dtype; no derivative (PyTorch
+    has none: asking for one raises)."""
+    if input._value.dtype != values._value.dtype:
+        raise RuntimeError(f"heaviside(): argument 'values' must have the dtype of 'input' "
+                           f"({input.dtype}), got {values.dtype} (heaviside is not yet "
+                           f"implemented for tensors with different dtypes)")
+    if is_grad_enabled() and (input.requires_grad or values.requires_grad):
+        raise RuntimeError("heaviside(): the derivative for 'heaviside' is not implemented "
+                           "(argument 'input' / 'values' must not require grad)")
+    f = api()
+    d = input._value.dtype
+    step = cast(f.gt(input, 0), d)
+    return _where(f.eq(input, 0), cast(values, d), step)
+
+
+@functor("Ldexp")
+def ldexp(input: Tensor, other: Tensor) -> Tensor:
+    """torch.ldexp: ``input * 2 ** other`` (PyTorch's result dtype of that product: integer
+    inputs give the default float dtype)."""
+    f = api()
+    return f.mul(input, f.pow(2.0, other))
+
+
+@functor("Logit")
+def logit(input: Tensor, eps: Any) -> Tensor:
+    """torch.logit: ``log(z / (1 - z))`` with ``z = clamp(input, eps, 1 - eps)`` (no clamp
+    when ``eps`` is None); integer inputs in the default float dtype. The gradient is 0
+    outside ``[eps, 1 - eps]``, as PyTorch's."""
+    if input._value.dtype.kind in "iub":
+        input = to_float(input)
+    f = api()
+    z = input if eps is None else f.clamp(input, eps, 1.0 - eps)
+    return f.log(f.div(z, f.add(f.neg(z), 1.0)))
+
+
+@functor("Signbit")
+def signbit(input: Tensor) -> Tensor:
+    """torch.signbit: whether the sign bit is set (True for -0.0 and negative NaN's bit as
+    IEEE says: ``copysign(1, x) < 0``); bool result, no gradient."""
+    f = api()
+    x = input.detach()
+    k = x._value.dtype.kind
+    if k == "b":
+        return f.ne(x, x)
+    if k in "iu":
+        return f.lt(x, 0)
+    ones = f.full(tuple(x.shape), 1.0, dtype=x.dtype)
+    return f.lt(f.copysign(ones, x), 0)
+
+
+@functor("Mvlgamma")
+def mvlgamma(input: Tensor, p: int) -> Tensor:
+    """torch.mvlgamma: ``p (p - 1) / 4 log(pi) + sum_j lgamma(input - j / 2)`` for
+    ``j < p``. Every element must exceed ``(p - 1) / 2`` (checked on eager values, as
+    PyTorch); integer inputs in the default float dtype."""
+    if p < 1:
+        raise RuntimeError(f"mvlgamma(): argument 'p' must be >= 1, got {p}")
+    if input._value.dtype.kind in "iub":
+        input = to_float(input)
+    if not isinstance(input._value, Tracer) and bool(np.any(np.asarray(
+            api().le(input.detach(), (p - 1) / 2.0)._value))):
+        raise RuntimeError(f"mvlgamma(): All elements must be greater than (p-1)/2 = "
+                           f"{(p - 1) / 2} (argument 'input')")
+    f = api()
+    out = None
+    for j in range(p):
+        term = f.lgamma(f.sub(input, j / 2.0) if j else input)
+        out = term if out is None else f.add(out, term)
+    return f.add(out, p * (p - 1) / 4.0 * float(np.log(np.pi)))

@@ -15,6 +15,7 @@ from ...autograd.grad_mode import no_grad
 from ...ops import get
 from ...tensor import Tensor, _wrap
 from ..promotion import assign_inplace
+from ..registry import api as _api
 from ..registry import functor
 
 _layer_norm = get("layer_norm").apply
@@ -124,3 +125,95 @@ def batch_norm(input: Tensor, running_mean: Any, running_var: Any, weight: Any, 
     if bias is not None:
         y = _add(y, _reshape(bias, shape=pshape))
     return y
+
+
+# -- instance_norm, local_response_norm ------------------------------------------------------------
+
+def _stat_shape(fname: str, c: int, **tensors: Any) -> None:
+    for name, t in tensors.items():
+        if t is not None and tuple(t._value.shape) != (c,):
+            raise RuntimeError(f"{fname}(): {name} should contain {c} elements not "
+                               f"{int(np.prod(t._value.shape))}")
+
+
+@functor("InstanceNorm")
+def instance_norm(input: Tensor, running_mean: Any, running_var: Any, weight: Any, bias: Any,
+                  use_input_stats: bool, momentum: float, eps: float) -> Tensor:
+    """torch.nn.functional.instance_norm: each (sample, channel) of (N, C, *) normalised over
+    its spatial elements (``use_input_stats``; the batch_norm op on a (1, N * C, *) view), or
+    with the running statistics. With input statistics the running ones, when given, are
+    updated in place under no_grad with the batch average of the per-instance mean and
+    unbiased variance: ``running = (1 - momentum) * running + momentum * stat``."""
+    fname = "instance_norm"
+    _float_input(fname, input)
+    shape = tuple(input._value.shape)
+    if len(shape) < 3:
+        raise ValueError(f"{fname}(): expected an input of at least 3 dims (N, C, *), got shape "
+                         f"{list(shape)}")
+    n, c = shape[0], shape[1]
+    _stat_shape(fname, c, running_mean=running_mean, running_var=running_var, weight=weight,
+                bias=bias)
+    pshape = (1, c) + (1,) * (len(shape) - 2)
+    if use_input_stats:
+        m = int(np.prod(shape[2:]))
+        if m <= 1:
+            raise ValueError(f"{fname}(): expected more than 1 spatial element when using input "
+                             f"statistics, got input size {list(shape)}")
+        y, mean, inv_std = _batch_norm(_reshape(input, shape=(1, n * c) + shape[2:]), None, None,
+                                       eps=float(eps))
+        y = _reshape(y, shape=shape)
+        if running_mean is not None or running_var is not None:
+            mom = float(momentum)
+            with no_grad():
+                if running_mean is not None:
+                    bm = _reshape(mean.to(running_mean.dtype), shape=(n, c)).mean(0)
+                    new = _add(_mul(running_mean, _const(1.0 - mom, running_mean)),
+                               _mul(bm, _const(mom, running_mean)))
+                    assign_inplace(running_mean, new, fname)
+                if running_var is not None:
+                    r = inv_std.to(running_var.dtype)
+                    r2 = _rsqrt(_mul(r, r))
+                    var = _sub(_mul(r2, r2), _const(float(eps), running_var))
+                    var = _mul(var, _const(m / (m - 1), running_var))
+                    bv = _reshape(var, shape=(n, c)).mean(0)
+                    new = _add(_mul(running_var, _const(1.0 - mom, running_var)),
+                               _mul(bv, _const(mom, running_var)))
+                    assign_inplace(running_var, new, fname)
+    else:
+        if running_mean is None or running_var is None:
+            raise ValueError(f"{fname}(): running_mean and running_var are required when "
+                             f"use_input_stats=False")
+        y = _mul(_sub(input, _reshape(running_mean.to(input.dtype), shape=pshape)),
+                 _reshape(_rsqrt(_add(running_var.to(input.dtype), _const(float(eps), input))),
+                          shape=pshape))
+    if weight is not None:
+        y = _mul(y, _reshape(weight, shape=pshape))
+    if bias is not None:
+        y = _add(y, _reshape(bias, shape=pshape))
+    return y
+
+
+@functor("LocalResponseNorm")
+def local_response_norm(input: Tensor, size: int, alpha: float, beta: float, k: float) -> Tensor:
+    """torch.nn.functional.local_response_norm over the channels (axis 1) of (N, C, *):
+    ``x / (k + alpha / size * s) ** beta``, ``s`` the sum of squares over the ``size``
+    channels from ``c - size // 2`` to ``c + (size - 1) // 2`` (zeros outside)."""
+    fname = "local_response_norm"
+    _float_input(fname, input)
+    nd = input._value.ndim
+    if nd < 3:
+        raise ValueError(f"{fname}(): expected an input of at least 3 dims (N, C, *), got "
+                         f"{nd} dimensions")
+    if int(size) < 1:
+        raise ValueError(f"{fname}(): size must be a positive integer, got {size}")
+    if input._value.size == 0:
+        return input
+    F = _api()
+    c = int(input._value.shape[1])
+    sq = _mul(input, input)
+    padded = F.pad(sq, [0, 0] * (nd - 2) + [int(size) // 2, (int(size) - 1) // 2])
+    acc = F.narrow(padded, 1, 0, c)
+    for i in range(1, int(size)):
+        acc = _add(acc, F.narrow(padded, 1, i, c))
+    div = _add(_mul(acc, _const(float(alpha) / int(size), input)), _const(float(k), input))
+    return input / div ** float(beta)

@@ -1,6 +1,6 @@
-"""Functors of the pooling ops (``jflow/ops/pool.py``): avg_pool2d, adaptive_avg_pool2d,
-max_pool2d (with indices) — PyTorch's argument rules (unbatched inputs, ``stride=None``),
-then the op.
+"""Functors of the pooling ops (``jflow/ops/pool.py``) in 1, 2 and 3 spatial dims:
+avg_pool, max_pool (with indices), adaptive_avg_pool, adaptive_max_pool and lp_pool —
+PyTorch's argument rules (unbatched inputs, ``stride=None``), then the op.
 """
 
 from __future__ import annotations
@@ -12,25 +12,63 @@ import numpy as np
 
 from ...ops import get
 from ...tensor import Tensor, _wrap
+from ..registry import api as _api
 from ..registry import functor
 from ._spatial import pair, unbatch
 from .matmul import matmul
 
 _reshape = get("reshape").apply
-_avg_pool2d = get("avg_pool2d").apply
-_max_pool2d = get("max_pool2d").apply
+_DIMS = {1: "(C, L) or (N, C, L)", 2: "(C, H, W) or (N, C, H, W)",
+         3: "(C, D, H, W) or (N, C, D, H, W)"}
 
 
-def _pool_input(fname: str, input: Tensor) -> tuple[Tensor, bool]:
+def _pool_input(fname: str, input: Tensor, nd: int = 2) -> tuple[Tensor, bool]:
+    """``input`` with a batch dim (added for an unbatched input) and whether it was added."""
     if not input.is_floating_point():
         raise TypeError(f"{fname}(): expected a floating point input, got {input.dtype}")
-    nd = input._value.ndim
-    if nd not in (3, 4):
-        raise RuntimeError(f"{fname}(): expected a 3-d (unbatched) or 4-d (batched) input, "
-                           f"got shape {list(input._value.shape)}")
-    if nd == 3:
+    rank = input._value.ndim
+    if rank not in (nd + 1, nd + 2):
+        raise RuntimeError(f"{fname}(): expected a {nd + 1}-d (unbatched) or {nd + 2}-d "
+                           f"(batched) input {_DIMS[nd]}, got shape "
+                           f"{list(input._value.shape)}")
+    if rank == nd + 1:
         return _reshape(input, shape=(1,) + tuple(input._value.shape)), True
     return input, False
+
+
+def _stride(fname: str, stride: Any, k: tuple[int, ...], nd: int) -> tuple[int, ...]:
+    if stride is None or (not isinstance(stride, int) and len(stride) == 0):
+        return k
+    return pair(fname, "stride", stride, nd)
+
+
+def _positive(fname: str, name: str, v: tuple[int, ...]) -> tuple[int, ...]:
+    if any(a <= 0 for a in v):
+        raise ValueError(f"{fname}(): {name} must be positive, got {list(v)}")
+    return v
+
+
+def _avg_pool(nd: int, input: Tensor, kernel_size: Any, stride: Any, padding: Any,
+              ceil_mode: bool, count_include_pad: bool, divisor_override: Any) -> Tensor:
+    fname = f"avg_pool{nd}d"
+    if divisor_override is not None and int(divisor_override) == 0:
+        raise ValueError(f"{fname}(): divisor_override must be non-zero, got 0")
+    x, unbatched = _pool_input(fname, input, nd)
+    k = _positive(fname, "kernel_size", pair(fname, "kernel_size", kernel_size, nd))
+    st = _positive(fname, "stride", _stride(fname, stride, k, nd))
+    pad = pair(fname, "padding", padding, nd)
+    y = get(fname).apply(x, kernel_size=k, stride=st, padding=pad,
+                         count_include_pad=bool(count_include_pad), ceil_mode=bool(ceil_mode),
+                         divisor_override=int(divisor_override or 0))
+    return unbatch(y, unbatched)
+
+
+@functor("AvgPool1d")
+def avg_pool1d(input: Tensor, kernel_size: Any, stride: Any, padding: Any, ceil_mode: bool,
+               count_include_pad: bool) -> Tensor:
+    """1-d average pooling (torch.nn.functional.avg_pool1d) over ``(N, C, L)`` or
+    ``(C, L)``; ``stride`` defaults to the kernel size; ``ceil_mode`` as avg_pool2d."""
+    return _avg_pool(1, input, kernel_size, stride, padding, ceil_mode, count_include_pad, None)
 
 
 @functor("AvgPool2d")
@@ -40,17 +78,17 @@ def avg_pool2d(input: Tensor, kernel_size: Any, stride: Any, padding: Any, ceil_
     kernel size. ``ceil_mode`` and ``divisor_override`` as PyTorch: with ceil_mode the last
     window must start inside the input or its left padding, and cells past the right padding
     do not count."""
-    if divisor_override is not None and int(divisor_override) == 0:
-        raise ValueError("avg_pool2d(): divisor_override must be non-zero, got 0")
-    x, unbatched = _pool_input("avg_pool2d", input)
-    k = pair("avg_pool2d", "kernel_size", kernel_size, 2)
-    st = k if stride is None or (not isinstance(stride, int) and len(stride) == 0) else \
-        pair("avg_pool2d", "stride", stride, 2)
-    pad = pair("avg_pool2d", "padding", padding, 2)
-    y = _avg_pool2d(x, kernel_size=k, stride=st, padding=pad,
-                    count_include_pad=bool(count_include_pad), ceil_mode=bool(ceil_mode),
-                    divisor_override=int(divisor_override or 0))
-    return unbatch(y, unbatched)
+    return _avg_pool(2, input, kernel_size, stride, padding, ceil_mode, count_include_pad,
+                     divisor_override)
+
+
+@functor("AvgPool3d")
+def avg_pool3d(input: Tensor, kernel_size: Any, stride: Any, padding: Any, ceil_mode: bool,
+               count_include_pad: bool, divisor_override: Any) -> Tensor:
+    """3-d average pooling (torch.nn.functional.avg_pool3d) over ``(N, C, D, H, W)`` or
+    ``(C, D, H, W)``; arguments as avg_pool2d."""
+    return _avg_pool(3, input, kernel_size, stride, padding, ceil_mode, count_include_pad,
+                     divisor_override)
 
 
 def _adaptive_matrix(n_in: int, n_out: int) -> np.ndarray:
@@ -63,46 +101,123 @@ def _adaptive_matrix(n_in: int, n_out: int) -> np.ndarray:
     return m
 
 
+def _output_size(fname: str, output_size: Any, sizes: tuple[int, ...]) -> tuple[int, ...]:
+    """``output_size`` (an int, or one entry per spatial dim where ``None`` keeps the input's
+    size) as positive ints."""
+    nd = len(sizes)
+    os = (output_size,) * nd if output_size is None or isinstance(output_size, int) \
+        else tuple(output_size)
+    if len(os) == 1:
+        os = os * nd
+    if len(os) != nd:
+        raise ValueError(f"{fname}(): output_size must be an int or {nd} ints, got "
+                         f"{output_size}")
+    out = tuple(s if v is None else int(v) for v, s in zip(os, sizes))
+    if any(o <= 0 for o in out):
+        raise ValueError(f"{fname}(): output_size must be positive, got {list(out)}")
+    if any(s <= 0 for s in sizes):
+        raise ValueError(f"{fname}(): expected non-empty spatial dims, got {list(sizes)}")
+    return out
+
+
+def _adaptive_avg_pool(nd: int, input: Tensor, output_size: Any) -> Tensor:
+    """Evenly dividing sizes use the avg_pool op; others one matmul with a constant
+    averaging matrix per spatial dim that changes size."""
+    fname = f"adaptive_avg_pool{nd}d"
+    x, unbatched = _pool_input(fname, input, nd)
+    shape = tuple(x._value.shape)
+    out = _output_size(fname, output_size, shape[2:])
+    if all(s % o == 0 for s, o in zip(shape[2:], out)):
+        k = tuple(s // o for s, o in zip(shape[2:], out))
+        y = get(f"avg_pool{nd}d").apply(x, kernel_size=k, stride=k, padding=(0,) * nd,
+                                        count_include_pad=True)
+        return unbatch(y, unbatched)
+    y, dt = x, x._value.dtype
+    for i in range(nd):
+        cur = tuple(y._value.shape)
+        n_in, n_out = cur[2 + i], out[i]
+        if n_in == n_out:
+            continue
+        lead, rest = int(np.prod(cur[:2 + i])), int(np.prod(cur[3 + i:]))
+        a = _wrap(jnp.asarray(_adaptive_matrix(n_in, n_out), dt))
+        y = matmul(a, _reshape(y, shape=(lead, n_in, rest)), transpose_a=False,
+                   transpose_b=False, alpha=1.0)
+        y = _reshape(y, shape=cur[:2 + i] + (n_out,) + cur[3 + i:])
+    return unbatch(y, unbatched)
+
+
+@functor("AdaptiveAvgPool1d")
+def adaptive_avg_pool1d(input: Tensor, output_size: Any) -> Tensor:
+    """1-d adaptive average pooling (torch.nn.functional.adaptive_avg_pool1d): window i of
+    L is ``[floor(i L / o), ceil((i + 1) L / o))``."""
+    return _adaptive_avg_pool(1, input, output_size)
+
+
 @functor("AdaptiveAvgPool2d")
 def adaptive_avg_pool2d(input: Tensor, output_size: Any) -> Tensor:
     """2-d adaptive average pooling (torch.nn.functional.adaptive_avg_pool2d).
     Evenly dividing sizes use the avg_pool2d op;
-    others are two matmuls with constant averaging matrices."""
-    x, unbatched = _pool_input("adaptive_avg_pool2d", input)
-    h, w = x._value.shape[2:]
-    os = (output_size,) * 2 if output_size is None or isinstance(output_size, int) \
-        else tuple(output_size)
-    if len(os) == 1:
-        os = os * 2
-    if len(os) != 2:
-        raise ValueError(f"adaptive_avg_pool2d(): output_size must be an int or 2 ints, got "
-                         f"{output_size}")
-    oh, ow = (h if os[0] is None else int(os[0])), (w if os[1] is None else int(os[1]))
-    if oh <= 0 or ow <= 0:
-        raise ValueError(f"adaptive_avg_pool2d(): output_size must be positive, got "
-                         f"{[oh, ow]}")
-    if h % oh == 0 and w % ow == 0:
-        k = (h // oh, w // ow)
-        y = _avg_pool2d(x, kernel_size=k, stride=k, padding=(0, 0), count_include_pad=True)
-    else:
-        dt = x._value.dtype
-        ah = _wrap(jnp.asarray(_adaptive_matrix(h, oh), dt))
-        aw = _wrap(jnp.asarray(_adaptive_matrix(w, ow), dt))
-        y = matmul(matmul(ah, x, transpose_a=False, transpose_b=False, alpha=1.0), aw,
-                   transpose_a=False, transpose_b=True, alpha=1.0)
-    return unbatch(y, unbatched)
+    others are matmuls with constant averaging matrices."""
+    return _adaptive_avg_pool(2, input, output_size)
 
 
-def _max_pool(fname: str, input: Tensor, kernel_size: Any, stride: Any, padding: Any,
-              dilation: Any, ceil_mode: bool) -> tuple[Tensor, Tensor]:
-    x, unbatched = _pool_input(fname, input)
-    k = pair(fname, "kernel_size", kernel_size, 2)
-    st = k if stride is None or (not isinstance(stride, int) and len(stride) == 0) else \
-        pair(fname, "stride", stride, 2)
-    y, idx = _max_pool2d(x, kernel_size=k, stride=st, padding=pair(fname, "padding", padding, 2),
-                         dilation=pair(fname, "dilation", dilation, 2),
-                         ceil_mode=bool(ceil_mode))
+@functor("AdaptiveAvgPool3d")
+def adaptive_avg_pool3d(input: Tensor, output_size: Any) -> Tensor:
+    """3-d adaptive average pooling (torch.nn.functional.adaptive_avg_pool3d), windows as
+    adaptive_avg_pool1d in each spatial dim."""
+    return _adaptive_avg_pool(3, input, output_size)
+
+
+def _adaptive_max_pool(nd: int, fname: str, input: Tensor,
+                       output_size: Any) -> tuple[Tensor, Tensor]:
+    x, unbatched = _pool_input(fname, input, nd)
+    out = _output_size(fname, output_size, tuple(x._value.shape[2:]))
+    y, idx = get(f"adaptive_max_pool{nd}d").apply(x, output_size=out)
     return unbatch(y, unbatched), unbatch(idx, unbatched)
+
+
+@functor("AdaptiveMaxPool1d")
+def adaptive_max_pool1d(input: Tensor, output_size: Any) -> tuple[Tensor, Tensor]:
+    """1-d adaptive max pooling (torch.adaptive_max_pool1d): ``(output, indices)``, the
+    indices flat positions in L of the maxima (the first one on ties); windows as
+    adaptive_avg_pool1d."""
+    return _adaptive_max_pool(1, "adaptive_max_pool1d", input, output_size)
+
+
+@functor("AdaptiveMaxPool2d")
+def adaptive_max_pool2d(input: Tensor, output_size: Any) -> tuple[Tensor, Tensor]:
+    """2-d adaptive max pooling: ``(output, indices)``, the indices flat ``h * W + w``
+    positions of the maxima (torch.nn.functional.adaptive_max_pool2d_with_indices)."""
+    return _adaptive_max_pool(2, "adaptive_max_pool2d", input, output_size)
+
+
+@functor("AdaptiveMaxPool3d")
+def adaptive_max_pool3d(input: Tensor, output_size: Any) -> tuple[Tensor, Tensor]:
+    """3-d adaptive max pooling: ``(output, indices)``, the indices flat
+    ``(d * H + h) * W + w`` positions of the maxima."""
+    return _adaptive_max_pool(3, "adaptive_max_pool3d", input, output_size)
+
+
+def _max_pool(nd: int, fname: str, input: Tensor, kernel_size: Any, stride: Any, padding: Any,
+              dilation: Any, ceil_mode: bool) -> tuple[Tensor, Tensor]:
+    x, unbatched = _pool_input(fname, input, nd)
+    k = _positive(fname, "kernel_size", pair(fname, "kernel_size", kernel_size, nd))
+    st = _positive(fname, "stride", _stride(fname, stride, k, nd))
+    dil = _positive(fname, "dilation", pair(fname, "dilation", dilation, nd))
+    y, idx = get(f"max_pool{nd}d").apply(x, kernel_size=k, stride=st,
+                                         padding=pair(fname, "padding", padding, nd),
+                                         dilation=dil, ceil_mode=bool(ceil_mode))
+    return unbatch(y, unbatched), unbatch(idx, unbatched)
+
+
+@functor("MaxPool1d")
+def max_pool1d(input: Tensor, kernel_size: Any, stride: Any, padding: Any, dilation: Any,
+               ceil_mode: bool) -> Tensor:
+    """1-d max pooling (torch.max_pool1d) over ``(N, C, L)`` or ``(C, L)``; ``stride``
+    defaults to the kernel size; padding is -inf. For the indices use
+    ``max_pool1d_with_indices``."""
+    return _max_pool(1, "max_pool1d", input, kernel_size, stride, padding, dilation,
+                     ceil_mode)[0]
 
 
 @functor("MaxPool2d")
@@ -111,7 +226,25 @@ def max_pool2d(input: Tensor, kernel_size: Any, stride: Any, padding: Any, dilat
     """2-d max pooling (torch.nn.functional.max_pool2d); ``stride`` defaults to the kernel
     size; padding is -inf; ``ceil_mode`` as PyTorch. For the indices use
     ``max_pool2d_with_indices``."""
-    return _max_pool("max_pool2d", input, kernel_size, stride, padding, dilation, ceil_mode)[0]
+    return _max_pool(2, "max_pool2d", input, kernel_size, stride, padding, dilation,
+                     ceil_mode)[0]
+
+
+@functor("MaxPool3d")
+def max_pool3d(input: Tensor, kernel_size: Any, stride: Any, padding: Any, dilation: Any,
+               ceil_mode: bool) -> Tensor:
+    """3-d max pooling (torch.max_pool3d) over ``(N, C, D, H, W)`` or ``(C, D, H, W)``;
+    arguments as max_pool2d. For the indices use ``max_pool3d_with_indices``."""
+    return _max_pool(3, "max_pool3d", input, kernel_size, stride, padding, dilation,
+                     ceil_mode)[0]
+
+
+@functor("MaxPool1dWithIndices")
+def max_pool1d_with_indices(input: Tensor, kernel_size: Any, stride: Any, padding: Any,
+                            dilation: Any, ceil_mode: bool) -> tuple[Tensor, Tensor]:
+    """max_pool1d and the positions in L of the maxima (the first one on ties)."""
+    return _max_pool(1, "max_pool1d_with_indices", input, kernel_size, stride, padding,
+                     dilation, ceil_mode)
 
 
 @functor("MaxPool2dWithIndices")
@@ -119,5 +252,56 @@ def max_pool2d_with_indices(input: Tensor, kernel_size: Any, stride: Any, paddin
                             dilation: Any, ceil_mode: bool) -> tuple[Tensor, Tensor]:
     """max_pool2d and the flat indices (h * W + w) of the maxima (PyTorch's
     ``return_indices=True``); the first maximum on ties."""
-    return _max_pool("max_pool2d_with_indices", input, kernel_size, stride, padding, dilation,
-                     ceil_mode)
+    return _max_pool(2, "max_pool2d_with_indices", input, kernel_size, stride, padding,
+                     dilation, ceil_mode)
+
+
+@functor("MaxPool3dWithIndices")
+def max_pool3d_with_indices(input: Tensor, kernel_size: Any, stride: Any, padding: Any,
+                            dilation: Any, ceil_mode: bool) -> tuple[Tensor, Tensor]:
+    """max_pool3d and the flat indices ((d * H + h) * W + w) of the maxima; the first
+    maximum on ties."""
+    return _max_pool(3, "max_pool3d_with_indices", input, kernel_size, stride, padding,
+                     dilation, ceil_mode)
+
+
+def _lp_pool(nd: int, input: Tensor, norm_type: float, kernel_size: Any, stride: Any,
+             ceil_mode: bool) -> Tensor:
+    """PyTorch's definition: the window mean of ``x^p`` (avg_pool, no padding, ceil_mode as
+    given) times the kernel's cell count, with negative means clamped to 0 (a sign times a
+    relu), to the power ``1/p``."""
+    fname = f"lp_pool{nd}d"
+    p = float(norm_type)
+    if p == 0 or not np.isfinite(p):
+        raise ValueError(f"{fname}(): norm_type must be a finite non-zero number, got "
+                         f"{norm_type}")
+    _pool_input(fname, input, nd)
+    k = _positive(fname, "kernel_size", pair(fname, "kernel_size", kernel_size, nd))
+    F = _api()
+    avg = _avg_pool(nd, F.pow(input, p), k, stride, 0, ceil_mode, True, None)
+    y = F.mul(F.mul(F.sign(avg), F.relu(F.abs(avg))), float(np.prod(k)))
+    return F.pow(y, 1.0 / p)
+
+
+@functor("LpPool1d")
+def lp_pool1d(input: Tensor, norm_type: float, kernel_size: Any, stride: Any,
+              ceil_mode: bool) -> Tensor:
+    """1-d power-average pooling (torch.nn.functional.lp_pool1d):
+    ``(sum over the window of x^p)^(1/p)`` as PyTorch computes it (an avg_pool1d of ``x^p``
+    times the kernel size; with ceil_mode a partial last window's mean is scaled by the full
+    kernel size, as PyTorch)."""
+    return _lp_pool(1, input, norm_type, kernel_size, stride, ceil_mode)
+
+
+@functor("LpPool2d")
+def lp_pool2d(input: Tensor, norm_type: float, kernel_size: Any, stride: Any,
+              ceil_mode: bool) -> Tensor:
+    """2-d power-average pooling (torch.nn.functional.lp_pool2d), as lp_pool1d."""
+    return _lp_pool(2, input, norm_type, kernel_size, stride, ceil_mode)
+
+
+@functor("LpPool3d")
+def lp_pool3d(input: Tensor, norm_type: float, kernel_size: Any, stride: Any,
+              ceil_mode: bool) -> Tensor:
+    """3-d power-average pooling (torch.nn.functional.lp_pool3d), as lp_pool1d."""
+    return _lp_pool(3, input, norm_type, kernel_size, stride, ceil_mode)

@@ -129,6 +129,8 @@ def _float_input(x: Tensor, dtype: Any, fname: str, what: str) -> Tensor:
         if what != "norm":
             x = cast(x, dtype.np)
     d = x._value.dtype
+    if what == "mean" and d.kind == "c":  # mean of complex values (sum is complex too)
+        return x
     if not _is_float(d):
         if what == "mean":
             raise RuntimeError(f"{fname}(): could not infer output dtype. Input dtype must be "
@@ -851,3 +853,139 @@ __all__ = ["sum_", "prod", "mean", "max_", "min_", "max_dim", "min_dim", "amax",
            "nanmedian", "nanmedian_dim", "mode", "kthvalue", "quantile", "nanquantile",
            "searchsorted", "bucketize", "histc", "bincount",
            "unique", "unique_consecutive"]
+
+
+# -- issue 14, breadth round 2 -------------------------------------------------------------------
+# Compositions of existing functional calls (their gradients and SBP).
+
+@functor("Dist")
+def dist(input: Tensor, other: Tensor, p: float) -> Tensor:
+    """torch.dist: the ``p``-norm of ``input - other`` (broadcast) over all elements; float
+    inputs only, as PyTorch."""
+    f = api()
+    for arg, t in (("input", input), ("other", other)):
+        if not _is_float(t._value.dtype):
+            raise RuntimeError(f"dist(): argument '{arg}' must be a floating point tensor, got "
+                               f"{t.dtype}")
+    return f.linalg_vector_norm(f.sub(input, other), p)
+
+
+def _obs_weights(fname: str, w: Tensor | None, n: int, arg: str, integral: bool
+                 ) -> Tensor | None:
+    if w is None:
+        return None
+    if w._value.ndim > 1 or (w._value.ndim == 1 and w._value.shape[0] != n):
+        raise RuntimeError(f"{fname}(): argument '{arg}' must be a scalar or a 1-D tensor of "
+                           f"{n} observations, got shape {list(w.shape)}")
+    if integral and _is_float(w._value.dtype):
+        raise RuntimeError(f"{fname}(): argument '{arg}' must be an integer tensor, got "
+                           f"{w.dtype}")
+    if not integral and not _is_float(w._value.dtype):
+        raise RuntimeError(f"{fname}(): argument '{arg}' must be a floating point tensor, got "
+                           f"{w.dtype}")
+    if not isinstance(w._value, jax.core.Tracer) and bool(np.any(np.asarray(w._value) < 0)):
+        raise RuntimeError(f"{fname}(): argument '{arg}' cannot have negative values")
+    return w
+
+
+@functor("Cov")
+def cov(input: Tensor, correction: int, fweights: Tensor | None, aweights: Tensor | None
+        ) -> Tensor:
+    """torch.cov: the covariance of the variables in ``input``'s rows (a 1-D input is one
+    variable), observations in columns; ``fweights`` (integer counts) and ``aweights``
+    (float weights) weight the observations; ``correction`` is subtracted from the
+    (weighted) count, which is clamped at 0 as PyTorch."""
+    f = api()
+    nd = input._value.ndim
+    if nd > 2:
+        raise ValueError(f"cov(): argument 'input' must have at most 2 dimensions, got {nd}")
+    x = f.reshape(input, (1, -1)) if nd < 2 else input
+    if not _is_float(x._value.dtype):
+        x = cast(x, _dt.get_default_dtype().np)
+    n = x._value.shape[1]
+    fw = _obs_weights("cov", fweights, n, "fweights", True)
+    aw = _obs_weights("cov", aweights, n, "aweights", False)
+    w = fw if aw is None else (aw if fw is None else f.mul(fw, aw))
+    if w is None:
+        avg = f.mean(x, [1], True)
+        fact: Any = max(n - correction, 0)
+    else:
+        w = cast(f.broadcast_to(w, (n,)), x._value.dtype)
+        w_sum = f.sum(w)
+        avg = f.div(f.sum(f.mul(x, w), [1], True), w_sum)
+        if aw is None or correction == 0:
+            fact = f.sub(w_sum, correction)
+        else:
+            a = cast(f.broadcast_to(aw, (n,)), x._value.dtype)
+            fact = f.sub(w_sum, f.div(f.mul(f.sum(f.mul(w, a)), correction), w_sum))
+        fact = f.clamp_min(fact, 0)
+    xc = f.sub(x, avg)
+    xw = xc if w is None else f.mul(xc, w)
+    c = f.div(f.matmul(xw, f.t(xc)), fact)
+    return f.reshape(c, ()) if nd < 2 else c
+
+
+@functor("Corrcoef")
+def corrcoef(input: Tensor) -> Tensor:
+    """torch.corrcoef: ``cov(input)`` normalised by the standard deviations, clipped to
+    [-1, 1]."""
+    f = api()
+    c = cov(input, 1, None, None)
+    if c._value.ndim == 0:
+        return f.div(c, c)
+    std = f.sqrt(f.diag(c, 0))
+    c = f.div(f.div(c, f.unsqueeze(std, 1)), f.unsqueeze(std, 0))
+    return f.clamp(c, -1, 1)
+
+
+def _trapezoid_terms(fname: str, y: Tensor, x: Tensor | None, dx: Any, dim: int) -> Tensor:
+    """The trapezoids' areas along ``dim`` (one fewer than ``y``'s size there)."""
+    f = api()
+    nd = y._value.ndim
+    if nd == 0:
+        raise ValueError(f"{fname}(): argument 'y' must have at least 1 dimension")
+    a = _dim(fname, dim, nd)
+    n = y._value.shape[a]
+    m = max(n - 1, 0)
+    mid = f.div(f.add(f.narrow(y, a, min(1, n), m), f.narrow(y, a, 0, m)), 2.0)
+    if x is None:
+        return mid if dx is None or dx == 1 else f.mul(mid, dx)
+    if x._value.ndim == 1:
+        if x._value.shape[0] != n:
+            raise RuntimeError(f"{fname}(): argument 'x' (1-D) must have {n} elements (the "
+                               f"size of y along dim {dim}), got {x._value.shape[0]}")
+        d = f.diff(x)
+        d = f.reshape(d, tuple(max(n - 1, 0) if i == a else 1 for i in range(nd)))
+    else:
+        if x._value.ndim != nd:
+            raise RuntimeError(f"{fname}(): argument 'x' must be 1-D or have y's number of "
+                               f"dimensions ({nd}), got {x._value.ndim}")
+        d = f.diff(x, 1, dim)
+    return f.mul(mid, d)
+
+
+@functor("Trapezoid")
+def trapezoid(y: Tensor, x: Tensor, dim: int) -> Tensor:
+    """torch.trapezoid with sample points ``x`` (1-D along ``dim``, or broadcasting)."""
+    return api().sum(_trapezoid_terms("trapezoid", y, x, None, dim), [_dim("trapezoid", dim,
+                                                                            max(y.ndim, 1))])
+
+
+@functor("TrapezoidDx")
+def trapezoid_dx(y: Tensor, dx: Any, dim: int) -> Tensor:
+    """torch.trapezoid with a constant spacing ``dx`` (default 1)."""
+    return api().sum(_trapezoid_terms("trapezoid", y, None, dx, dim), [_dim("trapezoid", dim,
+                                                                             max(y.ndim, 1))])
+
+
+@functor("CumulativeTrapezoid")
+def cumulative_trapezoid(y: Tensor, x: Tensor, dim: int) -> Tensor:
+    """torch.cumulative_trapezoid with sample points ``x``: the running sums of the
+    trapezoids (one fewer element than ``y`` along ``dim``)."""
+    return api().cumsum(_trapezoid_terms("cumulative_trapezoid", y, x, None, dim), dim)
+
+
+@functor("CumulativeTrapezoidDx")
+def cumulative_trapezoid_dx(y: Tensor, dx: Any, dim: int) -> Tensor:
+    """torch.cumulative_trapezoid with a constant spacing ``dx`` (default 1)."""
+    return api().cumsum(_trapezoid_terms("cumulative_trapezoid", y, None, dx, dim), dim)

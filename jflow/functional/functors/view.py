@@ -193,3 +193,21 @@ def expand(input: Tensor, size: tuple[int, ...]) -> Tensor:
 @functor("BroadcastTo")
 def broadcast_to(input: Tensor, size: tuple[int, ...]) -> Tensor:
     return _expand_to("broadcast_to", input, size)
+
+
+# -- issue 14, breadth round 2 -------------------------------------------------------------------
+
+@functor("Ravel")
+def ravel(input: Tensor) -> Tensor:
+    """torch.ravel: ``input`` as 1-D (a view when one is possible, else a copy)."""
+    return _reshape_to("ravel", input, (-1,))
+
+
+@functor("Adjoint")
+def adjoint(input: Tensor) -> Tensor:
+    """torch.adjoint of a real tensor: its last two dims swapped (a view)."""
+    nd = input._value.ndim
+    if nd < 2:
+        raise ValueError(f"adjoint(): argument 'input' must have at least 2 dimensions "
+                         f"(a matrix or a batch of matrices), got {nd}")
+    return transpose(input, -2, -1)

@@ -4,8 +4,9 @@ from . import activation as _act
 from .batchnorm import BatchNorm1d, BatchNorm2d, BatchNorm3d, SyncBatchNorm
 from .channelshuffle import ChannelShuffle
 from .container import ModuleDict, ModuleList, ParameterDict, ParameterList, Sequential
-from .conv import Conv1d, Conv2d, ConvTranspose2d
+from .conv import Conv1d, Conv2d, Conv3d, ConvTranspose1d, ConvTranspose2d, ConvTranspose3d
 from .dropout import Dropout1d, Dropout2d, Dropout3d
+from .fold import Fold, Unfold
 from .linear import Flatten, Identity, Linear, Unflatten
 from .loss import BCELoss, BCEWithLogitsLoss, CrossEntropyLoss, L1Loss, MSELoss, NLLLoss
 from .module import Module
@@ -13,7 +14,9 @@ from .normalization import Dropout, Embedding, GroupNorm, LayerNorm, RMSNorm
 from .padding import *  # noqa: F403
 from .padding import __all__ as _padding_all
 from .pixelshuffle import PixelShuffle, PixelUnshuffle
+from .pooling import *  # noqa: F403
 from .pooling import AdaptiveAvgPool2d, AvgPool2d, MaxPool2d, Upsample
+from .pooling import __all__ as _pooling_all
 from .rnn import GRU, LSTM, RNN, GRUCell, LSTMCell, RNNBase, RNNCell, RNNCellBase
 from .transformer import (
     MultiheadAttention,
@@ -39,6 +42,16 @@ __all__ = ["Module", "Sequential", "ModuleList", "ModuleDict", "Identity", "Line
 __all__ += ["MultiheadAttention", "TransformerEncoderLayer", "TransformerEncoder"]
 __all__ += ["TransformerDecoderLayer", "TransformerDecoder", "Transformer"]
 __all__ += ["Dropout1d", "Dropout2d", "Dropout3d"]
+
+# task D: instance / local response norm, EmbeddingBag, CTCLoss, alpha dropout, Bilinear
+from .batchnorm import InstanceNorm1d, InstanceNorm2d, InstanceNorm3d  # noqa: E402
+from .dropout import AlphaDropout, FeatureAlphaDropout  # noqa: E402
+from .linear import Bilinear  # noqa: E402
+from .loss import CTCLoss  # noqa: E402
+from .normalization import EmbeddingBag, LocalResponseNorm  # noqa: E402
+
+__all__ += ["InstanceNorm1d", "InstanceNorm2d", "InstanceNorm3d", "AlphaDropout",
+            "FeatureAlphaDropout", "Bilinear", "CTCLoss", "EmbeddingBag", "LocalResponseNorm"]
 __all__ += ["Conv1d", "Conv2d", "ConvTranspose2d", "MaxPool2d", "AvgPool2d", "AdaptiveAvgPool2d",
             "BatchNorm1d", "BatchNorm2d", "Upsample"]
 __all__ += ["RNNBase", "RNN", "LSTM", "GRU", "RNNCellBase", "RNNCell", "LSTMCell", "GRUCell",
@@ -46,6 +59,7 @@ __all__ += ["RNNBase", "RNN", "LSTM", "GRU", "RNNCellBase", "RNNCell", "LSTMCell
 __all__ += ["ParameterList", "ParameterDict", "PixelShuffle", "PixelUnshuffle", "ChannelShuffle",
             "Softmax2d", "UpsamplingNearest2d", "UpsamplingBilinear2d", "BatchNorm3d",
             "SyncBatchNorm", *_padding_all]  # module-parity additions (issue 14)
+__all__ += ["Conv3d", "ConvTranspose1d", "ConvTranspose3d", "Unfold", "Fold"]  # conv family
 
 # issue 14: nn.functional activations, losses and distances
 from . import loss as _loss  # noqa: E402
@@ -60,3 +74,4 @@ _ISSUE14_LOSSES = ["SmoothL1Loss", "HuberLoss", "KLDivLoss", "SoftMarginLoss",
 globals().update({n: getattr(_act, n) for n in _ISSUE14})
 globals().update({n: getattr(_loss, n) for n in _ISSUE14_LOSSES})
 __all__ += [*_ISSUE14, *_ISSUE14_LOSSES, "CosineSimilarity", "PairwiseDistance"]
+__all__ += [n for n in _pooling_all if n not in __all__]  # pooling 1-d / 3-d

@@ -22,7 +22,8 @@ from .. import init
 from ..parameter import Parameter
 from .module import Module
 
-__all__ = ["BatchNorm1d", "BatchNorm2d", "BatchNorm3d", "SyncBatchNorm"]
+__all__ = ["BatchNorm1d", "BatchNorm2d", "BatchNorm3d", "SyncBatchNorm", "InstanceNorm1d",
+           "InstanceNorm2d", "InstanceNorm3d"]
 
 
 class _BatchNorm(Module):
@@ -155,3 +156,56 @@ class SyncBatchNorm(_BatchNorm):
         for name, child in module.named_children():
             out.add_module(name, cls.convert_sync_batchnorm(child, process_group))
         return out
+
+
+class _InstanceNorm(_BatchNorm):
+    """Instance normalisation: each (sample, channel) over its spatial elements
+    (``F.instance_norm``). PyTorch's defaults: ``affine=False``, ``track_running_stats=False``;
+    with tracked statistics, eval mode normalises with the running ones."""
+
+    _nd = 1
+
+    def __init__(self, num_features: int, eps: float = api_default("instance_norm", "eps"),
+                 momentum: float | None = api_default("instance_norm", "momentum"),
+                 affine: bool = False, track_running_stats: bool = False, device: Any = None,
+                 dtype: Any = None) -> None:
+        super().__init__(num_features, eps, momentum, affine, track_running_stats, device,
+                         dtype)
+
+    def forward(self, input: Tensor) -> Tensor:
+        """``input`` (N, C, *spatial) or unbatched (C, *spatial), normalised per instance."""
+        nd, name = self._nd, type(self).__name__
+        if input.ndim not in (nd + 1, nd + 2):
+            raise ValueError(f"{name}: expected {nd + 1}D (unbatched) or {nd + 2}D input (got "
+                             f"{input.ndim}D input)")
+        unbatched = input.ndim == nd + 1
+        x = input.unsqueeze(0) if unbatched else input
+        if x.shape[1] != self.num_features and self.affine:
+            raise ValueError(f"{name}: expected input's size at dim=1 to match num_features "
+                             f"({self.num_features}), but got: {x.shape[1]}.")
+        if self.training and self.track_running_stats and self.num_batches_tracked is not None:
+            with no_grad():
+                self.num_batches_tracked.add_(1)
+        momentum = 0.1 if self.momentum is None else float(self.momentum)
+        use_input_stats = self.training or not self.track_running_stats
+        y = F.instance_norm(x, self.running_mean, self.running_var, self.weight, self.bias,
+                            use_input_stats, momentum, self.eps)
+        return y.squeeze(0) if unbatched else y
+
+
+class InstanceNorm1d(_InstanceNorm):
+    """Instance normalisation of (N, C, L) or unbatched (C, L)."""
+
+    _nd = 1
+
+
+class InstanceNorm2d(_InstanceNorm):
+    """Instance normalisation of (N, C, H, W) or unbatched (C, H, W)."""
+
+    _nd = 2
+
+
+class InstanceNorm3d(_InstanceNorm):
+    """Instance normalisation of (N, C, D, H, W) or unbatched (C, D, H, W)."""
+
+    _nd = 3

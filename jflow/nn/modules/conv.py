@@ -1,4 +1,5 @@
-"""``Conv1d``, ``Conv2d``, ``ConvTranspose2d`` over ``flow._C`` (conv ops in jflow/ops/conv.py).
+"""``Conv1d``, ``Conv2d``, ``Conv3d``, ``ConvTranspose1d``, ``ConvTranspose2d``,
+``ConvTranspose3d`` over ``flow._C`` (conv ops in jflow/ops/conv.py).
 
 Parameters, attribute names, ``state_dict`` keys and the default initialisation are
 PyTorch's: weight ~ kaiming_uniform(a=√5) (i.e. U(±1/√fan_in)), bias ~ U(±1/√fan_in) with
@@ -18,7 +19,7 @@ from .. import init
 from ..parameter import Parameter
 from .module import Module
 
-__all__ = ["Conv1d", "Conv2d", "ConvTranspose2d"]
+__all__ = ["Conv1d", "Conv2d", "Conv3d", "ConvTranspose1d", "ConvTranspose2d", "ConvTranspose3d"]
 
 _PADDING_MODES = ("zeros", "reflect", "replicate", "circular")
 
@@ -141,7 +142,7 @@ class _ConvNd(Module):
 
 
 class _Conv(_ConvNd):
-    """A convolution layer: ``F.conv{1,2}d`` after explicit padding for non-zero modes."""
+    """A convolution layer: ``F.conv{1,2,3}d`` after explicit padding for non-zero modes."""
 
     _fn = "conv2d"
 
@@ -190,12 +191,82 @@ class Conv2d(_Conv):
                          groups, bias, padding_mode, device, dtype)
 
 
-class ConvTranspose2d(_ConvNd):
+class Conv3d(_Conv):
+    """3-d convolution over (N, C, D, H, W) or (C, D, H, W); weight
+    (out, in / groups, kD, kH, kW)."""
+
+    _nd, _fn = 3, "conv3d"
+
+    def __init__(self, in_channels: int, out_channels: int, kernel_size: Any,
+                 stride: Any = api_default("conv3d", "stride"),
+                 padding: Any = api_default("conv3d", "padding"),
+                 dilation: Any = api_default("conv3d", "dilation"),
+                 groups: int = api_default("conv3d", "groups"), bias: bool = True,
+                 padding_mode: str = "zeros", device: Any = None, dtype: Any = None) -> None:
+        super().__init__(in_channels, out_channels, kernel_size, stride, padding, dilation,
+                         groups, bias, padding_mode, device, dtype)
+
+
+class _ConvTransposeNd(_ConvNd):
+    """A transposed convolution layer: ``F.conv_transpose{1,2,3}d``; weight
+    (in, out / groups, k...). ``forward(input, output_size)`` picks the output_padding that
+    gives ``output_size``, as PyTorch."""
+
+    _transposed = True
+    _fn = "conv_transpose2d"
+
+    def _output_padding(self, input: Tensor, output_size: Any) -> tuple[int, ...]:
+        if output_size is None:
+            return self.output_padding
+        n, name = self._nd, type(self).__name__
+        lead = 2 if input.ndim == n + 2 else 1
+        size = [int(s) for s in output_size]
+        if len(size) == lead + n:
+            size = size[lead:]
+        if len(size) != n:
+            raise ValueError(f"{name}: output_size must have {n} or {lead + n} elements (got "
+                             f"{len(size)})")
+        res = []
+        for d in range(n):
+            lo = ((input.shape[lead + d] - 1) * self.stride[d] - 2 * self.padding[d]
+                  + self.dilation[d] * (self.kernel_size[d] - 1) + 1)
+            hi = lo + self.stride[d] - 1
+            if not lo <= size[d] <= hi:
+                raise ValueError(f"{name}: requested an output size of {size}, but valid sizes "
+                                 f"range from {lo} to {hi} in dim {d} (for an input of "
+                                 f"{list(input.shape)[lead:]})")
+            res.append(size[d] - lo)
+        return tuple(res)
+
+    def forward(self, input: Tensor, output_size: Any = None) -> Tensor:
+        """``(N, C_in, *spatial) -> (N, C_out, *spatial')``; ``output_size`` picks the output
+        padding."""
+        return getattr(F, self._fn)(input, self.weight, self.bias, self.stride, self.padding,
+                                    self._output_padding(input, output_size), self.groups,
+                                    self.dilation)
+
+
+class ConvTranspose1d(_ConvTransposeNd):
+    """1-d transposed convolution over (N, C, L) or (C, L); weight (in, out / groups, k)."""
+
+    _nd, _fn = 1, "conv_transpose1d"
+
+    def __init__(self, in_channels: int, out_channels: int, kernel_size: Any,
+                 stride: Any = api_default("conv_transpose1d", "stride"),
+                 padding: Any = api_default("conv_transpose1d", "padding"),
+                 output_padding: Any = api_default("conv_transpose1d", "output_padding"),
+                 groups: int = api_default("conv_transpose1d", "groups"), bias: bool = True,
+                 dilation: Any = api_default("conv_transpose1d", "dilation"),
+                 padding_mode: str = "zeros", device: Any = None, dtype: Any = None) -> None:
+        super().__init__(in_channels, out_channels, kernel_size, stride, padding, dilation,
+                         output_padding, groups, bias, padding_mode, device, dtype)
+
+
+class ConvTranspose2d(_ConvTransposeNd):
     """2-d transposed convolution; weight (in, out / groups, kH, kW). ``forward(input,
     output_size)`` picks the output_padding that gives ``output_size``, as PyTorch."""
 
-    _nd = 2
-    _transposed = True
+    _nd, _fn = 2, "conv_transpose2d"
 
     def __init__(self, in_channels: int, out_channels: int, kernel_size: Any,
                  stride: Any = api_default("conv_transpose2d", "stride"),
@@ -207,31 +278,19 @@ class ConvTranspose2d(_ConvNd):
         super().__init__(in_channels, out_channels, kernel_size, stride, padding, dilation,
                          output_padding, groups, bias, padding_mode, device, dtype)
 
-    def _output_padding(self, input: Tensor, output_size: Any) -> tuple[int, ...]:
-        if output_size is None:
-            return self.output_padding
-        n = self._nd
-        lead = 2 if input.ndim == n + 2 else 1
-        size = [int(s) for s in output_size]
-        if len(size) == lead + n:
-            size = size[lead:]
-        if len(size) != n:
-            raise ValueError(f"ConvTranspose2d: output_size must have {n} or {lead + n} "
-                             f"elements (got {len(size)})")
-        res = []
-        for d in range(n):
-            lo = ((input.shape[lead + d] - 1) * self.stride[d] - 2 * self.padding[d]
-                  + self.dilation[d] * (self.kernel_size[d] - 1) + 1)
-            hi = lo + self.stride[d] - 1
-            if not lo <= size[d] <= hi:
-                raise ValueError(f"ConvTranspose2d: requested an output size of {size}, but "
-                                 f"valid sizes range from {lo} to {hi} in dim {d} (for an "
-                                 f"input of {list(input.shape)[lead:]})")
-            res.append(size[d] - lo)
-        return tuple(res)
 
-    def forward(self, input: Tensor, output_size: Any = None) -> Tensor:
-        """``(N, C_in, H, W) -> (N, C_out, H', W')``; ``output_size`` picks the output padding."""
-        return F.conv_transpose2d(input, self.weight, self.bias, self.stride, self.padding,
-                                  self._output_padding(input, output_size), self.groups,
-                                  self.dilation)
+class ConvTranspose3d(_ConvTransposeNd):
+    """3-d transposed convolution over (N, C, D, H, W) or (C, D, H, W); weight
+    (in, out / groups, kD, kH, kW)."""
+
+    _nd, _fn = 3, "conv_transpose3d"
+
+    def __init__(self, in_channels: int, out_channels: int, kernel_size: Any,
+                 stride: Any = api_default("conv_transpose3d", "stride"),
+                 padding: Any = api_default("conv_transpose3d", "padding"),
+                 output_padding: Any = api_default("conv_transpose3d", "output_padding"),
+                 groups: int = api_default("conv_transpose3d", "groups"), bias: bool = True,
+                 dilation: Any = api_default("conv_transpose3d", "dilation"),
+                 padding_mode: str = "zeros", device: Any = None, dtype: Any = None) -> None:
+        super().__init__(in_channels, out_channels, kernel_size, stride, padding, dilation,
+                         output_padding, groups, bias, padding_mode, device, dtype)

@@ -4,25 +4,24 @@
 re-exported here, so ``from jflow.nn.modules.dropout import Dropout`` (what ported code
 writes) and ``flow.nn.Dropout`` are the same class. ``Dropout1d/2d/3d`` zero whole channels:
 one Bernoulli draw per (sample, channel), from jflow's default generator (the same
-distribution as PyTorch, not the same random stream).
+distribution as PyTorch, not the same random stream). ``AlphaDropout`` and
+``FeatureAlphaDropout`` are PyTorch's dropout for SELU networks.
 """
 
 from __future__ import annotations
 
-import warnings
-from typing import Any
-
-from ...creation import rand
+from ... import _C
 from ...tensor import Tensor
 from .module import Module
 from .normalization import Dropout
 
-__all__ = ["Dropout", "Dropout1d", "Dropout2d", "Dropout3d"]
+__all__ = ["Dropout", "Dropout1d", "Dropout2d", "Dropout3d", "AlphaDropout",
+           "FeatureAlphaDropout"]
 
 
 class _DropoutNd(Module):
     """Channel-wise dropout over inputs (N, C, *spatial) or unbatched (C, *spatial) with
-    ``_nd`` spatial dims; the identity in eval mode."""
+    ``_nd`` spatial dims (``F.dropout1d/2d/3d``); the identity in eval mode."""
 
     _nd = 1
 
@@ -33,28 +32,9 @@ class _DropoutNd(Module):
         self.p, self.inplace = float(p), bool(inplace)
 
     def forward(self, input: Tensor) -> Tensor:
-        nd, name = self._nd, type(self).__name__
-        if input.ndim not in (nd + 1, nd + 2):
-            raise RuntimeError(f"{name}: Expected {nd + 1}D or {nd + 2}D input, but received a "
-                               f"{input.ndim}D input. Note that {name} exists to provide "
-                               f"channel-wise dropout on inputs with {nd} spatial dimension"
-                               f"{'s' if nd > 1 else ''}, a channel dimension, and an optional "
-                               f"batch dimension (i.e. {nd + 1}D or {nd + 2}D inputs).")
-        if not self.training or self.p == 0.0:
-            return input
-        if not input.is_floating_point():
-            raise TypeError(f"{name}: expected a floating point input, got {input.dtype}")
-        shape = tuple(input.shape[:-nd]) + (1,) * nd
-        if nd == 2 and input.ndim == 3:     # PyTorch's legacy reading of 3-D input
-            warnings.warn("Dropout2d: received a 3D input; as PyTorch, it is treated as "
-                          "(N, C, L) and channel-wise 1D dropout is applied", stacklevel=2)
-            shape = tuple(input.shape[:2]) + (1,)
-        if self.p == 1.0:                   # every channel dropped; avoids 0 / 0 below
-            scale: Any = rand(*shape, dtype=input.dtype, device=input.device) * 0.0
-        else:
-            keep = rand(*shape, dtype=input.dtype, device=input.device) >= self.p
-            scale = keep.to(input.dtype) / (1.0 - self.p)
-        return input.mul_(scale) if self.inplace else input * scale
+        """``input`` with whole channels zeroed (prob. ``p``), the rest scaled by 1/(1-p)."""
+        fn = (_C.dropout1d, _C.dropout2d, _C.dropout3d)[self._nd - 1]
+        return fn(input, self.p, self.training, self.inplace)
 
     def extra_repr(self) -> str:
         return f"p={self.p}, inplace={self.inplace}"
@@ -78,3 +58,21 @@ class Dropout3d(_DropoutNd):
     """Zeroes whole channels of (N, C, D, H, W) or (C, D, H, W) (``torch.nn.Dropout3d``)."""
 
     _nd = 3
+
+
+class AlphaDropout(_DropoutNd):
+    """Alpha dropout for self-normalising (SELU) networks (``torch.nn.AlphaDropout``): in
+    training, elements are set to SELU's saturation value with probability ``p`` and an
+    affine map keeps zero mean and unit variance; the identity in eval mode."""
+
+    def forward(self, input: Tensor) -> Tensor:
+        """``input`` alpha-dropped in training mode."""
+        return _C.alpha_dropout(input, self.p, self.training, self.inplace)
+
+
+class FeatureAlphaDropout(_DropoutNd):
+    """Alpha dropout of whole channels of (N, C, *) (``torch.nn.FeatureAlphaDropout``)."""
+
+    def forward(self, input: Tensor) -> Tensor:
+        """``input`` with whole channels alpha-dropped in training mode."""
+        return _C.feature_alpha_dropout(input, self.p, self.training, self.inplace)

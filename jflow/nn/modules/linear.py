@@ -1,4 +1,4 @@
-"""``Linear``, ``Identity``, ``Flatten``, ``Unflatten``."""
+"""``Linear``, ``Bilinear``, ``Identity``, ``Flatten``, ``Unflatten``."""
 
 from __future__ import annotations
 
@@ -13,7 +13,7 @@ from .. import init
 from ..parameter import Parameter
 from .module import Module
 
-__all__ = ["Identity", "Linear", "Flatten", "Unflatten"]
+__all__ = ["Identity", "Linear", "Bilinear", "Flatten", "Unflatten"]
 
 
 class Identity(Module):
@@ -95,3 +95,36 @@ class Unflatten(Module):
 
     def extra_repr(self) -> str:
         return f"dim={self.dim}, unflattened_size={self.unflattened_size}"
+
+
+class Bilinear(Module):
+    """``y = x1^T A x2 + b``: weight ``(out_features, in1_features, in2_features)``, bias
+    ``(out_features,)``; both initialised U(±1/√in1_features), as PyTorch."""
+
+    def __init__(self, in1_features: int, in2_features: int, out_features: int,
+                 bias: bool = True, device: Any = None, dtype: Any = None) -> None:
+        super().__init__()
+        self.in1_features, self.in2_features = int(in1_features), int(in2_features)
+        self.out_features = int(out_features)
+        self.weight = Parameter(empty(self.out_features, self.in1_features, self.in2_features,
+                                      dtype=dtype, device=device))
+        if bias:
+            self.bias = Parameter(empty(self.out_features, dtype=dtype, device=device))
+        else:
+            self.register_parameter("bias", None)
+        self.reset_parameters()
+
+    def reset_parameters(self) -> None:
+        """Re-draws ``weight`` and ``bias`` from U(±1/√in1_features)."""
+        bound = 1.0 / self.in1_features ** 0.5 if self.in1_features else 0.0
+        init.uniform_(self.weight, -bound, bound)
+        if self.bias is not None:
+            init.uniform_(self.bias, -bound, bound)
+
+    def forward(self, input1: Tensor, input2: Tensor) -> Tensor:
+        """``(*, in1), (*, in2) -> (*, out_features)``."""
+        return F.bilinear(input1, input2, self.weight, self.bias)
+
+    def extra_repr(self) -> str:
+        return (f"in1_features={self.in1_features}, in2_features={self.in2_features}, "
+                f"out_features={self.out_features}, bias={self.bias is not None}")

@@ -18,6 +18,7 @@ __all__ = ["MSELoss", "L1Loss", "NLLLoss", "CrossEntropyLoss", "BCEWithLogitsLos
 __all__ += ["SmoothL1Loss", "HuberLoss", "KLDivLoss", "SoftMarginLoss", "MarginRankingLoss",
             "HingeEmbeddingLoss", "CosineEmbeddingLoss", "PoissonNLLLoss", "GaussianNLLLoss",
             "MultiMarginLoss", "TripletMarginLoss", "MultiLabelSoftMarginLoss"]  # issue 14
+__all__ += ["CTCLoss"]
 
 _REDUCTIONS = ("none", "mean", "sum")
 
@@ -305,3 +306,21 @@ class MultiLabelSoftMarginLoss(_WeightedLoss):
         """Mean over C of the logistic loss of ``(N, C)`` logits vs 0/1 targets."""
         return _C.multilabel_soft_margin_loss(input, target, weight=self.weight,
                                               reduction=self.reduction)
+
+
+class CTCLoss(_Loss):
+    """The connectionist temporal classification loss (``F.ctc_loss``): log_probs (T, N, C),
+    targets padded (N, S) or concatenated, input and target lengths; "mean" divides each
+    sample's loss by its target length, then averages over the batch."""
+
+    def __init__(self, blank: int = api_default("ctc_loss", "blank"),
+                 reduction: str = api_default("ctc_loss", "reduction"),
+                 zero_infinity: bool = api_default("ctc_loss", "zero_infinity")) -> None:
+        super().__init__(reduction)
+        self.blank, self.zero_infinity = int(blank), bool(zero_infinity)
+
+    def forward(self, log_probs: Tensor, targets: Tensor, input_lengths: Any,
+                target_lengths: Any) -> Tensor:
+        """The CTC loss of ``log_probs`` against ``targets``, reduced."""
+        return _C.ctc_loss(log_probs, targets, input_lengths, target_lengths, self.blank,
+                           self.reduction, self.zero_infinity)

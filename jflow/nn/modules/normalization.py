@@ -1,4 +1,5 @@
-"""``Dropout``, ``LayerNorm``, ``RMSNorm``, ``GroupNorm``, ``Embedding`` over ``flow._C``."""
+"""``Dropout``, ``LayerNorm``, ``RMSNorm``, ``GroupNorm``, ``LocalResponseNorm``,
+``Embedding``, ``EmbeddingBag`` over ``flow._C``."""
 
 from __future__ import annotations
 
@@ -13,7 +14,8 @@ from .. import init
 from ..parameter import Parameter
 from .module import Module
 
-__all__ = ["Dropout", "LayerNorm", "RMSNorm", "GroupNorm", "Embedding"]
+__all__ = ["Dropout", "LayerNorm", "RMSNorm", "GroupNorm", "Embedding", "EmbeddingBag",
+           "LocalResponseNorm"]
 
 
 def _shape(s: Any) -> tuple[int, ...]:
@@ -138,7 +140,7 @@ class Embedding(Module):
     def __init__(self, num_embeddings: int, embedding_dim: int,
                  padding_idx: int | None = api_default("embedding", "padding_idx"),
                  max_norm: float | None = api_default("embedding", "max_norm"),
-                 norm_type: float = 2.0,
+                 norm_type: float = api_default("embedding", "norm_type"),
                  scale_grad_by_freq: bool = api_default("embedding", "scale_grad_by_freq"),
                  sparse: bool = api_default("embedding", "sparse"),
                  _weight: Tensor | None = None, _freeze: bool = False, device: Any = None,
@@ -180,7 +182,7 @@ class Embedding(Module):
     def forward(self, input: Tensor) -> Tensor:
         """The rows of ``weight`` picked by integer ``input``: ``(*) -> (*, embedding_dim)``."""
         return _C.embedding(input, self.weight, self.padding_idx, self.max_norm,
-                            self.scale_grad_by_freq, self.sparse)
+                            self.norm_type, self.scale_grad_by_freq, self.sparse)
 
     def extra_repr(self) -> str:
         s = f"{self.num_embeddings}, {self.embedding_dim}"
@@ -189,3 +191,88 @@ class Embedding(Module):
         if self.max_norm is not None:
             s += f", max_norm={self.max_norm}"
         return s
+
+
+class EmbeddingBag(Module):
+    """Sums, averages or takes the max of bags of rows of ``weight[num_embeddings,
+    embedding_dim]`` (initialised N(0, 1); the ``padding_idx`` row starts at zero and is left
+    out of its bags) without materialising the looked-up rows per bag
+    (``torch.nn.EmbeddingBag``)."""
+
+    def __init__(self, num_embeddings: int, embedding_dim: int,
+                 max_norm: float | None = api_default("embedding_bag", "max_norm"),
+                 norm_type: float = api_default("embedding_bag", "norm_type"),
+                 scale_grad_by_freq: bool = api_default("embedding_bag", "scale_grad_by_freq"),
+                 mode: str = api_default("embedding_bag", "mode"),
+                 sparse: bool = api_default("embedding_bag", "sparse"),
+                 _weight: Tensor | None = None,
+                 include_last_offset: bool = api_default("embedding_bag", "include_last_offset"),
+                 padding_idx: int | None = api_default("embedding_bag", "padding_idx"),
+                 device: Any = None, dtype: Any = None) -> None:
+        super().__init__()
+        self.num_embeddings, self.embedding_dim = int(num_embeddings), int(embedding_dim)
+        if padding_idx is not None:
+            if not -num_embeddings <= padding_idx < num_embeddings:
+                raise ValueError("EmbeddingBag: padding_idx must be within num_embeddings")
+            padding_idx = padding_idx % num_embeddings
+        self.padding_idx, self.max_norm, self.norm_type = padding_idx, max_norm, norm_type
+        self.scale_grad_by_freq, self.mode, self.sparse = scale_grad_by_freq, mode, sparse
+        self.include_last_offset = include_last_offset
+        if _weight is None:
+            self.weight = Parameter(empty(num_embeddings, embedding_dim, dtype=dtype,
+                                          device=device))
+            self.reset_parameters()
+        else:
+            if tuple(_weight.shape) != (num_embeddings, embedding_dim):
+                raise ValueError("EmbeddingBag: shape of weight does not match num_embeddings "
+                                 "and embedding_dim")
+            self.weight = Parameter(_weight)
+
+    def reset_parameters(self) -> None:
+        """Re-draws ``weight`` from N(0, 1) and zeroes the ``padding_idx`` row."""
+        init.normal_(self.weight)
+        if self.padding_idx is not None:
+            with no_grad():
+                self.weight[self.padding_idx] = 0.0
+
+    @classmethod
+    def from_pretrained(cls, embeddings: Tensor, freeze: bool = True,
+                        **kwargs: Any) -> EmbeddingBag:
+        """An ``EmbeddingBag`` over the 2-D ``embeddings``, frozen unless ``freeze=False``."""
+        rows, cols = embeddings.shape
+        bag = cls(rows, cols, _weight=embeddings, **kwargs)
+        bag.weight.requires_grad = not freeze
+        return bag
+
+    def forward(self, input: Tensor, offsets: Tensor | None = None,
+                per_sample_weights: Tensor | None = None) -> Tensor:
+        """One reduced row per bag: ``(B, embedding_dim)``."""
+        return _C.embedding_bag(input, self.weight, offsets, self.max_norm, self.norm_type,
+                                self.scale_grad_by_freq, self.mode, self.sparse,
+                                per_sample_weights, self.include_last_offset, self.padding_idx)
+
+    def extra_repr(self) -> str:
+        s = f"{self.num_embeddings}, {self.embedding_dim}, mode={self.mode!r}"
+        if self.max_norm is not None:
+            s += f", max_norm={self.max_norm}"
+        if self.padding_idx is not None:
+            s += f", padding_idx={self.padding_idx}"
+        return s
+
+
+class LocalResponseNorm(Module):
+    """Normalises each channel of (N, C, *) by the squares of its ``size`` neighbouring
+    channels: ``x / (k + alpha / size * sum x^2) ** beta`` (``torch.nn.LocalResponseNorm``)."""
+
+    def __init__(self, size: int, alpha: float = api_default("local_response_norm", "alpha"),
+                 beta: float = api_default("local_response_norm", "beta"),
+                 k: float = api_default("local_response_norm", "k")) -> None:
+        super().__init__()
+        self.size, self.alpha, self.beta, self.k = int(size), float(alpha), float(beta), float(k)
+
+    def forward(self, input: Tensor) -> Tensor:
+        """``input`` normalised across channels."""
+        return _C.local_response_norm(input, self.size, self.alpha, self.beta, self.k)
+
+    def extra_repr(self) -> str:
+        return f"{self.size}, alpha={self.alpha}, beta={self.beta}, k={self.k}"

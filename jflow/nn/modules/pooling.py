@@ -1,6 +1,8 @@
-"""``MaxPool2d``, ``AvgPool2d``, ``AdaptiveAvgPool2d`` and ``Upsample``: parameter-free layers
-over ``flow._C`` (pooling ops in jflow/ops/conv.py, interpolation in jflow/ops/upsample.py),
-with PyTorch's arguments, attributes and defaults."""
+"""Pooling layers in 1, 2 and 3 spatial dims (``MaxPool*``, ``AvgPool*``, ``AdaptiveAvgPool*``,
+``AdaptiveMaxPool*``, ``LPPool*``) and ``Upsample``: parameter-free layers over
+``flow.nn.functional`` (pooling ops in jflow/ops/pool.py, interpolation in
+jflow/ops/upsample.py), with PyTorch's arguments, attributes and defaults; unbatched inputs
+(no N dim) as PyTorch."""
 
 from __future__ import annotations
 
@@ -11,12 +13,17 @@ from ...tensor import Tensor
 from .. import functional as F
 from .module import Module
 
-__all__ = ["MaxPool2d", "AvgPool2d", "AdaptiveAvgPool2d", "Upsample"]
+__all__ = ["MaxPool1d", "MaxPool2d", "MaxPool3d", "AvgPool1d", "AvgPool2d", "AvgPool3d",
+           "AdaptiveAvgPool1d", "AdaptiveAvgPool2d", "AdaptiveAvgPool3d", "AdaptiveMaxPool1d",
+           "AdaptiveMaxPool2d", "AdaptiveMaxPool3d", "LPPool1d", "LPPool2d", "LPPool3d",
+           "Upsample"]
+
+_SHAPES = {1: "``(N, C, L)`` or ``(C, L)``", 2: "``(N, C, H, W)`` or ``(C, H, W)``",
+           3: "``(N, C, D, H, W)`` or ``(C, D, H, W)``"}
 
 
-class MaxPool2d(Module):
-    """2-d max pooling; ``stride`` defaults to ``kernel_size``; ``return_indices=True``
-    returns ``(output, indices)`` (flat h * W + w positions, as PyTorch)."""
+class _MaxPoolNd(Module):
+    _nd = 2
 
     def __init__(self, kernel_size: Any, stride: Any = api_default("max_pool2d", "stride"),
                  padding: Any = api_default("max_pool2d", "padding"),
@@ -30,20 +37,63 @@ class MaxPool2d(Module):
         self.return_indices, self.ceil_mode = return_indices, ceil_mode
 
     def forward(self, input: Tensor) -> Any:
-        """Max over windows of ``(N, C, H, W)`` or ``(C, H, W)``; ``(output, indices)`` if asked."""
-        if self.return_indices:
-            return F.max_pool2d_with_indices(input, self.kernel_size, self.stride, self.padding,
-                                             self.dilation, ceil_mode=self.ceil_mode)
-        return F.max_pool2d(input, self.kernel_size, self.stride, self.padding, self.dilation,
-                            ceil_mode=self.ceil_mode)
+        """Max over windows of the input; ``(output, indices)`` if ``return_indices``."""
+        fn = getattr(F, f"max_pool{self._nd}d")
+        return fn(input, self.kernel_size, self.stride, self.padding, self.dilation,
+                  ceil_mode=self.ceil_mode, return_indices=self.return_indices)
 
     def extra_repr(self) -> str:
         return (f"kernel_size={self.kernel_size}, stride={self.stride}, padding={self.padding}, "
                 f"dilation={self.dilation}, ceil_mode={self.ceil_mode}")
 
 
-class AvgPool2d(Module):
-    """2-d average pooling; ``stride`` defaults to ``kernel_size``."""
+class MaxPool1d(_MaxPoolNd):
+    """1-d max pooling over ``(N, C, L)`` or ``(C, L)``; ``stride`` defaults to
+    ``kernel_size``; ``return_indices=True`` returns ``(output, indices)`` (positions in L)."""
+
+    _nd = 1
+
+
+class MaxPool2d(_MaxPoolNd):
+    """2-d max pooling; ``stride`` defaults to ``kernel_size``; ``return_indices=True``
+    returns ``(output, indices)`` (flat h * W + w positions, as PyTorch)."""
+
+    _nd = 2
+
+
+class MaxPool3d(_MaxPoolNd):
+    """3-d max pooling over ``(N, C, D, H, W)`` or ``(C, D, H, W)``; ``return_indices=True``
+    returns ``(output, indices)`` (flat (d * H + h) * W + w positions, as PyTorch)."""
+
+    _nd = 3
+
+
+class AvgPool1d(Module):
+    """1-d average pooling over ``(N, C, L)`` or ``(C, L)``; ``stride`` defaults to
+    ``kernel_size``."""
+
+    def __init__(self, kernel_size: Any, stride: Any = api_default("avg_pool1d", "stride"),
+                 padding: Any = api_default("avg_pool1d", "padding"),
+                 ceil_mode: bool = api_default("avg_pool1d", "ceil_mode"),
+                 count_include_pad: bool = api_default("avg_pool1d", "count_include_pad")
+                 ) -> None:
+        super().__init__()
+        self.kernel_size = kernel_size
+        self.stride = stride if stride is not None else kernel_size
+        self.padding, self.ceil_mode = padding, ceil_mode
+        self.count_include_pad = count_include_pad
+
+    def forward(self, input: Tensor) -> Tensor:
+        """Mean over windows of ``(N, C, L)`` or ``(C, L)``."""
+        return F.avg_pool1d(input, self.kernel_size, self.stride, self.padding, self.ceil_mode,
+                            self.count_include_pad)
+
+    def extra_repr(self) -> str:
+        return f"kernel_size={self.kernel_size}, stride={self.stride}, padding={self.padding}"
+
+
+class _AvgPoolNd(Module):
+    _nd = 2
 
     def __init__(self, kernel_size: Any, stride: Any = api_default("avg_pool2d", "stride"),
                  padding: Any = api_default("avg_pool2d", "padding"),
@@ -58,31 +108,137 @@ class AvgPool2d(Module):
         self.count_include_pad, self.divisor_override = count_include_pad, divisor_override
 
     def forward(self, input: Tensor) -> Tensor:
-        """Mean over windows of ``(N, C, H, W)`` or ``(C, H, W)``."""
-        return F.avg_pool2d(input, self.kernel_size, self.stride, self.padding, self.ceil_mode,
-                            self.count_include_pad, self.divisor_override)
+        """Mean over windows of the input."""
+        fn = getattr(F, f"avg_pool{self._nd}d")
+        return fn(input, self.kernel_size, self.stride, self.padding, self.ceil_mode,
+                  self.count_include_pad, self.divisor_override)
 
     def extra_repr(self) -> str:
         return f"kernel_size={self.kernel_size}, stride={self.stride}, padding={self.padding}"
 
 
-class AdaptiveAvgPool2d(Module):
-    """Averages over windows chosen so the output is ``output_size`` (an int, or 2 entries
-    where ``None`` keeps the input size)."""
+class AvgPool2d(_AvgPoolNd):
+    """2-d average pooling over ``(N, C, H, W)`` or ``(C, H, W)``; ``stride`` defaults to
+    ``kernel_size``."""
+
+    _nd = 2
+
+
+class AvgPool3d(_AvgPoolNd):
+    """3-d average pooling over ``(N, C, D, H, W)`` or ``(C, D, H, W)``; ``stride`` defaults
+    to ``kernel_size``."""
+
+    _nd = 3
+
+
+class _AdaptiveAvgPoolNd(Module):
+    _nd = 2
 
     def __init__(self, output_size: Any) -> None:
         super().__init__()
         self.output_size = output_size
 
     def forward(self, input: Tensor) -> Tensor:
-        """``(*, H, W) -> (*, *output_size)``, each output the mean of its window."""
-        os = self.output_size
-        if not isinstance(os, int):  # None entries keep the input's size
-            os = tuple(input.shape[-2 + i] if v is None else int(v) for i, v in enumerate(os))
-        return F.adaptive_avg_pool2d(input, os)
+        """Each output the mean of its window; ``None`` in ``output_size`` keeps that size."""
+        return getattr(F, f"adaptive_avg_pool{self._nd}d")(input, self.output_size)
 
     def extra_repr(self) -> str:
         return f"output_size={self.output_size}"
+
+
+class AdaptiveAvgPool1d(_AdaptiveAvgPoolNd):
+    """Averages over windows chosen so the output length is ``output_size``."""
+
+    _nd = 1
+
+
+class AdaptiveAvgPool2d(_AdaptiveAvgPoolNd):
+    """Averages over windows chosen so the output is ``output_size`` (an int, or 2 entries
+    where ``None`` keeps the input size)."""
+
+    _nd = 2
+
+
+class AdaptiveAvgPool3d(_AdaptiveAvgPoolNd):
+    """Averages over windows chosen so the output is ``output_size`` (an int, or 3 entries
+    where ``None`` keeps the input size)."""
+
+    _nd = 3
+
+
+class _AdaptiveMaxPoolNd(Module):
+    _nd = 2
+
+    def __init__(self, output_size: Any, return_indices: bool = False) -> None:
+        super().__init__()
+        self.output_size, self.return_indices = output_size, return_indices
+
+    def forward(self, input: Tensor) -> Any:
+        """Each output the max of its window; ``(output, indices)`` if ``return_indices``."""
+        return getattr(F, f"adaptive_max_pool{self._nd}d")(input, self.output_size,
+                                                          self.return_indices)
+
+    def extra_repr(self) -> str:
+        return f"output_size={self.output_size}"
+
+
+class AdaptiveMaxPool1d(_AdaptiveMaxPoolNd):
+    """Max over windows chosen so the output length is ``output_size``;
+    ``return_indices=True`` also returns the positions of the maxima."""
+
+    _nd = 1
+
+
+class AdaptiveMaxPool2d(_AdaptiveMaxPoolNd):
+    """Max over windows chosen so the output is ``output_size`` (``None`` keeps a size);
+    ``return_indices=True`` also returns the flat h * W + w positions of the maxima."""
+
+    _nd = 2
+
+
+class AdaptiveMaxPool3d(_AdaptiveMaxPoolNd):
+    """Max over windows chosen so the output is ``output_size`` (``None`` keeps a size);
+    ``return_indices=True`` also returns the flat positions of the maxima."""
+
+    _nd = 3
+
+
+class _LPPoolNd(Module):
+    _nd = 2
+
+    def __init__(self, norm_type: float, kernel_size: Any,
+                 stride: Any = api_default("lp_pool2d", "stride"),
+                 ceil_mode: bool = api_default("lp_pool2d", "ceil_mode")) -> None:
+        super().__init__()
+        self.norm_type, self.kernel_size = norm_type, kernel_size
+        self.stride, self.ceil_mode = stride, ceil_mode
+
+    def forward(self, input: Tensor) -> Tensor:
+        """``(sum over the window of x^p)^(1/p)`` as ``F.lp_pool*d``."""
+        return getattr(F, f"lp_pool{self._nd}d")(input, self.norm_type, self.kernel_size,
+                                                 self.stride, self.ceil_mode)
+
+    def extra_repr(self) -> str:
+        return (f"norm_type={self.norm_type}, kernel_size={self.kernel_size}, "
+                f"stride={self.stride}, ceil_mode={self.ceil_mode}")
+
+
+class LPPool1d(_LPPoolNd):
+    """1-d power-average pooling over ``(N, C, L)`` or ``(C, L)``."""
+
+    _nd = 1
+
+
+class LPPool2d(_LPPoolNd):
+    """2-d power-average pooling over ``(N, C, H, W)`` or ``(C, H, W)``."""
+
+    _nd = 2
+
+
+class LPPool3d(_LPPoolNd):
+    """3-d power-average pooling over ``(N, C, D, H, W)`` or ``(C, D, H, W)``."""
+
+    _nd = 3
 
 
 class Upsample(Module):

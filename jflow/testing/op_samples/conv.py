@@ -1,10 +1,13 @@
-"""Checker samples for jflow/ops/conv.py (conv2d and its two gradient ops).
+"""Checker samples for jflow/ops/conv.py (conv2d/3d and their gradient ops, conv_transpose2d/3d,
+im2col / col2im).
 
 The reference convolution is a direct float64 NumPy loop over output positions (einsum per
 window and group); the gradient references are the same loop run as a scatter (the adjoint).
 """
 
 from __future__ import annotations
+
+import itertools
 
 import numpy as np
 
@@ -183,4 +186,221 @@ register_samples("conv_transpose2d", [
     ErrorSample([_f(1, 4, 3, 3), _f(4, 1, 2, 2)], {**_T1, "groups": 3}, ValueError,
                 "divisible"),
     ErrorSample([_f(2, 3, 3), _f(2, 3, 2, 2)], dict(_T1), ValueError, "4-d"),
+])
+
+
+# -- 3-d: conv3d, its two gradient ops and conv_transpose3d (a rank-generic loop reference) ---
+
+def _positions(out_sp, ws, stride, dilation):
+    """For each output position: (its index, the padded-input index arrays per spatial dim)."""
+    for pos in itertools.product(*(range(o) for o in out_sp)):
+        yield pos, [p * s + d * np.arange(k) for p, s, d, k in zip(pos, stride, dilation, ws[2:])]
+
+
+def _convnd_plan(xs, ws, stride, padding, dilation):
+    nd = len(xs) - 2
+    padded = [xs[2 + i] + padding[2 * i] + padding[2 * i + 1] for i in range(nd)]
+    out = [(padded[i] - dilation[i] * (ws[2 + i] - 1) - 1) // stride[i] + 1 for i in range(nd)]
+    inner = tuple(slice(padding[2 * i], padding[2 * i] + xs[2 + i]) for i in range(nd))
+    return padded, out, (slice(None), slice(None)) + inner
+
+
+def _convnd_adjoints(xs, ws, x, w, dy, stride, padding, dilation, groups):
+    """(y, dx, dw) of an N-d grouped convolution by a direct loop over output positions:
+    y[n, o, pos] = sum over the window; dx and dw scatter dy back (the adjoints)."""
+    padded, out, inner = _convnd_plan(xs, ws, stride, padding, dilation)
+    n, c = xs[:2]
+    o, cg = ws[:2]
+    og = o // groups
+    sp = "defghijk"[:len(out)]  # einsum letters of the spatial dims
+    xp = np.zeros((n, c, *padded))
+    if x is not None:
+        xp[inner] = x
+    y = np.zeros((n, o, *out))
+    dxp = np.zeros((n, c, *padded))
+    dw = np.zeros(ws)
+    for pos, idx in _positions(out, ws, stride, dilation):
+        for g in range(groups):
+            ci, oi = range(g * cg, (g + 1) * cg), slice(g * og, (g + 1) * og)
+            sel = np.ix_(range(n), ci, *idx)
+            if x is not None and w is not None:
+                y[(slice(None), oi) + pos] = np.einsum(f"nc{sp},oc{sp}->no", xp[sel], w[oi])
+            if dy is not None:
+                d = dy[(slice(None), oi) + pos]
+                if w is not None:
+                    dxp[sel] += np.einsum(f"no,oc{sp}->nc{sp}", d, w[oi])
+                if x is not None:
+                    dw[oi] += np.einsum(f"no,nc{sp}->oc{sp}", d, xp[sel])
+    return y, dxp[inner], dw
+
+
+def _conv3d_ref(x, w, stride, padding, dilation, groups=1):
+    dt = np.asarray(x).dtype
+    y, _, _ = _convnd_adjoints(np.shape(x), np.shape(w), np.asarray(x, np.float64),
+                               np.asarray(w, np.float64), None, stride, padding, dilation,
+                               groups)
+    return y.astype(dt)
+
+
+def _input_grad3d_ref(dy, w, input_size, stride, padding, dilation, groups=1):
+    dt = np.asarray(dy).dtype
+    xs = (np.shape(dy)[0], np.shape(w)[1] * groups) + tuple(input_size)
+    _, dx, _ = _convnd_adjoints(xs, np.shape(w), None, np.asarray(w, np.float64),
+                                np.asarray(dy, np.float64), stride, padding, dilation, groups)
+    return dx.astype(dt)
+
+
+def _weight_grad3d_ref(x, dy, kernel_size, stride, padding, dilation, groups=1):
+    dt = np.asarray(x).dtype
+    ws = (np.shape(dy)[1], np.shape(x)[1] // groups) + tuple(kernel_size)
+    _, _, dw = _convnd_adjoints(np.shape(x), ws, np.asarray(x, np.float64), None,
+                                np.asarray(dy, np.float64), stride, padding, dilation, groups)
+    return dw.astype(dt)
+
+
+_A3 = {"stride": [1, 1, 1], "padding": [0] * 6, "dilation": [1, 1, 1], "groups": 1}
+_B3 = {"stride": [2, 1, 1], "padding": [1, 0, 0, 1, 1, 1], "dilation": [1, 2, 1], "groups": 1}
+_G3 = {"stride": [1, 1, 2], "padding": [0, 1, 1, 0, 1, 1], "dilation": [1, 1, 1], "groups": 2}
+
+register_samples("conv3d", [
+    Sample([_f(2, 2, 3, 4, 3), _f(2, 2, 2, 2, 2)], dict(_A3), name="plain"),
+    Sample([_f(1, 2, 4, 4, 3, dtype=np.float64), _f(2, 2, 2, 2, 2, dtype=np.float64)],
+           dict(_B3), name="stride, asymmetric padding, dilation"),
+    Sample([_f(2, 4, 3, 3, 4), _f(4, 2, 2, 2, 2)], dict(_G3), name="groups=2"),
+], _conv3d_ref, errors=[
+    ErrorSample([_f(1, 3, 3, 3, 3), _f(2, 2, 2, 2, 2)], dict(_A3), ValueError, "channels"),
+    ErrorSample([_f(1, 2, 3, 3), _f(2, 2, 2, 2, 2)], dict(_A3), ValueError, "5-d"),
+    ErrorSample([_f(1, 2, 3, 3, 3), _f(2, 2, 2, 2, 2)], {**_A3, "stride": [1, 1]}, ValueError,
+                "stride must be 3"),
+    ErrorSample([_f(1, 4, 3, 3, 3), _f(3, 2, 2, 2, 2)], dict(_G3), ValueError, "divisible"),
+])
+
+register_samples("conv3d_input_grad", [
+    Sample([_f(2, 2, 2, 3, 2), _f(2, 2, 2, 2, 2)], {**_A3, "input_size": [3, 4, 3]},
+           name="plain"),
+    Sample([_f(1, 2, 2, 3, 4, dtype=np.float64), _f(2, 2, 2, 2, 2, dtype=np.float64)],
+           {**_B3, "input_size": [4, 4, 3]}, name="stride, padding, dilation"),
+    Sample([_f(2, 4, 3, 3, 3), _f(4, 2, 2, 2, 2)], {**_G3, "input_size": [3, 3, 4]},
+           name="groups"),
+], _input_grad3d_ref, errors=[
+    ErrorSample([_f(2, 2, 1, 1, 1), _f(2, 2, 2, 2, 2)], {**_A3, "input_size": [3, 4, 3]},
+                ValueError, "does not match"),
+])
+
+register_samples("conv3d_weight_grad", [
+    Sample([_f(2, 2, 3, 4, 3), _f(2, 2, 2, 3, 2)], {**_A3, "kernel_size": [2, 2, 2]},
+           name="plain"),
+    Sample([_f(1, 2, 4, 4, 3, dtype=np.float64), _f(1, 2, 2, 3, 4, dtype=np.float64)],
+           {**_B3, "kernel_size": [2, 2, 2]}, name="stride, padding, dilation"),
+    Sample([_f(2, 4, 3, 3, 4), _f(2, 4, 3, 3, 3)], {**_G3, "kernel_size": [2, 2, 2]},
+           name="groups"),
+], _weight_grad3d_ref, errors=[
+    ErrorSample([_f(2, 2, 3, 4, 3), _f(2, 2, 1, 1, 1)], {**_A3, "kernel_size": [2, 2, 2]},
+                ValueError, "does not match"),
+])
+
+
+def _conv_transpose3d_ref(x, w, stride, padding, output_padding, dilation, groups=1):
+    """Direct scatter: input voxel p of channel ci adds x * w[ci, co, k] at output
+    p s - pad + k d of channel co of ci's group."""
+    dt = np.asarray(x).dtype
+    x, w = np.asarray(x, np.float64), np.asarray(w, np.float64)
+    n, cin = x.shape[:2]
+    cog, ks = w.shape[1], w.shape[2:]
+    out = [(x.shape[2 + i] - 1) * stride[i] - 2 * padding[i] + dilation[i] * (ks[i] - 1)
+           + output_padding[i] + 1 for i in range(3)]
+    y = np.zeros((n, cog * groups, *out))
+    cig = cin // groups
+    for ci in range(cin):
+        g = ci // cig
+        for p in itertools.product(*(range(s) for s in x.shape[2:])):
+            for k in itertools.product(*(range(s) for s in ks)):
+                q = tuple(p[i] * stride[i] - padding[i] + k[i] * dilation[i] for i in range(3))
+                if all(0 <= q[i] < out[i] for i in range(3)):
+                    y[(slice(None), slice(g * cog, (g + 1) * cog)) + q] += \
+                        x[(slice(None), ci) + p][:, None] * w[(ci, slice(None)) + k][None, :]
+    return y.astype(dt)
+
+
+_T13 = {"stride": [1, 1, 1], "padding": [0, 0, 0], "output_padding": [0, 0, 0],
+        "dilation": [1, 1, 1], "groups": 1}
+_T23 = {"stride": [2, 1, 2], "padding": [1, 0, 0], "output_padding": [1, 0, 1],
+        "dilation": [1, 1, 1], "groups": 1}
+_T33 = {"stride": [1, 2, 1], "padding": [0, 1, 0], "output_padding": [1, 0, 0],
+        "dilation": [2, 1, 1], "groups": 2}
+
+register_samples("conv_transpose3d", [
+    Sample([_f(2, 2, 2, 3, 2), _f(2, 2, 2, 2, 2)], dict(_T13), name="plain"),
+    Sample([_f(1, 2, 2, 3, 2, dtype=np.float64), _f(2, 2, 2, 2, 2, dtype=np.float64)],
+           dict(_T23), name="stride, padding, output_padding"),
+    # output_padding 1 > padding 0 with stride 1 (allowed by dilation 2): a zero plane at the end
+    Sample([_f(2, 4, 2, 2, 2), _f(4, 1, 2, 2, 2)], dict(_T33), name="groups, dilation"),
+], _conv_transpose3d_ref, errors=[
+    ErrorSample([_f(1, 3, 2, 2, 2), _f(2, 2, 2, 2, 2)], dict(_T13), ValueError, "channels"),
+    ErrorSample([_f(1, 2, 2, 2, 2), _f(2, 2, 2, 2, 2)], {**_T13, "output_padding": [0, 1, 0]},
+                ValueError, "output_padding must be smaller"),
+    ErrorSample([_f(1, 2, 2, 2), _f(2, 2, 2, 2, 2)], dict(_T13), ValueError, "5-d"),
+])
+
+
+# -- im2col / col2im (F.unfold / F.fold) ---------------------------------------------------------
+
+def _block_index(size, kernel_size, dilation, padding, stride):
+    """The blocks (row-major) and, for each, the padded-input rows/cols it reads."""
+    out = [(size[i] + 2 * padding[i] - dilation[i] * (kernel_size[i] - 1) - 1) // stride[i] + 1
+           for i in range(2)]
+    for bi in range(out[0]):
+        for bj in range(out[1]):
+            yield (bi * out[1] + bj, bi * stride[0] + dilation[0] * np.arange(kernel_size[0]),
+                   bj * stride[1] + dilation[1] * np.arange(kernel_size[1]))
+
+
+def _im2col_ref(x, kernel_size, dilation, padding, stride):
+    dt = np.asarray(x).dtype
+    x = np.asarray(x, np.float64)
+    n, c, h, w = x.shape
+    xp = np.pad(x, ((0, 0), (0, 0), (padding[0],) * 2, (padding[1],) * 2))
+    blocks = list(_block_index((h, w), kernel_size, dilation, padding, stride))
+    y = np.zeros((n, c * kernel_size[0] * kernel_size[1], len(blocks)))
+    for b, rows, cols in blocks:
+        y[:, :, b] = xp[:, :, rows][:, :, :, cols].reshape(n, -1)
+    return y.astype(dt)
+
+
+def _col2im_ref(x, output_size, kernel_size, dilation, padding, stride):
+    dt = np.asarray(x).dtype
+    x = np.asarray(x, np.float64)
+    n, ck, _ = x.shape
+    c = ck // (kernel_size[0] * kernel_size[1])
+    h, w = output_size
+    yp = np.zeros((n, c, h + 2 * padding[0], w + 2 * padding[1]))
+    for b, rows, cols in _block_index((h, w), kernel_size, dilation, padding, stride):
+        yp[np.ix_(range(n), range(c), rows, cols)] += x[:, :, b].reshape(n, c, *kernel_size)
+    return yp[:, :, padding[0]:padding[0] + h, padding[1]:padding[1] + w].astype(dt)
+
+
+_U1 = {"kernel_size": [2, 2], "dilation": [1, 1], "padding": [0, 0], "stride": [1, 1]}
+_U2 = {"kernel_size": [2, 3], "dilation": [2, 1], "padding": [1, 2], "stride": [1, 2]}
+_U3 = {"kernel_size": [3, 2], "dilation": [1, 1], "padding": [1, 0], "stride": [2, 2]}
+
+register_samples("im2col", [
+    Sample([_f(2, 2, 4, 4)], dict(_U1), name="plain"),
+    Sample([_f(2, 2, 5, 4, dtype=np.float64)], dict(_U2), name="dilation, padding, stride"),
+    Sample([_f(1, 4, 5, 5)], dict(_U3), name="stride 2 (blocks do not overlap in W)"),
+], _im2col_ref, errors=[
+    ErrorSample([_f(2, 4, 4)], dict(_U1), ValueError, "4-d"),
+    ErrorSample([_f(1, 2, 2, 2)], {**_U1, "kernel_size": [3, 3]}, ValueError, "larger than"),
+    ErrorSample([_f(1, 2, 4, 4)], {**_U1, "stride": [0, 1]}, ValueError, "stride"),
+])
+
+register_samples("col2im", [
+    Sample([_f(2, 8, 9)], {**_U1, "output_size": [4, 4]}, name="plain (overlaps add)"),
+    Sample([_f(2, 12, 15, dtype=np.float64)], {**_U2, "output_size": [5, 4]},
+           name="dilation, padding, stride"),
+    Sample([_f(1, 24, 6)], {**_U3, "output_size": [5, 5]}, name="stride 2"),
+], _col2im_ref, errors=[
+    ErrorSample([_f(2, 7, 9)], {**_U1, "output_size": [4, 4]}, ValueError, "divisible"),
+    ErrorSample([_f(2, 8, 8)], {**_U1, "output_size": [4, 4]}, ValueError,
+                "number of sliding blocks"),
+    ErrorSample([_f(8, 9)], {**_U1, "output_size": [4, 4]}, ValueError, "3-d"),
 ])

@@ -37,7 +37,7 @@ register_samples(
     lambda shape, value, dtype: np.full(shape, value, dtype=dtype),
     errors=[ErrorSample([], {"shape": (2, -1), "value": 0.0, "dtype": np.float32}, ValueError,
                         "non-negative"),
-            ErrorSample([], {"shape": (2,), "value": 0.0, "dtype": "complex64"}, TypeError,
+            ErrorSample([], {"shape": (2,), "value": 0.0, "dtype": "complex32"}, TypeError,
                         "dtype")])
 
 # -- arange --------------------------------------------------------------------------------

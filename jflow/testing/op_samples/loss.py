@@ -177,3 +177,104 @@ register_samples("sparse_softmax_cross_entropy_grad", [
     ErrorSample([_f(2, 3), np.array([0, 1]), _f(3), _f(2), _f(2)], {}, ValueError,
                 "lse must have shape"),
 ])
+
+
+# -- ctc_loss / ctc_loss_grad ---------------------------------------------------------------------
+# Reference: the CTC forward recursion over the extended label sequence in probability space,
+# loop by loop in float64 (the kernel works in log space with lax.scan); the grad op's
+# reference is central differences of that recursion.
+
+def _ctc_ref_one(p, target, t_len):
+    ext = [0]
+    for lab in target:
+        ext += [int(lab), 0]
+    k = len(ext)
+    a = np.zeros(k)
+    if t_len == 0:
+        return 0.0 if len(target) == 0 else np.inf
+    a[0] = p[0, ext[0]]
+    if k > 1:
+        a[1] = p[0, ext[1]]
+    for t in range(1, t_len):
+        b = np.zeros(k)
+        for s in range(k):
+            tot = a[s] + (a[s - 1] if s >= 1 else 0.0)
+            if s >= 2 and ext[s] != 0 and ext[s] != ext[s - 2]:
+                tot += a[s - 2]
+            b[s] = tot * p[t, ext[s]]
+        a = b
+    prob = a[k - 1] + (a[k - 2] if k > 1 else 0.0)
+    return -np.log(prob) if prob > 0 else np.inf
+
+
+def _ctc_ref_blank(log_probs, targets, input_lengths, target_lengths, blank):
+    """The reference with blank moved to class 0 (a permutation of the classes)."""
+    lp = _d(log_probs)
+    c = lp.shape[2]
+    perm = [blank] + [i for i in range(c) if i != blank]
+    inv = {old: new for new, old in enumerate(perm)}
+    p = np.exp(lp[:, :, perm])
+    out = [_ctc_ref_one(p[:, i], [inv[int(v)] for v in targets[i][:int(target_lengths[i])]],
+                        int(input_lengths[i])) for i in range(lp.shape[1])]
+    return np.array(out).astype(np.asarray(log_probs).dtype)
+
+
+def _ctc_ref(log_probs, targets, input_lengths, target_lengths, blank=0):
+    return _ctc_ref_blank(log_probs, targets, input_lengths, target_lengths, blank)
+
+
+def _ctcg_ref(log_probs, targets, input_lengths, target_lengths, blank=0):
+    lp = _d(log_probs)
+    g = np.zeros_like(lp)
+    h = 1e-6
+    for idx in np.ndindex(lp.shape):
+        up, dn = lp.copy(), lp.copy()
+        up[idx] += h
+        dn[idx] -= h
+        diff = (_ctc_ref_blank(up, targets, input_lengths, target_lengths, blank)
+                - _ctc_ref_blank(dn, targets, input_lengths, target_lengths, blank))
+        g[idx] = np.sum(np.where(np.isfinite(diff), diff, 0.0)) / (2 * h)
+    return g.astype(np.asarray(log_probs).dtype)
+
+
+def _log_probs(t, n, c, dtype=np.float64, blank_boost=0.0):
+    x = _rng.standard_normal((t, n, c))
+    x[:, :, 0] += blank_boost
+    x = x - np.log(np.exp(x).sum(axis=2, keepdims=True))
+    return x.astype(dtype)
+
+
+_I = np.int64
+register_samples("ctc_loss", [
+    Sample([_log_probs(5, 3, 4), np.array([[1, 2], [3, 3], [2, 0]], _I),
+            np.array([5, 4, 5], _I), np.array([2, 2, 1], _I)], {},
+           name="repeated label, shorter input"),
+    Sample([_log_probs(6, 2, 5, np.float32, blank_boost=3.0), np.array([[4, 1, 2], [1, 0, 0]], _I),
+            np.array([6, 6], np.int32), np.array([3, 0], np.int32)], {}, rtol=1e-4, atol=1e-4,
+           name="blank-heavy, empty target, int32 lengths"),
+    Sample([_log_probs(4, 2, 3), np.array([[0, 1], [1, 0]], _I), np.array([4, 3], _I),
+            np.array([2, 1], _I)], {"blank": 2}, name="blank = last class"),
+    # no alignment of a 3-label target in 2 steps: loss +inf (finite differences meaningless)
+    Sample([_log_probs(3, 2, 3), np.array([[1, 2, 1], [1, 1, 1]], _I), np.array([3, 2], _I),
+            np.array([2, 3], _I)], {}, grad=False, name="infeasible -> inf"),
+], _ctc_ref, errors=[
+    ErrorSample([_log_probs(4, 2, 3), np.array([[1], [2]], _I), np.array([4], _I),
+                 np.array([1, 1], _I)], {}, ValueError, "input_lengths must have shape"),
+    ErrorSample([_log_probs(4, 2, 3), np.array([[1], [2]], _I), np.array([4, 4], _I),
+                 np.array([1, 1], _I)], {"blank": 3}, ValueError, "blank 3 must be in"),
+    ErrorSample([_log_probs(4, 2, 3)[0], np.array([[1], [2]], _I), np.array([4, 4], _I),
+                 np.array([1, 1], _I)], {}, ValueError, "log_probs must be 3-d"),
+    ErrorSample([_log_probs(4, 2, 3), np.array([[1.0], [2.0]]), np.array([4, 4], _I),
+                 np.array([1, 1], _I)], {}, TypeError, "integer"),
+])
+
+register_samples("ctc_loss_grad", [
+    Sample([_log_probs(4, 2, 3), np.array([[1, 2], [2, 2]], _I), np.array([4, 4], _I),
+            np.array([2, 2], _I)], {}, rtol=1e-5, atol=1e-6),
+    Sample([_log_probs(5, 2, 4, blank_boost=2.0), np.array([[3, 2], [2, 0]], _I),
+            np.array([5, 3], _I), np.array([2, 1], _I)], {"blank": 1},
+           rtol=1e-5, atol=1e-6, name="blank-heavy, blank 1"),
+], _ctcg_ref, errors=[
+    ErrorSample([_log_probs(4, 2, 3), np.array([[1], [2], [1]], _I), np.array([4, 4], _I),
+                 np.array([1, 1], _I)], {}, ValueError, "targets must be 2-d"),
+])

@@ -114,9 +114,10 @@ register_samples(
     errors=[ErrorSample([_X], {}, ValueError, "at least one")])
 register_samples(
     "cast", [Sample([_X * 3], {"dtype": np.int32}), Sample([_I], {"dtype": np.float16}),
-             Sample([_X], {"dtype": np.bool_}), Sample([_X], {"dtype": np.float64})],
+             Sample([_X], {"dtype": np.bool_}), Sample([_X], {"dtype": np.float64}),
+             Sample([_X], {"dtype": np.complex64})],
     lambda x, dtype: x.astype(dtype),
-    errors=[ErrorSample([_X], {"dtype": "complex64"}, TypeError, "dtype")])
+    errors=[ErrorSample([_X], {"dtype": "complex32"}, TypeError, "dtype")])
 register_samples(
     "clone", [Sample([_X]), Sample([_I]), Sample([_X > 0]), Sample([np.array(1.5, np.float32)]),
               Sample([np.zeros((0, 3), np.float32)])],
