@@ -19,6 +19,12 @@ against the pure-JAX step before anything is timed. The exact GELU is written as
 computes it (``x·(1 + erf(x/√2))/2``; ``jax.nn.gelu`` uses ``erfc``, ~4x slower to
 differentiate on XLA CPU: a difference of formula, not of framework).
 Target: compiled jflow ≤ 1.05x pure JAX.
+
+"Graph call overhead": a tiny step (MLP 32-64-10, batch 32, SGD; ~35 µs of pure JAX) as an
+``nn.Graph`` and as the same donated pure-JAX step, each call waited for
+(``block_until_ready``: asynchronous dispatch hides nothing), the two taking turns in rounds;
+the overhead is the median over rounds of the per-round difference, in µs per call (target
+≤ 8 µs).
 """
 
 from __future__ import annotations
@@ -27,7 +33,9 @@ import argparse
 import math
 import os
 import platform
+import statistics
 import sys
+import time
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -384,6 +392,73 @@ def run_case(kind: str, number: int, repeat: int) -> dict[str, float]:
     return round_robin(fns, repeat)[0]
 
 
+def graph_overhead(repeat: int, number: int = 300) -> tuple[float, float, float]:
+    """(pure JAX µs, nn.Graph µs, median per-round difference µs) per call of a tiny step."""
+    b, d, h, o = 32, 32, 64, 10
+    flow.manual_seed(0)
+    model = flow.nn.Sequential(flow.nn.Linear(d, h), flow.nn.ReLU(), flow.nn.Linear(h, o))
+    opt = flow.optim.SGD(model.parameters(), lr=0.01)
+    loss_fn = flow.nn.CrossEntropyLoss()
+
+    class Step(flow.nn.Graph):
+        def __init__(self) -> None:
+            super().__init__()
+            self.model = model
+            self.add_optimizer(opt)
+
+        def build(self, x: flow.Tensor, y: flow.Tensor) -> flow.Tensor:
+            loss = loss_fn(self.model(x), y)
+            loss.backward()
+            return loss
+
+    graph = Step()
+    rs = np.random.RandomState(0)
+    x_np, y_np = rs.randn(b, d).astype(np.float32), rs.randint(0, o, b)
+    fx, fy = flow.tensor(x_np), flow.tensor(y_np)
+    jx, jy = jnp.asarray(x_np), jnp.asarray(y_np)
+    lr = jnp.asarray(0.01, jnp.float32)
+    st = [{k: jnp.asarray(v.numpy()) for k, v in model.named_parameters()}]
+
+    def step(p: dict, x: jax.Array, y: jax.Array, lr: jax.Array) -> tuple:
+        def loss(p: dict) -> jax.Array:
+            hid = jax.nn.relu(x @ p["0.weight"].T + p["0.bias"])
+            return cross_entropy(hid @ p["2.weight"].T + p["2.bias"], y)
+        val, g = jax.value_and_grad(loss)(p)
+        return {k: p[k] - lr * g[k] for k in p}, val
+
+    jstep = jax.jit(step, donate_argnums=(0,))
+
+    def jax_call() -> None:
+        st[0], loss = jstep(st[0], jx, jy, lr)
+        loss.block_until_ready()
+
+    def graph_call() -> None:
+        graph(fx, fy)._value.block_until_ready()
+
+    first = float(graph(fx, fy))
+    ref = float(jstep({k: jnp.copy(v) for k, v in st[0].items()}, jx, jy, lr)[1])
+    if not math.isclose(first, ref, rel_tol=1e-5):
+        raise AssertionError(f"overhead case: first loss {first} (nn.Graph) vs {ref} (JAX)")
+    for _ in range(100):
+        jax_call()
+        graph_call()
+    js, gs = [], []
+    for _ in range(repeat):
+        t0 = time.perf_counter()
+        for _ in range(number):
+            jax_call()
+        t1 = time.perf_counter()
+        for _ in range(number):
+            graph_call()
+        t2 = time.perf_counter()
+        js.append((t1 - t0) / number * 1e6)
+        gs.append((t2 - t1) / number * 1e6)
+    if graph.trace_count != 1:
+        raise AssertionError(f"the graph traced {graph.trace_count} times while timed")
+    g = statistics.median(y - x for x, y in zip(js, gs))
+    return statistics.median(js), statistics.median(gs), g
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--repeat", type=int, default=7)
@@ -393,6 +468,8 @@ def main() -> None:
                     help="torch.set_num_threads (default 1, as eager_backward.py: PyTorch's "
                          "OpenMP pool collapses when the cores are shared)")
     ap.add_argument("--no-torch", action="store_true", help="leave PyTorch out")
+    ap.add_argument("--overhead-only", action="store_true",
+                    help="only the Graph call overhead case")
     args = ap.parse_args()
     cpu = platform.processor() or platform.machine()
     global USE_TORCH
@@ -414,13 +491,19 @@ def main() -> None:
               + f"   {'graph/jax':>9s} {'eager/torch':>11s}")
     print(header)
     print("-" * len(header))
-    for kind, name in (("mlp", "digits MLP (64)"), ("lm", "char LM (32x64)")):
+    cases = () if args.overhead_only else (("mlp", "digits MLP (64)"),
+                                           ("lm", "char LM (32x64)"))
+    for kind, name in cases:
         r = {k: v / 1e3 for k, v in run_case(kind, args.number, args.repeat).items()}
         cells = " ".join(f"{r[c]:12.3f}" if c in r else f"{'-':>12s}" for c in cols)
         g = f"{r['jflow graph'] / r['jax']:9.2f}" if "jflow graph" in r else f"{'-':>9s}"
         t = (f"{r['jflow eager'] / r['torch eager']:11.2f}" if "torch eager" in r
              else f"{'-':>11s}")
         print(f"{name:22s} {cells}   {g} {t}", flush=True)
+    j, g, d = graph_overhead(max(args.repeat, 15))
+    print(f"Graph call overhead (MLP 32-64-10, batch 32, SGD; each call waited for, "
+          f"{max(args.repeat, 15)} interleaved rounds): pure JAX {j:.1f} µs, nn.Graph "
+          f"{g:.1f} µs, overhead {d:.1f} µs/call (median per-round difference)", flush=True)
 
 
 if __name__ == "__main__":

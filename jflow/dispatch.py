@@ -187,6 +187,18 @@ def _traced(prim: Any, params: dict, vals: list, single: bool) -> Any:
     return tuple(_new_tensor(o) for o in outs)
 
 
+def _check_inputs(op: Any, inputs: tuple) -> None:
+    """Raise the checked call's TypeError when an input of ``op.apply`` is not a Tensor."""
+    for i, (spec, x) in enumerate(zip(op.inputs, inputs)):
+        items = x if spec.variadic and isinstance(x, (list, tuple)) else [x]
+        for t in items:
+            if not isinstance(t, _Tensor) and not (spec.optional and t is None):
+                raise TypeError(f"op '{op.name}': input {i} ('{spec.name}') must be a jflow "
+                                f"Tensor{' or None' if spec.optional else ''}, got "
+                                f"{type(t).__name__} (wrap arrays with flow.tensor / "
+                                f"jflow.utils.from_jax)") from None
+
+
 def make_apply(op: Any) -> Callable[..., Any]:
     """Generate the op's eager/traced entry ``apply(*inputs, **attrs)``."""
     cache: dict[Any, Any] = {}
@@ -195,7 +207,7 @@ def make_apply(op: Any) -> Callable[..., Any]:
     dyn = bool(op.dynamic_attrs)
     sig = []
     for i in ins:
-        sig.append(f"{i.name}=None" if i.optional else i.name)
+        sig.append(f"{i.param}=None" if i.optional else i.param)
     build = _dynamic_builder(op, cache) if dyn else _builder(op, cache)
     ns: dict[str, Any] = {"_cache": cache, "_build": build, "_Tracer": Tracer,
                           "_wrap": _new_tensor, "_traced": _traced, "_prim": op.primitive,
@@ -205,7 +217,8 @@ def make_apply(op: Any) -> Callable[..., Any]:
                           "_reraise_host_error": _reraise_host_error, "_record": record,
                           "_record1": record1, "_record2": record2,
                           "_global_apply": _global_apply,
-                          "_watch": _WATCH, "_op": op}
+                          "_watch": _WATCH, "_op": op,
+                          "_check_inputs": _check_inputs}
     attr_sig = []
     for a in op.attrs:
         if a.default is REQUIRED:
@@ -229,9 +242,9 @@ def make_apply(op: Any) -> Callable[..., Any]:
     keys = [k(a) for a in op.attrs]
     if ins:  # (one list lookup on the hot path; set only while flow.jit traces)
         lines.append("    if _watch[0] is not None:")
-        lines.append(f"        _watch[0](_op, ({''.join(i.name + ', ' for i in ins)}))")
+        lines.append(f"        _watch[0](_op, ({''.join(i.param + ', ' for i in ins)}))")
     if op.structured:
-        lines.append(f"    _layout = _layout_of(({''.join(i.name + ', ' for i in ins)}))")
+        lines.append(f"    _layout = _layout_of(({''.join(i.param + ', ' for i in ins)}))")
         key = f"(_layout, {''.join(x + ', ' for x in keys)})"
     else:
         lines.append("    _layout = None")
@@ -262,14 +275,14 @@ def make_apply(op: Any) -> Callable[..., Any]:
         lines.append("    _ins = []")
         for i in ins:
             if i.variadic:
-                lines.append(f"    _vals += [_t._value for _t in {i.name}]")
-                lines.append(f"    _ins += {i.name}")
+                lines.append(f"    _vals += [_t._value for _t in {i.param}]")
+                lines.append(f"    _ins += {i.param}")
             elif i.optional:
-                lines.append(f"    if {i.name} is not None: _vals.append({i.name}._value)")
-                lines.append(f"    if {i.name} is not None: _ins.append({i.name})")
+                lines.append(f"    if {i.param} is not None: _vals.append({i.param}._value)")
+                lines.append(f"    if {i.param} is not None: _ins.append({i.param})")
             else:
-                lines.append(f"    _vals.append({i.name}._value)")
-                lines.append(f"    _ins.append({i.name})")
+                lines.append(f"    _vals.append({i.param}._value)")
+                lines.append(f"    _ins.append({i.param})")
         # global tensors (placement + SBP) run through the sharded executor
         gdv = ", _dv" if dyn else ""
         lines += ["    if _any(_i._global is not None for _i in _ins):",
@@ -281,20 +294,20 @@ def make_apply(op: Any) -> Callable[..., Any]:
         ins_expr = "_ins"
     else:
         if ins:  # global tensors (placement + SBP) run through the sharded executor
-            is_global = " or ".join(f"{i.name}._global is not None" for i in ins)
-            args = "".join(i.name + ", " for i in ins)
+            is_global = " or ".join(f"{i.param}._global is not None" for i in ins)
+            args = "".join(i.param + ", " for i in ins)
             gdv = ", _dv" if dyn else ""
             lines += [f"    if {is_global}:",
                       f"        return _global_apply(_op, _params, ({args}), {single}{gdv})"]
         for k, i in enumerate(ins):
-            lines.append(f"    _v{k} = {i.name}._value")
+            lines.append(f"    _v{k} = {i.param}._value")
         vs = [f"_v{k}" for k in range(len(ins))]
         cond = " or ".join(f"_isinstance({v}, _Tracer)" for v in vs) or "False"
         lines.append(f"    if not ({cond}):")
         call = f"_f({''.join(v + ', ' for v in vs)}*_dv)" if dyn else f"_f({', '.join(vs)})"
         traced_vals = f"[{''.join(v + ', ' for v in vs)}*_dv]" if dyn else f"[{', '.join(vs)}]"
-        needs_grad = " or ".join(f"{i.name}._requires_grad" for i in ins)
-        ins_expr = f"({''.join(i.name + ', ' for i in ins)})"
+        needs_grad = " or ".join(f"{i.param}._requires_grad" for i in ins)
+        ins_expr = f"({''.join(i.param + ', ' for i in ins)})"
     # the try costs nothing unless the call fails: then a python kernel's own error is raised
     # instead of JAX's runtime-error wrapper around it
     if single:  # Tensor construction inlined (this is the hot path)
@@ -310,12 +323,17 @@ def make_apply(op: Any) -> Callable[..., Any]:
     if grad:  # the tape: record only when some input requires grad
         extra = ", _dv" if dyn else ""  # the node keeps the dynamic values for its rule
         if single and not op.structured and len(ins) in (1, 2):  # loop-free recorders
-            names_ = ", ".join(i.name for i in ins)
+            names_ = ", ".join(i.param for i in ins)
             rec = f"_record{len(ins)}(_op, _params, {names_}, _t{extra})"
         else:
             rec = f"_record(_op, _params, {ins_expr}, _t{extra})"
         lines += [f"    if {needs_grad}:", f"        return {rec}"]
     lines.append("    return _t")
+    # a raw array (or anything not a Tensor) among the inputs: the checked call's error, not
+    # "'ArrayImpl' object has no attribute '_global'" (the try costs nothing on success)
+    args_expr = "".join(i.param + ", " for i in ins)
+    lines = [lines[0], "    try:"] + ["    " + line for line in lines[1:]] + [
+        "    except AttributeError:", f"        _check_inputs(_op, ({args_expr}))", "        raise"]
     src = "\n".join(lines) + "\n"
     exec(compile(src, f"<jflow apply {op.name}>", "exec"), ns)
     fn = ns["apply"]

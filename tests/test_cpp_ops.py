@@ -485,7 +485,8 @@ def _desc(op: dict | None = None, kernel: dict | None = None, extra_ops: tuple =
      r"attr 'a' has unsupported type 'half'"),
     (_desc({"traits": ["Fast"]}), OpDefinitionError, r"cannot define op 'cpp_v_op': unknown "
                                                      r"trait"),
-    (_desc({"inputs": ["in"]}), OpDefinitionError, r"must be Python identifiers \(not keywords\)"),
+    (_desc({"inputs": ["in", "in_"]}), OpDefinitionError, r"'in' is a Python keyword, so its "
+                                                           r"parameter is named 'in_'"),
     (_desc(extra_ops=(_desc()["ops"][0],)), LibraryError, r"op 'cpp_v_op' is declared twice"),
     (_desc(kernel={"platform": "tpu"}), LibraryError, r"kernel 'K' \(tpu\) of op 'cpp_v_op': "
                                                       r"unknown platform 'tpu'"),

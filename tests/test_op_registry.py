@@ -83,7 +83,9 @@ def test_duplicate_op_name():
     ({"inputs": ["x"], "outputs": ["x"]}, r"duplicate .* \['x'\]"),
     ({"inputs": ["_x"]}, r"names starting with '_' are reserved: '_x'"),
     ({"inputs": ["x"], "attrs": [Attr("_vmap", "int64", 1)]}, r"reserved: '_vmap'"),
-    ({"inputs": ["in"]}, r"must be Python identifiers \(not keywords\), got 'in'"),
+    ({"inputs": ["1x"]}, r"must be Python identifiers, got '1x'"),
+    ({"inputs": ["in", "in_"]}, r"'in' is a Python keyword, so its parameter is named 'in_', "
+                                r"which is also the name of another"),
     ({"inputs": ["a-b"]}, r"must be Python identifiers"),
     ({"inputs": [Input("xs", variadic=True, optional=True)]},
      r"input 'xs' cannot be both optional and variadic"),

@@ -64,6 +64,47 @@ def _static_sig(v: Any) -> Any:
     return v
 
 
+#: ``[n]``: bumped by every in-place change of an optimizer state dict that
+#: :meth:`StepState.write_back` built (a :class:`_WatchedDict`), so a compiled call can tell
+#: that the state it wrote is untouched without reading it (see ``CompiledFunction._fast``)
+OPT_STATE_VERSION = [0]
+
+
+class _WatchedDict(dict):
+    """``opt.state`` and its per-parameter entries as written back by a compiled step: a
+    plain dict that bumps :data:`OPT_STATE_VERSION` on every in-place change."""
+
+    __slots__ = ()
+
+    def __setitem__(self, key: Any, value: Any) -> None:
+        OPT_STATE_VERSION[0] += 1
+        dict.__setitem__(self, key, value)
+
+    def __delitem__(self, key: Any) -> None:
+        OPT_STATE_VERSION[0] += 1
+        dict.__delitem__(self, key)
+
+    def __ior__(self, other: Any) -> Any:
+        OPT_STATE_VERSION[0] += 1
+        return dict.__ior__(self, other)
+
+    def _bumping(name: str) -> Any:  # noqa: N805  (a helper run in the class body)
+        method = getattr(dict, name)
+
+        def bumped(self: Any, *args: Any, **kwargs: Any) -> Any:
+            OPT_STATE_VERSION[0] += 1
+            return method(self, *args, **kwargs)
+        bumped.__name__ = name
+        return bumped
+
+    pop = _bumping("pop")
+    popitem = _bumping("popitem")
+    clear = _bumping("clear")
+    update = _bumping("update")
+    setdefault = _bumping("setdefault")
+    del _bumping
+
+
 class TensorSlot:
     """Stands for a tensor in a layout: its global layout (``Tensor._global``)."""
 
@@ -137,6 +178,23 @@ class StepState:
         self._undo: list[Any] = []
         self._traced: list[Any] = []
         self._installed_grads: list[Any] = []
+
+    def with_args(self, args: Any, state_index: dict[int, int]) -> StepState:
+        """This state with other argument tensors (as many, all distinct, none of them state,
+        with distinct arrays: the caller checked) and ``state_index`` (:attr:`index` without
+        the arguments): the fast path's gather."""
+        new = StepState.__new__(StepState)
+        n = self.n_args
+        new.tensors = [*args, *self.tensors[n:]]
+        new.submodules, new.optimizers = self.submodules, self.optimizers
+        new.track_grads, new.n_args = self.track_grads, n
+        index = state_index.copy()
+        for i, t in enumerate(args):
+            index[id(t)] = i
+        new.index = index
+        new.value_of, new.n_values = self.value_of, self.n_values
+        new._undo, new._traced, new._installed_grads = [], [], []
+        return new
 
     # -- gathering ------------------------------------------------------------------------
     @staticmethod
@@ -395,8 +453,8 @@ class StepState:
                             owned[id(t)] = id(t._value)
                     else:
                         entry[k] = sv
-                new[p] = entry
-            opt.state = new
+                new[p] = _WatchedDict(entry)
+            opt.state = _WatchedDict(new)
         if layout.draws:
             _random.default_generator._counter += layout.draws
 

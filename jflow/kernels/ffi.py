@@ -55,12 +55,24 @@ ABI_VERSION = 1
 _DESCRIBE = "jflow_library_describe"
 _HANDLER = "jflow_library_handler"
 _INFER = "jflow_library_infer"
+_CHECK = "jflow_library_check"
+_TMP = "jflow_library_tmp_size"
+_SBP = "jflow_library_sbp"
 #: jflow platform -> the platform name XLA registers FFI targets under
 _XLA_PLATFORM = {"cpu": "cpu", "cuda": "CUDA", "rocm": "ROCM"}
 #: jflow attr type -> the NumPy scalar type whose FFI encoding the C++ type decodes
 _ATTR_SCALAR: dict[str, Any] = {"float": np.float32, "double": np.float64, "int32": np.int32,
                                 "int64": np.int64, "bool": np.bool_}
-_ATTR_TYPES = (*_ATTR_SCALAR, "string")
+#: list / shape attrs -> the NumPy dtype of the FFI array attribute the C++ Span decodes
+_ATTR_ARRAY: dict[str, Any] = {"int32_list": np.int32, "int64_list": np.int64,
+                               "float_list": np.float32, "shape": np.int64}
+#: dtype attrs reach the kernel as xla::ffi::DataType: XLA's primitive-type number (uint8)
+_XLA_DTYPE = {"bool": 1, "int8": 2, "int16": 3, "int32": 4, "int64": 5, "uint8": 6,
+              "uint16": 7, "uint32": 8, "uint64": 9, "float16": 10, "float32": 11,
+              "float64": 12, "complex64": 15, "bfloat16": 16, "complex128": 18}
+_ATTR_TYPES = (*_ATTR_SCALAR, "string", *_ATTR_ARRAY, "dtype")
+#: the kernel parameter type each declared attr type may be read as (a shape is an int64 Span)
+_SAME_KERNEL_TYPE = {"shape": "int64_list"}
 #: ``jax.ffi.ffi_call``'s vmap methods an op may declare with ``.VmapMethod(...)``
 VMAP_METHODS = ("sequential", "sequential_unrolled", "expand_dims", "broadcast_all")
 #: ``.Sbp(family)`` names -> the arguments of jflow.sharding.sbp.elementwise
@@ -87,17 +99,37 @@ class FfiKernel:
     library: str
     attrs: tuple[tuple[str, str], ...]
     vmap_method: str
+    #: whether the function takes jflow::InputCounts / jflow::OutputCounts
+    wants_counts: tuple[bool, bool] = (False, False)
+    #: ``fn(in_avals, attrs) -> bytes`` for a kernel with SetInferTmpSizeFn: its scratch
+    #: buffer is one more (uint8) output of the call, dropped from what the op returns
+    tmp_size: Callable[[Sequence[Any], dict[str, Any]], int] | None = None
 
     def ffi_attrs(self, attrs: dict[str, Any]) -> dict[str, Any]:
         """The op's (normalised) attrs as the FFI scalars the handler decodes."""
-        return {n: _to_ffi(self.op_name, n, t, attrs[n]) for n, t in self.attrs}
+        return {n: _to_ffi(self.op_name, n, t, attrs[n]) for n, t in self.attrs
+                if attrs.get(n) is not None}
 
-    def call(self, flat: Sequence[Any], out_avals: Sequence[Any], attrs: dict[str, Any]
-             ) -> list[Any]:
-        """Trace one call of the handler: ``out_avals`` from the op's inference."""
+    def call(self, flat: Sequence[Any], out_avals: Sequence[Any], attrs: dict[str, Any],
+             layout: Any = None) -> list[Any]:
+        """Trace one call of the handler: ``out_avals`` from the op's inference, ``layout``
+        the tensors per declared input (None: one each)."""
         shapes = [jax.ShapeDtypeStruct(tuple(a.shape), a.dtype) for a in out_avals]
+        if self.tmp_size is not None:
+            shapes.append(jax.ShapeDtypeStruct((self.tmp_size(flat, attrs),), np.uint8))
         fn = jax.ffi.ffi_call(self.target, shapes, vmap_method=self.vmap_method)
-        return list(fn(*flat, **self.ffi_attrs(attrs)))
+        kw = self.ffi_attrs(attrs)
+        if self.wants_counts[0] or self.wants_counts[1]:
+            op = _get_op(self.op_name)
+            if self.wants_counts[0]:
+                counts = layout if layout is not None else (1,) * len(op.inputs)
+                kw["jflow_input_counts"] = np.asarray(counts, np.int64)
+            if self.wants_counts[1]:
+                extra = len(out_avals) - len(op.outputs) + 1
+                kw["jflow_output_counts"] = np.asarray(
+                    [extra if o.variadic else 1 for o in op.outputs], np.int64)
+        outs = list(fn(*flat, **kw))
+        return outs[:-1] if self.tmp_size is not None else outs
 
     def __call__(self, *arrays: Any, **attrs: Any) -> Any:
         op = _get_op(self.op_name)
@@ -216,18 +248,53 @@ class _OpSpec:
     name: str
     inputs: list[str]
     outputs: list[str]
+    in_specs: list[Input]
+    out_specs: list[Output]
+    #: non-plain inputs: name -> (optional, exact count or None, minimum), checked per call
+    in_counts: dict[str, tuple[bool, int | None, int]]
+    #: tensors each output starts with in inference (its count, minimum, or 1)
+    out_init: list[int]
     attrs: list[tuple[str, str, Any]]  # name, type, default (REQUIRED when none)
     same_as: int | None
     infer_fn: bool
+    check_fn: bool
+    sbp_fn: bool
     traits: list[str]
     sbp: str | None
     vmap_method: str
     doc: str
 
 
+def _parse_args(items: list[Any], kind: str, w: str
+                ) -> tuple[list[str], list[Any], dict[str, tuple[bool, int | None, int]],
+                           list[int]]:
+    names, specs, counts, init = [], [], {}, []
+    for it in items:
+        if isinstance(it, str):
+            names.append(it)
+            specs.append(Input(it) if kind == "input" else Output(it))
+            init.append(1)
+            continue
+        n, opt, cnt, mn = it["name"], bool(it["optional"]), it["count"], int(it["min"])
+        if (cnt is not None and cnt < 1) or mn < 0:
+            raise LibraryError(f"{w}: {kind} '{n}': counts must be >= 1 (minimum >= 0)")
+        names.append(n)
+        init.append(cnt if cnt is not None else mn)
+        if kind == "output":
+            specs.append(Output(n, variadic=True))
+        elif opt and cnt == 1:
+            specs.append(Input(n, optional=True))
+        else:
+            specs.append(Input(n, variadic=True, min=0 if opt else (cnt or mn)))
+        counts[n] = (opt, cnt, mn)
+    return names, specs, counts, init
+
+
 def _parse_op(d: dict[str, Any], where: str) -> _OpSpec:
     name = d["name"]
     w = f"{where}: op '{name}'"
+    inputs, in_specs, in_counts, _ = _parse_args(list(d["inputs"]), "input", w)
+    outputs, out_specs, _, out_init = _parse_args(list(d["outputs"]), "output", w)
     attrs = []
     for a in d["attrs"]:
         if a["type"] not in _ATTR_TYPES:
@@ -240,22 +307,30 @@ def _parse_op(d: dict[str, Any], where: str) -> _OpSpec:
             raise LibraryError(f"{w}: declares both SameShapeAs('{d['same_as']}') and Infer(fn); "
                                f"keep one")
     elif d["same_as"] is not None:
-        if d["same_as"] not in d["inputs"]:
+        if d["same_as"] not in inputs:
             raise LibraryError(f"{w}: SameShapeAs('{d['same_as']}') names no input; inputs are "
-                               f"{d['inputs']}")
-        same_as = d["inputs"].index(d["same_as"])
-    elif d["inputs"]:
+                               f"{inputs}")
+        if d["same_as"] in in_counts:
+            raise LibraryError(f"{w}: SameShapeAs('{d['same_as']}') names an optional / "
+                               f"variadic input; name a plain one or declare .Infer(fn)")
+        same_as = inputs.index(d["same_as"])
+    elif inputs and inputs[0] not in in_counts:
         same_as = 0
     else:
-        raise LibraryError(f"{w}: has no inputs, so its output shapes cannot default to an "
-                           f"input's; declare .Infer(fn)")
+        why = "has no inputs" if not inputs else "has no plain first input"
+        raise LibraryError(f"{w}: {why}, so its output shapes cannot default to an input's; "
+                           f"declare .Infer(fn)")
+    if d["sbp"] is not None and d.get("sbp_fn"):
+        raise LibraryError(f"{w}: declares both Sbp('{d['sbp']}') and SetGetSbpFn(fn); keep one")
     if d["sbp"] is not None and d["sbp"] not in SBP_FAMILIES:
         raise LibraryError(f"{w}: unknown SBP family '{d['sbp']}'; known: {list(SBP_FAMILIES)}")
     if d["vmap_method"] not in VMAP_METHODS:
         raise LibraryError(f"{w}: unknown vmap method '{d['vmap_method']}'; known: "
                            f"{list(VMAP_METHODS)}")
-    return _OpSpec(name, list(d["inputs"]), list(d["outputs"]), attrs, same_as,
-                   bool(d["infer_fn"]), list(d["traits"]), d["sbp"], d["vmap_method"], d["doc"])
+    return _OpSpec(name, inputs, outputs, in_specs, out_specs, in_counts, out_init, attrs,
+                   same_as, bool(d["infer_fn"]), bool(d.get("check_fn", False)),
+                   bool(d.get("sbp_fn", False)),
+                   list(d["traits"]), d["sbp"], d["vmap_method"], d["doc"])
 
 
 def _owner(name: str) -> str:
@@ -288,6 +363,12 @@ def _check_kernel(k: dict[str, Any], op: _OpSpec | None, existing: Any, where: s
             except TypeError:
                 raise LibraryError(f"{w}: Dtypes('{arg}', ...) has unknown dtype '{d}'"
                                    ) from None
+    declared_types = [(n, t) for n, t, _ in op.attrs] if op is not None else \
+        [(a.name, a.type) for a in existing.attrs]
+    for n, t in declared_types:
+        if t not in _ATTR_TYPES:
+            raise LibraryError(f"{w}: attr '{n}' has type {t}, which a C++ kernel cannot "
+                               f"receive (C++ kernels take {list(_ATTR_TYPES)})")
     params = k["params"]
     if params is None:  # a raw XLA FFI handler: nothing more to check
         return
@@ -298,9 +379,43 @@ def _check_kernel(k: dict[str, Any], op: _OpSpec | None, existing: Any, where: s
     ins = [p for p in params if p["kind"] == "in"]
     outs = [p for p in params if p["kind"] == "out"]
     attrs = [p["type"] for p in params if p["kind"] == "attr"]
-    if len(ins) != len(op.inputs) or len(outs) != len(op.outputs):
-        raise LibraryError(f"{w}: the function takes {len(ins)} input buffer(s) and {len(outs)} "
-                           f"Result(s); the op has inputs {op.inputs} and outputs {op.outputs}")
+    kinds = {p["kind"] for p in params}
+    if k.get("tmp"):
+        if not outs:
+            raise LibraryError(f"{w}: declares SetInferTmpSizeFn, so its last Result must be "
+                               f"the scratch buffer (xla::ffi::Result<xla::ffi::AnyBuffer>)")
+        outs = outs[:-1]
+    for rest, bufs, names_, plain, what in (
+            ("in_rest", ins, op.inputs, [s.name for s in op.in_specs
+                                         if not (s.optional or s.variadic)], "input"),
+            ("out_rest", outs, op.outputs, [s.name for s in op.out_specs if not s.variadic],
+             "output")):
+        leading = 0  # buffers whose position is fixed: plain ones, exact counts
+        for n in names_:
+            if n in plain:
+                leading += 1
+                continue
+            opt, cnt, _ = op.in_counts.get(n, (True, None, 0)) if what == "input" \
+                else (True, None, 0)
+            if opt or cnt is None:
+                break
+            leading += cnt
+        if rest in kinds:
+            if len(bufs) > leading:
+                rest_t = "RemainingArgs" if what == "input" else "RemainingRets"
+                raise LibraryError(f"{w}: the function takes {len(bufs)} {what} buffer(s) "
+                                   f"before xla::ffi::{rest_t}, but the op has {leading} "
+                                   f"{what} tensor(s) at fixed positions before its optional / "
+                                   f"variadic ones ({names_})")
+        elif len(bufs) != len(names_) or len(plain) != len(names_):
+            raise LibraryError(f"{w}: the function takes {len(ins)} input buffer(s) and "
+                               f"{len(outs)} Result(s); the op has inputs {op.inputs} and "
+                               f"outputs {op.outputs}"
+                               + ("" if len(plain) == len(names_) else
+                                  f" (for its optional / variadic {what}s take "
+                                  f"xla::ffi::Remaining{'Args' if what == 'input' else 'Rets'} "
+                                  f"and jflow::{'Input' if what == 'input' else 'Output'}"
+                                  f"Counts)"))
     declared = [(n, t) for n, t, _ in op.attrs]
     if len(attrs) != len(declared):
         decl = ", ".join(f"{t} {n}" for n, t in declared) or "none"
@@ -308,7 +423,7 @@ def _check_kernel(k: dict[str, Any], op: _OpSpec | None, existing: Any, where: s
                            f"({', '.join(attrs) or 'none'}); the op declares {len(declared)}: "
                            f"{decl} (attr parameters follow the op's declaration order)")
     for (n, t), got in zip(declared, attrs):
-        if t != got:
+        if _SAME_KERNEL_TYPE.get(t, t) != got:
             raise LibraryError(f"{w}: attr '{n}' is declared {t} but the function takes it as "
                                f"{_CPP[got]}; make them agree (a {t} attr is a C++ {_CPP[t]})")
     for p in (*ins, *outs):
@@ -317,7 +432,11 @@ def _check_kernel(k: dict[str, Any], op: _OpSpec | None, existing: Any, where: s
 
 
 _CPP = {"float": "float", "double": "double", "int32": "int32_t", "int64": "int64_t",
-        "bool": "bool", "string": "std::string_view"}
+        "bool": "bool", "string": "std::string_view",
+        "int32_list": "xla::ffi::Span<const int32_t>",
+        "int64_list": "xla::ffi::Span<const int64_t>",
+        "float_list": "xla::ffi::Span<const float>", "shape": "xla::ffi::Span<const int64_t>",
+        "dtype": "xla::ffi::DataType"}
 
 
 # ---- registering ------------------------------------------------------------------------------
@@ -342,8 +461,8 @@ def _validate_unchecked(desc: dict[str, Any], where: str
         by_name[s.name] = s
         if s.name in reg._REGISTRY:
             raise OpDefinitionError(f"{where}: cannot define op '{s.name}': {_owner(s.name)}")
-        ins = tuple(Input(i) for i in s.inputs)
-        outs = tuple(Output(o) for o in s.outputs)
+        ins = tuple(s.in_specs)
+        outs = tuple(s.out_specs)
         attrs = tuple(Attr(n, t, dflt, static=True) for n, t, dflt in s.attrs)
         try:  # the registry's own checks, made before any op is defined: all or nothing
             reg._check_definition(s.name, ins, outs, attrs, frozenset({"NoSideEffect", *s.traits}),
@@ -368,40 +487,123 @@ def _register(cdll: ctypes.CDLL, desc: dict[str, Any], path: str, where: str) ->
             raise LibraryError(f"{where}: kernel '{k['name']}' has no handler")
         pointers.append(ptr)
 
+    sbp_c = None
+    if any(s.sbp_fn for s in specs):
+        sbp_c = getattr(cdll, _SBP)
+        sbp_c.restype = ctypes.c_char_p
+        sbp_c.argtypes = [ctypes.c_char_p, ctypes.c_char_p]
+    check_c = None
+    if any(s.check_fn for s in specs):
+        check_c = getattr(cdll, _CHECK)
+        check_c.restype = ctypes.c_char_p
+        check_c.argtypes = [ctypes.c_char_p, ctypes.c_char_p]
     infer_c = None
     if any(s.infer_fn for s in specs):
         infer_c = getattr(cdll, _INFER)
         infer_c.restype = ctypes.c_char_p
         infer_c.argtypes = [ctypes.c_char_p, ctypes.c_char_p]
     for s in specs:
-        define_op(s.name, inputs=s.inputs, outputs=s.outputs,
+        define_op(s.name, inputs=s.in_specs, outputs=s.out_specs,
                   # static: the C++ handler decodes attrs as FFI attributes, not operands
                   attrs=[Attr(n, t, dflt, static=True) for n, t, dflt in s.attrs],
                   infer=_make_infer(s, infer_c), traits=("NoSideEffect", *s.traits),
-                  check=_make_check(s), doc=s.doc or f"C++ op from {path}",
-                  sbp=None if s.sbp is None else sbp_mod.elementwise(SBP_FAMILIES[s.sbp]))
+                  check=_make_check(s, check_c if s.check_fn else None),
+                  doc=s.doc or f"C++ op from {path}",
+                  sbp=_make_sbp(s, sbp_c) if s.sbp_fn else
+                  None if s.sbp is None else sbp_mod.elementwise(SBP_FAMILIES[s.sbp]))
         _OWNER[s.name] = path
 
+    tmp_c = None
+    if any(k.get("tmp") for k in kernels):
+        tmp_c = getattr(cdll, _TMP)
+        tmp_c.restype = ctypes.c_char_p
+        tmp_c.argtypes = [ctypes.c_int64, ctypes.c_char_p]
     out = []
-    for k, ptr in zip(kernels, pointers):
-        out.append(_register_kernel(k, ptr, by_name.get(k["op"]), path))
+    for i, (k, ptr) in enumerate(zip(kernels, pointers)):
+        tmp = _make_tmp_size(k, i, tmp_c) if k.get("tmp") else None
+        out.append(_register_kernel(k, ptr, by_name.get(k["op"]), path, tmp))
     return Library(path, cdll, tuple(s.name for s in specs), tuple(out))
 
 
-def _register_kernel(k: dict[str, Any], ptr: int, spec: _OpSpec | None, path: str) -> FfiKernel:
+def _counts(specs: Sequence[Any], n_flat: int, what: str, op: str) -> list[int]:
+    """Tensors per declared input/output from the flat count (one non-plain one at most)."""
+    odd = [i for i, x in enumerate(specs) if getattr(x, "optional", False) or x.variadic]
+    counts = [1] * len(specs)
+    if len(odd) > 1:
+        raise ValueError(f"op '{op}': its C++ SBP function needs the count of each {what}, "
+                         f"which cannot be told for several optional / variadic {what}s")
+    if odd:
+        counts[odd[0]] = n_flat - (len(specs) - 1)
+    return counts
+
+
+def _make_sbp(s: _OpSpec, sbp_c: Any) -> Callable[..., list[Any]]:
+    """The op's SBP signatures from the library's SetGetSbpFn (flat inputs and outputs)."""
+    types = {n: t for n, t, _ in s.attrs}
+    name = s.name.encode()
+    parse = {"B": sbp_mod.B, "P": sbp_mod.P}
+
+    def sbp(in_shapes: Sequence[Sequence[int]], n_out: int = 1, **attrs: Any) -> list[Any]:
+        ic = _counts(s.in_specs, len(in_shapes), "input", s.name)
+        oc = _counts(s.out_specs, n_out, "output", s.name)
+        lines = [" ".join(map(str, [len(ic), *ic])), str(len(in_shapes))]
+        for shape in in_shapes:
+            lines.append(" ".join(["unknown", str(len(shape)), *(str(int(d)) for d in shape)]))
+        lines.append(" ".join(map(str, [len(oc), *oc])))
+        lines += _encode_attrs(types, {n: v for n, v in attrs.items() if v is not None})
+        answer = sbp_c(name, ("\n".join(lines) + "\n").encode()).decode("utf-8", "replace")
+        status, _, body = answer.partition("\n")
+        if status != "ok":
+            msg = f"op '{s.name}': SBP function: {body}"
+            raise (TypeError if status == "TypeError" else ValueError)(msg)
+        sigs = []
+        for line in body.strip("\n").splitlines():
+            ins, _, outs = line.partition("|")
+            conv = [[parse[t] if t in parse else sbp_mod.S(int(t[1:])) for t in part.split()]
+                    for part in (ins, outs)]
+            sigs.append(sbp_mod.Signature(tuple(conv[0]), tuple(conv[1])))
+        return sigs
+    return sbp
+
+
+def _make_tmp_size(k: dict[str, Any], index: int, tmp_c: Any
+                   ) -> Callable[[Sequence[Any], dict[str, Any]], int]:
+    """The kernel's scratch size from its (flat, per-example) input avals and attrs."""
+    op = _get_op(k["op"])
+    types = {a.name: a.type for a in op.attrs}
+
+    def tmp_size(ins: Sequence[Any], attrs: dict[str, Any]) -> int:
+        lines = [str(len(ins))]
+        for a in ins:
+            lines.append(" ".join([np.dtype(a.dtype).name, str(len(a.shape)),
+                                   *(str(int(d)) for d in a.shape)]))
+        lines += _encode_attrs(types, {n: v for n, v in attrs.items() if v is not None})
+        answer = tmp_c(index, ("\n".join(lines) + "\n").encode()).decode("utf-8", "replace")
+        status, _, body = answer.partition("\n")
+        if status != "ok":
+            msg = f"op '{op.name}': kernel '{k['name']}': tmp size function: {body}"
+            raise (TypeError if status == "TypeError" else ValueError)(msg)
+        return int(body)
+    return tmp_size
+
+
+def _register_kernel(k: dict[str, Any], ptr: int, spec: _OpSpec | None, path: str,
+                     tmp_size: Callable[..., int] | None = None) -> FfiKernel:
     op = _get_op(k["op"])
     platform = k["platform"]
     target = f"jflow.{_lib_name(path)}.{k['op']}.{platform}.{next(_target_ids)}"
     jax.ffi.register_ffi_target(target, jax.ffi.pycapsule(ptr), platform=_XLA_PLATFORM[platform])
     attrs = tuple((a.name, a.type) for a in op.attrs)
+    kinds = {p["kind"] for p in k["params"] or ()}
     fk = FfiKernel(op.name, platform, k["name"], target, path, attrs,
-                   spec.vmap_method if spec is not None else "sequential")
+                   spec.vmap_method if spec is not None else "sequential",
+                   ("input_counts" in kinds, "output_counts" in kinds), tmp_size)
     dtypes: dict[str, list[str]] = {}
     ranks: list[tuple[int, int]] = []
     if k["params"] is not None:
         ins = [p for p in k["params"] if p["kind"] == "in"]
         outs = [p for p in k["params"] if p["kind"] == "out"]
-        for spec_, p in zip((*op.inputs, *op.outputs), (*ins, *outs)):
+        for spec_, p in (*zip(op.inputs, ins), *zip(op.outputs, outs)):
             if p["dtype"] is not None:
                 dtypes[spec_.name] = [p["dtype"]]
         ranks = [(i, p["rank"]) for i, p in enumerate(ins) if p["rank"] is not None]
@@ -421,6 +623,19 @@ def _rank_condition(ranks: list[tuple[int, int]]) -> Callable[..., bool]:
 def _to_ffi(op: str, name: str, typ: str, v: Any) -> Any:
     if typ == "string":
         return str(v)
+    if typ == "dtype":
+        dt = np.dtype(v).name
+        if dt not in _XLA_DTYPE:
+            raise ValueError(f"op '{op}': attr '{name}' (dtype): {dt} has no "
+                             f"xla::ffi::DataType")
+        return np.uint8(_XLA_DTYPE[dt])
+    if typ in _ATTR_ARRAY:
+        items = [_to_ffi(op, name, "float" if typ == "float_list" else
+                         "int32" if typ == "int32_list" else "int64", x) for x in v]
+        return np.asarray(items, dtype=_ATTR_ARRAY[typ])
+    if typ not in _ATTR_SCALAR:
+        raise TypeError(f"op '{op}': attr '{name}' has type {typ}, which a C++ kernel cannot "
+                        f"receive (C++ kernels take {list(_ATTR_TYPES)})")
     scalar = _ATTR_SCALAR[typ]
     try:
         if typ in ("float", "double"):
@@ -438,43 +653,109 @@ def _to_ffi(op: str, name: str, typ: str, v: Any) -> Any:
     return out
 
 
-def _make_check(s: _OpSpec) -> Callable[..., None] | None:
-    """The op's attr check: every value must convert exactly to the C++ type (its range)."""
+def _encode_attrs(types: dict[str, str], attrs: dict[str, Any]) -> list[str]:
+    """The attr lines of a request to the library's C++ inference / check function."""
+    lines = [str(len(attrs))]
+    for n, v in attrs.items():
+        t = types[n]
+        if t == "string":
+            text = "x" + v.encode().hex()
+        elif t == "dtype":
+            text = np.dtype(v).name
+        elif t in _ATTR_ARRAY:
+            text = "L" + ",".join(repr(float(x)) if t == "float_list" else str(int(x))
+                                  for x in v)
+        elif t == "bool":
+            text = str(int(v))
+        elif t in ("float", "double"):
+            text = repr(float(v))
+        else:
+            text = str(int(v))
+        lines.append(f"{n} {text}")
+    return lines
+
+
+def _make_check(s: _OpSpec, check_c: Any = None) -> Callable[..., None] | None:
+    """The op's attr check: every value must convert exactly to the C++ type (its range),
+    then the library's own check (SetCheckAttrFn), if it declares one."""
     typed = [(n, t) for n, t, _ in s.attrs if t != "string"]
-    if not typed:
+    if not typed and check_c is None:
         return None
+    types = {n: t for n, t, _ in s.attrs}
+    name = s.name.encode()
 
     def check(**attrs: Any) -> None:
         for n, t in typed:
             if attrs.get(n) is not None:
                 _to_ffi(s.name, n, t, attrs[n])
+        if check_c is None:
+            return
+        given = {n: v for n, v in attrs.items() if v is not None}
+        req = "\n".join(_encode_attrs(types, given)) + "\n"
+        answer = check_c(name, req.encode()).decode("utf-8", "replace")
+        status, _, body = answer.partition("\n")
+        if status == "ok":
+            return
+        if status == "AttrError":
+            attr, _, msg = body.partition("\n")
+            raise ValueError(f"attr '{attr}': {msg}")
+        raise (TypeError if status == "TypeError" else ValueError)(body)
     return check
 
 
+def _check_counts(s: _OpSpec, ins: Sequence[Any]) -> None:
+    """Exact counts (``Input(name, n)``) and optional minimums the jflow Input cannot say."""
+    for spec, x in zip(s.in_specs, ins):
+        if spec.name not in s.in_counts or not isinstance(x, list):
+            continue
+        opt, cnt, mn = s.in_counts[spec.name]
+        n = len(x)
+        if opt and n == 0:
+            continue
+        if cnt is not None and n != cnt:
+            raise ValueError(f"input '{spec.name}' takes {'0 or ' if opt else ''}exactly "
+                             f"{cnt} tensors, got {n}")
+        if cnt is None and n < mn:
+            raise ValueError(f"input '{spec.name}' takes {'0 or ' if opt else ''}at least "
+                             f"{mn} tensors, got {n}")
+
+
+def _group_outputs(s: _OpSpec, flat: list[Any]) -> list[Any]:
+    """Flat output descs -> one per declared output (a list for the variadic one)."""
+    extra = len(flat) - len(s.outputs) + 1
+    out, i = [], 0
+    for spec in s.out_specs:
+        if spec.variadic:
+            out.append(flat[i:i + extra])
+            i += extra
+        else:
+            out.append(flat[i])
+            i += 1
+    return out[0] if len(out) == 1 and s.out_specs[0].variadic else out
+
+
 def _make_infer(s: _OpSpec, infer_c: Any) -> Callable[..., Any]:
-    n_out = len(s.outputs)
     if s.same_as is not None:
         k = s.same_as
 
-        def same(*ins: Any, **attrs: Any) -> list[jax.ShapeDtypeStruct]:
+        def same(*ins: Any, **attrs: Any) -> list[Any]:
+            _check_counts(s, ins)
             d = jax.ShapeDtypeStruct(tuple(ins[k].shape), ins[k].dtype)
-            return [d] * n_out
+            return _group_outputs(s, [d] * sum(s.out_init))
         return same
 
     types = {n: t for n, t, _ in s.attrs}
     name = s.name.encode()
 
-    def infer(*ins: Any, **attrs: Any) -> list[jax.ShapeDtypeStruct]:
+    def infer(*ins: Any, **attrs: Any) -> list[Any]:
+        _check_counts(s, ins)
+        ins = tuple(a for x in ins for a in (x if isinstance(x, list) else
+                                              [] if x is None else [x]))
         lines = [str(len(ins))]
         for a in ins:
             lines.append(" ".join([np.dtype(a.dtype).name, str(len(a.shape)),
                                    *(str(int(d)) for d in a.shape)]))
-        lines.append(str(len(attrs)))
-        for n, v in attrs.items():
-            t = types[n]
-            text = ("x" + v.encode().hex() if t == "string" else str(int(v)) if t == "bool"
-                    else repr(float(v)) if t in ("float", "double") else str(int(v)))
-            lines.append(f"{n} {text}")
+        lines += _encode_attrs(types, {n: v for n, v in attrs.items() if v is not None})
         answer = infer_c(name, ("\n".join(lines) + "\n").encode()).decode("utf-8", "replace")
         status, _, body = answer.partition("\n")
         if status == "TypeError":
@@ -490,7 +771,7 @@ def _make_infer(s: _OpSpec, infer_c: Any) -> Callable[..., Any]:
                 raise TypeError(f"the C++ inference function set an unknown dtype '{dt}'"
                                 ) from None
             outs.append(jax.ShapeDtypeStruct(tuple(int(d) for d in dims), dtype))
-        return outs
+        return _group_outputs(s, outs)
     return infer
 
 
@@ -500,7 +781,7 @@ def _build_ffi(kernel: Kernel, op: Any, attrs: dict, out_avals: list, layout: An
     fk: FfiKernel = kernel.fn
 
     def run(*flat: Any) -> list[Any]:
-        return fk.call(flat, out_avals, attrs)
+        return fk.call(flat, out_avals, attrs, layout)
     return run
 
 

@@ -11,6 +11,7 @@ against the op's inference, so a kernel that disagrees with its op fails loudly.
 
 from __future__ import annotations
 
+import logging
 import threading
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
@@ -262,6 +263,10 @@ def _build_python(kernel: Kernel, op: Any, attrs: dict, out_avals: list, layout:
             _check_outputs(op, kernel, res, out_avals)
         except Exception as e:
             _host_error.value = e
+            try:  # reported by jflow (with the op and kernel): JAX's logger stays quiet
+                e._jflow_reported = True  # type: ignore[attr-defined]
+            except AttributeError:
+                pass
             raise
         return res
 
@@ -275,6 +280,18 @@ register_backend("xla", _build_xla)
 register_backend("python", _build_python)
 
 _host_error = threading.local()
+
+
+class _QuietCallbackErrors(logging.Filter):
+    """Drops JAX's "jax.pure_callback failed" log record (with its traceback, printed to
+    stderr) for an error a python kernel raised: jflow raises it itself, naming the op."""
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        exc = record.exc_info[1] if record.exc_info else None
+        return not getattr(exc, "_jflow_reported", False)
+
+
+logging.getLogger("jax._src.callback").addFilter(_QuietCallbackErrors())
 
 
 def reraise_host_error() -> None:

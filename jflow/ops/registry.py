@@ -38,8 +38,8 @@ from .attrs import (
     normalize_dynamic,
 )
 
-__all__ = ["Input", "Output", "Attr", "OpDef", "declare_op", "register", "get", "list_ops",
-           "TRAITS", "OpDefinitionError", "REQUIRED", "DYNAMIC", "strip_batch"]
+__all__ = ["Input", "Output", "Attr", "param_name", "OpDef", "declare_op", "register", "get",
+           "list_ops", "TRAITS", "OpDefinitionError", "REQUIRED", "DYNAMIC", "strip_batch"]
 
 TRAITS = frozenset({"NoSideEffect", "NoGrad", "CpuOnly"})
 _PRIVATE_PARAMS = ("_layout", "_vmap")
@@ -62,6 +62,11 @@ class Input:
     optional: bool = False
     variadic: bool = False
     min: int = 1
+
+    @property
+    def param(self) -> str:
+        """The Python parameter name of the input in the op's ``apply`` (see :func:`param_name`)."""
+        return param_name(self.name)
 
     def describe(self) -> str:
         """The input as it reads in a signature (``Tensor? x``, ``Tensor[] xs``)."""
@@ -111,6 +116,13 @@ class Attr:
         """The attr as it reads in a signature: ``type name=default``."""
         d = "" if self.default is REQUIRED else f"={self.default!r}"
         return f"{self.type} {self.name}{d}"
+
+
+def param_name(name: str) -> str:
+    """The Python parameter an input of this name becomes: ``in`` (OneFlow's usual input
+    name, a Python keyword) becomes ``in_``; the op itself keeps ``in`` everywhere else
+    (signature, errors, the builder, SBP, kernels)."""
+    return name + "_" if _keyword.iskeyword(name) else name
 
 
 def _as_input(x: Input | str) -> Input:
@@ -407,6 +419,9 @@ def _check_definition(name: str, inputs: tuple[Any, ...], outputs: tuple[Any, ..
     if not isinstance(name, str) or not name.isidentifier():
         fail("op_type_name must be an identifier string")
     if name in _REGISTRY:
+        if _REGISTRY[name].builtin:
+            fail("an op with this name is already registered (it is a jflow built-in op; "
+                 "choose another op_type_name)")
         fail("an op with this name is already registered")
     if not callable(infer):
         fail("an inference function (infer=) is required")
@@ -422,14 +437,23 @@ def _check_definition(name: str, inputs: tuple[Any, ...], outputs: tuple[Any, ..
                 fail(f"each {kind} must be a name or a jflow.ops.{cls.__name__}, got {x!r}")
     names = [x.name for x in (*inputs, *outputs, *attrs)]
     for n in names:
-        # they become Python parameter names of the op's generated ``apply``
-        if not isinstance(n, str) or not n.isidentifier() or _keyword.iskeyword(n):
-            fail(f"input/output/attr names must be Python identifiers (not keywords), got {n!r}")
+        # they become Python parameter names of the op's generated ``apply``; an input or
+        # output may be a keyword (OneFlow's "in"): its parameter is then "in_"
+        if not isinstance(n, str) or not n.isidentifier():
+            fail(f"input/output/attr names must be Python identifiers, got {n!r}")
         if n.startswith("_"):
             fail(f"names starting with '_' are reserved: '{n}'")
+    for a in attrs:
+        if _keyword.iskeyword(a.name):
+            fail(f"attr names must not be Python keywords (attrs are keyword arguments of the "
+                 f"op's call), got {a.name!r}")
     dup = {n for n in names if names.count(n) > 1}
     if dup:
         fail(f"duplicate input/output/attr name(s) {sorted(dup)}")
+    for x in (*inputs, *outputs):
+        if param_name(x.name) != x.name and param_name(x.name) in names:
+            fail(f"'{x.name}' is a Python keyword, so its parameter is named "
+                 f"'{param_name(x.name)}', which is also the name of another input/output/attr")
     for a in attrs:
         if a.name in JAX_RESERVED_PARAMS:
             fail(f"attr name '{a.name}' is reserved: JAX passes an argument of that name next "

@@ -31,6 +31,7 @@ from jflow.testing import check_op  # noqa: E402
 from jflow.user_op_builder import user_op_builder  # noqa: E402
 
 T = flow.utils.from_jax
+J = flow.utils.to_jax   # a Tensor's jax.Array: what jax.jit / grad / vmap return
 ALPHA = 0.1
 X = np.array([[-2.0, -0.5, 0.3], [1.5, -1.2, 0.8]], np.float32)
 W = np.array([[1.0, 2.0, -1.0], [0.5, -3.0, 4.0]], np.float32)
@@ -51,7 +52,7 @@ def close(got, want, what: str) -> None:
 
 def f(v: jax.Array) -> jax.Array:
     """A JAX function calling the user op: the weighted sum of leaky_relu_yzh(v)."""
-    return (yzh.leaky_relu_yzh(T(v), alpha=ALPHA) * T(jnp.asarray(W, v.dtype))).sum()._value
+    return J((yzh.leaky_relu_yzh(T(v), alpha=ALPHA) * T(jnp.asarray(W, v.dtype))).sum())
 
 
 def main() -> None:
@@ -77,9 +78,9 @@ def main() -> None:
               ref(X.astype(dt)), f"{np.dtype(dt).name} runs kernel {got}")
 
     # jax.jit and jax.vmap
-    jitted = jax.jit(lambda v: yzh.leaky_relu_yzh(T(v), alpha=ALPHA)._value)
+    jitted = jax.jit(lambda v: J(yzh.leaky_relu_yzh(T(v), alpha=ALPHA)))
     close(jitted(jnp.asarray(X)), ref(X), "jax.jit")
-    batched = jax.vmap(lambda v: yzh.leaky_relu_yzh(T(v), alpha=ALPHA)._value)
+    batched = jax.vmap(lambda v: J(yzh.leaky_relu_yzh(T(v), alpha=ALPHA)))
     close(batched(jnp.asarray(np.stack([X, -X]))), np.stack([ref(X), ref(-X)]), "jax.vmap")
 
     # the tape

@@ -20,6 +20,7 @@ from jflow.experimental import custom_op_module
 
 HERE = Path(__file__).resolve().parent
 T = flow.utils.from_jax
+J = flow.utils.to_jax   # a Tensor's jax.Array: what jax.jit / grad / vmap return
 X = np.array([-2.0, -1.0, 0.5, 1.0, 2.0], np.float32)
 W = np.array([1.0, -2.0, 3.0, 0.5, -1.5], np.float32)
 
@@ -41,9 +42,9 @@ def main() -> None:
     assert y.dtype == flow.float32
     close(y.numpy(), np.maximum(X, 0), "eager")
     close(relu(flow.tensor(X.astype(np.float64))).numpy(), np.maximum(X, 0), "eager float64")
-    close(jax.jit(lambda v: relu(T(v))._value)(jnp.asarray(X)), np.maximum(X, 0), "jax.jit")
+    close(jax.jit(lambda v: J(relu(T(v))))(jnp.asarray(X)), np.maximum(X, 0), "jax.jit")
     xs = np.stack([X, -X, 2 * X])
-    close(jax.vmap(lambda v: relu(T(v))._value)(jnp.asarray(xs)), np.maximum(xs, 0), "jax.vmap")
+    close(jax.vmap(lambda v: J(relu(T(v))))(jnp.asarray(xs)), np.maximum(xs, 0), "jax.vmap")
 
     # gradients: the NumPy backward runs as the op's backward rule
     want = (X > 0) * W
@@ -52,7 +53,7 @@ def main() -> None:
     close(x.grad.numpy(), want, "tape: backward()")
 
     def loss(v):
-        return (relu(T(v)) * T(jnp.asarray(W))).sum()._value
+        return J((relu(T(v)) * T(jnp.asarray(W))).sum())
 
     close(jax.grad(loss)(jnp.asarray(X)), want, "jax.grad")
     close(jax.jit(jax.grad(loss))(jnp.asarray(X)), want, "jax.jit(jax.grad)")
