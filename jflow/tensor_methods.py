@@ -32,6 +32,7 @@ from .functional.functors.math import tensor_alpha
 from .functional.promotion import assign_inplace, cast, result_dtype
 from .functional.registry import FUNCTORS as _FN
 from .ops import get as _get_op
+from .sharding.sbp import broadcast as _broadcast
 from .tensor import Size, Tensor, _wrap
 
 _SCALARS = (bool, int, float, complex, np.bool_, np.integer, np.floating, np.complexfloating)
@@ -621,6 +622,8 @@ def fill_diagonal_(self: Tensor, fill_value: Any, wrap: bool = False) -> Tensor:
     mask = np.zeros(n, bool)
     mask[0:min(stop, n):step] = True
     keep = _wrap(jax.numpy.asarray(mask.reshape(shape)))
+    if self._global is not None:   # the mask laid out like ``self``, on every device
+        keep = keep.to_global(self.placement, [_broadcast] * len(self.sbp))
     out = cast(F.where(keep, fill_value, self), self._value.dtype)
     return assign_inplace(self, out, "fill_diagonal_")
 

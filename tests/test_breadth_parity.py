@@ -598,3 +598,12 @@ def test_gumbel_softmax_samples_the_softmax_with_straight_through_gradients():
     np.testing.assert_allclose(g_hard, logits.grad.numpy(), rtol=1e-5, atol=1e-7)
     with pytest.raises(ValueError, match="gumbel_softmax.*'tau' must be positive"):
         F.gumbel_softmax(logits, tau=0.0)
+
+
+def test_fill_diagonal_on_a_global_tensor_matches_the_local_result():
+    p = flow.placement("cpu", [0, 1, 2, 3])
+    g = flow.zeros(8, 3).to_global(p, flow.sbp.split(0))
+    g.fill_diagonal_(3.0, wrap=True)
+    assert g.sbp == (flow.sbp.split(0),)
+    np.testing.assert_array_equal(g.numpy(), flow.zeros(8, 3).fill_diagonal_(3.0, wrap=True)
+                                  .numpy())

@@ -547,8 +547,7 @@ def _make_sbp(s: _OpSpec, sbp_c: Any) -> Callable[..., list[Any]]:
         ic = _counts(s.in_specs, len(in_shapes), "input", s.name)
         oc = _counts(s.out_specs, n_out, "output", s.name)
         lines = [" ".join(map(str, [len(ic), *ic])), str(len(in_shapes))]
-        for shape in in_shapes:
-            lines.append(" ".join(["unknown", str(len(shape)), *(str(int(d)) for d in shape)]))
+        lines += [_encode_desc("unknown", shape) for shape in in_shapes]
         lines.append(" ".join(map(str, [len(oc), *oc])))
         lines += _encode_attrs(types, {n: v for n, v in attrs.items() if v is not None})
         answer = sbp_c(name, ("\n".join(lines) + "\n").encode()).decode("utf-8", "replace")
@@ -573,12 +572,7 @@ def _make_tmp_size(k: dict[str, Any], index: int, tmp_c: Any
     types = {a.name: a.type for a in op.attrs}
 
     def tmp_size(ins: Sequence[Any], attrs: dict[str, Any]) -> int:
-        lines = [str(len(ins))]
-        for a in ins:
-            lines.append(" ".join([np.dtype(a.dtype).name, str(len(a.shape)),
-                                   *(str(int(d)) for d in a.shape)]))
-        lines += _encode_attrs(types, {n: v for n, v in attrs.items() if v is not None})
-        answer = tmp_c(index, ("\n".join(lines) + "\n").encode()).decode("utf-8", "replace")
+        answer = tmp_c(index, _encode_request(types, ins, attrs)).decode("utf-8", "replace")
         status, _, body = answer.partition("\n")
         if status != "ok":
             msg = f"op '{op.name}': kernel '{k['name']}': tmp size function: {body}"
@@ -651,6 +645,18 @@ def _to_ffi(op: str, name: str, typ: str, v: Any) -> Any:
         raise ValueError(f"op '{op}': attr '{name}' ({typ}): {v!r} does not fit in the C++ "
                          f"{_CPP[typ]} the kernel takes") from None
     return out
+
+
+def _encode_desc(dtype_name: str, shape: Sequence[int]) -> str:
+    """One tensor desc line of a request to the library: ``dtype rank dims...``."""
+    return " ".join([dtype_name, str(len(shape)), *(str(int(d)) for d in shape)])
+
+
+def _encode_request(types: dict[str, str], ins: Sequence[Any], attrs: dict[str, Any]) -> bytes:
+    """An inference / tmp-size request: the inputs' descs, then the attrs that are set."""
+    lines = [str(len(ins)), *(_encode_desc(np.dtype(a.dtype).name, a.shape) for a in ins)]
+    lines += _encode_attrs(types, {n: v for n, v in attrs.items() if v is not None})
+    return ("\n".join(lines) + "\n").encode()
 
 
 def _encode_attrs(types: dict[str, str], attrs: dict[str, Any]) -> list[str]:
@@ -751,12 +757,7 @@ def _make_infer(s: _OpSpec, infer_c: Any) -> Callable[..., Any]:
         _check_counts(s, ins)
         ins = tuple(a for x in ins for a in (x if isinstance(x, list) else
                                               [] if x is None else [x]))
-        lines = [str(len(ins))]
-        for a in ins:
-            lines.append(" ".join([np.dtype(a.dtype).name, str(len(a.shape)),
-                                   *(str(int(d)) for d in a.shape)]))
-        lines += _encode_attrs(types, {n: v for n, v in attrs.items() if v is not None})
-        answer = infer_c(name, ("\n".join(lines) + "\n").encode()).decode("utf-8", "replace")
+        answer = infer_c(name, _encode_request(types, ins, attrs)).decode("utf-8", "replace")
         status, _, body = answer.partition("\n")
         if status == "TypeError":
             raise TypeError(body)

@@ -67,6 +67,19 @@ def _padding(fname: str, padding: Any, kernel: tuple[int, ...], stride: tuple[in
     return [a for v in p for a in (v, v)]
 
 
+def _finish(y: Tensor, bias: Any, nd: int, unbatched: bool) -> Tensor:
+    """A (transposed) convolution's result: ``bias`` added per channel, then the unit height
+    dim of a 1-d conv and the batch dim of an unbatched input taken out again."""
+    if bias is not None:
+        y = _add(y, _reshape(bias, shape=(1, bias._value.shape[0]) + (1,) * (y.ndim - 2)))
+    out_shape = tuple(y._value.shape)
+    if nd == 1:
+        out_shape = out_shape[:2] + out_shape[3:]
+    if unbatched:
+        out_shape = out_shape[1:]
+    return _reshape(y, shape=out_shape) if out_shape != tuple(y._value.shape) else y
+
+
 def _conv(fname: str, input: Tensor, weight: Tensor, bias: Any, stride: Any, padding: Any,
           dilation: Any, groups: int, nd: int) -> Tensor:
     if _autocast.dtype is not None:
@@ -85,14 +98,7 @@ def _conv(fname: str, input: Tensor, weight: Tensor, bias: Any, stride: Any, pad
         stride, dilation, pad = (1,) + stride, (1,) + dilation, [0, 0] + pad
     y = _CONV[max(nd, 2)](x, w, stride=stride, padding=pad, dilation=dilation,
                           groups=int(groups))
-    if bias is not None:
-        y = _add(y, _reshape(bias, shape=(1, bias._value.shape[0]) + (1,) * (y.ndim - 2)))
-    out_shape = tuple(y._value.shape)
-    if nd == 1:
-        out_shape = out_shape[:2] + out_shape[3:]
-    if unbatched:
-        out_shape = out_shape[1:]
-    return _reshape(y, shape=out_shape) if out_shape != tuple(y._value.shape) else y
+    return _finish(y, bias, nd, unbatched)
 
 
 @functor("Conv2d")
@@ -163,14 +169,7 @@ def _conv_transpose(fname: str, input: Tensor, weight: Tensor, bias: Any, stride
                                 groups=int(groups))
     except ValueError as e:
         raise ValueError(f"{fname}(): {e}") from None
-    if bias is not None:
-        y = _add(y, _reshape(bias, shape=(1, bias._value.shape[0]) + (1,) * (y.ndim - 2)))
-    out_shape = tuple(y._value.shape)
-    if nd == 1:
-        out_shape = out_shape[:2] + out_shape[3:]
-    if unbatched:
-        out_shape = out_shape[1:]
-    return _reshape(y, shape=out_shape) if out_shape != tuple(y._value.shape) else y
+    return _finish(y, bias, nd, unbatched)
 
 
 @functor("ConvTranspose1d")
