@@ -6,9 +6,10 @@ Runs on 8 virtual CPU devices (``jax_num_cpu_devices``, set below before JAX com
 anything). Two measurements:
 
 1. **Traffic.** Each case (matmul chains, one MLP training step: forward, ``loss.backward()``
-   on the tape, SGD update) is compiled as ONE ``jax.jit`` of a function of global tensors.
-   The collectives in the optimized HLO (``jax.jit(f).lower(*args).compile().as_text()``) are
-   parsed and their bytes summed, in two units (n = devices in the collective's group):
+   on the tape, SGD update) is compiled as ONE ``flow.jit`` of a function of global tensors,
+   which chooses the SBP signatures of the whole step together (``jflow/sharding/plan.py``).
+   The collectives in the optimized HLO (``flow.jit(f).lower(*args).compile().as_text()``)
+   are parsed and their bytes summed, in two units (n = devices in the collective's group):
 
    * *payload*: the buffer each device hands the collective — the operand for all-reduce,
      reduce-scatter, all-to-all and collective-permute; the (gathered) result for all-gather;
@@ -19,9 +20,10 @@ anything). Two measurements:
 
    Compared against: the minimum the ops' SBP signatures allow (derived by hand from the shapes
    in each case's builder; the cheapest of the listed candidates), and the cost model's
-   estimate from ``flow.sharding.explain`` (eager run). ``explain`` records op calls only, so
-   a second column adds the cost model's bytes for the explicit ``to_global`` calls the case
-   makes (gradient / loss layout for the update).
+   estimate from ``flow.sharding.explain`` (eager run: greedy per-op choices, what eager code
+   moves). ``explain`` records op calls only, so a second column adds the cost model's bytes
+   for the explicit ``to_global`` calls the case makes (gradient / loss layout for the
+   update). Before the whole-step choice, case (f) compiled moved 8.4x its minimum.
 
 2. **Eager overhead.** Median µs per call (``--number`` calls per run, the last result
    waited for, median of ``--repeat`` runs) of one small op on global tensors vs the same op
@@ -308,9 +310,9 @@ def measure_traffic(case: Case) -> Traffic:
             _EXPLICIT = None
         for t in args:
             t.grad = None
-        compiled = jax.jit(case.fn).lower(*args).compile()
-        colls = hlo_collectives(compiled.as_text(), case.plc.size)
-        got = _logical(compiled(*args))
+        step = flow.jit(case.fn)  # the whole step's signatures chosen together
+        colls = hlo_collectives(step.lower(*args).compile().as_text(), case.plc.size)
+        got = _logical(step(*args))
         want = _local_reference(case, values)
         err = max(float(np.max(np.abs(g - w)) / np.max(np.abs(w))) for g, w in zip(got, want))
     except Exception as e:  # noqa: BLE001 - a failing case is reported in its row
@@ -327,7 +329,7 @@ def _fmt_bytes(x: float) -> str:
 
 
 def print_traffic(results: list[Traffic], details: bool) -> None:
-    print("\n== collective traffic per device, one jax.jit per case (float32) ==")
+    print("\n== collective traffic per device, one flow.jit per case (float32) ==")
     print("payload: operand bytes (all-gather: result bytes); wire: bytes sent with ring "
           "algorithms\n(all-reduce 2(n-1)/n, all-gather/reduce-scatter/all-to-all (n-1)/n of "
           "the full buffer),\nthe unit of the minimum and of the cost model (explain)")

@@ -31,6 +31,7 @@ from ..autograd.graph import watch_writes
 from ..dispatch import watch_inputs
 from ..nn.modules.module import Module, structure_version
 from ..optim.optimizer import Optimizer
+from ..sharding import plan as step_plan
 from ..tensor import Tensor
 from .state import (
     OPT_STATE_VERSION,
@@ -187,12 +188,16 @@ def _check_attrs(name: str, before: dict[tuple[int, str], Any], modules: Any) ->
 
 
 class _Entry:
-    __slots__ = ("jitted", "layout", "bwd", "guards")
+    __slots__ = ("jitted", "layout", "bwd", "guards", "sbp", "planned")
 
     def __init__(self, jitted: Any) -> None:
         self.jitted = jitted
         self.layout: Layout | None = None
         self.bwd: Any = None
+        #: ``[None | StepRecorder | StepPlan]``: the whole-step SBP choice (sharding/plan.py)
+        #: the traces of this entry record or follow; ``planned``: whether it was made
+        self.sbp: list[Any] = [None]
+        self.planned = False
         #: tensors the trace read as constants: ``(weakref, value it had, description)``;
         #: None until the first call has traced
         self.guards: list[tuple[Any, Any, str]] | None = None
@@ -275,6 +280,8 @@ class CompiledFunction:
         self._reach_checks: list | None = None
         self.recompile_reasons: list[str] = []
         self.trace_count = 0
+        #: ``(recording, (plan, its cost, greedy cost))`` of each whole-step SBP plan adopted
+        self.sbp_plans: list[tuple[Any, Any]] = []
         functools.update_wrapper(self, fn, updated=())  # (a module's __dict__ is its own)
 
     @property
@@ -302,6 +309,31 @@ class CompiledFunction:
                 self._cache.move_to_end(key)
                 return self._run(entry, key, state, list(args), fast)
             self._fast = None
+        found = self._lookup(args, kwargs)
+        if found is None:
+            return self._call(*args, **kwargs)  # the changed tensors are inputs now: a new key
+        entry, key, state, leaves, slow = found
+        return self._run(entry, key, state, leaves, None, slow)
+
+    def lower(self, *args: Any, **kwargs: Any) -> Any:
+        """JAX's ``Lowered`` for a call with these arguments, without running it (after the
+        whole-step SBP choice): ``.as_text()``, ``.compile().as_text()`` show the HLO."""
+        found = None
+        while found is None:
+            found = self._lookup(args, kwargs)
+        entry, _, state, leaves, slow = found
+        arrays = [x for x in leaves if isinstance(x, (jax.Array, np.ndarray))]
+        inputs = (*state.inputs(self._owned if self.donate else None), arrays)
+        self._current = (state, leaves, slow[0])
+        try:
+            self._plan_sbp(entry, state, inputs)
+            return entry.jitted.lower(*inputs)
+        finally:
+            self._current = None
+
+    def _lookup(self, args: tuple, kwargs: dict) -> tuple | None:
+        """The cache entry for a call (made if new) and what running it needs; None when
+        guarded constants changed (they were promoted to inputs: look up again)."""
         leaves, treedef = tree_flatten_stateful((args, kwargs))
         checks: list | None = [] if self._reach else None
         reach = discover(*self._reach, checks=checks) if self._reach else ()
@@ -324,14 +356,13 @@ class CompiledFunction:
                *state.key(), ("grad mode", grad_on))
         entry = self._cache.get(key)
         if entry is not None and entry.guards and self._promote_changed(entry):
-            return self._call(*args, **kwargs)  # the changed tensors are inputs now: a new key
+            return None
         if entry is None:
             entry = self._new_entry(key)
         else:
             self._cache.move_to_end(key)
         self._reach_checks = checks
-        return self._run(entry, key, state, leaves, None,
-                         (treedef, reach, modules, optimizers, extra, grad_on))
+        return entry, key, state, leaves, (treedef, reach, modules, optimizers, extra, grad_on)
 
     def _run(self, entry: _Entry, key: tuple, state: StepState, leaves: list,
              fast: _Fast | None, slow: tuple | None = None) -> Any:
@@ -348,6 +379,7 @@ class CompiledFunction:
         inputs = (*state.inputs(owned), arrays)
         self._current = (state, leaves, treedef)
         try:
+            self._plan_sbp(entry, state, inputs)
             out, new_values, new_grads, opt_out, counter = entry.jitted(*inputs)
         except _CapturedWrites as e:  # they become state: trace again
             self._cache.pop(key, None)
@@ -380,6 +412,30 @@ class CompiledFunction:
         if grad_on and not self.donate and any(layout.out_diff) and not layout.ran_backward:
             out = self._attach_backward(entry, out, inputs, (state, leaves, treedef))
         return out
+
+    def _plan_sbp(self, entry: _Entry, state: StepState, inputs: tuple) -> None:
+        """Once per entry whose step holds global tensors, choose the SBP signatures of the
+        whole step (``sharding/plan.py``): trace once recording the greedy choices, solve,
+        and when the plan moves fewer bytes, make the entry trace again following it (one
+        XLA compile either way)."""
+        if entry.planned:
+            return
+        entry.planned = True
+        if not any(t._global is not None for t in state.tensors):
+            return
+        rec = step_plan.StepRecorder()
+        entry.sbp[0] = rec
+        try:
+            entry.jitted.trace(*inputs)
+        finally:
+            entry.sbp[0] = None
+        res = step_plan.solve(rec)
+        if res is None or res[1] >= res[2] - 1e-6 * max(1.0, res[2]):
+            return
+        entry.sbp[0] = step_plan.StepPlan([op[0] for op in rec.ops], res[0])
+        pure = self._make_pure(entry.layout, entry.sbp)  # a new function: jax's trace
+        entry.jitted = jax.jit(pure, donate_argnums=(1, 3) if self.donate else ())  # cache
+        self.sbp_plans.append((rec, res))
 
     # -- the fast path: the last key, when stamps prove nothing structural changed ----------
     def _fast_state(self, fast: _Fast, args: tuple) -> StepState | None:
@@ -549,8 +605,9 @@ class CompiledFunction:
                                          for _, d in changed)
         return True
 
-    def _make_pure(self, layout: Layout) -> Callable[..., tuple]:
+    def _make_pure(self, layout: Layout, sbp: list | None = None) -> Callable[..., tuple]:
         fn, everything, name = self.fn, self.donate, self.name
+        sbp = [None] if sbp is None else sbp
 
         def pure(arg_values: list, values: list, grads: list, opt_state: list, lrs: list,
                  rng: Any, arrays: list) -> tuple:
@@ -571,6 +628,12 @@ class CompiledFunction:
                                       getattr(t, "_output_nr", 0), t._global)
             previous_writes = watch_writes(on_write)
             attrs = _attrs(state.submodules)
+            choice = sbp[0]
+            planning = None
+            if choice is not None:
+                planning = (step_plan.recording(choice) if isinstance(
+                    choice, step_plan.StepRecorder) else step_plan.forcing(choice))
+                planning.__enter__()
             try:
                 a, kw = jax.tree_util.tree_unflatten(treedef, call_leaves)
                 out = fn(*a, **kw)
@@ -584,7 +647,12 @@ class CompiledFunction:
                 layout.out_slots = [TensorSlot(x._global) if isinstance(x, Tensor) else None
                                     for x in out_leaves]
                 new = state.collect(layout, everything)
+                if isinstance(choice, step_plan.StepRecorder):
+                    choice.pin(state.pins)
+                    choice.pin_outputs(jax.tree_util.tree_leaves(out_vals))
             finally:
+                if planning is not None:
+                    planning.__exit__(None, None, None)
                 watch_inputs(previous)
                 watch_writes(previous_writes)
                 for t, v, ver, node, req, nr, glob in written.values():
@@ -608,7 +676,8 @@ class CompiledFunction:
         self.trace_count += 1
         layout = Layout()
         donate = (1, 3) if self.donate else ()
-        entry = _Entry(jax.jit(self._make_pure(layout), donate_argnums=donate))
+        entry = _Entry(None)
+        entry.jitted = jax.jit(self._make_pure(layout, entry.sbp), donate_argnums=donate)
         entry.layout = layout
         self._cache[key] = entry
         if len(self._cache) > self.max_cache_size:
@@ -636,7 +705,7 @@ class CompiledFunction:
         return jax.tree_util.tree_unflatten(treedef, leaves)
 
     def _make_vjp(self, entry: _Entry) -> Callable[..., Any]:
-        pure = self._make_pure(Layout())
+        pure = self._make_pure(Layout(), entry.sbp)
         out_diff = entry.layout.out_diff
 
         def vjp(inputs: tuple, diff_vals: list, diff_pos: tuple, cts: list) -> Any:

@@ -333,8 +333,13 @@ class StepState:
             t.grad_fn = None
             t._grad = None if g is None else wrap_like(g, t.grad._global)
             self._installed_grads.append((t.grad, g))
+        self._globs_in = [t._global for t in self.tensors]
+        self._opt_globs_in = {}
         for opt, states, group_lrs in zip(self.optimizers, opt_state, lrs):
             undo.append((opt, opt.state, [g["lr"] for g in opt.param_groups]))
+            self._opt_globs_in.update({(id(opt), id(p), k): v._global
+                                       for p, s in opt.state.items()
+                                       for k, v in s.items() if isinstance(v, Tensor)})
             new_state = {}
             it = iter(states)
             for p, s in opt.state.items():
@@ -376,6 +381,19 @@ class StepState:
             layout.opt_state.append(entries)
             opt_out.append(arrays)
         layout.draws = _random.default_generator._counter
+        # state that existed before the step must come back with the same layout (else the
+        # next call's key changes): the whole-step SBP plan keeps these (sharding/plan.py)
+        pins = [(t._value, g) for t, g in zip(self.tensors, self._globs_in)
+                if g is not None and t._global is not None]
+        pins += [(t.grad._value, g._global) for t, (g, gv) in zip(self.tensors,
+                                                                  self._installed_grads)
+                 if g is not None and gv is not None and t.grad is not None
+                 and t.grad._global is not None]
+        pins += [(v._value, self._opt_globs_in[(id(opt), id(p), k)])
+                 for opt in self.optimizers for p, s in opt.state.items()
+                 for k, v in s.items() if (id(opt), id(p), k) in self._opt_globs_in
+                 and isinstance(v, Tensor) and self._opt_globs_in[(id(opt), id(p), k)]]
+        self.pins = pins
         layout.ran_backward = any(t.grad is not g or (g is not None and g._value is not gv)
                                   for t, (g, gv) in zip(self.tensors, self._installed_grads))
         return new_values, grads, opt_out

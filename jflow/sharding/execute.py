@@ -29,8 +29,9 @@ from jax import lax
 from .._jax_compat import vary_together
 from ..autograd.graph import record
 from ..tensor import Tensor, _wrap
+from . import plan as step_plan
 from .boxing import box_local, cost, describe
-from .global_tensor import make_global, make_local, to_global
+from .global_tensor import box_value, make_global, make_local, to_global
 from .placement import placement as Placement
 from .sbp import SbpParallel, Signature, _Broadcast, _PartialSum, signatures_of
 from .spec import divisible, local_shape, partition_spec
@@ -231,18 +232,37 @@ def _empty_apply(op: Any, params: dict[str, Any], ins: list[Tensor], single: boo
 
 
 def _plan(op: Any, params: dict[str, Any], plc: Placement, in_nds: tuple, ins: list[Tensor],
-          n_dyn: int = 0) -> tuple[Any, NdSignature, list[Any]] | None:
-    """Signature inference and the executable (None: an empty tensor is involved)."""
+          n_dyn: int = 0, forced: NdSignature | None = None) -> tuple | None:
+    """Signature inference and the executable: ``(fn, signature, in_avals, out_avals,
+    candidates)``, or None when an empty tensor is involved. ``forced``: the signature a
+    whole-step plan (``sharding/plan.py``) chose instead of the greedy one."""
     attrs, layout, _ = op.split_params(params)
     in_avals = [jax.core.ShapedArray(tuple(t._value.shape), t._value.dtype) for t in ins]
     out_avals = op.infer_descs(in_avals, layout, attrs)
     if any(0 in tuple(a.shape) for a in (*in_avals, *out_avals)):
         return None
     sigs = candidates(op, attrs, in_avals, out_avals, plc.hierarchy)
-    sig = choose_signature(op, sigs, in_nds, in_avals, plc)
+    sig = forced if forced is not None else choose_signature(op, sigs, in_nds, in_avals, plc)
     fn = _build(op, params, plc, in_nds, sig, tuple(len(a.shape) for a in in_avals), out_avals,
                 n_dyn)
-    return fn, sig, in_avals
+    return fn, sig, in_avals, out_avals, sigs
+
+
+def _nbytes(a: Any) -> float:
+    return float(a.size * np.dtype(a.dtype).itemsize)
+
+
+def _cached_plan(key: Any, *args: Any, forced: NdSignature | None = None) -> tuple | None:
+    if key is not None:
+        hit = _CACHE.get(key)
+        if hit is not None:
+            return hit
+    plan = _plan(*args, forced=forced)
+    if plan is not None and key is not None:
+        if len(_CACHE) >= _CACHE_SIZE:
+            del _CACHE[next(iter(_CACHE))]
+        _CACHE[key] = plan
+    return plan
 
 
 def global_apply(op: Any, params: dict[str, Any], ins: list[Tensor], single: bool,
@@ -258,25 +278,36 @@ def global_apply(op: Any, params: dict[str, Any], ins: list[Tensor], single: boo
     try:  # one cache hit per call: inference + executable, per layout, shapes and dtypes
         key = (op.name, tuple(params.items()), plc, in_nds,
                tuple((t._value.shape, t._value.dtype) for t in ins))
-        plan = _CACHE.get(key)
+        hash(key)
     except TypeError:
-        key, plan = None, None
+        key = None
+    args = (op, params, plc, in_nds, ins, len(dyn))
+    plan = _cached_plan(key, *args)
     if plan is None:
-        plan = _plan(op, params, plc, in_nds, ins, len(dyn))
-        if plan is None:
-            return _empty_apply(op, params, ins, single, plc, dyn)
-        if key is not None:
-            if len(_CACHE) >= _CACHE_SIZE:
-                del _CACHE[next(iter(_CACHE))]
-            _CACHE[key] = plan
-    fn, sig, in_avals = plan
+        return _empty_apply(op, params, ins, single, plc, dyn)
+    step, in_values = step_plan.active(), None
+    if step is not None and not isinstance(step, step_plan.StepRecorder):
+        forced = step.next(op.name)  # a whole-step plan (flow.jit) picked this call's
+        if forced is not None:  # signature; each input is boxed once per step, shared by
+            # every call that needs it so (the tape still sees the tensors themselves)
+            in_values = [step.boxed(t._value, plc, src, need, box_value)
+                         for t, src, need in zip(ins, in_nds, forced.inputs)]
+            in_nds = tuple(forced.inputs)
+            key = None if key is None else (op.name, key[1], plc, in_nds, key[4])
+            plan = _cached_plan(key, op, params, plc, in_nds, ins, len(dyn), forced=forced)
+    fn, sig, in_avals, out_avals, sigs = plan
     if _RECORDING[0]:
         moved = sum(cost(s, d, a.size * np.dtype(a.dtype).itemsize, plc.hierarchy)
                     for s, d, a in zip(in_nds, sig.inputs, in_avals))
         last_choices.append((op.name, sig, [describe(s, d) for s, d in zip(in_nds, sig.inputs)],
                              moved))
-    outs = [make_global(v, plc, nd)
-            for v, nd in zip(fn(*[t._value for t in ins], *dyn), sig.outputs)]
+    if in_values is None:
+        in_values = [t._value for t in ins]
+    values = fn(*in_values, *dyn)
+    if step is not None and isinstance(step, step_plan.StepRecorder):
+        step.op(op.name, sigs, in_values, in_nds, [_nbytes(a) for a in in_avals],
+                sig, values, [_nbytes(a) for a in out_avals], plc.hierarchy)
+    outs = [make_global(v, plc, nd) for v, nd in zip(values, sig.outputs)]
     out = outs[0] if single else tuple(outs)
     if any(t._requires_grad for t in ins):
         return record(op, params, ins, out, dyn)

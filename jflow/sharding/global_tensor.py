@@ -17,6 +17,7 @@ import numpy as np
 
 from ..autograd.function import Function
 from ..tensor import Tensor, _wrap
+from . import plan as step_plan
 from .boxing import box_local
 from .placement import placement as Placement
 from .sbp import SbpParallel, _PartialSum, broadcast
@@ -59,6 +60,10 @@ def box_value(value: Any, plc: Placement, src: tuple, dst: tuple) -> Any:
     """The same logical value with nd-SBP ``dst`` (collectives as ``boxing`` describes)."""
     if src == dst:
         return value
+    rec = step_plan.active()
+    if isinstance(rec, step_plan.StepRecorder):  # a flow.jit step being planned
+        rec.box(value, src, dst, float(value.size * np.dtype(value.dtype).itemsize),
+                plc.hierarchy)
     return _boxer(plc, src, dst, value.ndim)(value)
 
 

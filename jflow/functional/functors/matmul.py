@@ -58,9 +58,9 @@ def matmul(input: Tensor, other: Tensor, transpose_a: bool, transpose_b: bool,
     """torch.matmul: the product of two tensors, by the operands' ranks (module docstring)."""
     if _autocast.dtype is not None:
         input, other = autocast_args(_autocast.dtype, input, other)
-    va, vb = input._value, other._value
-    na, nb = va.ndim, vb.ndim
-    if na == 2 and nb == 2 and va.dtype == vb.dtype and alpha == 1.0:  # the hot path
+    aa, ab = input._value.aval, other._value.aval  # (an aval's fields: cheaper than the
+    na, nb = aa.ndim, ab.ndim                      # array's properties on the hot path)
+    if na == 2 and nb == 2 and aa.dtype == ab.dtype and alpha == 1.0:  # the hot path
         if not (transpose_a or transpose_b):  # the op's defaults: its cheapest call
             return _matmul(input, other)
         return _matmul(input, other, transpose_a=transpose_a, transpose_b=transpose_b,
