@@ -43,7 +43,6 @@ import argparse  # noqa: E402
 import math  # noqa: E402
 import os  # noqa: E402
 import platform  # noqa: E402
-import re  # noqa: E402
 import time  # noqa: E402
 import traceback  # noqa: E402
 from collections.abc import Callable  # noqa: E402
@@ -57,17 +56,13 @@ from jax.sharding import PartitionSpec  # noqa: E402
 
 import jflow as flow  # noqa: E402
 from jflow.sharding.boxing import cost as boxing_cost  # noqa: E402
+from jflow.sharding.hlo_traffic import Collective, hlo_collectives, ring  # noqa: E402
 
 S, B = flow.sbp.split, flow.sbp.broadcast
 P8 = flow.placement("cpu", list(range(8)))
 P24 = flow.placement("cpu", [[0, 1, 2, 3], [4, 5, 6, 7]])  # r0: data parallel, r1: tensor
 F32 = 4  # bytes per element
 LR = 0.1
-
-
-def ring(n: int) -> float:
-    """(n-1)/n: the fraction of a buffer each device sends in a ring gather/scatter."""
-    return (n - 1) / n
 
 
 # -- explicit conversions, costed for the "explain + to_global" column ------------------------
@@ -84,7 +79,7 @@ def box(t: flow.Tensor, like: flow.Tensor | None = None) -> flow.Tensor:
     sbp = like.sbp if like is not None else (B,) * len(t.placement.hierarchy)
     if _EXPLICIT is not None:
         _EXPLICIT.append(boxing_cost(t.sbp, sbp, t.numel() * t.element_size(),
-                                     t.placement.hierarchy))
+                                     t.placement.hierarchy, tuple(t.shape)))
     return t.to_global(sbp=sbp)
 
 
@@ -210,66 +205,6 @@ def make_inputs(case: Case, seed: int = 0) -> tuple[list[np.ndarray], list[flow.
         values.append(v)
         tensors.append(t.requires_grad_() if rg else t)
     return values, tensors
-
-
-# -- HLO collectives ---------------------------------------------------------------------------
-
-_DTYPE_BYTES = {"pred": 1, "s8": 1, "u8": 1, "s16": 2, "u16": 2, "f16": 2, "bf16": 2,
-                "s32": 4, "u32": 4, "f32": 4, "s64": 8, "u64": 8, "f64": 8, "c64": 8,
-                "c128": 16}
-_KINDS = "all-reduce|all-gather|reduce-scatter|all-to-all|collective-permute"
-# "%name = TYPE kind(" or "kind-done(" (async pairs are counted once, at -done, whose type
-# is the result); TYPE is an array type or a tuple of them (combined collectives)
-_LINE = re.compile(rf"=\s*(?P<type>\(.*?\)|\S+)\s+(?P<kind>{_KINDS})(?:-done)?\(")
-_ARRAY = re.compile(r"\b([a-z]+\d*)\[([\d,]*)\]")
-
-
-@dataclass
-class Collective:
-    kind: str
-    shapes: list[str]  # result array types, per device
-    n: int  # devices per group
-    payload: float
-    wire: float
-    origin: str  # the jflow op (or to_global) it came from, from the HLO metadata
-
-
-def _group_size(line: str, default: int) -> int:
-    m = re.search(r"replica_groups=\{\{([\d,]*)\}", line)
-    if m:
-        return len(m.group(1).split(","))
-    m = re.search(r"replica_groups=\[([\d,]+)\]<=", line)  # iota form [groups, size]
-    if m:
-        return int(m.group(1).split(",")[-1])
-    return default
-
-
-def hlo_collectives(text: str, n_devices: int) -> list[Collective]:
-    out = []
-    for line in text.splitlines():
-        m = _LINE.search(line)
-        if m is None or "-start(" in line:
-            continue
-        kind = m.group("kind")
-        arrays = _ARRAY.findall(m.group("type"))
-        nbytes = sum(_DTYPE_BYTES[dt] * math.prod(int(s) for s in dims.split(",") if s)
-                     for dt, dims in arrays)
-        n = _group_size(line, n_devices)
-        if kind == "all-reduce":
-            payload, wire = nbytes, 2 * ring(n) * nbytes
-        elif kind == "all-gather":
-            payload, wire = nbytes, ring(n) * nbytes
-        elif kind == "reduce-scatter":  # the result is 1/n of the operand
-            payload, wire = n * nbytes, (n - 1) * nbytes
-        elif kind == "all-to-all":
-            payload, wire = nbytes, ring(n) * nbytes
-        else:  # collective-permute
-            payload, wire = nbytes, nbytes
-        origins = re.findall(r"jit\((\w+?)_global\)", line)
-        origin = origins[-1] if origins else ("to_global" if "jit(<lambda>)" in line else "?")
-        out.append(Collective(kind, [f"{dt}[{dims}]" for dt, dims in arrays], n, payload, wire,
-                              origin))
-    return out
 
 
 # -- traffic -----------------------------------------------------------------------------------

@@ -10,6 +10,10 @@ lists, tuples, numbers, strings, ``None`` and dtypes, so a file cannot execute c
   PyTorch, Hugging Face and anything else that speaks safetensors. ``flow.load`` recognizes
   a safetensors file by its content, whatever its name. Needs the optional ``safetensors``
   package. See :mod:`._safetensors`.
+* a sharded checkpoint directory (a path, when the object holds global tensors): each
+  process writes only its own shards to its own safetensors file, process 0 commits a JSON
+  manifest last; ``flow.load`` of the directory reshards onto any placement and SBP, reading
+  only the byte ranges each process needs. See :mod:`._sharded`.
 
 Why jflow's own format did not become "a safetensors blob plus a JSON manifest": the zip
 gives every entry a CRC-32, so a flipped bit anywhere is a clear error, while safetensors has
@@ -53,7 +57,7 @@ import zipfile
 from collections.abc import Iterable, Iterator
 from typing import IO, Any
 
-from . import _atomic, _safetensors, _zipformat
+from . import _atomic, _safetensors, _sharded, _zipformat
 from ._common import SerializationError
 
 __all__ = ["save", "load", "SerializationError", "add_safe_globals", "safe_globals",
@@ -68,15 +72,24 @@ _PICKLE_HINT = (
 
 def save(obj: Any, f: str | os.PathLike[str] | IO[bytes], pickle_module: Any = None,
          pickle_protocol: int = 2, _use_new_zipfile_serialization: bool = True,
-         _disable_byteorder_record: bool = False) -> None:
+         _disable_byteorder_record: bool = False, *, sharded: bool | None = None) -> None:
     """Save ``obj`` (a tensor, or nested dicts / lists / tuples of tensors, NumPy arrays,
     numbers, strings, ``None``, dtypes) to the path or binary file object ``f``.
 
     A path ending in ``.safetensors`` gets a safetensors file; ``obj`` must then be a flat
     dict of ``str`` -> tensor (``requires_grad`` and ``Parameter`` are not recorded). A path
     is written atomically: if anything fails the previous file at ``f`` is untouched. Global
-    tensors are saved as their logical (full) value and load as local tensors. In jflow's
-    format a tensor referenced twice is stored once and loads as one tensor.
+    tensors go to a sharded checkpoint directory (below). In jflow's format a tensor
+    referenced twice is stored once and loads as one tensor.
+
+    Sharded checkpoints: when ``obj`` holds a global tensor and ``f`` is a path not ending in
+    ``.safetensors`` (or with ``sharded=True``), ``f`` becomes a *directory*: every process
+    writes only the shards it owns, in parallel, to its own file, and process 0 commits a
+    ``manifest.json`` last, so a save that fails leaves the previous checkpoint loadable.
+    Every process must call ``save`` with the same object (it is a collective). A partial
+    sum is reduced before it is written. ``sharded=False`` gathers every global tensor to
+    its logical value in one file instead (loading gives local tensors). See
+    :mod:`._sharded` for the layout.
 
     A module, optimizer or scheduler (anything with a ``state_dict()`` method) is refused:
     save ``obj.state_dict()`` instead (loading a whole object would mean running its code).
@@ -84,13 +97,26 @@ def save(obj: Any, f: str | os.PathLike[str] | IO[bytes], pickle_module: Any = N
     keywords) are accepted and ignored.
     """
     _refuse_objects(obj, "obj", 0)
+    if sharded not in (None, True, False):
+        raise TypeError(f"flow.save: sharded must be None, True or False, got {sharded!r}")
     if not isinstance(f, (str, os.PathLike)):
         if not hasattr(f, "write"):
             raise TypeError(f"flow.save: f must be a path or a binary file object, got "
                             f"{type(f).__name__}")
+        if sharded:
+            raise TypeError("flow.save: sharded=True needs a directory path for f, not a "
+                            "file object")
         _zipformat.write(f, _zipformat.encode(obj))
         return
     path = os.fspath(f)
+    if sharded is None:
+        sharded = not _safetensors.is_safetensors_path(path) and _sharded.holds_global(obj)
+    if sharded:
+        if _safetensors.is_safetensors_path(path):
+            raise ValueError(f"flow.save: {path!r} ends in .safetensors, but a sharded "
+                             f"checkpoint is a directory; choose another name")
+        _sharded.save(obj, path)
+        return
     if _safetensors.is_safetensors_path(path):
         arrays = _safetensors.arrays_to_save(obj, path)
         _atomic.write_atomically(path, lambda tmp: _safetensors.write(tmp, arrays))
@@ -101,7 +127,7 @@ def save(obj: Any, f: str | os.PathLike[str] | IO[bytes], pickle_module: Any = N
 
 def load(f: str | os.PathLike[str] | IO[bytes], map_location: Any = None,
          pickle_module: Any = None, *, weights_only: bool | None = None, mmap: bool | None = None,
-         **pickle_load_args: Any) -> Any:
+         placement: Any = None, sbp: Any = None, **pickle_load_args: Any) -> Any:
     """Load what :func:`save` wrote, or any safetensors file (as a dict of tensors). Tensors
     come back on the default device, or on ``map_location``.
 
@@ -111,6 +137,17 @@ def load(f: str | os.PathLike[str] | IO[bytes], map_location: Any = None,
     only"; ``False`` does not enable unpickling, and a pickle file's error says so), ``mmap``
     (accepted; tensors are read into memory) and ``pickle_load_args`` (``encoding=...``)
     accepted and unused; a ``pickle_module`` is refused.
+
+    A sharded checkpoint directory (what ``save`` writes for global tensors) loads its
+    global tensors as global tensors, resharded to the layout asked for: by default the
+    saved placement and SBP; ``placement=`` (a ``flow.placement``) and/or ``sbp=`` (a
+    ``flow.sbp`` value or one per hierarchy axis, for every global tensor, or a dict of
+    top-level key -> sbp; keys not in it keep their saved SBP) choose another one, e.g. a
+    checkpoint saved on 8 devices as ``S(0)`` loads on 4 as ``B``. ``map_location=`` loads
+    them as local tensors (their logical values) on that device instead. Each process reads
+    only the byte ranges of the shards its devices need. To keep a model's own layouts,
+    ``model.load_state_dict(flow.load(dir))``: ``copy_`` keeps each parameter's placement
+    and SBP.
     """
     if pickle_module is not None:
         raise SerializationError(f"flow.load: pickle_module is not supported; {_PICKLE_HINT}")
@@ -118,11 +155,20 @@ def load(f: str | os.PathLike[str] | IO[bytes], map_location: Any = None,
         raise TypeError("flow.load: weights_only and mmap must be None or a bool")
     if isinstance(f, (str, os.PathLike)):
         path = os.fspath(f)
+        if os.path.isdir(path):
+            return _sharded.load(path, map_location, placement, sbp)
+        if placement is not None or sbp is not None:
+            raise ValueError(f"flow.load: placement= and sbp= apply to a sharded checkpoint "
+                             f"directory (what flow.save writes for global tensors); "
+                             f"{path!r} is a file")
         with open(path, "rb") as fh:
             return _load(fh, repr(path), map_location, path)
     if not hasattr(f, "read"):
         raise TypeError(f"flow.load: f must be a path or a binary file object, got "
                         f"{type(f).__name__}")
+    if placement is not None or sbp is not None:
+        raise ValueError("flow.load: placement= and sbp= apply to a sharded checkpoint "
+                         "directory, not a file object")
     return _load(_seekable(f), "the file object", map_location, None)
 
 

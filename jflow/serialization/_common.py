@@ -7,6 +7,7 @@ saved object, the header) so a user can tell *which* part of a large checkpoint 
 
 from __future__ import annotations
 
+import json
 import math
 import reprlib
 import sys
@@ -36,6 +37,25 @@ class SerializationError(RuntimeError):
 def corrupted(name: str, entry: str, why: str) -> SerializationError:
     """The error for a bad ``entry`` of file ``name`` (``name`` is already quoted)."""
     return SerializationError(f"flow.load: {name} is corrupted: {entry}: {why}")
+
+
+def parse_manifest(name: str, raw: bytes | str, entry: str, fmt: str, version: int,
+                   what: str) -> dict:
+    """A checkpoint's JSON manifest, checked for its format tag and version (both checkpoint
+    kinds, zip and sharded, start so)."""
+    try:
+        m = json.loads(raw)
+    except (ValueError, RecursionError) as err:
+        raise corrupted(name, entry, f"bad JSON ({err})") from None
+    got = m.get("format") if isinstance(m, dict) else None
+    if got != fmt:
+        raise SerializationError(f"flow.load: {name} is not {what} (format {short(got)}, "
+                                 f"expected {fmt!r})")
+    v = m.get("version")
+    if type(v) is not int or not 1 <= v <= version:
+        raise SerializationError(f"flow.load: {name} has format version {short(v)}; this "
+                                 f"jflow reads versions 1 to {version}")
+    return m
 
 
 def short(x: Any) -> str:

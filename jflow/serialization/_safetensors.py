@@ -155,12 +155,15 @@ def _unique_keys(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
     return out
 
 
-def _specs(header: dict[str, Any], data_len: int, name: str) -> list[_Spec]:
-    """Each tensor's checked declaration, in file order; the tensors must tile the data."""
+def _specs(header: dict[str, Any], data_len: int, name: str,
+           dtypes: dict[str, _dt.dtype] = _DTYPES) -> list[_Spec]:
+    """Each tensor's checked declaration, in file order; the tensors must tile the data.
+    ``dtypes``: the dtype codes accepted (sharded checkpoints add complex ones)."""
     meta = header.get("__metadata__", {})
     if not (isinstance(meta, dict) and all(isinstance(v, str) for v in meta.values())):
         raise corrupted(name, f"{_HEADER} (__metadata__)", "is not a map of strings")
-    specs = [_spec(k, v, data_len, name) for k, v in header.items() if k != "__metadata__"]
+    specs = [_spec(k, v, data_len, name, dtypes) for k, v in header.items()
+             if k != "__metadata__"]
     specs.sort(key=lambda s: (s.begin, s.end))
     pos = 0
     for s in specs:
@@ -175,15 +178,16 @@ def _specs(header: dict[str, Any], data_len: int, name: str) -> list[_Spec]:
     return specs
 
 
-def _spec(key: str, info: Any, data_len: int, name: str) -> _Spec:
+def _spec(key: str, info: Any, data_len: int, name: str,
+          dtypes: dict[str, _dt.dtype] = _DTYPES) -> _Spec:
     entry = f"tensor {short(key)}"
     if not isinstance(info, dict):
         raise corrupted(name, entry, f"its header entry is {short(info)}")
     code = info.get("dtype")
-    d = _DTYPES.get(code) if isinstance(code, str) else None
+    d = dtypes.get(code) if isinstance(code, str) else None
     if d is None:
         raise corrupted(name, entry, f"dtype {short(code)} is not one jflow supports "
-                                     f"({', '.join(_DTYPES)})")
+                                     f"({', '.join(dtypes)})")
     shape = info.get("shape")
     problem = shape_problem(shape)
     if problem:

@@ -39,6 +39,7 @@ from ._common import (
     array_from_bytes,
     corrupted,
     nbytes,
+    parse_manifest,
     shape_problem,
     short,
     to_tensor,
@@ -91,10 +92,24 @@ class Encoded:
         return i
 
 
-def encode(obj: Any) -> Encoded:
-    """Encode ``obj`` for :func:`write`; raises ``TypeError``/``ValueError`` before any file
-    is touched if something in it cannot be saved."""
-    enc = Encoded()
+    def tensor(self, obj: Tensor) -> dict[str, Any]:
+        """The JSON node of tensor ``obj`` (a global one as its logical value). A subclass
+        (the sharded format's) stores global tensors differently."""
+        a = np.asarray(obj.detach().numpy())
+        return {"$tensor": self.array(obj, a, tensor_flags(obj))}
+
+
+def tensor_flags(t: Tensor) -> dict[str, bool]:
+    """What a checkpoint records about a tensor besides its data."""
+    return {"requires_grad": bool(t.requires_grad and t.is_leaf),
+            "parameter": isinstance(t, Parameter)}
+
+
+def encode(obj: Any, enc: Encoded | None = None) -> Encoded:
+    """Encode ``obj`` for :func:`write` (into ``enc``, a subclass's, if given); raises
+    ``TypeError``/``ValueError`` before any file is touched if something in it cannot be
+    saved."""
+    enc = Encoded() if enc is None else enc
     enc.root = _encode(enc, obj, "obj", 0)
     return enc
 
@@ -109,10 +124,7 @@ def _encode(enc: Encoded, obj: Any, path: str, depth: int) -> Any:
     if isinstance(obj, float):
         return float(obj)
     if isinstance(obj, Tensor):
-        a = np.asarray(obj.detach().numpy())
-        return {"$tensor": enc.array(obj, a, {
-            "requires_grad": bool(obj.requires_grad and obj.is_leaf),
-            "parameter": isinstance(obj, Parameter)})}
+        return enc.tensor(obj)
     if isinstance(obj, np.ndarray):
         if obj.dtype.kind not in "biuf" and obj.dtype.name != "bfloat16":
             raise TypeError(f"flow.save: cannot save a NumPy array of dtype {obj.dtype} "
@@ -236,11 +248,13 @@ class _Archive:
 class _Decoder:
     """Rebuilds the saved object from the manifest's JSON tree, checking every node."""
 
-    def __init__(self, archive: _Archive, entries: list[Any], map_location: Any) -> None:
+    def __init__(self, archive: _Archive | None, entries: list[Any], map_location: Any,
+                 name: str | None = None) -> None:
         self.archive, self.entries, self.map_location = archive, entries, map_location
-        self.name = archive.name
+        self.name = archive.name if archive is not None else str(name)
         self._tensors: dict[int, Tensor] = {}
         self._arrays: dict[int, np.ndarray] = {}
+        self.top_key: Any = None
 
     def _bad(self, where: str, why: str) -> SerializationError:
         return corrupted(self.name, f"the object at {where}", why)
@@ -263,6 +277,8 @@ class _Decoder:
                 return self.dtype(obj["$dtype"], where)
             if "$dict" in obj:
                 return self.dict(obj["$dict"], bool(obj.get("ordered")), where, depth)
+            if "$global" in obj:
+                return self.global_tensor(obj["$global"], where)
         raise self._bad(where, f"unknown entry {short(obj)}")
 
     def _items(self, items: Any, where: str, depth: int) -> list[Any]:
@@ -289,8 +305,15 @@ class _Decoder:
             except TypeError:
                 raise self._bad(where, f"dict key {n} is an unhashable "
                                        f"{type(k).__name__}") from None
+            if depth == 0:
+                self.top_key = k  # (a sharded load's per-key sbp= looks it up)
             out[k] = self.decode(item[1], f"{where}[{short(k)}]", depth + 1)
         return out
+
+    def global_tensor(self, i: Any, where: str) -> Tensor:
+        """A global tensor: only sharded checkpoints (a directory) hold them."""
+        raise self._bad(where, "a global tensor reference, which only a sharded checkpoint "
+                               "directory holds")
 
     def _raw(self, i: Any, where: str) -> np.ndarray:
         """Tensor ``i``'s array, after checking its manifest entry against its zip header."""
@@ -313,6 +336,12 @@ class _Decoder:
         if type(declared) is not int or declared != n:
             raise corrupted(self.name, label, f"declares {short(declared)} bytes, but "
                                               f"{d.name}{shape} has {n}")
+        return self._read_array(i, d, shape, n, label)
+
+    def _read_array(self, i: int, d: _dt.dtype, shape: list[int], n: int,
+                    label: str) -> np.ndarray:
+        """Tensor ``i``'s checked declaration turned into its array (from the zip here)."""
+        assert self.archive is not None
         data = self.archive.read(f"data/{i}", n, label)
         return array_from_bytes(data, d, shape, self.name, label)
 
@@ -349,18 +378,8 @@ def _manifest(archive: _Archive) -> tuple[list[Any], Any]:
         raise SerializationError(f"flow.load: {name} is not a file written by flow.save "
                                  f"(a zip file without {MANIFEST})") from None
     text = archive.read(MANIFEST, None, f"the manifest ({MANIFEST})")
-    try:
-        manifest = json.loads(text)
-    except (ValueError, RecursionError) as err:
-        raise corrupted(name, f"the manifest ({MANIFEST})", f"bad JSON ({err})") from None
-    fmt = manifest.get("format") if isinstance(manifest, dict) else None
-    if fmt != FORMAT:
-        raise SerializationError(f"flow.load: {name} is not a file written by flow.save "
-                                 f"(format {short(fmt)}, expected {FORMAT!r})")
-    version = manifest.get("version")
-    if type(version) is not int or not 1 <= version <= VERSION:
-        raise SerializationError(f"flow.load: {name} has format version {short(version)}; "
-                                 f"this jflow reads versions 1 to {VERSION}")
+    manifest = parse_manifest(name, text, f"the manifest ({MANIFEST})", FORMAT, VERSION,
+                              "a file written by flow.save")
     entries = manifest.get("tensors")
     if not isinstance(entries, list) or "object" not in manifest:
         raise corrupted(name, f"the manifest ({MANIFEST})", "no tensor list or no object")

@@ -3,6 +3,8 @@
 * :mod:`.sbp`, :mod:`.placement`  — the user-facing values and op SBP signatures;
 * :mod:`.spec`                    — nd-SBP <-> ``PartitionSpec`` (partial sum = unreduced);
 * :mod:`.boxing`                  — SBP conversions as collectives on local shards;
+* :mod:`.boxing_plan`             — the cheapest chain of one-axis steps, and its bytes;
+* :mod:`.hlo_traffic`             — the collective bytes of compiled HLO (tests, benchmarks);
 * :mod:`.global_tensor`           — ``to_global`` / ``to_local`` / the logical value;
 * :mod:`.execute`                 — signature inference and ops under ``shard_map``;
 * :mod:`.explain`                 — what was chosen, per op call.

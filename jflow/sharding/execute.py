@@ -31,6 +31,7 @@ from ..autograd.graph import record
 from ..tensor import Tensor, _wrap
 from . import plan as step_plan
 from .boxing import box_local, cost, describe
+from .boxing_plan import greedy_rank
 from .global_tensor import box_value, make_global, make_local, to_global
 from .placement import placement as Placement
 from .sbp import SbpParallel, Signature, _Broadcast, _PartialSum, signatures_of
@@ -111,8 +112,8 @@ def choose_signature(op: Any, sigs: Sequence[NdSignature], in_nds: Sequence[tupl
     for sig in sigs:
         if tuple(sig.inputs) == tuple(in_nds):
             return sig  # no transfer at all
-        c = sum(cost(src, dst, a.size * np.dtype(a.dtype).itemsize, plc.hierarchy)
-                for src, dst, a in zip(in_nds, sig.inputs, in_avals))
+        c = sum(greedy_rank(src, dst, a.size * np.dtype(a.dtype).itemsize, plc.hierarchy,
+                            a.shape) for src, dst, a in zip(in_nds, sig.inputs, in_avals))
         if best_cost is None or c < best_cost:
             best, best_cost = sig, c
     if best is None:
@@ -293,19 +294,20 @@ def global_apply(op: Any, params: dict[str, Any], ins: list[Tensor], single: boo
             in_values = [step.boxed(t._value, plc, src, need, box_value)
                          for t, src, need in zip(ins, in_nds, forced.inputs)]
             in_nds = tuple(forced.inputs)
-            key = None if key is None else (op.name, key[1], plc, in_nds, key[4])
+            key = None if key is None else (op.name, key[1], plc, in_nds, key[4], forced)
             plan = _cached_plan(key, op, params, plc, in_nds, ins, len(dyn), forced=forced)
     fn, sig, in_avals, out_avals, sigs = plan
     if _RECORDING[0]:
-        moved = sum(cost(s, d, a.size * np.dtype(a.dtype).itemsize, plc.hierarchy)
+        moved = sum(cost(s, d, a.size * np.dtype(a.dtype).itemsize, plc.hierarchy, a.shape)
                     for s, d, a in zip(in_nds, sig.inputs, in_avals))
-        last_choices.append((op.name, sig, [describe(s, d) for s, d in zip(in_nds, sig.inputs)],
+        last_choices.append((op.name, sig, [describe(s, d, plc.hierarchy, a.shape)
+                                            for s, d, a in zip(in_nds, sig.inputs, in_avals)],
                              moved))
     if in_values is None:
         in_values = [t._value for t in ins]
     values = fn(*in_values, *dyn)
     if step is not None and isinstance(step, step_plan.StepRecorder):
-        step.op(op.name, sigs, in_values, in_nds, [_nbytes(a) for a in in_avals],
+        step.op(op.name, sigs, in_values, in_nds, [(_nbytes(a), a.shape) for a in in_avals],
                 sig, values, [_nbytes(a) for a in out_avals], plc.hierarchy)
     outs = [make_global(v, plc, nd) for v, nd in zip(values, sig.outputs)]
     out = outs[0] if single else tuple(outs)

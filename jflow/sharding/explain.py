@@ -37,7 +37,8 @@ class Explanation(list):
     def collectives(self) -> list[tuple[str, int, str]]:
         """``(op, input index, collective)`` for every input that needed communication."""
         return [(c.op, i, b) for c in self for i, b in enumerate(c.boxing)
-                if b != "none" and not b.startswith("local")]
+                if b != "none" and not all(step.split(":")[-1].startswith("local")
+                                           for step in b.split(", "))]
 
     def __str__(self) -> str:
         lines = [str(c) for c in self]

@@ -62,8 +62,8 @@ def box_value(value: Any, plc: Placement, src: tuple, dst: tuple) -> Any:
         return value
     rec = step_plan.active()
     if isinstance(rec, step_plan.StepRecorder):  # a flow.jit step being planned
-        rec.box(value, src, dst, float(value.size * np.dtype(value.dtype).itemsize),
-                plc.hierarchy)
+        rec.box(value, src, dst, (float(value.size * np.dtype(value.dtype).itemsize),
+                                  tuple(value.shape)), plc.hierarchy)
     return _boxer(plc, src, dst, value.ndim)(value)
 
 

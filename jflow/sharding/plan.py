@@ -57,7 +57,8 @@ class StepRecorder:
 
     ``ops[k]`` = ``(op name, candidates, inputs, chosen, hierarchy, out_nbytes)`` where each
     input is ``(source, nbytes)`` and a source is ``("call", k, j)`` (output ``j`` of call
-    ``k``) or ``("fixed", nd)``. ``boxes`` = ``(source, dst nd, nbytes, hierarchy)``."""
+    ``k``) or ``("fixed", nd)``, and sizes are ``(bytes, logical shape)``. ``boxes`` =
+    ``(source, dst nd, size, hierarchy)``."""
 
     def __init__(self) -> None:
         self.ops: list[tuple] = []
@@ -71,20 +72,20 @@ class StepRecorder:
         return ("call", *where) if where is not None else ("fixed", nd)
 
     def op(self, name: str, candidates: Sequence[Any], in_values: Sequence[Any],
-           in_nds: Sequence[tuple], in_nbytes: Sequence[float], chosen: Any,
+           in_nds: Sequence[tuple], in_sizes: Sequence[tuple[float, tuple]], chosen: Any,
            out_values: Sequence[Any], out_nbytes: Sequence[float],
            hierarchy: Sequence[int]) -> None:
         k = len(self.ops)
-        ins = [(self._source(v, nd), b) for v, nd, b in zip(in_values, in_nds, in_nbytes)]
+        ins = [(self._source(v, nd), b) for v, nd, b in zip(in_values, in_nds, in_sizes)]
         self.ops.append((name, list(candidates), ins, chosen, tuple(hierarchy),
                          list(out_nbytes)))
         for j, v in enumerate(out_values):
             self._producer[id(v)] = (k, j)
             self._keep.append(v)
 
-    def box(self, value: Any, src: tuple, dst: tuple, nbytes: float,
+    def box(self, value: Any, src: tuple, dst: tuple, size: tuple[float, tuple],
             hierarchy: Sequence[int]) -> None:
-        self.boxes.append((self._source(value, src), dst, nbytes, tuple(hierarchy)))
+        self.boxes.append((self._source(value, src), dst, size, tuple(hierarchy)))
 
     def pin(self, pins: Sequence[tuple[Any, tuple]]) -> None:
         """``(value, (placement, nd))`` pairs: state the step rewrites must come back with
@@ -159,6 +160,11 @@ def forcing(plan: StepPlan) -> _Active:
     return _Active(plan)
 
 
+def _cost(src: tuple, dst: tuple, size: tuple[float, tuple], hierarchy: Sequence[int]) -> float:
+    """``boxing.cost`` of a value of ``size`` = ``(bytes, logical shape)``."""
+    return float(cost(src, dst, size[0], hierarchy, size[1]))
+
+
 def _local_bytes(nbytes: float, nd: tuple, hierarchy: Sequence[int]) -> float:
     split = 1
     for x, n in zip(nd, hierarchy):
@@ -171,7 +177,7 @@ def _own_cost(rec: StepRecorder, k: int, sig: Any) -> float:
     """The part of call ``k``'s cost that depends on its choice alone: boxing of fixed
     inputs and its compute term."""
     _, _, ins, _, h, out_nbytes = rec.ops[k]
-    c = sum(cost(src[1], need, b, h) for (src, b), need in zip(ins, sig.inputs)
+    c = sum(_cost(src[1], need, b, h) for (src, b), need in zip(ins, sig.inputs)
             if src[0] == "fixed")
     return c + _COMPUTE_WEIGHT * sum(_local_bytes(b, nd, h)
                                      for b, nd in zip(out_nbytes, sig.outputs))
@@ -191,10 +197,10 @@ def total_cost(rec: StepRecorder, choice: Sequence[Any], shared: bool = True) ->
                 if shared and (src[1], src[2], need) in seen:
                     continue
                 seen.add((src[1], src[2], need))
-                c += cost(have, need, b, h)
+                c += _cost(have, need, b, h)
     for src, dst, b, h in rec.boxes:
         if src[0] == "call":
-            c += cost(choice[src[1]].outputs[src[2]], dst, b, h)
+            c += _cost(choice[src[1]].outputs[src[2]], dst, b, h)
     return c
 
 
@@ -227,7 +233,7 @@ def solve(rec: StepRecorder) -> tuple[list[Any], float, float] | None:
         if src[0] == "call":
             p, j = src[1], src[2]
             for s_i, s in enumerate(cands[p]):
-                obj[offset[p] + s_i] += cost(s.outputs[j], dst, b, h)
+                obj[offset[p] + s_i] += _cost(s.outputs[j], dst, b, h)
     rows: list[int] = []
     cols: list[int] = []
     vals: list[float] = []
@@ -261,7 +267,7 @@ def solve(rec: StepRecorder) -> tuple[list[Any], float, float] | None:
             obj += [0.0] * (len(outs) * len(needs))
             for ai, a in enumerate(outs):
                 for bi, bb in enumerate(needs):
-                    c = cost(a, bb, b, h)
+                    c = _cost(a, bb, b, h)
                     if c == 0:
                         continue
                     y = shared.get((p, j, a, bb))
