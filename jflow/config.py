@@ -14,6 +14,10 @@ Memory: :func:`cache_limits` lists the bounds of jflow's own caches (:func:`set_
 changes one); :func:`set_executable_limit` bounds the executables JAX keeps for eager code
 (:mod:`jflow.executable_budget`: JAX's caches are cleared after that many compiles, at the
 next op call outside a trace; the cost is a recompile of shapes seen again).
+
+Several processes: :func:`set_collective_check` sets when global ops are checked to be the
+same on every process, and how long a check waits (:mod:`jflow.distributed.consistency`;
+also ``JFLOW_COLLECTIVE_CHECK`` and ``JFLOW_COLLECTIVE_CHECK_TIMEOUT_S``).
 """
 
 from __future__ import annotations
@@ -26,6 +30,7 @@ from . import dispatch as _dispatch
 from . import executable_budget as _budget
 from .autograd import engine as _engine
 from .autograd import jax_rules as _jax_rules
+from .distributed import consistency as _consistency
 from .functional import promotion as _promotion
 from .kernels import pallas as _pallas
 from .kernels.ffi import Library, LibraryError, load_library, loaded_libraries
@@ -35,7 +40,7 @@ from .sharding import global_tensor as _global_tensor
 __all__ = ["load_library", "loaded_libraries", "Library", "LibraryError",
            "enable_pallas_interpret", "pallas_interpret", "pallas_interpret_enabled",
            "cache_limits", "set_cache_limit", "set_executable_limit", "executable_limit",
-           "executable_stats", "clear_compiled"]
+           "executable_stats", "clear_compiled", "set_collective_check", "collective_check"]
 
 #: jflow's caches: name -> (owner, attribute holding its bound, what one entry is)
 _CACHES: dict[str, tuple[Any, str, str]] = {
@@ -69,6 +74,8 @@ def set_cache_limit(name: str, limit: int) -> int:
     return old
 
 
+set_collective_check = _consistency.set_check
+collective_check = _consistency.get_check
 set_executable_limit = _budget.set_limit
 executable_limit = _budget.get_limit
 executable_stats = _budget.stats

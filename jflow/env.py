@@ -21,8 +21,10 @@ global tensor from each process's own piece of the data.
 
 from __future__ import annotations
 
+import contextlib
 import os
 import socket
+import sys
 from typing import Any
 
 import jax
@@ -48,7 +50,13 @@ def _backend_started() -> bool:
 
 def _env_int(name: str) -> int | None:
     v = os.environ.get(name)
-    return int(v) if v not in (None, "") else None
+    if v in (None, ""):
+        return None
+    try:
+        return int(v)
+    except ValueError:
+        raise ValueError(f"flow.env.init_distributed: environment variable {name} must be an "
+                         f"integer, got {v!r}") from None
 
 
 def init_distributed(coordinator_address: str | None = None, num_processes: int | None = None,
@@ -60,13 +68,20 @@ def init_distributed(coordinator_address: str | None = None, num_processes: int 
     jflow is fine): the device list, CPU device count and collectives are fixed then.
 
     Arguments left ``None`` come from OneFlow/PyTorch launcher variables when set
-    (``MASTER_ADDR``/``MASTER_PORT``, ``WORLD_SIZE``, ``RANK``), else from JAX's cluster
-    detection (SLURM, Open MPI, ...). ``coordinator_address`` is ``"host:port"`` of process 0,
-    which serves it. ``local_device_count`` sets how many CPU devices each process has
-    (``jax_num_cpu_devices``; JAX's default is 1). ``cpu_collectives`` is how CPU devices of
-    different processes talk: ``"gloo"`` (TCP, built into jaxlib), ``"mpi"``, or ``None``
-    (then no CPU computation can span processes). ``timeout_s`` bounds the wait for all
-    processes.
+    (``MASTER_ADDR``/``MASTER_PORT``, ``WORLD_SIZE``, ``RANK``, and jflow's
+    ``JFLOW_LOCAL_DEVICE_COUNT``; ``python -m jflow.distributed.launch`` sets them all), else
+    from JAX's cluster detection (SLURM, Open MPI, ...). ``coordinator_address`` is
+    ``"host:port"`` of process 0, which serves it. ``local_device_count`` sets how many CPU
+    devices each process has (``jax_num_cpu_devices``; JAX's default is 1).
+    ``cpu_collectives`` is how CPU devices of different processes talk: ``"gloo"`` (TCP,
+    built into jaxlib), ``"mpi"``, or ``None`` (then no CPU computation can span processes).
+    ``timeout_s`` bounds the wait for all processes.
+
+    With several processes, two more things are switched on: every op on global tensors is
+    checked to be the same on all processes when first met
+    (:mod:`jflow.distributed.consistency`: a mismatch or a process that does not arrive
+    raises an error naming the op instead of hanging), and an uncaught exception ends the
+    process at once (see :func:`_exit_at_once_on_uncaught_exception`).
     """
     if jax.distributed.is_initialized():
         raise RuntimeError("flow.env.init_distributed: already initialized (call it once per "
@@ -82,6 +97,8 @@ def init_distributed(coordinator_address: str | None = None, num_processes: int 
         num_processes = _env_int("WORLD_SIZE")
     if process_id is None:
         process_id = _env_int("RANK")
+    if local_device_count is None:
+        local_device_count = _env_int("JFLOW_LOCAL_DEVICE_COUNT")
     if local_device_count is not None:
         if local_device_count < 1:
             raise ValueError(f"flow.env.init_distributed: local_device_count must be >= 1, got "
@@ -91,6 +108,34 @@ def init_distributed(coordinator_address: str | None = None, num_processes: int 
     jax.distributed.initialize(coordinator_address, num_processes, process_id,
                                initialization_timeout=timeout_s)
     _LOCAL_RANK[0] = _find_local_rank()
+    if jax.process_count() > 1:
+        from .distributed import consistency  # jflow.distributed imports this module
+        consistency.install()
+        _exit_at_once_on_uncaught_exception()
+
+
+def _exit_at_once_on_uncaught_exception() -> None:
+    """With several processes, an uncaught exception prints its traceback and ends the
+    process at once (exit code 1), skipping interpreter shutdown.
+
+    Why: a normal exit runs ``jax.distributed.shutdown``, whose barrier waits (up to 5 min)
+    for every other process to exit too, while they may be blocked in a collective with this
+    one or waiting for it. Exiting at once lets the launcher (``jflow.distributed.launch``)
+    see the failure and stop the others, and JAX's coordinator tells the others this process
+    is gone. ``atexit`` handlers do not run after an uncaught exception then; stdout and
+    stderr are flushed."""
+    previous = sys.excepthook
+
+    def hook(kind: type[BaseException], value: BaseException, tb: Any) -> None:
+        try:
+            previous(kind, value, tb)
+        finally:
+            for stream in (sys.stdout, sys.stderr):
+                with contextlib.suppress(Exception):
+                    stream.flush()
+            os._exit(1)
+
+    sys.excepthook = hook
 
 
 def _find_local_rank() -> int:

@@ -1,0 +1,197 @@
+"""``python -m jflow.distributed.launch`` and the multi-process consistency check.
+
+* the launcher's environment (``RANK``, ``WORLD_SIZE``, ...) and its failure handling (one
+  process fails: the others are stopped and the launcher exits with that code, no hang),
+  with plain Python scripts;
+* examples/digits_multiprocess.py launched as 2 processes x 4 CPU devices (DDP, gloo) prints
+  the same per-step losses as the script run alone with plain local tensors (the reference:
+  no DDP, no global tensors, one device). From step 2 on the losses depend on the SGD
+  updates, so a gradient not reduced over both processes' rows, or summed where PyTorch's
+  DDP averages (checked by hand: step 2 then reads 2.2683 instead of 2.2821),
+  fails the comparison;
+* processes that disagree (another op, another shape, another call order, a process that
+  never arrives) stop with an error naming the op on both sides, within the check's timeout.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+from _spawn import ROOT, needs_gloo
+
+from jflow.distributed import launch
+from jflow.distributed.consistency import ENV_MODE, ENV_TIMEOUT, get_check, set_check
+
+EXAMPLE = ROOT / "examples" / "digits_multiprocess.py"
+WORKER = Path(__file__).resolve().parent / "_consistency_worker.py"
+STEPS = 8
+
+
+def _env(**extra: str) -> dict[str, str]:
+    env = dict(os.environ, PYTHONPATH=os.pathsep.join(
+        [str(ROOT), *filter(None, [os.environ.get("PYTHONPATH")])]), JAX_PLATFORMS="cpu")
+    env.pop("XLA_FLAGS", None)  # each process sets its own device count
+    for k in ("WORLD_SIZE", "RANK", "LOCAL_RANK", "MASTER_ADDR", "MASTER_PORT",
+              "JFLOW_LOCAL_DEVICE_COUNT"):
+        env.pop(k, None)
+    env.update(extra)
+    return env
+
+
+def _run(argv: list[str], timeout_s: float, **env: str) -> tuple[int, str, float]:
+    """Run ``python argv`` in its own session (a timeout kills the launcher and its
+    processes); returns the exit code, stdout + stderr and the seconds it took."""
+    t0 = time.monotonic()
+    p = subprocess.Popen([sys.executable, *argv], stdout=subprocess.PIPE,
+                         stderr=subprocess.STDOUT, text=True, env=_env(**env), cwd=str(ROOT),
+                         start_new_session=True)
+    try:
+        out, _ = p.communicate(timeout=timeout_s)
+    except subprocess.TimeoutExpired:
+        os.killpg(p.pid, signal.SIGKILL)
+        out, _ = p.communicate()
+        pytest.fail(f"python {' '.join(argv)} did not finish within {timeout_s} s:\n{out}")
+    return p.returncode, out, time.monotonic() - t0
+
+
+def _launch(args: list[str], timeout_s: float, **env: str) -> tuple[int, str, float]:
+    return _run(["-m", "jflow.distributed.launch", *args], timeout_s, **env)
+
+
+# -- the launcher, without JAX -----------------------------------------------------------------
+def test_launcher_sets_the_torchrun_environment(tmp_path: Path) -> None:
+    script = tmp_path / "show.py"
+    script.write_text(
+        "import os, sys\n"
+        "keys = ['RANK', 'LOCAL_RANK', 'WORLD_SIZE', 'LOCAL_WORLD_SIZE', 'MASTER_ADDR',\n"
+        "        'MASTER_PORT', 'JFLOW_LOCAL_DEVICE_COUNT', 'PYTHONUNBUFFERED']\n"
+        "line = ' '.join(f'{k}={os.environ.get(k)}' for k in keys)\n"
+        "with open(sys.argv[1] + os.environ['RANK'], 'w') as f:  # not stdout: lines interleave\n"
+        "    f.write(f'ENV {line} {sys.argv[2:]}')\n")
+    rc, out, _ = _launch(["--nproc_per_node", "3", "--nnodes", "2", "--node_rank", "1",
+                          "--master_addr", "10.0.0.7", "--master_port", "4321",
+                          "--local_device_count", "2", str(script), str(tmp_path / "env"),
+                          "--lr", "0.1"], 60)
+    assert rc == 0, out
+    lines = sorted((tmp_path / f"env{r}").read_text() for r in range(3, 6))
+    assert lines == [f"ENV RANK={3 + i} LOCAL_RANK={i} WORLD_SIZE=6 LOCAL_WORLD_SIZE=3 "
+                     f"MASTER_ADDR=10.0.0.7 MASTER_PORT=4321 JFLOW_LOCAL_DEVICE_COUNT=2 "
+                     f"PYTHONUNBUFFERED=1 ['--lr', '0.1']" for i in range(3)], out
+
+
+def test_launcher_default_ports() -> None:
+    one = launch.build_envs(2, master_port=launch.free_port())
+    assert one[0]["MASTER_PORT"] == one[1]["MASTER_PORT"] != str(launch.DEFAULT_MULTI_NODE_PORT)
+    assert [e["RANK"] for e in one] == ["0", "1"] and one[0]["WORLD_SIZE"] == "2"
+    assert "JFLOW_LOCAL_DEVICE_COUNT" not in launch.build_envs(1, base={})[0]
+
+
+def test_launcher_stops_the_others_when_one_fails(tmp_path: Path) -> None:
+    script = tmp_path / "fail.py"
+    script.write_text("import os, sys, time\n"
+                      "if os.environ['RANK'] == '1':\n"
+                      "    sys.exit(3)\n"
+                      "time.sleep(120)\n")
+    rc, out, took = _launch(["--nproc_per_node", "2", "--kill_timeout", "2", str(script)], 60)
+    assert rc == 3, out
+    assert "process 1 (local rank 1" in out and "exited with code 3" in out, out
+    assert took < 30, f"the launcher took {took:.0f} s to stop the sleeping process"
+
+
+@pytest.mark.parametrize("argv,message", [
+    (["--nproc_per_node", "0", "x.py"], "--nproc_per_node must be >= 1"),
+    (["--nnodes", "2", "--node_rank", "2", "x.py"], "--node_rank must be in 0..1"),
+    (["--local_device_count", "0", "x.py"], "--local_device_count must be >= 1"),
+])
+def test_launcher_rejects_bad_arguments(argv: list[str], message: str) -> None:
+    with pytest.raises(SystemExit, match=re.escape(message)):
+        launch.main(argv)
+
+
+# -- data-parallel training, launched vs. one process ------------------------------------------
+def _losses(out: str) -> list[float]:
+    return [float(v) for v in re.findall(r"^step +\d+ +loss ([0-9.]+)$", out, re.M)]
+
+
+@needs_gloo
+def test_digits_two_processes_match_one_process() -> None:
+    pytest.importorskip("sklearn")
+    rc, alone, _ = _run([str(EXAMPLE), "--steps", str(STEPS)], 120)
+    assert rc == 0, alone
+    rc, launched, _ = _launch(["--nproc_per_node", "2", "--local_device_count", "4",
+                               str(EXAMPLE), "--steps", str(STEPS)], 180)
+    assert rc == 0, launched
+    want, got = _losses(alone), _losses(launched)
+    assert len(want) == STEPS, alone
+    assert len(got) == STEPS, f"only rank 0 prints, once per step:\n{launched}"
+    assert "2 processes, 8 devices" in launched, launched
+    assert got == pytest.approx(want, rel=1e-5), (got, want)
+    assert want[-1] < want[0] - 0.05, want  # it trains: the steps move the weights
+    acc = [float(m) for m in re.findall(r"test accuracy ([0-9.]+)", alone + launched)]
+    assert len(acc) == 2 and abs(acc[0] - acc[1]) <= 1 / 352, acc
+
+
+# -- disagreeing processes -------------------------------------------------------------------
+_MATMUL = "'matmul' with inputs [(16, 8) float32 S(0), (8, 3) float32 B]"
+
+
+@needs_gloo
+@pytest.mark.parametrize("case,expected", [
+    ("op", [f"this process (0) runs {_MATMUL}", "as global op call #2, but process 1 runs "
+            "'sigmoid' with inputs [(16, 8) float32 S(0)]"]),
+    ("shape", [f"this process (0) runs {_MATMUL}",
+               "but process 1 runs 'matmul' with inputs [(16, 8) float32 S(0), (8, 5) float32 "
+               "B]"]),
+    ("order", [f"this process (0) runs {_MATMUL}", "as global op call #2, but process 1 runs "
+               f"{_MATMUL}", "as its call #3"]),
+    ("absent", [f"process 1 did not reach this process's (0) global op call #2 ({_MATMUL}",
+                "within 3 s"]),
+])
+def test_disagreeing_processes_fail_naming_the_op(case: str, expected: list[str]) -> None:
+    rc, out, took = _launch(["--nproc_per_node", "2", "--local_device_count", "2",
+                             "--kill_timeout", "2", str(WORKER), case], 90,
+                            **{ENV_TIMEOUT: "3"})
+    assert rc != 0, out
+    assert "NO-ERROR" not in out, out
+    assert "RuntimeError: flow.distributed consistency check" in out, out
+    for text in expected:
+        assert text in out, f"{text!r} not in:\n{out}"
+    assert "The last global op all processes were checked at is call #1: 'relu'" in out, out
+    assert took < 45, f"took {took:.0f} s"
+
+
+# -- configuration (this process: one process, nothing installed) ------------------------------
+def test_check_is_off_in_one_process_and_configurable() -> None:
+    import jflow as flow
+    from jflow.distributed import consistency
+    assert not consistency.installed()  # the pytest process never initialises jax.distributed
+    old = flow.config.collective_check()
+    try:
+        assert flow.config.set_collective_check("all", timeout_s=7) == old
+        assert get_check() == ("all", 7.0)
+        with pytest.raises(ValueError, match=r"set_collective_check: mode must be one of"):
+            set_check("sometimes")
+        with pytest.raises(ValueError, match=r"timeout_s must be a positive number"):
+            set_check(timeout_s=0)
+    finally:
+        set_check(*old)
+
+
+def test_check_environment_is_validated(monkeypatch: pytest.MonkeyPatch) -> None:
+    from jflow.distributed import consistency
+    monkeypatch.setenv(ENV_MODE, "ALL")
+    monkeypatch.setenv(ENV_TIMEOUT, "12.5")
+    assert (consistency._mode_from_env(), consistency._timeout_from_env()) == ("all", 12.5)
+    monkeypatch.setenv(ENV_MODE, "maybe")
+    with pytest.raises(ValueError, match=ENV_MODE):
+        consistency._mode_from_env()
+    monkeypatch.setenv(ENV_TIMEOUT, "soon")
+    with pytest.raises(ValueError, match=ENV_TIMEOUT):
+        consistency._timeout_from_env()
