@@ -144,6 +144,7 @@ class GraphCache:
         leaves: list[Any] = []
         parts: list[Any] = []
         saved: list[Any] = []
+        keep = saved.append
         for n in order:
             if n.__class__ is not Node or n.hooks or n.retained or n.saved is None \
                     or n.op.grad_rule is None:
@@ -151,13 +152,15 @@ class GraphCache:
             for value, ref, version, nr in n.saved:
                 if isinstance(value, Tracer):
                     return None
-                t = ref if nr == LEAF else ref()
-                if t is not None and t._version != version:
-                    raise version_error(n, value, nr, t._version, version)
-                saved.append(value)
-            if any(isinstance(v, Tracer) for v in n.dyn):
-                return None
-            saved.extend(n.dyn)  # runtime values: the key holds the static params only
+                if ref is not None:
+                    t = ref if nr == LEAF else ref()
+                    if t is not None and t._version != version:
+                        raise version_error(n, value, nr, t._version, version)
+                keep(value)
+            if n.dyn:
+                if any(isinstance(v, Tracer) for v in n.dyn):
+                    return None
+                saved.extend(n.dyn)  # runtime values: the key holds the static params only
             es = []
             for e in n.next_edges:
                 if e is None:
@@ -173,7 +176,7 @@ class GraphCache:
                     es.append(-1 - s)
                 else:
                     es.append((index[e[0]], e[1]))
-            parts.append((n.op.name, id(n.params), n.needs, n.in_avals, n.out_avals, tuple(es),
+            parts.append((n.op, id(n.params), n.needs, n.in_avals, n.out_avals, tuple(es),
                           needed is None or n in needed))
         rk = tuple((index[t], nr, g._value.aval) for t, nr, g in roots)
         tk = tuple((index[t], nr) for t, nr in targets if t in index)

@@ -150,7 +150,8 @@ def _run_graph_compiled(order: list[Node], node_roots: list[tuple[Node, int, Any
     for _, _, g in node_roots:
         if g._global is not None or isinstance(g._value, Tracer):
             return False  # global graphs run rule by rule through the sharded executor
-    made = GraphCache.scan(order, node_roots, list(node_targets), needed, _leaf_hooks)
+    made = GraphCache.scan(order, node_roots, list(node_targets) if node_targets else (),
+                           needed, _leaf_hooks)
     if made is None:
         return False
     key, index, leaf_slot, leaves, saved = made
@@ -161,10 +162,12 @@ def _run_graph_compiled(order: list[Node], node_roots: list[tuple[Node, int, Any
         _reraise_host_error()  # a python kernel in a rule failed: its own error
     if not retain_graph:
         for n in order:
-            n.release()
+            n.saved = None  # (Node.release, inlined: this is the hot path)
     for leaf, g in zip(leaves, leaf_grads):
         if g is not None:
             deliver_leaf(leaf, _wrap_value(g))
+    if not node_targets:
+        return True
     for (t, nr), g in zip(list(node_targets), captured_for(plan, index, node_targets, captured)):
         if g is not None:
             k = node_targets[(t, nr)]
@@ -189,14 +192,15 @@ def _topological(roots: Sequence[Node]) -> list[Node]:
     ``roots`` may repeat a node (two outputs of one split, or one tensor passed twice): each
     node's edges must be counted once, or its inputs never reach in-degree 0 and drop out."""
     deps: dict[Node, int] = {}  # in-degree from reachable nodes
-    unique = list(dict.fromkeys(roots))
+    get = deps.get
+    unique = list(roots) if len(roots) == 1 else list(dict.fromkeys(roots))
     seen = set(unique)  # visited: a root may also be reached from another root
     stack = list(unique)
     while stack:
         for e in stack.pop().next_edges:
             if e is not None and e[1] >= 0:
                 m = e[0]
-                deps[m] = deps.get(m, 0) + 1
+                deps[m] = get(m, 0) + 1
                 if m not in seen:
                     seen.add(m)
                     stack.append(m)
@@ -324,8 +328,11 @@ def run_backward(tensors: Sequence[Tensor], grad_tensors: Sequence[Any], retain_
                 entry[1] = _accumulate(entry[1], g)
             return
         g = _user_conj(g)
+        if leaf._grad is None:  # (no op runs: no grad-mode switch needed)
+            leaf._grad = g
+            return
         with set_grad_enabled(create_graph):
-            leaf._grad = g if leaf._grad is None else leaf._grad + g
+            leaf._grad = leaf._grad + g
 
     def flush_hooked() -> None:
         for leaf, g in hooked.values():
@@ -340,15 +347,18 @@ def run_backward(tensors: Sequence[Tensor], grad_tensors: Sequence[Any], retain_
     buffers: dict[Node, list[Any]] = {}
     root_nodes = []
     node_roots = []
-    with set_grad_enabled(create_graph):
-        for target, nr, g in roots:
-            if nr == LEAF:
-                deliver_leaf(target, g)
-                continue
-            node_roots.append((target, nr, g))
-            buf = buffers.setdefault(target, [None] * len(target.out_avals))
-            buf[nr] = _accumulate(buf[nr], g)
-            root_nodes.append(target)
+    for target, nr, g in roots:  # (an op runs only to sum two gradients of one output)
+        if nr == LEAF:
+            deliver_leaf(target, g)
+            continue
+        node_roots.append((target, nr, g))
+        buf = buffers.setdefault(target, [None] * len(target.out_avals))
+        if buf[nr] is None:
+            buf[nr] = g
+        else:
+            with set_grad_enabled(create_graph):
+                buf[nr] = buf[nr] + g
+        root_nodes.append(target)
 
     order = _topological(root_nodes)
     needed: set[Node] | None = None
