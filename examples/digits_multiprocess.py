@@ -46,6 +46,8 @@ def main(argv: Sequence[str] | None = None) -> list[float]:
     ap.add_argument("--batch-size", type=int, default=64, help="global batch (all processes)")
     ap.add_argument("--lr", type=float, default=0.3)
     ap.add_argument("--seed", type=int, default=0)
+    ap.add_argument("--local-loss", action="store_true",
+                    help="print rank 0's own loss: no cross-process sync in the loop at all")
     args = ap.parse_args(argv)
 
     launched = "WORLD_SIZE" in os.environ
@@ -76,7 +78,8 @@ def main(argv: Sequence[str] | None = None) -> list[float]:
         loss.backward()
         opt.step()
         mean = loss.detach().clone()
-        dist.all_reduce(mean, op=dist.ReduceOp.AVG)  # the global batch's mean loss
+        if not args.local_loss:
+            dist.all_reduce(mean, op=dist.ReduceOp.AVG)  # the global batch's mean loss
         losses.append(float(mean.item()))
         if rank == 0:
             print(f"step {step:3d}  loss {losses[-1]:.7f}", flush=True)

@@ -33,7 +33,7 @@ class placement:
     ``ranks`` may be nested for an N-d hierarchy; ``hierarchy`` is its shape.
     """
 
-    __slots__ = ("type", "_ranks", "_mesh")
+    __slots__ = ("type", "_ranks", "_mesh", "_spans")
 
     def __init__(self, type: str = "cpu", ranks: Any = None) -> None:  # noqa: A002
         if type not in ("cpu", "cuda"):
@@ -51,6 +51,7 @@ class placement:
         self.type = type
         self._ranks = arr.astype(np.int64)
         self._mesh = None
+        self._spans: bool | None = None
 
     @classmethod
     def all(cls, type: str = "cpu") -> placement:  # noqa: A002
@@ -94,6 +95,14 @@ class placement:
             BY_MESH[self._mesh] = self
             BY_MESH[self._mesh.abstract_mesh] = self
         return self._mesh
+
+    @property
+    def spans_processes(self) -> bool:
+        """Whether the devices belong to more than one process. Executables on such a
+        placement run one at a time (see ``execute.wait_if_shared``)."""
+        if self._spans is None:
+            self._spans = len({d.process_index for d in self.mesh.devices.flat}) > 1
+        return self._spans
 
     @property
     def size(self) -> int:
