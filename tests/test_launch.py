@@ -144,7 +144,7 @@ def test_ddp_loop_without_a_per_step_sync_does_not_hang() -> None:
     run concurrently their gloo collectives paired up differently on the two processes
     (about 2 runs in 5 hung within 8 steps, one process in the optimizer and the other in
     the next forward). Executables on a placement spanning processes now run one at a time
-    (sharding.execute.wait_if_shared); the training is the same as the synced run's."""
+    (placement.wait_if_shared); the training is the same as the synced run's."""
     pytest.importorskip("sklearn")
     for _ in range(2):
         rc, out, took = _launch(["--nproc_per_node", "2", "--local_device_count", "4",

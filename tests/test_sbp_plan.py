@@ -77,6 +77,7 @@ def test_dp_tp_mlp_step_moves_the_minimum_and_matches_numpy() -> None:
     colls = _collectives(step.lower(*args).compile().as_text())
     (rec, (plan, planned, greedy)), = step.sbp_plans
     assert planned < greedy, (planned, greedy)
+    assert not rec._keep and not rec._producer  # no traced values kept past the trace
     minimum = (2 * 3 / 4 * N // 2 * D * 4            # all-reduce y [N/2, D] over r1
                + 2 * 1 / 2 * (4 + 2 * D * H // 4 * 4))  # loss, dW1, dW2 shards over r0
     assert minimum <= _wire(colls) <= 1.01 * minimum, colls

@@ -18,7 +18,7 @@ import operator
 import types
 import warnings
 import weakref
-from collections import OrderedDict
+from collections import OrderedDict, deque
 from collections.abc import Callable
 from itertools import repeat as _repeat
 from typing import Any
@@ -280,8 +280,9 @@ class CompiledFunction:
         self._reach_checks: list | None = None
         self.recompile_reasons: list[str] = []
         self.trace_count = 0
-        #: ``(recording, (plan, its cost, greedy cost))`` of each whole-step SBP plan adopted
-        self.sbp_plans: list[tuple[Any, Any]] = []
+        #: ``(recording, (plan, its cost, greedy cost))`` of the whole-step SBP plans adopted
+        #: (the latest, as many as executables are kept)
+        self.sbp_plans: deque[tuple[Any, Any]] = deque(maxlen=max(1, max_cache_size))
         functools.update_wrapper(self, fn, updated=())  # (a module's __dict__ is its own)
 
     @property
@@ -430,6 +431,7 @@ class CompiledFunction:
         finally:
             entry.sbp[0] = None
         res = step_plan.solve(rec)
+        rec.release()
         if res is None or res[1] >= res[2] - 1e-6 * max(1.0, res[2]):
             return
         entry.sbp[0] = step_plan.StepPlan([op[0] for op in rec.ops], res[0])
@@ -629,11 +631,8 @@ class CompiledFunction:
             previous_writes = watch_writes(on_write)
             attrs = _attrs(state.submodules)
             choice = sbp[0]
-            planning = None
-            if choice is not None:
-                planning = (step_plan.recording(choice) if isinstance(
-                    choice, step_plan.StepRecorder) else step_plan.forcing(choice))
-                planning.__enter__()
+            planning = step_plan.following(choice)
+            planning.__enter__()
             try:
                 a, kw = jax.tree_util.tree_unflatten(treedef, call_leaves)
                 out = fn(*a, **kw)
@@ -648,11 +647,10 @@ class CompiledFunction:
                                     for x in out_leaves]
                 new = state.collect(layout, everything)
                 if isinstance(choice, step_plan.StepRecorder):
-                    choice.pin(state.pins)
+                    choice.pin(state.pins())
                     choice.pin_outputs(jax.tree_util.tree_leaves(out_vals))
             finally:
-                if planning is not None:
-                    planning.__exit__(None, None, None)
+                planning.__exit__(None, None, None)
                 watch_inputs(previous)
                 watch_writes(previous_writes)
                 for t, v, ver, node, req, nr, glob in written.values():

@@ -381,8 +381,15 @@ class StepState:
             layout.opt_state.append(entries)
             opt_out.append(arrays)
         layout.draws = _random.default_generator._counter
-        # state that existed before the step must come back with the same layout (else the
-        # next call's key changes): the whole-step SBP plan keeps these (sharding/plan.py)
+        layout.ran_backward = any(t.grad is not g or (g is not None and g._value is not gv)
+                                  for t, (g, gv) in zip(self.tensors, self._installed_grads))
+        return new_values, grads, opt_out
+
+    def pins(self) -> list[tuple[Any, Any]]:
+        """``(new value, (placement, nd))`` of the state a traced step rewrote that existed
+        before it: it must come back with the same layout, else the next call's key changes
+        (the whole-step SBP plan keeps these, sharding/plan.py). Called after the step ran,
+        inside the trace."""
         pins = [(t._value, g) for t, g in zip(self.tensors, self._globs_in)
                 if g is not None and t._global is not None]
         pins += [(t.grad._value, g._global) for t, (g, gv) in zip(self.tensors,
@@ -393,10 +400,7 @@ class StepState:
                  for opt in self.optimizers for p, s in opt.state.items()
                  for k, v in s.items() if (id(opt), id(p), k) in self._opt_globs_in
                  and isinstance(v, Tensor) and self._opt_globs_in[(id(opt), id(p), k)]]
-        self.pins = pins
-        layout.ran_backward = any(t.grad is not g or (g is not None and g._value is not gv)
-                                  for t, (g, gv) in zip(self.tensors, self._installed_grads))
-        return new_values, grads, opt_out
+        return pins
 
     def diff_inputs(self) -> list[tuple[int, int, Tensor]]:
         """``(group, value index, tensor)`` of the inputs an output may be differentiated

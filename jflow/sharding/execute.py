@@ -126,17 +126,6 @@ def choose_signature(op: Any, sigs: Sequence[NdSignature], in_nds: Sequence[tupl
     return best
 
 
-def wait_if_shared(plc: Placement, values: Any) -> Any:
-    """On a placement spanning several processes, let the executable finish before the
-    next one is launched. Eager global ops are independent executables (DDP's gradient
-    all-reduces, say): run concurrently, their gloo collectives can pair up in different
-    orders on different processes and deadlock (seen: one process in the optimizer, the
-    other in the next forward). Traced values pass through."""
-    if plc.spans_processes and values and not isinstance(values[0], jax.core.Tracer):
-        jax.block_until_ready(values)
-    return values
-
-
 def _no_signature_message(op: Any, in_nds: Sequence[tuple], in_avals: Sequence[Any],
                           plc: Placement, sigs: Sequence[NdSignature]) -> str:
     ins = "; ".join(f"input {i}: shape {tuple(a.shape)} sbp {nd}"
@@ -323,7 +312,7 @@ def global_apply(op: Any, params: dict[str, Any], ins: list[Tensor], single: boo
                              moved))
     if in_values is None:
         in_values = [t._value for t in ins]
-    values = wait_if_shared(plc, fn(*in_values, *dyn))
+    values = plc.wait_if_shared(fn(*in_values, *dyn))
     if step is not None and isinstance(step, step_plan.StepRecorder):
         step.op(op.name, sigs, in_values, in_nds, [(_nbytes(a), a.shape) for a in in_avals],
                 sig, values, [_nbytes(a) for a in out_avals], plc.hierarchy)

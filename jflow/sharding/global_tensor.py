@@ -64,10 +64,7 @@ def box_value(value: Any, plc: Placement, src: tuple, dst: tuple) -> Any:
     if isinstance(rec, step_plan.StepRecorder):  # a flow.jit step being planned
         rec.box(value, src, dst, (float(value.size * np.dtype(value.dtype).itemsize),
                                   tuple(value.shape)), plc.hierarchy)
-    out = _boxer(plc, src, dst, value.ndim)(value)
-    if plc.spans_processes and not isinstance(out, jax.core.Tracer):
-        jax.block_until_ready(out)  # one at a time across processes (execute.wait_if_shared)
-    return out
+    return plc.wait_if_shared(_boxer(plc, src, dst, value.ndim)(value))
 
 
 def _check_divisible(shape: Sequence[int], plc: Placement, nd: tuple, fname: str) -> None:

@@ -96,13 +96,20 @@ class placement:
             BY_MESH[self._mesh.abstract_mesh] = self
         return self._mesh
 
-    @property
-    def spans_processes(self) -> bool:
-        """Whether the devices belong to more than one process. Executables on such a
-        placement run one at a time (see ``execute.wait_if_shared``)."""
+    def wait_if_shared(self, values: Any) -> Any:
+        """On a placement spanning several processes, let an executable's ``values`` be
+        computed before the next executable is launched. Eager global ops and boxings are
+        independent executables (DDP's gradient all-reduces, say): run concurrently, their
+        gloo collectives can pair up in different orders on different processes and
+        deadlock (seen: one process in the optimizer, the other in the next forward).
+        Traced values pass through."""
         if self._spans is None:
             self._spans = len({d.process_index for d in self.mesh.devices.flat}) > 1
-        return self._spans
+        if self._spans:
+            leaves = jax.tree_util.tree_leaves(values)
+            if leaves and not isinstance(leaves[0], jax.core.Tracer):
+                jax.block_until_ready(leaves)
+        return values
 
     @property
     def size(self) -> int:

@@ -36,7 +36,7 @@ import numpy as np
 from .boxing import cost
 from .sbp import _Split
 
-__all__ = ["StepRecorder", "StepPlan", "recording", "forcing", "active", "solve"]
+__all__ = ["StepRecorder", "StepPlan", "recording", "forcing", "following", "active", "solve"]
 
 #: ``[None | StepRecorder | StepPlan]``: what global ops report to while a step is traced
 _ACTIVE: list[Any] = [None]
@@ -86,6 +86,11 @@ class StepRecorder:
     def box(self, value: Any, src: tuple, dst: tuple, size: tuple[float, tuple],
             hierarchy: Sequence[int]) -> None:
         self.boxes.append((self._source(value, src), dst, size, tuple(hierarchy)))
+
+    def release(self) -> None:
+        """Drop the traced values (kept only while the trace runs, so ids stay unique)."""
+        self._producer.clear()
+        self._keep.clear()
 
     def pin(self, pins: Sequence[tuple[Any, tuple]]) -> None:
         """``(value, (placement, nd))`` pairs: state the step rewrites must come back with
@@ -148,6 +153,8 @@ class _Active:
 
     def __exit__(self, *exc: Any) -> None:
         _ACTIVE[0] = self.prev
+        if isinstance(self.what, StepPlan):
+            self.what._boxed.clear()  # (the trace's values: not kept past it)
 
 
 def recording(rec: StepRecorder) -> _Active:
@@ -156,8 +163,12 @@ def recording(rec: StepRecorder) -> _Active:
 
 def forcing(plan: StepPlan) -> _Active:
     plan.k, plan.off = 0, False
-    plan._boxed.clear()
     return _Active(plan)
+
+
+def following(what: StepRecorder | StepPlan | None) -> _Active:
+    """The context a traced step runs in: recording, following a plan, or neither."""
+    return forcing(what) if isinstance(what, StepPlan) else _Active(what)
 
 
 def _cost(src: tuple, dst: tuple, size: tuple[float, tuple], hierarchy: Sequence[int]) -> float:

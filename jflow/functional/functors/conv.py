@@ -67,6 +67,20 @@ def _padding(fname: str, padding: Any, kernel: tuple[int, ...], stride: tuple[in
     return [a for v in p for a in (v, v)]
 
 
+def _lift(input: Tensor, weight: Tensor, nd: int) -> tuple[Tensor, Tensor, bool]:
+    """The operands as the kernel takes them: a batch dimension added to an unbatched input,
+    and for 1-d a unit height dimension (1-d runs on the 2-d kernel); whether it was
+    unbatched (``_finish`` undoes both)."""
+    unbatched = input._value.ndim == nd + 1
+    x, w = input, weight
+    if unbatched:
+        x = _reshape(x, shape=(1,) + tuple(x._value.shape))
+    if nd == 1:
+        x = _reshape(x, shape=x._value.shape[:2] + (1,) + x._value.shape[2:])
+        w = _reshape(w, shape=w._value.shape[:2] + (1,) + w._value.shape[2:])
+    return x, w, unbatched
+
+
 def _finish(y: Tensor, bias: Any, nd: int, unbatched: bool) -> Tensor:
     """A (transposed) convolution's result: ``bias`` added per channel, then the unit height
     dim of a 1-d conv and the batch dim of an unbatched input taken out again."""
@@ -88,13 +102,8 @@ def _conv(fname: str, input: Tensor, weight: Tensor, bias: Any, stride: Any, pad
     stride = pair(fname, "stride", stride, nd)
     dilation = pair(fname, "dilation", dilation, nd)
     pad = _padding(fname, padding, tuple(weight._value.shape[2:]), stride, dilation)
-    unbatched = input._value.ndim == nd + 1
-    x, w = input, weight
-    if unbatched:
-        x = _reshape(x, shape=(1,) + tuple(x._value.shape))
-    if nd == 1:  # a unit height dimension
-        x = _reshape(x, shape=x._value.shape[:2] + (1,) + x._value.shape[2:])
-        w = _reshape(w, shape=w._value.shape[:2] + (1,) + w._value.shape[2:])
+    x, w, unbatched = _lift(input, weight, nd)
+    if nd == 1:
         stride, dilation, pad = (1,) + stride, (1,) + dilation, [0, 0] + pad
     y = _CONV[max(nd, 2)](x, w, stride=stride, padding=pad, dilation=dilation,
                           groups=int(groups))
@@ -154,13 +163,8 @@ def _conv_transpose(fname: str, input: Tensor, weight: Tensor, bias: Any, stride
         raise ValueError(f"{fname}(): output_padding must be smaller than either stride or "
                          f"dilation, got output_padding {list(output_padding)}, stride "
                          f"{list(stride)} and dilation {list(dilation)}")
-    unbatched = input._value.ndim == nd + 1
-    x, w = input, weight
-    if unbatched:
-        x = _reshape(x, shape=(1,) + tuple(x._value.shape))
-    if nd == 1:  # a unit height dimension
-        x = _reshape(x, shape=x._value.shape[:2] + (1,) + x._value.shape[2:])
-        w = _reshape(w, shape=w._value.shape[:2] + (1,) + w._value.shape[2:])
+    x, w, unbatched = _lift(input, weight, nd)
+    if nd == 1:
         stride, padding = (1,) + stride, (0,) + padding
         output_padding, dilation = (0,) + output_padding, (1,) + dilation
     try:
