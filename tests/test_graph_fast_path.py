@@ -258,3 +258,125 @@ def test_state_written_eagerly_between_calls_is_read():
     _same(f(X), model(X))
     assert f.trace_count == 1  # (same structure: no retrace, the new value is an input)
     _steady(f, X)
+
+
+def test_graph_param_added_to_a_group_list():
+    model, ref = _net(0), _net(0)
+    extra, ref_extra = _net(7, n_in=3, n_out=2), _net(7, n_in=3, n_out=2)
+    opt = flow.optim.SGD(model.parameters(), lr=0.1)
+    ref_opt = flow.optim.SGD(ref.parameters(), lr=0.1)
+
+    class Step(flow.nn.Graph):
+        def __init__(self):
+            super().__init__()
+            self.model, self.extra = model, extra
+            self.add_optimizer(opt)
+
+        def build(self, x):
+            loss = (self.model(x) + self.extra(x)).sum()
+            loss.backward()
+            return loss
+
+    def eager():  # (a Graph's gradients live in the step: none accumulate on extra)
+        ref_opt.zero_grad()
+        ref_extra.zero_grad()
+        loss = (ref(X) + ref_extra(X)).sum()
+        loss.backward()
+        ref_opt.step()
+        return loss
+
+    g = Step()
+    for _ in range(4):
+        _same(g(X), eager())
+    assert g._compiled._fast is not None
+    opt.param_groups[0]["params"].append(extra.weight)  # the list itself, in place
+    ref_opt.param_groups[0]["params"].append(ref_extra.weight)
+    for _ in range(2):
+        _same(g(X), eager())
+    _same(extra.weight, ref_extra.weight)
+    assert g.trace_count == 2
+
+
+def test_graph_param_groups_reassigned():
+    model, ref = _net(0), _net(0)
+    opt = flow.optim.SGD(model.parameters(), lr=0.1)
+    ref_opt = flow.optim.SGD(ref.parameters(), lr=0.1)
+    g = _graph(model, opt)
+    for _ in range(4):
+        _same(g(X), _eager_step(ref, ref_opt, X))
+    opt.param_groups = [{**opt.param_groups[0], "momentum": 0.9}]
+    ref_opt.param_groups = [{**ref_opt.param_groups[0], "momentum": 0.9}]
+    for _ in range(3):
+        _same(g(X), _eager_step(ref, ref_opt, X))
+    _same(model.weight, ref.weight)
+
+
+def test_tensor_learning_rate_changed_in_place():
+    model, ref = _net(0), _net(0)
+    lr, ref_lr = flow.tensor(0.1), flow.tensor(0.1)
+    opt = flow.optim.SGD(model.parameters(), lr=lr)
+    ref_opt = flow.optim.SGD(ref.parameters(), lr=ref_lr)
+    g = _graph(model, opt)
+    for _ in range(4):
+        _same(g(X), _eager_step(ref, ref_opt, X))
+    lr.mul_(0.5)  # the same tensor object: a cached learning rate would be stale
+    ref_lr.mul_(0.5)
+    for _ in range(2):
+        _same(g(X), _eager_step(ref, ref_opt, X))
+    _same(model.weight, ref.weight)
+    assert g.trace_count == 1
+
+
+def test_training_attribute_assigned():
+    flow.manual_seed(0)
+    model = flow.nn.Sequential(flow.nn.Linear(3, 8), flow.nn.Dropout(0.5), flow.nn.Linear(8, 2))
+    f = flow.jit(lambda x: model(x))
+    _steady(f, X)
+    for m in model.modules():
+        m.training = False  # an attribute, not .eval()
+    _same(f(X), model(X))
+    assert "module training modes changed" in f.recompile_reasons[-1]
+
+
+def test_watched_containers_bump_on_every_change():
+    from jflow.optim import watched
+
+    changes = {
+        "list": [lambda x: x.append(1), lambda x: x.extend([2]), lambda x: x.insert(0, 3),
+                 lambda x: x.remove(3), lambda x: x.pop(), lambda x: x.__setitem__(0, 5),
+                 lambda x: x.__delitem__(0), lambda x: x.__iadd__([1, 2]),
+                 lambda x: x.__imul__(2), lambda x: x.sort(), lambda x: x.reverse(),
+                 lambda x: x.clear()],
+        "dict": [lambda x: x.__setitem__("a", 1), lambda x: x.update(b=2),
+                 lambda x: x.setdefault("c", 3), lambda x: x.pop("c"),
+                 lambda x: x.__delitem__("b"), lambda x: x.__ior__({"d": 4}),
+                 lambda x: x.popitem(), lambda x: x.clear()],
+    }
+    for kind, ops in changes.items():
+        x = watched.WatchedList() if kind == "list" else watched.WatchedDict()
+        for op in ops:
+            before = watched.VERSION[0]
+            op(x)
+            assert watched.VERSION[0] > before, (kind, op)
+    g = watched.WatchedGroup(lr=0.1, momentum=0.0)
+    before = watched.VERSION[0]
+    g["lr"] = 0.05
+    g["initial_lr"] = 0.1
+    assert watched.VERSION[0] == before  # (the learning rate is an input of the step)
+    g["momentum"] = 0.9
+    assert watched.VERSION[0] == before + 1
+
+
+def test_graph_arguments_of_another_shape_leave_the_fast_path():
+    model, ref = _net(0), _net(0)
+    opt = flow.optim.SGD(model.parameters(), lr=0.1)
+    ref_opt = flow.optim.SGD(ref.parameters(), lr=0.1)
+    g = _graph(model, opt)
+    for _ in range(4):
+        _same(g(X), _eager_step(ref, ref_opt, X))
+    x6 = flow.tensor(np.random.RandomState(1).randn(6, 3).astype(np.float32))
+    for x in (x6, X, x6):
+        _same(g(x), _eager_step(ref, ref_opt, x))
+    _same(model.weight, ref.weight)
+    assert g.trace_count == 2
+    assert "argument leaf 0 changed" in g.recompile_reasons[0]

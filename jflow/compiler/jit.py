@@ -14,13 +14,10 @@ When a call needs a new trace, the reason (which argument or state changed, and 
 from __future__ import annotations
 
 import functools
-import operator
-import types
 import warnings
 import weakref
 from collections import OrderedDict, deque
 from collections.abc import Callable
-from itertools import repeat as _repeat
 from typing import Any
 
 import jax
@@ -29,17 +26,17 @@ import numpy as np
 from ..autograd import Function, enable_grad, is_grad_enabled
 from ..autograd.graph import watch_writes
 from ..dispatch import watch_inputs
-from ..nn.modules.module import Module, structure_version
+from ..nn.modules.module import Module
 from ..optim.optimizer import Optimizer
 from ..sharding import plan as step_plan
 from ..tensor import Tensor
+from .fast_path import FAST, FastMiss, FastPath
+from .reach import Opaque, describe_reach_change, discover
 from .state import (
-    OPT_STATE_VERSION,
     Layout,
     StepState,
     TensorSlot,
     _static_sig,
-    _WatchedDict,
     is_stateful,
     set_counter,
     tree_flatten_stateful,
@@ -115,43 +112,6 @@ class _CapturedWrites(Exception):
     def __init__(self, tensors: list[Tensor]) -> None:
         super().__init__(f"{len(tensors)} captured tensor(s) written in place")
         self.tensors = tensors
-
-
-_is = operator.is_
-_VALUE = operator.attrgetter("_value")
-_REQUIRES_GRAD = operator.attrgetter("_requires_grad")
-_GLOBAL = operator.attrgetter("_global")
-_GRAD = operator.attrgetter("_grad")
-_TRAINING = operator.attrgetter("training")
-#: values whose identity says all about them (a list could change in place)
-_FROZEN = frozenset({int, float, bool, str, bytes, complex, type(None)})
-
-
-def _frozen(v: Any) -> bool:
-    t = type(v)
-    return t in _FROZEN or (t is tuple and all(map(_frozen, v)))
-
-
-@functools.cache
-def _tensor_args_def(n: int) -> Any:
-    """The tree structure of ``(args, {})`` for ``n`` tensor arguments."""
-    return jax.tree_util.tree_structure((tuple(range(n)), {}))
-
-
-class _Fast:
-    """The last call's key with the stamps that prove a new call would compute it again
-    (see :meth:`CompiledFunction._fast_state`). Everything is compared by identity, holding
-    the objects, so an identity can't be reused by another object."""
-
-    __slots__ = ("key", "entry", "state", "state_index", "n_args", "arg_avals", "arg_values",
-                 "reach_checks", "modules", "optimizers", "grad_on", "structure", "groups",
-                 "subs", "training", "checked", "values", "requires_grad", "globs", "grads",
-                 "opt_states", "opt_version", "extra")
-
-
-def _same(a: list, b: list) -> bool:
-    """Whether two lists hold the same objects (``==`` would compare tensors elementwise)."""
-    return len(a) == len(b) and all(map(_is, a, b))
 
 
 #: ``[fn or None]``: the active profiler's ``fn(compiled, args, kwargs)`` (jflow.profiler)
@@ -238,7 +198,7 @@ class _CompiledVJP(Function):
         return (None, *(wrap_like(r, g) for r, g in zip(res, call.diff_globals)))
 
 
-class CompiledFunction:
+class CompiledFunction(Opaque):
     """A function compiled by :func:`jit` (call it like the original).
 
     ``recompile_reasons``: one string per trace after the first, saying what changed.
@@ -275,7 +235,7 @@ class CompiledFunction:
         self._pending_reason: str | None = None
         self._owned: dict[int, int] = {}   # id(state tensor) -> id(the array a step gave it)
         #: the last call's key and its stamps (None: the next call computes the key)
-        self._fast: _Fast | None = None
+        self._fast: FastPath | None = None
         #: the checks of the last reach walk (see :func:`reach_holds`)
         self._reach_checks: list | None = None
         self.recompile_reasons: list[str] = []
@@ -300,21 +260,45 @@ class CompiledFunction:
 
     def _call(self, *args: Any, **kwargs: Any) -> Any:
         fast = self._fast
-        if fast is not None and not kwargs:
-            state = self._fast_state(fast, args)
-            if state is not None:
-                entry, key = fast.entry, fast.key
-                if entry.guards and self._promote_changed(entry):
-                    self._fast = None
-                    return self._call(*args, **kwargs)
-                self._cache.move_to_end(key)
-                return self._run(entry, key, state, list(args), fast)
-            self._fast = None
+        if fast is not None:
+            inputs = None if kwargs else fast.inputs(self, args)
+            if inputs is not None and not (fast.entry.guards
+                                           and self._promote_changed(fast.entry)):
+                return self._run_fast(fast, args, inputs)
+            self._disarm()
         found = self._lookup(args, kwargs)
         if found is None:
             return self._call(*args, **kwargs)  # the changed tensors are inputs now: a new key
         entry, key, state, leaves, slow = found
-        return self._run(entry, key, state, leaves, None, slow)
+        return self._run(entry, key, state, leaves, slow)
+
+    def _disarm(self) -> None:
+        """Leave the fast path: the next call computes its key (the donation record of the
+        slow path comes from the stamps)."""
+        if self.donate:
+            self._owned = self._fast.owned()
+        self._fast = None
+
+    def _run_fast(self, fast: FastPath, args: tuple, inputs: tuple) -> Any:
+        """A call with the last key (see :mod:`.fast_path`)."""
+        entry = fast.entry
+        self._current = FAST
+        try:
+            out, new_values, new_grads, opt_out, counter = entry.jitted(*inputs)
+        except FastMiss:  # jax saw other avals and began a trace: compute the key
+            self._disarm()
+            return self._call(*args)
+        finally:
+            self._current = None
+        fast.write_back(new_values, new_grads, opt_out, counter)
+        self._cache.move_to_end(fast.key)
+        if self._after is not None:
+            self._after()
+        out = fast.outputs(out)
+        if not self.donate and not fast.ran_backward and fast.grad_on \
+                and any(entry.layout.out_diff):
+            out = self._attach_backward(entry, out, inputs, fast.current(args))
+        return out
 
     def lower(self, *args: Any, **kwargs: Any) -> Any:
         """JAX's ``Lowered`` for a call with these arguments, without running it (after the
@@ -366,16 +350,12 @@ class CompiledFunction:
         return entry, key, state, leaves, (treedef, reach, modules, optimizers, extra, grad_on)
 
     def _run(self, entry: _Entry, key: tuple, state: StepState, leaves: list,
-             fast: _Fast | None, slow: tuple | None = None) -> Any:
-        """Run ``entry`` on ``state`` and write the results back (``fast``: the stamps to
-        renew; ``slow``: what the full key was computed from, to arm the fast path)."""
+             slow: tuple) -> Any:
+        """Run ``entry`` on ``state`` and write the results back; then arm the fast path if
+        the next call would have this key (``slow``: what the key was computed from)."""
         grad_on = is_grad_enabled()
-        if fast is not None:
-            treedef, arrays = _tensor_args_def(len(leaves)), []
-            fast.values = None  # (a donated array must be referenced by its tensor alone)
-        else:
-            treedef = slow[0]
-            arrays = [x for x in leaves if isinstance(x, (jax.Array, np.ndarray))]
+        treedef = slow[0]
+        arrays = [x for x in leaves if isinstance(x, (jax.Array, np.ndarray))]
         owned = self._owned if self.donate else None
         inputs = (*state.inputs(owned), arrays)
         self._current = (state, leaves, treedef)
@@ -400,12 +380,9 @@ class CompiledFunction:
             self._set_guards(entry)
         state.write_back(layout, new_values, new_grads, opt_out, owned)
         set_counter(counter)
-        if fast is not None:  # what the step itself rewrote: the stamps move with it
-            self._stamp_written(fast, state)
         if self._after is not None:
             self._after()
-        if slow is not None:
-            self._arm(entry, key, state, leaves, slow)
+        self._fast = FastPath.arm(self, entry, key, state, leaves, slow)
         out_leaves, out_def = jax.tree_util.tree_flatten(out)
         out = jax.tree_util.tree_unflatten(out_def, [
             x if slot is None else wrap_like(x, slot.glob)
@@ -438,137 +415,6 @@ class CompiledFunction:
         pure = self._make_pure(entry.layout, entry.sbp)  # a new function: jax's trace
         entry.jitted = jax.jit(pure, donate_argnums=(1, 3) if self.donate else ())  # cache
         self.sbp_plans.append((rec, res))
-
-    # -- the fast path: the last key, when stamps prove nothing structural changed ----------
-    def _fast_state(self, fast: _Fast, args: tuple) -> StepState | None:
-        """The state of a call that has the last call's key, or None when something may
-        differ (then the key is computed and compared as usual). Every part of the key is
-        covered: the arguments (tensors of the same avals, requires_grad and layouts, distinct,
-        none of them state), the reach walk (:func:`reach_holds`), the grad mode, the module
-        structure, the optimizers' parameter groups and hyper-parameters, the training modes,
-        the state tensors' arrays, requires_grad and layouts and their grads (by identity:
-        arrays this step wrote have the avals of the key, see :meth:`_arm`), the optimizer
-        state (untouched since written back) and the captured tensors that became state."""
-        n = fast.n_args
-        if len(args) != n:
-            return None
-        index = fast.state_index
-        for a, (aval, rg, glob), value in zip(args, fast.arg_avals, fast.arg_values):
-            if type(a) is not Tensor or id(a) in index or a._requires_grad is not rg \
-                    or a._global is not glob:
-                return None
-            v = a._value
-            if v is not value and (not isinstance(v, jax.Array) or v.aval != aval):
-                return None
-        if n > 1 and (len({id(a) for a in args}) != n
-                      or len({id(a._value) for a in args}) != n):
-            return None
-        if is_grad_enabled() is not fast.grad_on or structure_version() != fast.structure:
-            return None
-        if fast.reach_checks is not None and not reach_holds(fast.reach_checks):
-            return None
-        for opt, groups, snaps in fast.groups:
-            pg = opt.param_groups
-            if pg is not groups[0] or len(pg) != len(snaps) or not all(map(_is, pg, groups[1])):
-                return None
-            for g, (keys, hyper, values, plist, params) in zip(pg, snaps):
-                if len(g) != len(keys) or not all(map(_is, g, keys)) \
-                        or not all(map(_is, map(g.get, hyper), values)) \
-                        or len(plist) != len(params) or not all(map(_is, plist, params)):
-                    return None
-        if list(map(_TRAINING, fast.subs)) != fast.training:
-            return None
-        checked = fast.checked
-        if not all(map(_is, map(_VALUE, checked), fast.values)) \
-                or list(map(_REQUIRES_GRAD, checked)) != fast.requires_grad \
-                or not all(map(_is, map(_GLOBAL, checked), fast.globs)):
-            return None
-        base = fast.state
-        if fast.grads is not None and not all(map(_is, map(_GRAD, base.tensors), fast.grads)):
-            return None
-        if OPT_STATE_VERSION[0] != fast.opt_version \
-                or not all(map(_is, (o.state for o in fast.optimizers), fast.opt_states)):
-            return None
-        if not _same([r() for r in self._extra.values()], fast.extra):
-            return None
-        return base.with_args(args, index) if n else base
-
-    def _stamp_written(self, fast: _Fast, state: StepState) -> None:
-        """After a fast call's write-back: the stamps of what the step rewrote (arrays,
-        grads, optimizer state dicts), which have the key's structure (see :meth:`_arm`)."""
-        if fast.grads is not None:
-            fast.grads = list(map(_GRAD, state.tensors))
-            fast.checked = [*fast.checked[:len(state.tensors) - state.n_args],
-                            *(g for g in fast.grads if g is not None)]
-            fast.requires_grad = list(map(_REQUIRES_GRAD, fast.checked))
-            fast.globs = list(map(_GLOBAL, fast.checked))
-        fast.values = list(map(_VALUE, fast.checked))
-        fast.opt_states = [o.state for o in fast.optimizers]
-        fast.opt_version = OPT_STATE_VERSION[0]
-
-    def _arm(self, entry: _Entry, key: tuple, state: StepState, leaves: list,
-             slow: tuple) -> None:
-        """After a call that computed its key: if the state as the call left it has that very
-        key again (the step's outputs have the avals and structure of its inputs, and nothing
-        that ran after it changed the state), record the stamps that let the next calls skip
-        the key (:meth:`_fast_state`). A step that changes the structure of its own state
-        (the first step that creates optimizer state, a step that flips a training mode while
-        tracing) is not armed until a call leaves the state as it found it."""
-        self._fast = None
-        treedef, reach, modules, optimizers, extra, grad_on = slow
-        if self._cache.get(key) is not entry or entry.guards is None:
-            return
-        n = state.n_args
-        if len(leaves) != n or any(type(x) is not Tensor for x in leaves) \
-                or treedef != jax.tree_util.tree_structure((tuple(leaves), {}), is_stateful):
-            return  # (only calls with distinct tensor arguments and no keywords are fast)
-        checks = self._reach_checks
-        if checks is not None and not checks[0]:
-            return  # (a walk cut short: only a new walk can tell)
-        after = StepState.gather(leaves, modules, optimizers, self.track_grads,
-                                 self._gather_cache, extra)
-        if not _same(after.tensors, state.tensors) or after.key() != key[2:-1]:
-            return
-        groups = []
-        for opt in optimizers:
-            snaps = []
-            for g in opt.param_groups:
-                hyper = tuple(k for k in g if k not in ("lr", "initial_lr"))
-                if not all(_frozen(g[k]) for k in hyper if k != "params"):
-                    return  # (a value that could change in place: only the key can tell)
-                snaps.append((tuple(g), hyper, tuple(g[k] for k in hyper), g["params"],
-                              tuple(g["params"])))
-            groups.append((opt, (opt.param_groups, tuple(opt.param_groups)), snaps))
-        for opt in optimizers:
-            st = opt.state
-            if type(st) is not _WatchedDict or any(
-                    type(e) is not _WatchedDict
-                    or not all(isinstance(v, Tensor) or _frozen(v) for v in e.values())
-                    for e in st.values()):
-                return  # (state not written back by a step: not watched)
-        fast = _Fast()
-        fast.key, fast.entry, fast.state = key, entry, after
-        fast.state_index = {id(t): i for i, t in enumerate(after.tensors) if i >= n}
-        fast.n_args = n
-        fast.arg_avals = [(x[1], x[2], x[3]) for x in key[0][1][1]]
-        fast.arg_values = [t._value if isinstance(t._value, jax.Array)
-                           and t._value.aval == x[0] else _MISSING
-                           for t, x in zip(leaves, fast.arg_avals)]
-        fast.reach_checks = checks
-        fast.modules, fast.optimizers, fast.grad_on = modules, optimizers, grad_on
-        fast.structure = structure_version()
-        fast.groups = groups
-        fast.subs = after.submodules
-        fast.training = list(map(_TRAINING, after.submodules))
-        fast.grads = list(map(_GRAD, after.tensors)) if self.track_grads else None
-        fast.checked = [*after.tensors[n:], *(g for g in fast.grads or () if g is not None)]
-        fast.values = list(map(_VALUE, fast.checked))
-        fast.requires_grad = list(map(_REQUIRES_GRAD, fast.checked))
-        fast.globs = list(map(_GLOBAL, fast.checked))
-        fast.opt_states = [o.state for o in optimizers]
-        fast.opt_version = OPT_STATE_VERSION[0]
-        fast.extra = [r() for r in self._extra.values()]
-        self._fast = fast
 
     # -- tensors the traced code read without them being inputs (captured constants) ---------
     def _set_guards(self, entry: _Entry) -> None:
@@ -616,7 +462,10 @@ class CompiledFunction:
             # tensors keep their identity (their state is installed into them); raw arrays
             # among the arguments are replaced by their tracers. The objects come from the
             # current call, so a retrace by jax (or the backward's) uses live objects.
-            state, leaves, treedef = self._current
+            current = self._current
+            if current is FAST:  # (a fast call whose inputs jax finds new: see fast_path)
+                raise FastMiss
+            state, leaves, treedef = current
             it = iter(arrays)
             call_leaves = [next(it) if isinstance(x, (jax.Array, np.ndarray)) else x
                            for x in leaves]
@@ -733,184 +582,6 @@ def _output_values(out: Any, name: str) -> Any:
     return jax.tree_util.tree_map(leaf, out, is_leaf=lambda x: isinstance(
         x, (Tensor, Module, Optimizer)))
 
-
-#: How far :func:`discover` follows containers and attributes, and how many objects it visits
-#: at most (it runs on every call: a step must not pay for walking a large data structure).
-_DISCOVER_DEPTH = 3
-_DISCOVER_LIMIT = 256
-#: Values that never lead to a module (checked by exact type first: the common case).
-_LEAF_TYPES = frozenset({int, float, bool, str, bytes, complex, type(None)})
-_SKIP = (types.ModuleType, type, Tensor, np.ndarray, jax.Array, types.BuiltinFunctionType,
-         CompiledFunction)
-#: Functions of these packages are not user code: their closures and globals hold no model.
-_LIBRARIES = frozenset({"jflow", "jax", "jaxlib", "numpy", "builtins", "functools"})
-
-
-_PATH_FORMATS = {"self": "self", "__self__": ".__self__", "closure": "closure '{}'",
-                 "global": "global '{}'", "item": "[{!r}]", "attr": ".{}"}
-
-
-def _path_text(path: Any) -> str:
-    """A path kept as nested ``(parent, kind, key)`` triples (cheap to build: formatted only
-    for what is found) as text."""
-    parts = []
-    while path is not None:
-        path, kind, key = path
-        parts.append(_PATH_FORMATS[kind].format(key))
-    return "".join(reversed(parts))
-
-
-def discover(*roots: Callable[..., Any], checks: list | None = None
-             ) -> tuple[tuple[str, Any], ...]:
-    """``(path, object)`` for every module and optimizer the roots can reach: a root itself
-    (a module), the object a method is bound to and that object's attributes, closure cells,
-    the globals the code names, functions reached that way (their closures and globals), and
-    dicts, lists, tuples and plain objects among those, a few levels deep.
-
-    It runs on every call, so a rebinding (``model = Net()`` again in the closure or module,
-    ``models["g"] = other``, ``trainer.model = other``) is seen before the executable runs:
-    the reachable set is part of the cache key and a change retraces, with the path as the
-    reason. Paths read like the code: ``closure 'model'``, ``global 'models'['g']``,
-    ``self.model``.
-
-    ``checks``: filled with what the walk read from every mutable object it looked into
-    (closure cells, the globals named, list items, dict and ``__dict__`` entries, by
-    identity), so :func:`reach_holds` can tell cheaply that a new walk would find the same;
-    ``checks[0]`` is False when the walk was cut short (then only a walk can tell)."""
-    complete = [True]
-    found: list[tuple[Any, Any]] = []
-    seen: set[int] = set()
-    budget = [_DISCOVER_LIMIT]
-
-    def visit(path: Any, obj: Any, depth: int) -> None:
-        t = type(obj)
-        if t in _LEAF_TYPES or id(obj) in seen:
-            return
-        if budget[0] <= 0:
-            complete[0] = False
-            return
-        seen.add(id(obj))
-        budget[0] -= 1
-        if isinstance(obj, (Module, Optimizer)):
-            found.append((path, obj))
-            return
-        if depth >= _DISCOVER_DEPTH:
-            return
-        if t is types.MethodType:
-            visit((path, "__self__", None) if path is not None else (None, "self", None),
-                  obj.__self__, depth)
-            visit(path, obj.__func__, depth)
-        elif t is types.FunctionType:
-            if (obj.__module__ or "").partition(".")[0] in _LIBRARIES:
-                return
-            code = obj.__code__
-            if checks is not None:
-                cells = obj.__closure__ or ()
-                g = obj.__globals__
-                checks.append((2, obj, code, cells, tuple(map(_cell_value, cells)), g,
-                               code.co_names, tuple(map(g.get, code.co_names,
-                                                        _repeat(_MISSING)))))
-            for name, cell in zip(code.co_freevars, obj.__closure__ or ()):
-                try:
-                    value = cell.cell_contents
-                except ValueError:  # an empty cell
-                    continue
-                visit((None, "closure", name), value, depth + 1)
-            g = obj.__globals__
-            for name in code.co_names:
-                value = g.get(name, _MISSING)
-                if value is not _MISSING:
-                    visit((None, "global", name), value, depth + 1)
-        elif t is list or t is tuple:
-            if checks is not None and t is list:
-                checks.append((0, obj, tuple(obj)))
-            if len(obj) > _DISCOVER_LIMIT:
-                complete[0] = False
-            for i, v in enumerate(obj[:_DISCOVER_LIMIT]):
-                if type(v) not in _LEAF_TYPES:
-                    visit((path, "item", i), v, depth + 1)
-        elif isinstance(obj, dict):
-            if checks is not None:
-                checks.append((1, obj, tuple(obj), tuple(obj.values())))
-            if len(obj) > _DISCOVER_LIMIT:
-                complete[0] = False
-            for n, (k, v) in enumerate(obj.items()):
-                if n >= _DISCOVER_LIMIT:
-                    break
-                if type(v) not in _LEAF_TYPES:
-                    visit((path, "item", k), v, depth + 1)
-        elif not isinstance(obj, _SKIP):
-            d = getattr(obj, "__dict__", None)  # a plain or callable object, e.g. nn.Graph
-            if type(d) is dict:
-                if checks is not None:
-                    checks.append((1, d, tuple(d), tuple(d.values())))
-                if len(d) > _DISCOVER_LIMIT:
-                    complete[0] = False
-                known = getattr(t, "_state_known_to_compiler", ())  # e.g. a Graph's registry
-                for n, (k, v) in enumerate(d.items()):
-                    if n >= _DISCOVER_LIMIT:
-                        break
-                    if type(v) not in _LEAF_TYPES and k not in known:
-                        visit((path, "attr", k), v, depth + 1)
-
-    if checks is not None:
-        checks.append(None)  # (becomes the completeness flag)
-    for root in roots:
-        visit(None, root, 0)
-    if checks is not None:
-        checks.insert(0, complete[0])
-        checks.pop(1)
-    return tuple((_path_text(p), o) for p, o in found)
-
-
-def _cell_value(cell: Any) -> Any:
-    try:
-        return cell.cell_contents
-    except ValueError:  # an empty cell
-        return _MISSING
-
-
-def reach_holds(checks: list) -> bool:
-    """Whether everything :func:`discover` read when it filled ``checks`` is still the same
-    objects (then a new walk finds exactly what that one found)."""
-    if not checks[0]:
-        return False
-    for c in checks[1:]:
-        kind = c[0]
-        if kind == 0:  # a list: its items
-            obj, snap = c[1], c[2]
-            if len(obj) != len(snap) or not all(map(_is, obj, snap)):
-                return False
-        elif kind == 1:  # a dict or __dict__: its keys and values
-            d, keys, values = c[1], c[2], c[3]
-            if len(d) != len(keys) or not all(map(_is, d, keys)) \
-                    or not all(map(_is, d.values(), values)):
-                return False
-        else:  # a function: its code, closure cells and the globals it names
-            f, code, cells, cvals, g, names, gvals = c[1:]
-            if f.__code__ is not code or not all(map(_is, map(_cell_value, cells), cvals)) \
-                    or not all(map(_is, map(g.get, names, _repeat(_MISSING)), gvals)):
-                return False
-    return True
-
-
-_MISSING = object()
-
-
-def describe_reach_change(old: tuple, new: tuple) -> str:
-    """Why the reachable modules/optimizers differ: which paths were rebound, appeared or
-    disappeared (keys are ``((path, id), ...)``)."""
-    a, b = dict(old), dict(new)
-    out = []
-    for path in dict.fromkeys([*a, *b]):
-        if path in a and path in b:
-            if a[path] != b[path]:
-                out.append(f"{path or 'the function'} was rebound to another object")
-        elif path in b:
-            out.append(f"{path} now holds a module or optimizer")
-        else:
-            out.append(f"{path} no longer holds the module or optimizer it held")
-    return "; ".join(out) or "the reachable modules and optimizers changed"
 
 
 def jit(fn: Callable[..., Any] | None = None, *, donate: bool = False, explain: bool = False,

@@ -27,6 +27,7 @@ from .. import random as _random
 from ..device import device_scalar
 from ..nn.modules.module import Module, structure_version
 from ..optim.optimizer import Optimizer
+from ..optim.watched import WatchedDict
 from ..tensor import Tensor, _wrap, is_constant
 from ..views import View
 
@@ -62,47 +63,6 @@ def _static_sig(v: Any) -> Any:
     except TypeError:
         return ("unhashable", type(v).__name__, repr(v))
     return v
-
-
-#: ``[n]``: bumped by every in-place change of an optimizer state dict that
-#: :meth:`StepState.write_back` built (a :class:`_WatchedDict`), so a compiled call can tell
-#: that the state it wrote is untouched without reading it (see ``CompiledFunction._fast``)
-OPT_STATE_VERSION = [0]
-
-
-class _WatchedDict(dict):
-    """``opt.state`` and its per-parameter entries as written back by a compiled step: a
-    plain dict that bumps :data:`OPT_STATE_VERSION` on every in-place change."""
-
-    __slots__ = ()
-
-    def __setitem__(self, key: Any, value: Any) -> None:
-        OPT_STATE_VERSION[0] += 1
-        dict.__setitem__(self, key, value)
-
-    def __delitem__(self, key: Any) -> None:
-        OPT_STATE_VERSION[0] += 1
-        dict.__delitem__(self, key)
-
-    def __ior__(self, other: Any) -> Any:
-        OPT_STATE_VERSION[0] += 1
-        return dict.__ior__(self, other)
-
-    def _bumping(name: str) -> Any:  # noqa: N805  (a helper run in the class body)
-        method = getattr(dict, name)
-
-        def bumped(self: Any, *args: Any, **kwargs: Any) -> Any:
-            OPT_STATE_VERSION[0] += 1
-            return method(self, *args, **kwargs)
-        bumped.__name__ = name
-        return bumped
-
-    pop = _bumping("pop")
-    popitem = _bumping("popitem")
-    clear = _bumping("clear")
-    update = _bumping("update")
-    setdefault = _bumping("setdefault")
-    del _bumping
 
 
 class TensorSlot:
@@ -259,8 +219,11 @@ class StepState:
         opts = []
         index = self.index
         for opt in self.optimizers:
+            # (which state tensors each group updates is structure too: a parameter appended
+            # to a group's list changes what the step writes)
             hyper = tuple(tuple(_static_sig(v) if k not in _NOT_HYPER else None
                                 for k, v in g.items()) + tuple(g)
+                          + (tuple(index.get(id(p), -1) for p in g["params"]),)
                           for g in opt.param_groups)
             # which entries exist, and the values of non-tensor ones (the avals of state
             # tensors follow their parameters'; jax itself retraces if one ever differs)
@@ -445,15 +408,7 @@ class StepState:
             if owned is not None:
                 owned[id(t)] = id(v)
         if self.track_grads:
-            it = iter(grads)
-            for t, slot in zip(self.tensors, layout.grads):
-                if slot is None:
-                    t._grad = None
-                elif t.grad is None:
-                    t._grad = wrap_like(next(it), slot.glob)
-                else:
-                    t.grad._value = next(it)
-                    t.grad._version += 1
+            write_grads(self.tensors, layout.grads, grads)
         for opt, entries, arrays in zip(self.optimizers, layout.opt_state, opt_out):
             old = opt.state
             new: dict[Tensor, dict[str, Any]] = {}
@@ -475,10 +430,24 @@ class StepState:
                             owned[id(t)] = id(t._value)
                     else:
                         entry[k] = sv
-                new[p] = _WatchedDict(entry)
-            opt.state = _WatchedDict(new)
+                new[p] = WatchedDict(entry)
+            opt.state = WatchedDict(new)
         if layout.draws:
             _random.default_generator._counter += layout.draws
+
+
+def write_grads(tensors: list[Tensor], slots: list[Any], grads: list[Any]) -> None:
+    """The step's gradients into ``tensors`` (``slots``: per tensor, None for no gradient or
+    a :class:`TensorSlot`; ``grads``: the arrays of the slots, in order)."""
+    it = iter(grads)
+    for t, slot in zip(tensors, slots):
+        if slot is None:
+            t._grad = None
+        elif t.grad is None:
+            t._grad = wrap_like(next(it), slot.glob)
+        else:
+            t.grad._value = next(it)
+            t.grad._version += 1
 
 
 # Host scalars reach a compiled step as device arrays: a NumPy argument sends jax.jit down

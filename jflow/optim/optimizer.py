@@ -8,6 +8,7 @@ from typing import Any
 from ..autograd import enable_grad, no_grad
 from ..nn.utils import zero_grads
 from ..tensor import Tensor
+from .watched import WatchedGroup, WatchedList
 
 __all__ = ["Optimizer", "required"]
 
@@ -41,7 +42,8 @@ class Optimizer:
     def __init__(self, params: Iterable[Any], defaults: dict[str, Any]) -> None:
         self.defaults = defaults
         self.state: dict[Tensor, dict[str, Any]] = {}
-        self.param_groups: list[dict[str, Any]] = []
+        # (watched: a compiled step compares one counter instead of re-reading the groups)
+        self.param_groups: list[dict[str, Any]] = WatchedList()
         if isinstance(params, Tensor):
             raise TypeError("params argument given to the optimizer should be an iterable of "
                             "Tensors or dicts, but got a Tensor")
@@ -70,8 +72,8 @@ class Optimizer:
                                 f"{type(p).__name__}")
             if not p.is_leaf:
                 raise ValueError("can't optimize a non-leaf Tensor")
-        group = dict(param_group)
-        group["params"] = params
+        group = WatchedGroup(param_group)
+        group["params"] = WatchedList(params)
         for k, v in self.defaults.items():
             if v is required and k not in group:
                 raise ValueError(f"parameter group didn't specify a value of required "

@@ -40,18 +40,22 @@ _structure_version = 0
 
 
 def structure_version() -> int:
-    """A counter bumped whenever any module gains or loses a parameter, buffer or submodule
-    (compiled steps cache the list of state tensors under it)."""
+    """A counter bumped whenever any module gains or loses a parameter, buffer or submodule,
+    or changes its training mode (compiled steps cache the list of state tensors under it,
+    and reuse their last cache key while it holds)."""
     return _structure_version
+
+
+def _bump_structure() -> None:
+    global _structure_version
+    _structure_version += 1
 
 
 class _Store(OrderedDict):
     """A module's ``_parameters`` / ``_buffers`` / ``_modules``: an ordered dict that bumps
     :func:`structure_version` on every change, however it is made."""
 
-    def _bump(self) -> None:
-        global _structure_version
-        _structure_version += 1
+    _bump = staticmethod(_bump_structure)
 
     def __setitem__(self, key: Any, value: Any) -> None:
         super().__setitem__(key, value)
@@ -254,6 +258,8 @@ class Module:
                                 f"(Tensor or None expected)")
             bufs[name] = None if value is None else unview(value)
             return
+        if name == "training":
+            _bump_structure()
         object.__setattr__(self, name, value)
 
     def _drop(self, name: str) -> None:
@@ -407,6 +413,7 @@ class Module:
             raise ValueError("training mode is expected to be boolean")
         for m in self.modules():
             m.__dict__["training"] = mode
+        _bump_structure()
         return self
 
     def eval(self) -> Module:
