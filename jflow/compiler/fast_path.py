@@ -31,6 +31,7 @@ from __future__ import annotations
 
 import operator
 import sys
+from collections.abc import Callable
 from typing import Any
 
 import jax
@@ -42,7 +43,7 @@ from ..autograd import is_grad_enabled
 from ..nn.modules.module import structure_version
 from ..optim import watched
 from ..tensor import Tensor
-from .reach import reach_holds
+from .reach import _MISSING, _cell_value
 from .state import (
     _COUNTER,
     _OWNED_REFS,
@@ -96,7 +97,8 @@ class FastPath:
                  "opt_states", "tensors", "state_ids", "values", "rg", "globs", "grads",
                  "grad_values", "opt_tensors", "opt_values", "changed", "grad_slots",
                  "lr_groups", "lr_last", "lrs", "none_grads", "extra", "donate", "draws",
-                 "local_counter", "out_slot", "out_flat", "ran_backward")
+                 "local_counter", "out_slot", "out_flat", "attach", "inputs", "write_back",
+                 "source")
 
     @staticmethod
     def arm(owner: Any, entry: Any, key: tuple, state: StepState, leaves: list,
@@ -174,8 +176,11 @@ class FastPath:
         slots = layout.out_slots
         f.out_slot = slots[0] if len(slots) == 1 else None
         f.out_flat = f.out_slot is None and all(s is None for s in slots)
-        f.ran_backward = layout.ran_backward
+        # (the result gets a tape node: a flow.jit call differentiated eagerly afterwards)
+        f.attach = not owner.donate and not layout.ran_backward and grad_on \
+            and any(layout.out_diff)
         f.stamp()
+        f.source, f.inputs, f.write_back = _compile(f, owner)
         return f
 
     def stamp(self, values: list[Any] | None = None, opt_values: list[Any] | None = None
@@ -198,98 +203,20 @@ class FastPath:
             out.update(zip(map(id, ts), map(id, vs)))
         return out
 
-    def inputs(self, owner: Any, args: tuple) -> tuple | None:
-        """The executable's inputs for a call with ``args``, or None when the stamps do not
-        prove that the call has the last key."""
-        if len(args) != self.n_args:
-            return None
-        state_ids = self.state_ids
-        for a, rg, glob in zip(args, self.arg_rg, self.arg_glob):
-            if type(a) is not Tensor or a._requires_grad is not rg or a._global is not glob \
-                    or id(a) in state_ids:
-                return None
-        n = self.n_args
-        if n > 1 and (len(set(map(id, args))) != n
-                      or len(set(map(id, map(_VALUE, args)))) != n):
-            return None
-        track = self.grad_slots is not None
-        if track and not all(map(_is, map(_GRAD, args), self.none_args)):
-            return None
-        if structure_version() != self.structure or watched.VERSION[0] != self.version \
-                or is_grad_enabled() is not self.grad_on:
-            return None
-        if self.reach_checks is not None and not reach_holds(self.reach_checks):
-            return None
-        opts = self.optimizers
-        if opts and (not all(map(_is, map(_GROUPS, opts), self.groups))
-                     or not all(map(_is, map(_STATE, opts), self.opt_states))):
-            return None
-        tensors, values, opt_values = self.tensors, self.values, self.opt_values
-        if not all(map(_is, map(_VALUE, tensors), values)) \
-                or list(map(_REQUIRES_GRAD, tensors)) != self.rg \
-                or not all(map(_is, map(_GLOBAL, tensors), self.globs)):
-            return None
-        for ts, vs in zip(self.opt_tensors, opt_values):
-            if not all(map(_is, map(_VALUE, ts), vs)):
-                return None
-        if track:
-            if not all(map(_is, map(_GRAD, tensors), self.grads)) \
-                    or not all(g is None or g._value is v
-                               for g, v in zip(self.grads, self.grad_values)):
-                return None
-            grads = [*self.none_args, *self.grad_values]
-        else:
-            grads = self.none_grads
-        if (owner._extra or self.extra) and not _same_objects(
-                [r() for r in owner._extra.values()], self.extra):
-            return None
-        if self.donate:
-            # (a donated array must be held by its tensor and the stamps alone)
-            if values and max(map(_getrefcount, values)) > _OWNED_REFS:
-                values = _copied(values)
-            if opts:
-                opt_values = [vs if not vs or max(map(_getrefcount, vs)) <= _OWNED_REFS
-                              else _copied(vs) for vs in opt_values]
-        lrs = self.lrs
-        if lrs is None or not all(map(_is, map(_LR, self.lr_groups), self.lr_last)):
-            lrs = [[_lr_array(g) for g in groups] for groups in self.groups]
-            last = list(map(_LR, self.lr_groups))
-            # (kept while the same numbers are there; a tensor lr is read on every call)
-            self.lrs, self.lr_last = (lrs, last) if all(type(v) in _FROZEN for v in last) \
-                else (None, None)
-        gen = _random.default_generator
-        c = _COUNTER
-        if c[0] is not gen or c[1] != gen._counter:
-            c[:] = [gen, gen._counter, jax.device_put(np.int64(gen._counter))]
-        key = gen._key
-        if key is None:
-            key = gen._key_tensor()
-        return (list(map(_VALUE, args)), values, grads, opt_values, lrs, (key._value, c[2]),
-                [])
+    def refresh_lrs(self) -> list[list[Any]]:
+        """The learning rates as device scalars, kept while the same numbers are there (a
+        tensor lr is read on every call)."""
+        lrs = [[_lr_array(g) for g in groups] for groups in self.groups]
+        last = list(map(_LR, self.lr_groups))
+        self.lrs, self.lr_last = (lrs, last) if all(type(v) in _FROZEN for v in last) \
+            else (None, None)
+        return lrs
 
-    def write_back(self, new_values: list[Any], new_grads: list[Any], opt_out: list[Any],
-                   counter: Any) -> None:
-        """The executable's outputs into the objects, as ``StepState.write_back`` does (the
-        optimizer state's dicts stay: only their tensors' arrays change), then the stamps."""
-        for t, v in zip(self.changed, new_values):
-            if t._value is not v:
-                t._value = v
-                t._version += 1
-        if self.grad_slots is not None:
-            write_grads(self.tensors, self.grad_slots, new_grads)
-        for ts, vs in zip(self.opt_tensors, opt_out):
-            for t, v in zip(ts, vs):
-                t._value = v
-                t._version += 1
+    @staticmethod
+    def rng() -> None:
+        """Put the default generator's draw count on the device (it was changed eagerly)."""
         gen = _random.default_generator
-        if self.draws:
-            gen._counter += self.draws
-        if self.local_counter:
-            _COUNTER[:] = [gen, gen._counter, counter]
-        else:
-            set_counter(counter)
-        # (a donating step returns every state array, in order: the stamps are its lists)
-        self.stamp(new_values if self.donate else None, opt_out)
+        _COUNTER[:] = [gen, gen._counter, jax.device_put(np.int64(gen._counter))]
 
     def outputs(self, out: Any) -> Any:
         """The call's result: the executable's outputs wrapped as the trace returned them."""
@@ -308,6 +235,161 @@ class FastPath:
         state = self.state.with_args(args, {id(t): i for i, t in enumerate(
             self.state.tensors) if i >= self.n_args})
         return state, list(args), _tensor_args_def(self.n_args)
+
+
+def _compile(f: FastPath, owner: Any) -> tuple[str, Callable[..., Any], Callable[..., None]]:
+    """``inputs(F, owner, args)``: the executable's inputs for a call with ``args``, or None when
+    the stamps do not prove that the call has the last key (the checks of the module
+    docstring); and ``write_back(F, out, new_values, new_grads, opt_out, counter)``, which
+    writes the executable's outputs into the objects as ``StepState.write_back`` does (the
+    optimizer state's dicts stay, only their tensors' arrays change), stamps them and
+    returns the call's result.
+    Generated straight-line code over this call's objects (bound as constants): a call pays
+    one attribute read and one identity test per stamp instead of a loop. ``f.source`` keeps
+    their text."""
+    # (``F``, the FastPath, is an argument: a constant would make a reference cycle that
+    # keeps the stamped arrays alive until a full garbage collection)
+    env: dict[str, Any] = {"Tensor": Tensor, "_is": _is, "_MISSING": _MISSING,
+                           "structure_version": structure_version, "VERSION": watched.VERSION,
+                           "is_grad_enabled": is_grad_enabled, "_same_objects": _same_objects,
+                           "_cell_value": _cell_value, "random": _random, "_COUNTER": _COUNTER,
+                           "set_counter": set_counter, "write_grads": write_grads,
+                           "getrefcount": _getrefcount, "_copied": _copied,
+                           "Array": jax.Array, "wrap_like": wrap_like}
+
+    def const(obj: Any) -> str:
+        if obj is None or obj is True or obj is False:
+            return repr(obj)
+        name = f"k{len(env)}"
+        env[name] = obj
+        return name
+
+    n = f.n_args
+    lines = [f"if len(args) != {n}: return None"]
+    if n:
+        names = [f"a{i}" for i in range(n)]
+        lines.append(f"{', '.join(names)}, = args")
+        ids = const(f.state_ids)
+        for a, rg, glob in zip(names, f.arg_rg, f.arg_glob):
+            lines.append(f"if type({a}) is not Tensor or {a}._requires_grad is not {rg!r} or "
+                         f"{a}._global is not {const(glob)} or id({a}) in {ids}: return None")
+            if f.grad_slots is not None:
+                lines.append(f"if {a}._grad is not None: return None")
+        if n == 2:
+            lines.append("if a0 is a1: return None")
+        elif n > 2:
+            lines.append(f"if len(set(map(id, args))) != {n}: return None")
+    lines.append(f"if structure_version() != F.structure or VERSION[0] != F.version or "
+                 f"is_grad_enabled() is not {f.grad_on}: return None")
+    for c in (f.reach_checks or [True])[1:]:
+        if c[0] == 0:  # a list: its items
+            obj = const(c[1])
+            lines.append(f"if len({obj}) != {len(c[2])} or not all(map(_is, {obj}, "
+                         f"{const(c[2])})): return None")
+        elif c[0] == 1:  # a dict or __dict__: its keys and values
+            obj = const(c[1])
+            lines.append(f"if len({obj}) != {len(c[2])} or not all(map(_is, {obj}, "
+                         f"{const(c[2])})) or not all(map(_is, {obj}.values(), "
+                         f"{const(c[3])})): return None")
+        else:  # a function: its code, closure cells and the globals it names
+            fn, code, cells, cvals, g, gnames, gvals = c[1:]
+            terms = [f"{const(fn)}.__code__ is not {const(code)}"]
+            terms += [f"{const(cell)}.cell_contents is not {const(v)}" if v is not _MISSING
+                      else f"_cell_value({const(cell)}) is not _MISSING"
+                      for cell, v in zip(cells, cvals)]  # (a cell emptied since: ValueError)
+            gd = const(g)
+            terms += [f"{gd}.get({name!r}, _MISSING) is not {const(v)}"
+                      for name, v in zip(gnames, gvals)]
+            lines += [f"if {term}: return None" for term in terms]
+    for opt, groups, st in zip(f.optimizers, f.groups, f.opt_states):
+        o = const(opt)
+        lines.append(f"if {o}.param_groups is not {const(groups)} or {o}.state is not "
+                     f"{const(st)}: return None")
+    lines.append("V = F.values")
+    for i, (t, rg, glob) in enumerate(zip(f.tensors, f.rg, f.globs)):
+        x = const(t)
+        lines.append(f"if {x}._value is not V[{i}] or {x}._requires_grad is not {rg} or "
+                     f"{x}._global is not {const(glob)}: return None")
+    if any(f.opt_tensors):
+        lines.append("OV = F.opt_values")
+        for i, ts in enumerate(f.opt_tensors):
+            for j, t in enumerate(ts):
+                lines.append(f"if {const(t)}._value is not OV[{i}][{j}]: return None")
+    if f.grad_slots is not None:
+        lines.append("G, GV = F.grads, F.grad_values")
+        for i, t in enumerate(f.tensors):
+            x = const(t)
+            lines.append(f"if {x}._grad is not G[{i}] or (G[{i}] is not None and "
+                         f"G[{i}]._value is not GV[{i}]): return None")
+    lines.append("extra = owner._extra")
+    lines.append(f"if {'True' if f.extra else 'extra'} and not _same_objects("
+                 f"[r() for r in extra.values()], F.extra): return None")
+    if f.donate:  # (a donated array must be held by its tensor and the stamps alone)
+        refs = " or ".join(f"getrefcount(V[{i}]) > {_OWNED_REFS}" for i in range(len(f.tensors)))
+        if refs:
+            lines.append(f"if {refs}: V = _copied(V)")
+        for i, ts in enumerate(f.opt_tensors):
+            if ts:
+                refs = " or ".join(f"getrefcount(OV[{i}][{j}]) > {_OWNED_REFS}"
+                                   for j in range(len(ts)))
+                lines.append(f"if {refs}: OV = [*OV[:{i}], _copied(OV[{i}]), *OV[{i + 1}:]]")
+    lrs = " or ".join(f"{const(g)}['lr'] is not L[{i}]" for i, g in enumerate(f.lr_groups))
+    lines.append("lrs, L = F.lrs, F.lr_last")
+    lines.append(f"if lrs is None{' or ' + lrs if lrs else ''}: lrs = F.refresh_lrs()")
+    grads = "F.none_grads" if f.grad_slots is None else "[*F.none_args, *F.grad_values]"
+    vals = "".join(f"a{i}._value, " for i in range(n))
+    lines.append("gen, c = random.default_generator, _COUNTER")
+    lines.append("if c[0] is not gen or c[1] != gen._counter: F.rng()")
+    lines.append("key = gen._key")
+    lines.append("if key is None: key = gen._key_tensor()")
+    lines.append(f"return [{vals}], V, {grads}, {'OV' if any(f.opt_tensors) else 'F.opt_values'}"
+                 f", lrs, (key._value, c[2]), []")
+    body = "\n".join("        " + line for line in lines)
+    source = (f"def inputs(F, owner, args):\n    try:\n{body}\n"
+              f"    except ValueError:  # an emptied closure cell\n        return None\n\n")
+
+    w = []
+    for i, t in enumerate(f.changed):
+        x = const(t)
+        w.append(f"v = new_values[{i}]")
+        w.append(f"if {x}._value is not v: {x}._value = v; {x}._version += 1")
+    if f.grad_slots is not None:
+        w.append(f"write_grads({const(f.tensors)}, {const(f.grad_slots)}, new_grads)")
+    for i, ts in enumerate(f.opt_tensors):
+        if ts:
+            w.append(f"o = opt_out[{i}]")
+        for j, t in enumerate(ts):
+            x = const(t)
+            w.append(f"{x}._value = o[{j}]; {x}._version += 1")
+    w.append("gen = random.default_generator")
+    if f.draws:
+        w.append(f"gen._counter += {f.draws}")
+    w.append("_COUNTER[:] = [gen, gen._counter, counter]" if f.local_counter
+             else "set_counter(counter)")
+    # (a donating step returns every state array, in order: its lists are the stamps)
+    w.append("F.values = new_values" if f.donate else
+             f"F.values = [{', '.join(const(t) + '._value' for t in f.tensors)}]")
+    w.append("F.opt_values = opt_out")
+    if f.grad_slots is not None:
+        w.append(f"F.grads = G = [{', '.join(const(t) + '._grad' for t in f.tensors)}]")
+        w.append("F.grad_values = [None if g is None else g._value for g in G]")
+    if f.out_slot is not None:
+        w.append(f"if isinstance(out, Array): return wrap_like(out, {const(f.out_slot.glob)})")
+    w.append("return out" if f.out_flat else "return F.outputs(out)")
+    source += ("def write_back(F, out, new_values, new_grads, opt_out, counter):\n"
+               + "\n".join("    " + line for line in w) + "\n")
+    code = _CODE.get(source)  # (the same structure: the same text over other objects)
+    if code is None:
+        if len(_CODE) >= 64:
+            del _CODE[next(iter(_CODE))]
+        code = _CODE[source] = compile(source, "<jflow fast path>", "exec")
+    exec(code, env)
+    return source, env["inputs"], env["write_back"]
+
+
+#: generated fast-path source -> its code object (compiling costs ~0.5 ms; a step that
+#: alternates between two keys re-arms on every call)
+_CODE: dict[str, Any] = {}
 
 
 def _copied(arrays: list[Any]) -> list[Any]:

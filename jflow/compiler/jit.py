@@ -261,7 +261,7 @@ class CompiledFunction(Opaque):
     def _call(self, *args: Any, **kwargs: Any) -> Any:
         fast = self._fast
         if fast is not None:
-            inputs = None if kwargs else fast.inputs(self, args)
+            inputs = None if kwargs else fast.inputs(fast, self, args)
             if inputs is not None and not (fast.entry.guards
                                            and self._promote_changed(fast.entry)):
                 return self._run_fast(fast, args, inputs)
@@ -280,24 +280,21 @@ class CompiledFunction(Opaque):
         self._fast = None
 
     def _run_fast(self, fast: FastPath, args: tuple, inputs: tuple) -> Any:
-        """A call with the last key (see :mod:`.fast_path`)."""
-        entry = fast.entry
+        """A call with the last key (see :mod:`.fast_path`; its key stays the most recently
+        used: no other entry runs while the fast path holds)."""
         self._current = FAST
         try:
-            out, new_values, new_grads, opt_out, counter = entry.jitted(*inputs)
+            res = fast.entry.jitted(*inputs)
         except FastMiss:  # jax saw other avals and began a trace: compute the key
             self._disarm()
             return self._call(*args)
         finally:
             self._current = None
-        fast.write_back(new_values, new_grads, opt_out, counter)
-        self._cache.move_to_end(fast.key)
+        out = fast.write_back(fast, *res)
         if self._after is not None:
             self._after()
-        out = fast.outputs(out)
-        if not self.donate and not fast.ran_backward and fast.grad_on \
-                and any(entry.layout.out_diff):
-            out = self._attach_backward(entry, out, inputs, fast.current(args))
+        if fast.attach:
+            out = self._attach_backward(fast.entry, out, inputs, fast.current(args))
         return out
 
     def lower(self, *args: Any, **kwargs: Any) -> Any:

@@ -20,7 +20,7 @@ from collections import OrderedDict
 from typing import Any
 
 from ..autograd import no_grad
-from ..compiler.jit import CompiledFunction
+from ..compiler.jit import PROFILER, CompiledFunction
 from ..optim.optimizer import Optimizer
 from .modules.module import Module
 
@@ -130,6 +130,8 @@ class Graph:
                                  reach=(self.build,),
                                  after=self._after_call, name=self.name)
             self.__dict__["_compiled"] = c
+        if PROFILER[0] is None:
+            return c._call(*args, **kwargs)
         return c(*args, **kwargs)
 
     @property
