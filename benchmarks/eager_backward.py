@@ -32,6 +32,7 @@ import jflow as flow
 
 #: the columns (keys of cases()' dicts)
 JFLOW, TORCH, JIT = "jflow eager fwd + cached-graph bwd", "torch", "jax.jit(grad)"
+LAZY = "jflow lazy"
 
 
 def chain(x: Any, c: Any) -> Any:
@@ -108,12 +109,18 @@ def cases() -> list[tuple[str, dict[str, Callable[[], Any]]]]:
     jdata = jnp.asarray(batch)
     jit_mlp = jax.jit(jax.grad(mlp_jnp))
 
+    def lazily(fn: Callable[[], Any]) -> Callable[[], Any]:
+        def run() -> Any:
+            with flow.lazy():  # (leaving the block runs what was recorded)
+                return fn()
+        return run
+
     out = [
         ("chain of 10 ops + sum (16)", {
-            JFLOW: jflow_chain, JIT: lambda: jit_chain(jx),
+            JFLOW: jflow_chain, LAZY: lazily(jflow_chain), JIT: lambda: jit_chain(jx),
         }),
         ("3-layer MLP step (32x128)", {
-            JFLOW: jflow_mlp, JIT: lambda: jit_mlp(jparams, jdata),
+            JFLOW: jflow_mlp, LAZY: lazily(jflow_mlp), JIT: lambda: jit_mlp(jparams, jdata),
         }),
     ]
     try:
@@ -151,8 +158,8 @@ def main() -> None:
     print("jflow column = eager forward + cached-graph backward: the whole backward is ONE "
           "cached executable per graph (jflow/autograd/compiled_graph.py), not an op-by-op "
           "eager backward; ratios: median of per-round ratios over interleaved rounds")
-    header = f"{'case':28s} {'jflow (cached-graph bwd)':>24s} {'torch':>9s} " \
-             f"{'jit(grad)':>10s}   {'jflow/torch':>11s} {'jflow/jit':>9s}"
+    header = f"{'case':28s} {'jflow (cached-graph bwd)':>24s} {'lazy':>8s} {'torch':>9s} " \
+             f"{'jit(grad)':>10s}   {'jflow/torch':>11s} {'jflow/jit':>9s} {'lazy/torch':>10s}"
     print(header)
     print("-" * len(header))
     for name, fns in cases():
@@ -160,8 +167,10 @@ def main() -> None:
                               args.repeat)
         j, t = r[JFLOW], r.get(TORCH)
         vs_torch = t and median_ratio(runs, JFLOW, TORCH)
-        print(f"{name:28s} {j:24.1f} {_col(t, 9)} {r[JIT]:10.1f}   "
-              f"{_col(vs_torch, 11, '.2f')} {median_ratio(runs, JFLOW, JIT):9.2f}")
+        lazy_vs_torch = t and median_ratio(runs, LAZY, TORCH)
+        print(f"{name:28s} {j:24.1f} {r[LAZY]:8.1f} {_col(t, 9)} {r[JIT]:10.1f}   "
+              f"{_col(vs_torch, 11, '.2f')} {median_ratio(runs, JFLOW, JIT):9.2f} "
+              f"{_col(lazy_vs_torch, 10, '.2f')}")
 
 
 if __name__ == "__main__":

@@ -61,6 +61,7 @@ from . import autograd  # noqa: E402
 from .autograd import enable_grad, is_grad_enabled, no_grad, set_grad_enabled  # noqa: E402
 from . import nn, optim  # noqa: E402
 from .compiler import jit  # noqa: E402
+from .lazy_mode import lazy, sync  # noqa: E402  (lazy eager: record, run fused when read)
 from .serialization import load, save  # noqa: E402
 from . import accelerator, amp, backends, cuda, onnx  # noqa: E402
 from . import func  # noqa: E402  (torch.func's transforms, Tensors in and out)

@@ -28,6 +28,7 @@ from typing import Any
 
 from . import dispatch as _dispatch
 from . import executable_budget as _budget
+from . import lazy_mode as _lazy_mode
 from .autograd import engine as _engine
 from .autograd import jax_rules as _jax_rules
 from .distributed import consistency as _consistency
@@ -40,7 +41,8 @@ from .sharding import global_tensor as _global_tensor
 __all__ = ["load_library", "loaded_libraries", "Library", "LibraryError",
            "enable_pallas_interpret", "pallas_interpret", "pallas_interpret_enabled",
            "cache_limits", "set_cache_limit", "set_executable_limit", "executable_limit",
-           "executable_stats", "clear_compiled", "set_collective_check", "collective_check"]
+           "executable_stats", "clear_compiled", "set_collective_check", "collective_check",
+           "set_lazy", "is_lazy"]
 
 #: jflow's caches: name -> (owner, attribute holding its bound, what one entry is)
 _CACHES: dict[str, tuple[Any, str, str]] = {
@@ -74,6 +76,8 @@ def set_cache_limit(name: str, limit: int) -> int:
     return old
 
 
+set_lazy = _lazy_mode.set_lazy
+is_lazy = _lazy_mode.is_lazy
 set_collective_check = _consistency.set_check
 collective_check = _consistency.get_check
 set_executable_limit = _budget.set_limit

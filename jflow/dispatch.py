@@ -28,6 +28,7 @@ from jax.core import Tracer
 
 from .autograd.graph import record, record1, record2
 from .kernels.registry import reraise_host_error as _reraise_host_error
+from .lazy_mode.segment import HOOK as _LAZY_HOOK
 from .ops.attrs import DYNAMIC, REQUIRED
 from .sharding.execute import global_apply
 from .tensor import Tensor as _Tensor
@@ -217,7 +218,7 @@ def make_apply(op: Any) -> Callable[..., Any]:
                           "_reraise_host_error": _reraise_host_error, "_record": record,
                           "_record1": record1, "_record2": record2,
                           "_global_apply": _global_apply,
-                          "_watch": _WATCH, "_op": op,
+                          "_watch": _WATCH, "_op": op, "_lazy": _LAZY_HOOK,
                           "_check_inputs": _check_inputs}
     attr_sig = []
     for a in op.attrs:
@@ -257,6 +258,7 @@ def make_apply(op: Any) -> Callable[..., Any]:
         "    except (KeyError, TypeError):",
         f"        {entry} = _build({key}, _layout{''.join(f', {n}={n}' for n in names)})",
     ]
+    grad = bool(ins) and not op.has_trait("NoGrad")
     defaults = [a.name for a in op.attrs if a.default is not REQUIRED]
     if not op.structured and len(op.attrs) >= 2 and len(defaults) == len(op.attrs):
         # every attr left at its default (the common call, e.g. matmul without transposes):
@@ -269,7 +271,6 @@ def make_apply(op: Any) -> Callable[..., Any]:
         lines += [f"        if {at_default}:", f"            _dflt[:] = [({entry})]"]
     else:
         lines += lookup
-    grad = bool(ins) and not op.has_trait("NoGrad")
     if op.structured:
         lines.append("    _vals = []")
         lines.append("    _ins = []")
@@ -293,6 +294,20 @@ def make_apply(op: Any) -> Callable[..., Any]:
         needs_grad = "_any(_i._requires_grad for _i in _ins)"
         ins_expr = "_ins"
     else:
+        if ins:  # lazy mode (jflow.lazy_mode): the call is recorded, not run
+            args = "".join(i.param + ", " for i in ins)
+            lines += ["    if _lazy[0] is not None:",
+                      f"        _t = _lazy[0](_f, ({args}), {'_dv' if dyn else '()'}, {single})",
+                      "        if _t is not NotImplemented:"]
+            if grad:
+                lazy_needs = " or ".join(f"{i.param}._requires_grad" for i in ins)
+                if single and len(ins) in (1, 2):
+                    lazy_rec = (f"_record{len(ins)}(_op, _params, "
+                                f"{', '.join(i.param for i in ins)}, _t{', _dv' if dyn else ''})")
+                else:
+                    lazy_rec = f"_record(_op, _params, ({args}), _t{', _dv' if dyn else ''})"
+                lines += [f"            if {lazy_needs}:", f"                return {lazy_rec}"]
+            lines.append("            return _t")
         if ins:  # global tensors (placement + SBP) run through the sharded executor
             is_global = " or ".join(f"{i.param}._global is not None" for i in ins)
             args = "".join(i.param + ", " for i in ins)

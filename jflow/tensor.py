@@ -379,6 +379,15 @@ def _check_grad(t: Tensor, g: Any) -> None:
 _new = object.__new__
 
 
+#: ``t._meta``: the ``_value`` slot read directly (the same member descriptor under a second
+#: name), for metadata (``t._meta.shape``, ``.dtype``, ``.aval``). On a plain tensor it is the
+#: same read as ``_value``, at the same cost; subclasses that put a property over ``_value``
+#: don't run it: a view's slot holds an array of its shape and dtype, a lazy tensor's
+#: (jflow.lazy_mode) the abstract value of its pending result, so metadata never replays or runs
+#: anything.
+Tensor._meta = Tensor.__dict__["_value"]
+
+
 def _wrap(value: Any) -> Tensor:
     """A Tensor around an existing ``jax.Array`` / tracer, without copying (hot path)."""
     t = _new(Tensor)

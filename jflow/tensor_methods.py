@@ -286,7 +286,7 @@ def fill_(self: Tensor, value: Any) -> Tensor:
             raise RuntimeError(f"fill_ only supports 0-dimension value tensor but got tensor "
                                f"with {value.ndim} dimensions")
         if value._requires_grad and is_grad_enabled():
-            filled = F.broadcast_to(cast(value, self._value.dtype), tuple(self.shape))
+            filled = F.broadcast_to(cast(value, self._meta.dtype), tuple(self.shape))
             return assign_inplace(self, filled, "fill_")
         value = value.item()
     if not isinstance(value, _SCALARS):
@@ -299,7 +299,7 @@ def copy_(self: Tensor, src: Any) -> Tensor:
     """Copy ``src`` (broadcast to this shape, cast to this dtype) into this tensor."""
     if not isinstance(src, Tensor):
         raise TypeError(f"copy_(): argument 'src' must be Tensor, not {type(src).__name__}")
-    v = cast(src, self._value.dtype)
+    v = cast(src, self._meta.dtype)
     if tuple(v.shape) != tuple(self.shape):
         v = F.broadcast_to(v, tuple(self.shape))
     return assign_inplace(self, v, "copy_")
@@ -529,7 +529,7 @@ def normal_(self: Tensor, mean: Any = 0.0, std: Any = 1.0, *,
         z = z * std
     if not (isinstance(mean, _SCALARS) and mean == 0):
         z = z + mean
-    return assign_inplace(self, cast(z, self._value.dtype), "normal_")
+    return assign_inplace(self, cast(z, self._meta.dtype), "normal_")
 
 
 def uniform_(self: Tensor, a: Any = 0.0, b: Any = 1.0, *, generator: Any = None,
@@ -545,7 +545,7 @@ def uniform_(self: Tensor, a: Any = 0.0, b: Any = 1.0, *, generator: Any = None,
         raise RuntimeError(f"uniform_ expects to return a [from, to) range, but found "
                            f"from={a} > to={b}")
     u = _uniform_like(self, generator)
-    return assign_inplace(self, cast(u * (b - a) + a, self._value.dtype), "uniform_")
+    return assign_inplace(self, cast(u * (b - a) + a, self._meta.dtype), "uniform_")
 
 
 def exponential_(self: Tensor, lambd: Any = 1.0, *, generator: Any = None) -> Tensor:
@@ -555,7 +555,7 @@ def exponential_(self: Tensor, lambd: Any = 1.0, *, generator: Any = None) -> Te
         raise RuntimeError(f"exponential_ expects lambda > 0.0, but found lambda={lambd}")
     u = _uniform_like(self, generator)
     e = F.neg(F.log1p(F.neg(u))) / lambd
-    return assign_inplace(self, cast(e, self._value.dtype), "exponential_")
+    return assign_inplace(self, cast(e, self._meta.dtype), "exponential_")
 
 
 def bernoulli_(self: Tensor, p: Any = 0.5, *, generator: Any = None) -> Tensor:
@@ -567,18 +567,18 @@ def bernoulli_(self: Tensor, p: Any = 0.5, *, generator: Any = None) -> Tensor:
         raise RuntimeError(f"bernoulli_: p of shape {list(p.shape)} does not broadcast to "
                            f"{list(self.shape)}")
     out = F.lt(_uniform_like(self, generator), p)
-    return assign_inplace(self, cast(out, self._value.dtype), "bernoulli_")
+    return assign_inplace(self, cast(out, self._meta.dtype), "bernoulli_")
 
 
 def _random_top(self: Tensor) -> int:
     """``random_()``'s exclusive upper bound: every integer the dtype holds exactly (2**mantissa
     + 1 for floats, the dtype's maximum for integers; PyTorch's inclusive top is one more,
     drawn with probability ~2**-63, so the difference cannot be observed)."""
-    dt = np.dtype(self._value.dtype)
+    dt = np.dtype(self._meta.dtype)
     if dt == np.bool_:
         return 2
     if dt.kind == "f" or self.dtype is _dt.bfloat16:
-        return 2 ** (int(jax.numpy.finfo(self._value.dtype).nmant) + 1) + 1
+        return 2 ** (int(jax.numpy.finfo(self._meta.dtype).nmant) + 1) + 1
     return int(np.iinfo(dt).max)
 
 
@@ -602,7 +602,7 @@ def random_(self: Tensor, *args: Any, generator: Any = None, **kwargs: Any) -> T
                            f"from={lo} >= to={hi}")
     r = F.randint(int(lo), int(hi), tuple(self.shape), generator=generator,
                   dtype=_dt.int64, device=_draw_device(self))
-    return assign_inplace(self, cast(r, self._value.dtype), "random_")
+    return assign_inplace(self, cast(r, self._meta.dtype), "random_")
 
 
 def fill_diagonal_(self: Tensor, fill_value: Any, wrap: bool = False) -> Tensor:
@@ -624,7 +624,7 @@ def fill_diagonal_(self: Tensor, fill_value: Any, wrap: bool = False) -> Tensor:
     keep = _wrap(jax.numpy.asarray(mask.reshape(shape)))
     if self._global is not None:   # the mask laid out like ``self``, on every device
         keep = keep.to_global(self.placement, [_broadcast] * len(self.sbp))
-    out = cast(F.where(keep, fill_value, self), self._value.dtype)
+    out = cast(F.where(keep, fill_value, self), self._meta.dtype)
     return assign_inplace(self, out, "fill_diagonal_")
 
 
@@ -661,7 +661,7 @@ def _scale(t: Tensor, value: Any, fname: str) -> Tensor:
         if value.is_floating_point() and not t.is_floating_point():
             raise RuntimeError(f"{fname}(): For integral input tensors, argument value must "
                                f"not be a floating point number.")
-        return t * cast(value, t._value.dtype)
+        return t * cast(value, t._meta.dtype)
     if isinstance(value, np.generic):
         value = value.item()
     if isinstance(value, float) and not t.is_floating_point():
@@ -807,13 +807,13 @@ for _name in ("heaviside", "ldexp", "logit", "addr", "renorm", "mvlgamma"):
 
 def ndimension(self: Tensor) -> int:
     """The number of dimensions (``x.dim()``; PyTorch's legacy name)."""
-    return self._value.ndim
+    return self._meta.ndim
 
 
 def positive(input: Tensor) -> Tensor:
     """``input`` itself (PyTorch's ``+x``); refused for a bool tensor, as PyTorch."""
     _tensors("positive", input)
-    if input._value.dtype == np.bool_:
+    if input._meta.dtype == np.bool_:
         raise RuntimeError("positive(): the `+` operator, with a bool tensor is not supported "
                            "(argument 'input' must not be a bool tensor)")
     return input
@@ -840,7 +840,7 @@ def is_nonzero(input: Tensor) -> bool:
 def is_signed(input: Tensor) -> bool:
     """Whether the dtype is signed (False for bool and uint8)."""
     _tensors("is_signed", input)
-    return input._value.dtype.kind not in "ub"
+    return input._meta.dtype.kind not in "ub"
 
 
 def is_floating_point(input: Tensor) -> bool:
@@ -859,7 +859,7 @@ def _promotion_operand(fname: str, arg: str, x: Any) -> tuple[int, Any]:
     """(tier, dtype or category) of a ``result_type`` operand: 0 tensor with dims, 1 0-d
     tensor, 2 Python scalar."""
     if isinstance(x, Tensor):
-        d = _dt.from_numpy_dtype(x._value.dtype)
+        d = _dt.from_numpy_dtype(x._meta.dtype)
         return (0 if x.ndim else 1), d
     if isinstance(x, _SCALARS):
         return 2, _dt.scalar_category(x)
@@ -930,7 +930,7 @@ def _atleast(fname: str, nd: int, tensors: tuple[Any, ...]) -> Any:
     _tensors(fname, *tensors)
     outs = []
     for t in tensors:
-        d = t._value.ndim
+        d = t._meta.ndim
         if d >= nd:
             outs.append(t)
         elif d == 0:

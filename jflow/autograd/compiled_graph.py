@@ -178,7 +178,7 @@ class GraphCache:
                     es.append((index[e[0]], e[1]))
             parts.append((n.op, id(n.params), n.needs, n.in_avals, n.out_avals, tuple(es),
                           needed is None or n in needed))
-        rk = tuple((index[t], nr, g._value.aval) for t, nr, g in roots)
+        rk = tuple((index[t], nr, g._meta.aval) for t, nr, g in roots)
         tk = tuple((index[t], nr) for t, nr in targets if t in index)
         return (tuple(parts), rk, tk), index, leaf_slot, leaves, saved
 

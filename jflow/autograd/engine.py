@@ -24,6 +24,7 @@ import jax.numpy as jnp
 from jax.core import Tracer
 
 from ..kernels.registry import reraise_host_error as _reraise_host_error
+from ..lazy_mode import segment as _lazy
 from ..ops.registry import get as _get_op
 from ..sharding.sbp import broadcast
 from ..tensor import Tensor, mark_constant
@@ -156,22 +157,27 @@ def _run_graph_compiled(order: list[Node], node_roots: list[tuple[Node, int, Any
         return False
     key, index, leaf_slot, leaves, saved = made
     f, plan = graph_cache.lookup(key) or graph_cache.build(key, order, index, leaf_slot, needed)
-    try:
-        leaf_grads, captured = f(saved, [g._value for _, _, g in node_roots])
-    except jax.errors.JaxRuntimeError:
-        _reraise_host_error()  # a python kernel in a rule failed: its own error
+    seg = _lazy.active() if _lazy.USED[0] else None
+    if seg is not None:  # lazy mode: the backward is one more recorded call (jflow.lazy_mode)
+        leaf_grads, captured = seg.add_tree(f, (saved, [g._meta for _, _, g in node_roots]))
+    else:
+        try:
+            leaf_grads, captured = f(saved, [g._value for _, _, g in node_roots])
+        except jax.errors.JaxRuntimeError:
+            _reraise_host_error()  # a python kernel in a rule failed: its own error
     if not retain_graph:
         for n in order:
             n.saved = None  # (Node.release, inlined: this is the hot path)
+    wrap = _wrap_value if seg is None else _same  # (recorded: lazy tensors already)
     for leaf, g in zip(leaves, leaf_grads):
         if g is not None:
-            deliver_leaf(leaf, _wrap_value(g))
+            deliver_leaf(leaf, wrap(g))
     if not node_targets:
         return True
     for (t, nr), g in zip(list(node_targets), captured_for(plan, index, node_targets, captured)):
         if g is not None:
             k = node_targets[(t, nr)]
-            results[k] = _accumulate(results[k], _wrap_value(g))
+            results[k] = _accumulate(results[k], wrap(g))
     return True
 
 
@@ -180,6 +186,10 @@ def captured_for(plan: Any, index: dict[Node, int], node_targets: dict[tuple[Nod
     """The compiled plan's captured gradients, in ``node_targets`` order."""
     by_pos = dict(zip(plan.targets, captured))
     return [by_pos.get((index[t], nr)) if t in index else None for t, nr in node_targets]
+
+
+def _same(x: Any) -> Any:
+    return x
 
 
 def _accumulate(a: Any, b: Any) -> Any:
@@ -248,7 +258,7 @@ def _user_conj(g: Any) -> Any:
     (``dL/dRe - i dL/dIm``, the plain transpose), the user sees and passes PyTorch's
     (``dL/dRe + i dL/dIm``): ``.grad``, ``backward(gradient)``, ``autograd.grad`` in and
     out, hooks and retained grads. A real gradient passes unchanged."""
-    if g is None or g._value.dtype.kind != "c":
+    if g is None or g._meta.dtype.kind != "c":
         return g
     return _get_op("conj").apply(g)
 
@@ -265,22 +275,22 @@ def _run_hooks(hooks: Any, g: Any) -> Any:
 
 def _root_grad(t: Tensor, g: Any, i: int, create_graph: bool) -> Tensor:
     if g is None:
-        if t._value.size != 1:
+        if t._meta.size != 1:
             raise RuntimeError(f"grad can be implicitly created only for scalar outputs (output "
-                               f"{i} has shape {list(t._value.shape)}); pass a gradient")
+                               f"{i} has shape {list(t._meta.shape)}); pass a gradient")
         if t._global is not None:
             plc = t._global[0]
-            return _ones(jax.core.ShapedArray(t._value.shape, t._value.dtype)).to_global(
+            return _ones(jax.core.ShapedArray(t._meta.shape, t._meta.dtype)).to_global(
                 plc, _broadcast_sbp(plc))
-        return _ones(t._value.aval)
+        return _ones(t._meta.aval)
     if not isinstance(g, Tensor):
         raise TypeError(f"gradient {i} must be a jflow Tensor or None, got {type(g).__name__}")
-    if tuple(g._value.shape) != tuple(t._value.shape):
+    if tuple(g._meta.shape) != tuple(t._meta.shape):
         raise RuntimeError(f"Mismatch in shape: grad_output[{i}] has a shape of "
-                           f"{list(g._value.shape)} and output[{i}] has a shape of "
-                           f"{list(t._value.shape)}")
-    if g._value.dtype != t._value.dtype:
-        g = _get_op("cast").apply(g, dtype=t._value.dtype)
+                           f"{list(g._meta.shape)} and output[{i}] has a shape of "
+                           f"{list(t._meta.shape)}")
+    if g._meta.dtype != t._meta.dtype:
+        g = _get_op("cast").apply(g, dtype=t._meta.dtype)
     g = _user_conj(g)
     return g if create_graph else g.detach()
 
@@ -361,6 +371,9 @@ def run_backward(tensors: Sequence[Tensor], grad_tensors: Sequence[Any], retain_
         root_nodes.append(target)
 
     order = _topological(root_nodes)
+    lazy = _lazy.USED[0] and _lazy.active() is not None  # (jflow.lazy_mode: see below)
+    if _lazy.USED[0] and not lazy:  # values the tape saved while they were pending
+        _lazy.resolve_saved(order)
     needed: set[Node] | None = None
     if capture:
         needed = set()
@@ -378,6 +391,8 @@ def run_backward(tensors: Sequence[Tensor], grad_tensors: Sequence[Any], retain_
                                                            retain_graph):
         flush_hooked()
         return _finish(results, capture, create_graph, allow_unused)
+    if lazy:  # rule by rule: the rules' ops record; their saved inputs must be arrays
+        _lazy.resolve_saved(order)
 
     for node in order:
         grads = buffers.pop(node, None)

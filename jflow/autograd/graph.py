@@ -14,6 +14,7 @@ import weakref
 from collections.abc import Callable
 from typing import Any
 
+from ..lazy_mode.segment import raw
 from .grad_mode import _state
 from .rule import is_differentiable_dtype
 
@@ -116,8 +117,9 @@ def record(op: Any, params: dict[str, Any], ins: Any, out: Any, dyn: tuple = ())
             edges.append((t.grad_fn, t._output_nr))
         else:
             edges.append((t, LEAF))
-    out_avals = tuple([t._value.aval for t in outs])
-    node = Node(op, params, needs, tuple(edges), tuple([t._value.aval for t in ins]), out_avals,
+    # (``_meta``: a lazy tensor's pending value is recorded, not computed: jflow.lazy_mode)
+    out_avals = tuple([t._meta.aval for t in outs])
+    node = Node(op, params, needs, tuple(edges), tuple([t._meta.aval for t in ins]), out_avals,
                 dyn)
     rule = op.grad_rule
     if rule is not None and rule.save:
@@ -125,11 +127,11 @@ def record(op: Any, params: dict[str, Any], ins: Any, out: Any, dyn: tuple = ())
         for kind, start, count, _ in rule.saved_slots(params.get("_layout"), len(outs)):
             if kind == "in":
                 for t in ins[start:start + count]:
-                    saved.append((t._value, t, t._version, LEAF))
+                    saved.append((raw(t), t, t._version, LEAF))
             else:
                 for k in range(start, start + count):
                     t = outs[k]
-                    saved.append((t._value, weakref.ref(t), 0, k))
+                    saved.append((raw(t), weakref.ref(t), 0, k))
     k = 0
     for t in outs:
         if _differentiable(out_avals[k].dtype):
@@ -188,13 +190,13 @@ def _save(node: Node, rule: Any, ins: tuple[Any, ...], out: Any) -> None:
     saved = node.saved
     for is_out, i, needed_for in rule.flat_save:
         if is_out:
-            saved.append((out._value, weakref.ref(out), 0, 0))
+            saved.append((raw(out), weakref.ref(out), 0, 0))
         else:
             t = ins[i]
             if needed_for is not None and not any(node.needs[j] for j in needed_for):
-                saved.append((t._value, None, 0, LEAF))  # unused: not version-checked
+                saved.append((raw(t), None, 0, LEAF))  # unused: not version-checked
             else:
-                saved.append((t._value, t, t._version, LEAF))
+                saved.append((raw(t), t, t._version, LEAF))
 
 
 def record1(op: Any, params: dict[str, Any], x: Any, out: Any, dyn: tuple = ()) -> Any:
@@ -207,8 +209,8 @@ def record1(op: Any, params: dict[str, Any], x: Any, out: Any, dyn: tuple = ()) 
     node.dyn = dyn
     node.needs = _TRUE
     node.next_edges = (_edge(x),)
-    node.in_avals = (x._value.aval,)
-    oa = out._value.aval
+    node.in_avals = (x._meta.aval,)
+    oa = out._meta.aval
     node.out_avals = (oa,)
     node.hooks = node.retained = None
     node.saved = []
@@ -233,8 +235,8 @@ def record2(op: Any, params: dict[str, Any], x: Any, y: Any, out: Any, dyn: tupl
     nx, ny = x._requires_grad, y._requires_grad
     node.needs = (nx, ny)
     node.next_edges = (_edge(x) if nx else None, _edge(y) if ny else None)
-    node.in_avals = (x._value.aval, y._value.aval)
-    oa = out._value.aval
+    node.in_avals = (x._meta.aval, y._meta.aval)
+    oa = out._meta.aval
     node.out_avals = (oa,)
     node.hooks = node.retained = None
     node.saved = []

@@ -34,7 +34,7 @@ def default_float_np() -> np.dtype:
 
 def cast(t: Tensor, np_dtype: np.dtype) -> Tensor:
     """``t`` as ``np_dtype`` (itself when it already is)."""
-    if t._value.dtype == np_dtype:
+    if t._meta.dtype == np_dtype:
         return t
     return _cast(t, dtype=np_dtype)
 
@@ -43,14 +43,14 @@ def result_dtype(*tensors: Tensor, scalars: tuple[Any, ...] = ()) -> np.dtype:
     """PyTorch's result type of tensors (0-dim ones in their own tier) and Python scalars."""
     dims, zero = [], []
     for t in tensors:
-        d = _dt.from_numpy_dtype(t._value.dtype)
-        (dims if t._value.ndim else zero).append(d)
+        d = _dt.from_numpy_dtype(t._meta.dtype)
+        (dims if t._meta.ndim else zero).append(d)
     return _dt.result_type(dims, zero, [_dt.scalar_category(s) for s in scalars]).np
 
 
 def promote(a: Tensor, b: Tensor) -> tuple[Tensor, Tensor]:
     """Cast two tensors to their PyTorch result type."""
-    da, db = a._value.dtype, b._value.dtype
+    da, db = a._meta.dtype, b._meta.dtype
     if da == db:
         return a, b
     rt = result_dtype(a, b)
@@ -60,7 +60,7 @@ def promote(a: Tensor, b: Tensor) -> tuple[Tensor, Tensor]:
 def scalar_result_dtype(t: Tensor, s: Any) -> np.dtype:
     """Result type of a tensor and a Python scalar (the tensor wins unless the scalar's
     category is higher: int tensor * 0.5 -> default float, bool tensor + 1 -> int64)."""
-    d = t._value.dtype
+    d = t._meta.dtype
     cat = _dt.scalar_category(s)
     tcat = _dt.from_numpy_dtype(d).category
     if cat <= tcat:
@@ -104,7 +104,7 @@ def scalar_tensor(value: Any, np_dtype: np.dtype) -> Tensor:
 
 def to_float(t: Tensor) -> Tensor:
     """Integer/bool tensors become the default float dtype (for float-only math)."""
-    d = t._value.dtype
+    d = t._meta.dtype
     if d.kind in "iub":
         return _cast(t, dtype=default_float_np())
     return t

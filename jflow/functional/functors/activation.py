@@ -21,7 +21,7 @@ _leaky_relu = get("leaky_relu").apply
 @functor("Silu")
 def silu(input: Tensor) -> Tensor:
     """x * sigmoid(x); bool / integer inputs in the default float dtype (as PyTorch)."""
-    if input._value.dtype.kind in "iub":
+    if input._meta.dtype.kind in "iub":
         input = to_float(input)
     return _silu(input)
 

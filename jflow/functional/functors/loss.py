@@ -54,8 +54,8 @@ def _float_like(fname: str, input: Tensor, *others: Any) -> list[Any]:
     """Others cast to the (floating) input's dtype; None stays None."""
     if not input.is_floating_point():
         raise TypeError(f"{fname}(): expected a floating point input, got {input.dtype}")
-    dt = input._value.dtype
-    return [None if t is None else (t if t._value.dtype == dt else cast(t, dt)) for t in others]
+    dt = input._meta.dtype
+    return [None if t is None else (t if t._meta.dtype == dt else cast(t, dt)) for t in others]
 
 
 def _pointwise(fname: str, op: Any, input: Tensor, target: Tensor, reduction: str) -> Tensor:
@@ -83,15 +83,15 @@ def binary_cross_entropy_with_logits(input: Tensor, target: Tensor, weight: Any,
     broadcasts along the last (class) axis."""
     fname = "binary_cross_entropy_with_logits"
     _check_reduction(fname, reduction)
-    if tuple(target._value.shape) != tuple(input._value.shape):
-        raise ValueError(f"{fname}(): target size {list(target._value.shape)} must be the same "
-                         f"as input size {list(input._value.shape)}")
+    if tuple(target._meta.shape) != tuple(input._meta.shape):
+        raise ValueError(f"{fname}(): target size {list(target._meta.shape)} must be the same "
+                         f"as input size {list(input._meta.shape)}")
     target, weight, pos_weight = _float_like(fname, input, target, weight, pos_weight)
     return _reduce(_bce(input, target, weight, pos_weight), reduction)
 
 
 def _check_targets(fname: str, target: Tensor, c: int, ignore_index: int) -> None:
-    if target._value.dtype.kind not in "iu":
+    if target._meta.dtype.kind not in "iu":
         raise TypeError(f"{fname}(): expected an integer (class index) target, got "
                         f"{target.dtype}")
     mm = host_min_max(target)
@@ -105,7 +105,7 @@ def _check_targets(fname: str, target: Tensor, c: int, ignore_index: int) -> Non
 
 
 def _classes(input: Tensor) -> int:
-    s = input._value.shape
+    s = input._meta.shape
     if len(s) == 0:
         raise ValueError("expected an input of at least 1 dim (C,) or (N, C, *), got 0-d")
     return int(s[0] if len(s) == 1 else s[1])
@@ -145,8 +145,8 @@ def _plain_cross_entropy(input: Tensor, target: Tensor, c: int, ignore_index: in
     total = _sum(loss, axis=(), keepdim=False)
     if reduction == "sum":
         return total
-    dt = input._value.dtype
-    valid = _cast(_ne(target, scalar_tensor(ignore_index, target._value.dtype)), dtype=dt)
+    dt = input._meta.dtype
+    valid = _cast(_ne(target, scalar_tensor(ignore_index, target._meta.dtype)), dtype=dt)
     return _div(total, _sum(valid, axis=(), keepdim=False))
 
 
@@ -162,19 +162,19 @@ def cross_entropy(input: Tensor, target: Tensor, weight: Any, ignore_index: int,
                          f"{label_smoothing}")
     c = _classes(input)
     (weight,) = _float_like(fname, input, weight)
-    nd = input._value.ndim
+    nd = input._meta.ndim
     if (nd == 2 and weight is None and label_smoothing == 0.0
             and not target.is_floating_point()):
         return _plain_cross_entropy(input, target, c, ignore_index, reduction)
     axis = 0 if nd == 1 else 1
     logp = _log_softmax(input, dim=axis)
-    dt = input._value.dtype
+    dt = input._meta.dtype
     wview = None if weight is None else _reshape(
         weight, shape=(c,) + (1,) * (nd - 1 - axis))
     if target.is_floating_point():  # class probabilities
-        if tuple(target._value.shape) != tuple(input._value.shape):
+        if tuple(target._meta.shape) != tuple(input._meta.shape):
             raise ValueError(f"{fname}(): a probability target must have the input's shape "
-                             f"{list(input._value.shape)}, got {list(target._value.shape)}")
+                             f"{list(input._meta.shape)}, got {list(target._meta.shape)}")
         (t,) = _float_like(fname, input, target)
         if label_smoothing > 0:
             t = _add(_mul(t, scalar_tensor(1.0 - label_smoothing, dt)),
@@ -182,7 +182,7 @@ def cross_entropy(input: Tensor, target: Tensor, weight: Any, ignore_index: int,
         prod = _mul(logp, t) if wview is None else _mul(_mul(logp, t), wview)
         loss = _neg(_sum(prod, axis=(axis,), keepdim=False))
         if reduction == "mean":
-            n = input._value.size // c if c else 0
+            n = input._meta.size // c if c else 0
             return _div(_sum(loss, axis=(), keepdim=False), scalar_tensor(float(n), dt))
         return _reduce(loss, reduction)
     _check_targets(fname, target, c, ignore_index)
@@ -191,7 +191,7 @@ def cross_entropy(input: Tensor, target: Tensor, weight: Any, ignore_index: int,
         return _nll_reduced(loss, wt, reduction)
     wl = logp if wview is None else _mul(logp, wview)
     smooth = _neg(_sum(wl, axis=(axis,), keepdim=False))
-    valid = _ne(target, scalar_tensor(ignore_index, target._value.dtype))
+    valid = _ne(target, scalar_tensor(ignore_index, target._meta.dtype))
     smooth = _mul(smooth, _cast(valid, dtype=dt))
     a, b = scalar_tensor(1.0 - label_smoothing, dt), scalar_tensor(label_smoothing / c, dt)
     if reduction == "none":
@@ -474,13 +474,13 @@ def _lengths(fname: str, name: str, v: Any, n: int) -> Tensor:
     if not isinstance(v, Tensor):
         v = _wrap(jax.numpy.asarray([int(i) for i in (v if isinstance(v, (list, tuple))
                                                       else [v])], np.int64))
-    if v.is_floating_point() or v._value.dtype == np.bool_:
+    if v.is_floating_point() or v._meta.dtype == np.bool_:
         raise TypeError(f"{fname}(): {name} must be integers, got {v.dtype}")
-    if v._value.ndim == 0:
+    if v._meta.ndim == 0:
         v = _reshape(v, shape=(1,))
-    if tuple(v._value.shape) != (n,):
+    if tuple(v._meta.shape) != (n,):
         raise ValueError(f"{fname}(): {name} must have one entry per batch element ({n}), got "
-                         f"shape {list(v._value.shape)}")
+                         f"shape {list(v._meta.shape)}")
     return v
 
 
@@ -496,21 +496,21 @@ def ctc_loss(log_probs: Tensor, targets: Tensor, input_lengths: Any, target_leng
     F = _api()
     if not log_probs.is_floating_point():
         raise TypeError(f"{fname}(): expected floating point log_probs, got {log_probs.dtype}")
-    if targets.is_floating_point() or targets._value.dtype == np.bool_:
+    if targets.is_floating_point() or targets._meta.dtype == np.bool_:
         raise TypeError(f"{fname}(): targets must be integers (class indices), got "
                         f"{targets.dtype}")
-    nd = log_probs._value.ndim
+    nd = log_probs._meta.ndim
     unbatched = nd == 2
     if nd not in (2, 3):
         raise ValueError(f"{fname}(): log_probs must be (T, N, C) or unbatched (T, C), got "
-                         f"shape {list(log_probs._value.shape)}")
+                         f"shape {list(log_probs._meta.shape)}")
     if unbatched:
         log_probs = F.unsqueeze(log_probs, 1)
-        if targets._value.ndim != 1:
+        if targets._meta.ndim != 1:
             raise ValueError(f"{fname}(): unbatched log_probs (T, C) take 1-d targets (S,), "
-                             f"got shape {list(targets._value.shape)}")
+                             f"got shape {list(targets._meta.shape)}")
         targets = F.unsqueeze(targets, 0)
-    t_len, n, c = (int(s) for s in log_probs._value.shape)
+    t_len, n, c = (int(s) for s in log_probs._meta.shape)
     if not 0 <= blank < c:
         raise ValueError(f"{fname}(): blank must be in [0, {c}) (the number of classes), got "
                          f"{blank}")
@@ -523,8 +523,8 @@ def ctc_loss(log_probs: Tensor, targets: Tensor, input_lengths: Any, target_leng
     tmm = host_min_max(tl)
     if tmm is not None and tmm[0] < 0:
         raise ValueError(f"{fname}(): target_lengths must be non-negative, got {tmm[0]}")
-    if targets._value.ndim == 1:        # concatenated targets -> padded rows
-        total = int(targets._value.shape[0])
+    if targets._meta.ndim == 1:        # concatenated targets -> padded rows
+        total = int(targets._meta.shape[0])
         s_max = total if tmm is None else tmm[1]
         if tmm is not None and int(F.sum(tl)) != total:
             raise ValueError(f"{fname}(): concatenated 1-d targets must have sum(target_lengths)"
@@ -536,19 +536,19 @@ def ctc_loss(log_probs: Tensor, targets: Tensor, input_lengths: Any, target_leng
             pos = F.unsqueeze(start, 1) + F.unsqueeze(F.arange(s_max, dtype=start.dtype), 0)
             pos = F.clamp(pos, 0, total - 1)
             targets = F.reshape(F.index_select(targets, 0, F.reshape(pos, (-1,))), (n, s_max))
-    elif targets._value.ndim == 2:
-        if int(targets._value.shape[0]) != n:
+    elif targets._meta.ndim == 2:
+        if int(targets._meta.shape[0]) != n:
             raise ValueError(f"{fname}(): padded targets must be (N, S) with N = {n}, got shape "
-                             f"{list(targets._value.shape)}")
-        if tmm is not None and tmm[1] > int(targets._value.shape[1]):
+                             f"{list(targets._meta.shape)}")
+        if tmm is not None and tmm[1] > int(targets._meta.shape[1]):
             raise ValueError(f"{fname}(): target_lengths must not exceed the padded targets' "
-                             f"length {int(targets._value.shape[1])}, got {tmm[1]}")
+                             f"length {int(targets._meta.shape[1])}, got {tmm[1]}")
     else:
         raise ValueError(f"{fname}(): targets must be padded (N, S) or concatenated 1-d, got "
-                         f"shape {list(targets._value.shape)}")
+                         f"shape {list(targets._meta.shape)}")
     loss = _ctc(log_probs, targets, il, tl, blank=int(blank))
     if zero_infinity:
-        loss = F.where(F.isinf(loss), scalar_tensor(0.0, loss._value.dtype), loss)
+        loss = F.where(F.isinf(loss), scalar_tensor(0.0, loss._meta.dtype), loss)
     if reduction == "mean":
         div = F.clamp(tl, min=1).to(loss.dtype)
         return _mean(_div(loss, div), axis=(), keepdim=False)

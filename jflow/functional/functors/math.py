@@ -37,7 +37,7 @@ def _prepare(style: str, a: Tensor, b: Tensor) -> tuple[Tensor, Tensor]:
     if style == "logical":
         return cast(a, _BOOL), cast(b, _BOOL)
     a, b = promote(a, b)
-    if style == "true_div" and a._value.dtype.kind in "iub":
+    if style == "true_div" and a._meta.dtype.kind in "iub":
         f = default_float_np()
         return cast(a, f), cast(b, f)
     return a, b
@@ -62,7 +62,7 @@ _INT_DIVISION = ("floor_divide", "trunc_divide", "remainder", "fmod")
 def _sub_check(a: Any, b: Any) -> None:
     """PyTorch refuses ``-`` on bools (a bool tensor or a bool scalar): RuntimeError."""
     for v in (a, b):
-        if (v._value.dtype == _BOOL) if isinstance(v, Tensor) else isinstance(v, bool):
+        if (v._meta.dtype == _BOOL) if isinstance(v, Tensor) else isinstance(v, bool):
             raise RuntimeError(_SUB_BOOL)
 
 
@@ -80,7 +80,7 @@ def _check_int_power(input: Tensor, exponent: Any) -> None:
     result would truncate to 0 (RuntimeError). A negative *tensor* exponent is allowed, as
     in PyTorch: the kernel defines its result (see ``jflow/ops/math.py``), so no value of
     the exponent is read on the host."""
-    if input._value.dtype.kind in "iub" and isinstance(exponent, (int, np.integer)) \
+    if input._meta.dtype.kind in "iub" and isinstance(exponent, (int, np.integer)) \
             and exponent < 0:
         raise RuntimeError(f"pow(): Integers to negative integer powers are not allowed "
                            f"(input is {input.dtype}, exponent is {exponent})")
@@ -97,12 +97,12 @@ def _binary_functors(op_name: str, style: str) -> None:
     same_ok = style == "arith" and not is_sub and not int_div
 
     def tensor_tensor(input: Tensor, other: Tensor) -> Tensor:
-        if same_ok and input._value.dtype == other._value.dtype:  # the hot path
+        if same_ok and input._meta.dtype == other._meta.dtype:  # the hot path
             return apply(input, other)
         if is_sub:
             _sub_check(input, other)
-        if input._value.dtype == other._value.dtype and style != "logical" and (
-                style != "true_div" or input._value.dtype.kind == "f"):
+        if input._meta.dtype == other._meta.dtype and style != "logical" and (
+                style != "true_div" or input._meta.dtype.kind == "f"):
             a, b = input, other
         else:
             a, b = _prepare(style, input, other)
@@ -202,7 +202,7 @@ def _scaled_scalar(fname: str, input: Tensor, other: Any, alpha: Any) -> Any:
 def add(input: Tensor, other: Tensor, alpha: Any, inplace: bool) -> Tensor:
     if alpha.__class__ is int and alpha == 1:  # the default: valid for every dtype
         if not inplace:  # the hot path: no extra call layers
-            if input._value.dtype == other._value.dtype:
+            if input._meta.dtype == other._meta.dtype:
                 return _add_op(input, other)
             return _add_tt(input, other)
     else:
@@ -235,10 +235,10 @@ def scalar_sub(input: Tensor, other: Any, alpha: Any, inplace: bool) -> Tensor:
 
 def _check_tensor_alpha(fname: str, dtype: np.dtype, alpha: Tensor) -> None:
     """The checks of :func:`_check_alpha` for a 0-d tensor ``alpha`` (by its category)."""
-    if alpha._value.ndim != 0:
+    if alpha._meta.ndim != 0:
         raise RuntimeError(f"{fname}(): a tensor alpha must be 0-dimensional, got shape "
-                           f"{list(alpha._value.shape)}")
-    kind = alpha._value.dtype.kind
+                           f"{list(alpha._meta.shape)}")
+    kind = alpha._meta.dtype.kind
     if kind == "b" and dtype != _BOOL:
         raise RuntimeError(f"{fname}(): Boolean alpha only supported for Boolean results "
                            f"(the result is {_dt.from_numpy_dtype(dtype)})")
@@ -317,7 +317,7 @@ def _unary_functor(op_name: str, int_identity: bool = False) -> None:
     apply = get(op_name).apply
 
     def fn(input: Tensor) -> Tensor:
-        if input._value.dtype.kind in "iub":
+        if input._meta.dtype.kind in "iub":
             if int_identity:  # a new tensor (never the input: in-place ops on the
                 return _wrap(input._value)  # result must not touch it); values are shared
             input = to_float(input)
@@ -342,7 +342,7 @@ _INT64 = np.dtype(np.int64)
 @functor("Square")
 def square(input: Tensor) -> Tensor:
     """As PyTorch (``pow(x, 2)``): a bool tensor squares as int64."""
-    if input._value.dtype == _BOOL:
+    if input._meta.dtype == _BOOL:
         input = cast(input, _INT64)
     return _square(input)
 
@@ -350,7 +350,7 @@ def square(input: Tensor) -> Tensor:
 @functor("Sign")
 def sign(input: Tensor) -> Tensor:
     """The sign of a bool is the bool itself (as PyTorch); the op covers numbers."""
-    if input._value.dtype == _BOOL:
+    if input._meta.dtype == _BOOL:
         return _wrap(input._value)  # a new tensor, not the input (see _unary_functor)
     return _sign(input)
 
@@ -360,7 +360,7 @@ _logical_not = get("logical_not").apply
 
 @functor("BitwiseNot")
 def bitwise_not(input: Tensor) -> Tensor:
-    if input._value.dtype == _BOOL:
+    if input._meta.dtype == _BOOL:
         return _logical_not(input)
     return _bitwise_not(input)
 
@@ -380,7 +380,7 @@ def clamp(input: Tensor, min: Any, max: Any, inplace: bool) -> Tensor:  # noqa: 
 
 @functor("Where")
 def where(condition: Tensor, input: Tensor, other: Tensor) -> Tensor:
-    if condition._value.dtype != _BOOL:
+    if condition._meta.dtype != _BOOL:
         raise TypeError(f"where(): argument 'condition' must be a bool tensor, got "
                         f"{condition.dtype}")
     a, b = promote(input, other)
@@ -389,7 +389,7 @@ def where(condition: Tensor, input: Tensor, other: Tensor) -> Tensor:
 
 @functor("ScalarWhere")
 def scalar_where(condition: Tensor, input: Any, other: Any) -> Tensor:
-    if condition._value.dtype != _BOOL:
+    if condition._meta.dtype != _BOOL:
         raise TypeError(f"where(): argument 'condition' must be a bool tensor, got "
                         f"{condition.dtype}")
     a = input if isinstance(input, Tensor) else None
@@ -429,7 +429,7 @@ def polygamma(n: int, input: Tensor) -> Tensor:
     if n < 0:
         raise RuntimeError(f"polygamma(): argument 'n' must be >= 0, got {n} (polygamma(n, x) "
                            f"does not support negative n)")
-    if input._value.dtype.kind in "iub":
+    if input._meta.dtype.kind in "iub":
         input = to_float(input)
     return _polygamma(input, n=n)
 
@@ -437,7 +437,7 @@ def polygamma(n: int, input: Tensor) -> Tensor:
 @functor("NanToNum")
 def nan_to_num(input: Tensor, nan: Any, posinf: Any, neginf: Any, inplace: bool) -> Tensor:
     """Integer and bool tensors hold no nan or infinity: a copy, as PyTorch."""
-    if input._value.dtype.kind in "iub":
+    if input._meta.dtype.kind in "iub":
         out = _wrap(input._value)
     else:
         out = _nan_to_num(input, nan=nan, posinf=posinf, neginf=neginf)
@@ -447,7 +447,7 @@ def nan_to_num(input: Tensor, nan: Any, posinf: Any, neginf: Any, inplace: bool)
 def _float_power(a: Any, b: Any, inplace: bool = False) -> Tensor:
     """``pow`` in float64 whatever the inputs (PyTorch's float_power); in place only into a
     float64 tensor (PyTorch refuses to round the result down)."""
-    if inplace and a._value.dtype != _FLOAT64:
+    if inplace and a._meta.dtype != _FLOAT64:
         raise RuntimeError(f"float_power_(): the base given to float_power_ has dtype "
                            f"{a.dtype} but the operation's result requires dtype float64")
     a = cast(a, _FLOAT64) if isinstance(a, Tensor) else scalar_tensor(a, _FLOAT64)
@@ -490,17 +490,17 @@ def round_decimals(input: Tensor, decimals: int) -> Tensor:
     Integer inputs only with ``decimals=0`` (PyTorch: not implemented for them)."""
     if decimals == 0:
         return _round(input)
-    if input._value.dtype.kind in "iub":
+    if input._meta.dtype.kind in "iub":
         raise RuntimeError(f"round(): argument 'decimals' needs a floating input, got "
                            f"{input.dtype} with decimals={decimals}")
     x = input
-    if x._value.dtype.itemsize < 4:  # 16-bit floats: in float32 and rounded once (as
+    if x._meta.dtype.itemsize < 4:  # 16-bit floats: in float32 and rounded once (as
         x = cast(x, np.dtype(np.float32))  # PyTorch's CPU kernel; x * 10^d may overflow)
     if decimals > 0:
         y = _div_ts(_round(_mul_ts(x, 10.0 ** decimals)), 10.0 ** decimals)
     else:
         y = _mul_ts(_round(_div_ts(x, 10.0 ** -decimals)), 10.0 ** -decimals)
-    return cast(y, input._value.dtype)
+    return cast(y, input._meta.dtype)
 
 
 _lt = _F["Lt"]
@@ -561,7 +561,7 @@ def heaviside(input: Tensor, values: Tensor) -> Tensor:
     """torch.heaviside: 0 where ``input < 0``, ``values`` where ``input == 0``, 1 where
     ``input > 0`` (NaN gives 0). Both tensors must share one dtype; no derivative (PyTorch
     has none: asking for one raises)."""
-    if input._value.dtype != values._value.dtype:
+    if input._meta.dtype != values._meta.dtype:
         raise RuntimeError(f"heaviside(): argument 'values' must have the dtype of 'input' "
                            f"({input.dtype}), got {values.dtype} (heaviside is not yet "
                            f"implemented for tensors with different dtypes)")
@@ -569,7 +569,7 @@ def heaviside(input: Tensor, values: Tensor) -> Tensor:
         raise RuntimeError("heaviside(): the derivative for 'heaviside' is not implemented "
                            "(argument 'input' / 'values' must not require grad)")
     f = api()
-    d = input._value.dtype
+    d = input._meta.dtype
     step = cast(f.gt(input, 0), d)
     return _where(f.eq(input, 0), cast(values, d), step)
 
@@ -587,7 +587,7 @@ def logit(input: Tensor, eps: Any) -> Tensor:
     """torch.logit: ``log(z / (1 - z))`` with ``z = clamp(input, eps, 1 - eps)`` (no clamp
     when ``eps`` is None); integer inputs in the default float dtype. The gradient is 0
     outside ``[eps, 1 - eps]``, as PyTorch's."""
-    if input._value.dtype.kind in "iub":
+    if input._meta.dtype.kind in "iub":
         input = to_float(input)
     f = api()
     z = input if eps is None else f.clamp(input, eps, 1.0 - eps)
@@ -600,7 +600,7 @@ def signbit(input: Tensor) -> Tensor:
     IEEE says: ``copysign(1, x) < 0``); bool result, no gradient."""
     f = api()
     x = input.detach()
-    k = x._value.dtype.kind
+    k = x._meta.dtype.kind
     if k == "b":
         return f.ne(x, x)
     if k in "iu":
@@ -616,7 +616,7 @@ def mvlgamma(input: Tensor, p: int) -> Tensor:
     PyTorch); integer inputs in the default float dtype."""
     if p < 1:
         raise RuntimeError(f"mvlgamma(): argument 'p' must be >= 1, got {p}")
-    if input._value.dtype.kind in "iub":
+    if input._meta.dtype.kind in "iub":
         input = to_float(input)
     if not isinstance(input._value, Tracer) and bool(np.any(np.asarray(
             api().le(input.detach(), (p - 1) / 2.0)._value))):

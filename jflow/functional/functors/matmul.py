@@ -36,20 +36,20 @@ _mul = get("mul").apply
 def autocast_args(dtype: Any, *tensors: Any) -> tuple[Any, ...]:
     """Autocast's cast of an op's inputs: each tensor of an eligible floating dtype (float32,
     float16, bfloat16; not float64, as PyTorch) as ``dtype``; ``None`` and others unchanged."""
-    return tuple(cast(t, dtype) if isinstance(t, Tensor) and t._value.dtype in _AUTOCAST_ELIGIBLE
+    return tuple(cast(t, dtype) if isinstance(t, Tensor) and t._meta.dtype in _AUTOCAST_ELIGIBLE
                  else t for t in tensors)
 
 
 def _same_dtype(fname: str, a: Tensor, b: Tensor) -> None:
-    if a._value.dtype != b._value.dtype:
+    if a._meta.dtype != b._meta.dtype:
         raise TypeError(f"{fname}(): expected both operands to have the same dtype, got "
                         f"{a.dtype} and {b.dtype} (matrix products do not promote; cast one)")
 
 
 def _require_ndim(fname: str, arg: str, t: Tensor, ndim: int) -> None:
-    if t._value.ndim != ndim:
+    if t._meta.ndim != ndim:
         raise ValueError(f"{fname}(): argument '{arg}' must be a {ndim}-D tensor, got a "
-                         f"{t._value.ndim}-D tensor of shape {tuple(t.shape)}")
+                         f"{t._meta.ndim}-D tensor of shape {tuple(t.shape)}")
 
 
 @functor("MatMul")
@@ -58,7 +58,7 @@ def matmul(input: Tensor, other: Tensor, transpose_a: bool, transpose_b: bool,
     """torch.matmul: the product of two tensors, by the operands' ranks (module docstring)."""
     if _autocast.dtype is not None:
         input, other = autocast_args(_autocast.dtype, input, other)
-    aa, ab = input._value.aval, other._value.aval  # (an aval's fields: cheaper than the
+    aa, ab = input._meta.aval, other._meta.aval  # (an aval's fields: cheaper than the
     na, nb = aa.ndim, ab.ndim                      # array's properties on the hot path)
     if na == 2 and nb == 2 and aa.dtype == ab.dtype and alpha == 1.0:  # the hot path
         if not (transpose_a or transpose_b):  # the op's defaults: its cheapest call
@@ -69,7 +69,7 @@ def matmul(input: Tensor, other: Tensor, transpose_a: bool, transpose_b: bool,
     if na == 0 or nb == 0:
         raise ValueError(f"matmul(): both arguments need to be at least 1-D, but they are "
                          f"{na}-D and {nb}-D")
-    if alpha != 1.0 and input._value.dtype.kind in "iub":
+    if alpha != 1.0 and input._meta.dtype.kind in "iub":
         raise TypeError(f"matmul(): alpha must be 1 for {input.dtype} operands, got {alpha}")
     if na >= 2 and nb >= 2:
         op = _matmul if na == 2 and nb == 2 else _batch_matmul
@@ -84,7 +84,7 @@ def matmul(input: Tensor, other: Tensor, transpose_a: bool, transpose_b: bool,
     else:
         out = _vm(input, other, transpose_b=transpose_b)
     if alpha != 1.0:
-        out = _mul(out, scalar_tensor(alpha, out._value.dtype))
+        out = _mul(out, scalar_tensor(alpha, out._meta.dtype))
     return out
 
 
@@ -107,7 +107,7 @@ def bmm(input: Tensor, mat2: Tensor) -> Tensor:
     _require_ndim("bmm", "input", input, 3)
     _require_ndim("bmm", "mat2", mat2, 3)
     _same_dtype("bmm", input, mat2)
-    b1, b2 = input._value.shape[0], mat2._value.shape[0]
+    b1, b2 = input._meta.shape[0], mat2._meta.shape[0]
     if b1 != b2:
         raise ValueError(f"bmm(): batch sizes must match, got {b1} (input {tuple(input.shape)}) "
                          f"and {b2} (mat2 {tuple(mat2.shape)})")

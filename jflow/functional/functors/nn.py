@@ -35,7 +35,7 @@ def _prepare(fname: str, input: Tensor, dim: Any, dtype: Any) -> tuple[Tensor, i
     elif not input.is_floating_point():
         raise TypeError(f"{fname}(): expected a floating point input, got {input.dtype}; pass "
                         f"dtype=flow.float32 to compute it in floating point")
-    return input, normalize_dim(fname, -1 if dim is None else dim, input._value.ndim)
+    return input, normalize_dim(fname, -1 if dim is None else dim, input._meta.ndim)
 
 
 @functor("Softmax")
@@ -62,14 +62,14 @@ def _renorm_rows(fname: str, weight: Tensor, flat: Tensor, max_norm: float,
                  norm_type: float) -> None:
     """PyTorch's max_norm: the rows of ``weight`` indexed by ``flat`` whose ``norm_type``-norm
     exceeds ``max_norm`` are scaled in place (under no_grad) by max_norm / (norm + 1e-7)."""
-    if weight._value.ndim != 2 or flat._value.size == 0:
+    if weight._meta.ndim != 2 or flat._meta.size == 0:
         return
     F = _api()
     with no_grad():
         rows = F.index_select(weight, 0, flat)
         norms = F.linalg_vector_norm(rows, float(norm_type), [1], True)
         scale = F.where(norms > float(max_norm), float(max_norm) / (norms + 1e-7),
-                        scalar_tensor(1.0, norms._value.dtype))
+                        scalar_tensor(1.0, norms._meta.dtype))
         new = F.index_copy(weight, 0, flat, rows * scale)
         assign_inplace(weight, new, fname)
 
@@ -77,13 +77,13 @@ def _renorm_rows(fname: str, weight: Tensor, flat: Tensor, max_norm: float,
 def _check_indices(fname: str, input: Tensor, weight: Tensor, padding_idx: Any) -> Any:
     """Integer indices within num_embeddings (eager calls); padding_idx made non-negative."""
     _int_index(fname, input, "input")
-    n = int(weight._value.shape[0]) if weight._value.ndim == 2 else 0
+    n = int(weight._meta.shape[0]) if weight._meta.ndim == 2 else 0
     if padding_idx is not None:
         if not -n <= padding_idx < n:
             raise ValueError(f"{fname}(): padding_idx {padding_idx} must be within "
                              f"num_embeddings ({n})")
         padding_idx %= n
-    mm = host_min_max(input) if weight._value.ndim == 2 else None
+    mm = host_min_max(input) if weight._meta.ndim == 2 else None
     if mm is not None and (mm[0] < 0 or mm[1] >= n):
         bad = mm[0] if mm[0] < 0 else mm[1]
         raise IndexOutOfRangeError(f"{fname}(): index {bad} is out of bounds for "
@@ -127,31 +127,31 @@ def embedding_bag(input: Tensor, weight: Tensor, offsets: Any, max_norm: Any, no
                                   f"by jflow")
     if mode not in _BAG_MODES:
         raise ValueError(f"{fname}(): mode has to be one of {list(_BAG_MODES)}, got {mode!r}")
-    if not weight.is_floating_point() or weight._value.ndim != 2:
+    if not weight.is_floating_point() or weight._meta.ndim != 2:
         raise ValueError(f"{fname}(): weight must be a 2-d floating point tensor "
                          f"(num_embeddings, embedding_dim), got {weight.dtype} of shape "
-                         f"{list(weight._value.shape)}")
+                         f"{list(weight._meta.shape)}")
     padding_idx = _check_indices(fname, input, weight, padding_idx)
     if per_sample_weights is not None:
         if mode != "sum":
             raise NotImplementedError(f"{fname}(): per_sample_weights is only supported for "
                                       f"mode='sum' (got mode={mode!r})")
-        if tuple(per_sample_weights._value.shape) != tuple(input._value.shape):
+        if tuple(per_sample_weights._meta.shape) != tuple(input._meta.shape):
             raise ValueError(f"{fname}(): per_sample_weights must have the shape of input "
-                             f"{list(input._value.shape)}, got "
-                             f"{list(per_sample_weights._value.shape)}")
+                             f"{list(input._meta.shape)}, got "
+                             f"{list(per_sample_weights._meta.shape)}")
         per_sample_weights = per_sample_weights.to(weight.dtype)
-    nd = input._value.ndim
+    nd = input._meta.ndim
     if nd == 2:
         if offsets is not None:
             raise ValueError(f"{fname}(): offsets has to be None when input is 2-d (one bag "
                              f"per row)")
     elif nd == 1:
-        if offsets is None or offsets._value.ndim != 1:
+        if offsets is None or offsets._meta.ndim != 1:
             raise ValueError(f"{fname}(): offsets has to be a 1-d tensor when input is 1-d, "
-                             f"got {None if offsets is None else list(offsets._value.shape)}")
+                             f"got {None if offsets is None else list(offsets._meta.shape)}")
         _int_index(fname, offsets, "offsets")
-        if include_last_offset and offsets._value.shape[0] < 1:
+        if include_last_offset and offsets._meta.shape[0] < 1:
             raise ValueError(f"{fname}(): include_last_offset needs at least one offset")
         mm = host_min_max(offsets)
         if mm is not None and int(offsets[0]) != 0:
@@ -160,22 +160,22 @@ def embedding_bag(input: Tensor, weight: Tensor, offsets: Any, max_norm: Any, no
                              f"{int(offsets[0])}")
     else:
         raise ValueError(f"{fname}(): input has to be 1-d or 2-d, got shape "
-                         f"{list(input._value.shape)}")
+                         f"{list(input._meta.shape)}")
     flat = F.reshape(input, (-1,))
     if max_norm is not None:
         _renorm_rows(fname, weight, flat, max_norm, norm_type)
     emb = _embedding(weight, flat, padding_idx=padding_idx)              # (n, D)
     dt = weight.dtype
-    n_idx, d = int(flat._value.shape[0]), int(weight._value.shape[1])
+    n_idx, d = int(flat._meta.shape[0]), int(weight._meta.shape[1])
     valid = (F.full((n_idx,), 1.0, dtype=dt) if padding_idx is None
              else (flat != padding_idx).to(dt))
     if nd == 2:
-        b, length = (int(s) for s in input._value.shape)
+        b, length = (int(s) for s in input._meta.shape)
         pos = F.arange(n_idx, dtype=flat.dtype)
         member = (F.unsqueeze(pos // max(length, 1), 0)
                   == F.unsqueeze(F.arange(b, dtype=flat.dtype), 1))
     else:
-        n_off = int(offsets._value.shape[0])
+        n_off = int(offsets._meta.shape[0])
         offs = offsets.to(flat.dtype)
         if include_last_offset:
             starts, ends = F.narrow(offs, 0, 0, n_off - 1), F.narrow(offs, 0, 1, n_off - 1)
@@ -191,7 +191,7 @@ def embedding_bag(input: Tensor, weight: Tensor, offsets: Any, max_norm: Any, no
         big = F.where(F.unsqueeze(m, 2) > 0, F.unsqueeze(emb, 0),
                       F.full((1, 1, 1), float("-inf"), dtype=dt))
         out = big.amax(1) if n_idx else F.full((int(m.shape[0]), d), 0.0, dtype=dt)
-        return F.where(count > 0, out, scalar_tensor(0.0, out._value.dtype))
+        return F.where(count > 0, out, scalar_tensor(0.0, out._meta.dtype))
     if per_sample_weights is not None:
         m = m * F.unsqueeze(F.reshape(per_sample_weights, (-1,)), 0)
     out = F.matmul(m, emb)
@@ -234,7 +234,7 @@ def _keep_mask(input: Tensor, shape: tuple[int, ...], p: float) -> tuple[Tensor,
 def _feature_dropout(fname: str, nd: int, input: Tensor, p: float, training: bool,
                      inplace: bool) -> Tensor:
     _check_p(fname, p)
-    dim = input._value.ndim
+    dim = input._meta.ndim
     if dim not in (nd + 1, nd + 2):
         raise RuntimeError(f"{fname}(): Expected {nd + 1}D (unbatched) or {nd + 2}D input, but "
                            f"received a {dim}D input (channel-wise dropout over {nd} spatial "
@@ -243,7 +243,7 @@ def _feature_dropout(fname: str, nd: int, input: Tensor, p: float, training: boo
         return input
     if not input.is_floating_point():
         raise TypeError(f"{fname}(): expected a floating point input, got {input.dtype}")
-    shape = tuple(input._value.shape)
+    shape = tuple(input._meta.shape)
     mshape = shape[:dim - nd] + (1,) * nd
     if nd == 2 and dim == 3:        # PyTorch's legacy reading of a 3-d input
         warnings.warn("dropout2d: received a 3D input; as PyTorch, it is treated as (N, C, L) "
@@ -287,7 +287,7 @@ def _alpha_dropout(fname: str, input: Tensor, p: float, training: bool, inplace:
         return input
     if not input.is_floating_point():
         raise TypeError(f"{fname}(): expected a floating point input, got {input.dtype}")
-    shape = tuple(input._value.shape)
+    shape = tuple(input._meta.shape)
     if feature:
         if len(shape) < 2:
             raise RuntimeError(f"{fname}(): expected an input of at least 2 dims (N, C, *), "
@@ -329,7 +329,7 @@ def bilinear(input1: Tensor, input2: Tensor, weight: Tensor, bias: Any) -> Tenso
     """torch.nn.functional.bilinear: ``y[..., o] = sum_ij input1[..., i] weight[o, i, j]
     input2[..., j] + bias[o]`` (one einsum)."""
     fname = "bilinear"
-    s1, s2, sw = (tuple(t._value.shape) for t in (input1, input2, weight))
+    s1, s2, sw = (tuple(t._meta.shape) for t in (input1, input2, weight))
     if len(sw) != 3:
         raise ValueError(f"{fname}(): weight must be 3-d (out_features, in1_features, "
                          f"in2_features), got shape {list(sw)}")
@@ -339,8 +339,8 @@ def bilinear(input1: Tensor, input2: Tensor, weight: Tensor, bias: Any) -> Tenso
     if s1[-1] != sw[1] or s2[-1] != sw[2]:
         raise ValueError(f"{fname}(): input1's last dim ({s1[-1]}) and input2's ({s2[-1]}) must "
                          f"match weight's dims 1 and 2, got weight shape {list(sw)}")
-    if bias is not None and tuple(bias._value.shape) != (sw[0],):
+    if bias is not None and tuple(bias._meta.shape) != (sw[0],):
         raise ValueError(f"{fname}(): bias must have shape ({sw[0]},), got "
-                         f"{list(bias._value.shape)}")
+                         f"{list(bias._meta.shape)}")
     y = _api().einsum("...i,oij,...j->...o", [input1, weight, input2])
     return y if bias is None else y + bias

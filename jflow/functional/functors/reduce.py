@@ -93,7 +93,7 @@ def _reduced(shape: tuple[int, ...], axes: tuple[int, ...]) -> tuple[int, ...]:
 def _check_nonempty(fname: str, x: Tensor, axes: tuple[int, ...], dim_given: bool,
                     exc: type[Exception] = IndexError) -> None:
     """PyTorch's errors for max/min-like reductions (no identity) over nothing."""
-    shape = tuple(x._value.shape)
+    shape = tuple(x._meta.shape)
     if not dim_given:
         if math.prod(shape) == 0:
             raise exc(f"{fname}(): Expected reduction dim to be specified for input.numel() == 0."
@@ -114,7 +114,7 @@ def _int_to_int64(x: Tensor, dtype: Any, fname: str) -> Tensor:
             raise TypeError(f"{fname}(): dtype=flow.bool is not supported; use any()/all() for "
                             f"logical reductions")
         return cast(x, dtype.np)
-    if x._value.dtype.kind in "biu":
+    if x._meta.dtype.kind in "biu":
         return cast(x, _INT64)
     return x
 
@@ -128,7 +128,7 @@ def _float_input(x: Tensor, dtype: Any, fname: str, what: str) -> Tensor:
                                f"{_torch_name(dtype.np)}")
         if what != "norm":
             x = cast(x, dtype.np)
-    d = x._value.dtype
+    d = x._meta.dtype
     if what == "mean" and d.kind == "c":  # mean of complex values (sum is complex too)
         return x
     if not _is_float(d):
@@ -150,24 +150,24 @@ def _float_input(x: Tensor, dtype: Any, fname: str, what: str) -> Tensor:
 @functor("Sum")
 def sum_(input: Tensor, dim: tuple[int, ...] | None, keepdim: bool, dtype: Any) -> Tensor:
     """flow.sum: bool/int -> int64 unless ``dtype`` is given; an empty reduction is 0."""
-    if dim is None and dtype is None and input._value.dtype.kind == "f":  # the hot path
+    if dim is None and dtype is None and input._meta.dtype.kind == "f":  # the hot path
         return _sum(input, axis=(), keepdim=keepdim)
     x = _int_to_int64(input, dtype, "sum")
-    return _sum(x, axis=_dims("sum", dim, x._value.ndim), keepdim=keepdim)
+    return _sum(x, axis=_dims("sum", dim, x._meta.ndim), keepdim=keepdim)
 
 
 @functor("Prod")
 def prod(input: Tensor, dim: tuple[int, ...] | None, keepdim: bool, dtype: Any) -> Tensor:
     """flow.prod: bool/int -> int64 unless ``dtype`` is given; an empty reduction is 1."""
     x = _int_to_int64(input, dtype, "prod")
-    return _prod(x, axis=_dims("prod", dim, x._value.ndim), keepdim=keepdim)
+    return _prod(x, axis=_dims("prod", dim, x._meta.ndim), keepdim=keepdim)
 
 
 @functor("Mean")
 def mean(input: Tensor, dim: tuple[int, ...] | None, keepdim: bool, dtype: Any) -> Tensor:
     """flow.mean: floating inputs only (or ``dtype=`` a floating dtype); empty -> nan."""
     x = _float_input(input, dtype, "mean", "mean")
-    return _mean(x, axis=_dims("mean", dim, x._value.ndim), keepdim=keepdim)
+    return _mean(x, axis=_dims("mean", dim, x._meta.ndim), keepdim=keepdim)
 
 
 # -- max / min -----------------------------------------------------------------------------------
@@ -189,7 +189,7 @@ def min_(input: Tensor) -> Tensor:
 @functor("MaxDim")
 def max_dim(input: Tensor, dim: int, keepdim: bool) -> tuple[Tensor, Tensor]:
     """flow.max(x, dim): (values, indices), the index of the first maximum (or first nan)."""
-    d = _dim("max", dim, input._value.ndim)
+    d = _dim("max", dim, input._meta.ndim)
     _check_nonempty("max", input, (d,), True)
     return _max_dim(input, axis=d, keepdim=keepdim)
 
@@ -197,7 +197,7 @@ def max_dim(input: Tensor, dim: int, keepdim: bool) -> tuple[Tensor, Tensor]:
 @functor("MinDim")
 def min_dim(input: Tensor, dim: int, keepdim: bool) -> tuple[Tensor, Tensor]:
     """flow.min(x, dim): (values, indices), the index of the first minimum (or first nan)."""
-    d = _dim("min", dim, input._value.ndim)
+    d = _dim("min", dim, input._meta.ndim)
     _check_nonempty("min", input, (d,), True)
     return _min_dim(input, axis=d, keepdim=keepdim)
 
@@ -205,7 +205,7 @@ def min_dim(input: Tensor, dim: int, keepdim: bool) -> tuple[Tensor, Tensor]:
 @functor("Amax")
 def amax(input: Tensor, dim: tuple[int, ...] | None, keepdim: bool) -> Tensor:
     """flow.amax: max over several dims (values only)."""
-    axes = _dims("amax", dim, input._value.ndim)
+    axes = _dims("amax", dim, input._meta.ndim)
     _check_nonempty("amax", input, axes, bool(dim), RuntimeError)
     return _rmax(input, axis=axes, keepdim=keepdim)
 
@@ -213,7 +213,7 @@ def amax(input: Tensor, dim: tuple[int, ...] | None, keepdim: bool) -> Tensor:
 @functor("Amin")
 def amin(input: Tensor, dim: tuple[int, ...] | None, keepdim: bool) -> Tensor:
     """flow.amin: min over several dims (values only)."""
-    axes = _dims("amin", dim, input._value.ndim)
+    axes = _dims("amin", dim, input._meta.ndim)
     _check_nonempty("amin", input, axes, bool(dim), RuntimeError)
     return _rmin(input, axis=axes, keepdim=keepdim)
 
@@ -224,7 +224,7 @@ def argmax(input: Tensor, dim: int | None, keepdim: bool) -> Tensor:
     if dim is None:
         _check_nonempty("argmax", input, (), False)
         return _argmax(input, axis=None, keepdim=keepdim)
-    d = _dim("argmax", dim, input._value.ndim)
+    d = _dim("argmax", dim, input._meta.ndim)
     _check_nonempty("argmax", input, (d,), True)
     return _argmax(input, axis=d, keepdim=keepdim)
 
@@ -235,7 +235,7 @@ def argmin(input: Tensor, dim: int | None, keepdim: bool) -> Tensor:
     if dim is None:
         _check_nonempty("argmin", input, (), False)
         return _argmin(input, axis=None, keepdim=keepdim)
-    d = _dim("argmin", dim, input._value.ndim)
+    d = _dim("argmin", dim, input._meta.ndim)
     _check_nonempty("argmin", input, (d,), True)
     return _argmin(input, axis=d, keepdim=keepdim)
 
@@ -257,7 +257,7 @@ def _correction(fname: str, unbiased: bool | None, correction: Any) -> float:
 def _var_of(fname: str, input: Tensor, dim: tuple[int, ...] | None, unbiased: bool | None,
             keepdim: bool, correction: Any) -> Tensor:
     x = _float_input(input, None, fname, "var")
-    return _var(x, axis=_dims(fname, dim, x._value.ndim), keepdim=keepdim,
+    return _var(x, axis=_dims(fname, dim, x._meta.ndim), keepdim=keepdim,
                 correction=_correction(fname, unbiased, correction))
 
 
@@ -292,19 +292,19 @@ def std_all(input: Tensor, unbiased: bool) -> Tensor:
 def logsumexp(input: Tensor, dim: tuple[int, ...], keepdim: bool) -> Tensor:
     """flow.logsumexp: stable log(sum(exp(x))); integer inputs in the default float dtype."""
     x = to_float(input)
-    return _lse(x, axis=_dims("logsumexp", dim, x._value.ndim), keepdim=keepdim)
+    return _lse(x, axis=_dims("logsumexp", dim, x._meta.ndim), keepdim=keepdim)
 
 
 @functor("ReduceAny")
 def any_(input: Tensor, dim: tuple[int, ...] | None, keepdim: bool) -> Tensor:
     """flow.any: bool, True where some element is non-zero (nan counts); empty -> False."""
-    return _rany(input, axis=_dims("any", dim, input._value.ndim), keepdim=keepdim)
+    return _rany(input, axis=_dims("any", dim, input._meta.ndim), keepdim=keepdim)
 
 
 @functor("ReduceAll")
 def all_(input: Tensor, dim: tuple[int, ...] | None, keepdim: bool) -> Tensor:
     """flow.all: bool, True where every element is non-zero; empty -> True."""
-    return _rall(input, axis=_dims("all", dim, input._value.ndim), keepdim=keepdim)
+    return _rall(input, axis=_dims("all", dim, input._meta.ndim), keepdim=keepdim)
 
 
 # -- norm ------------------------------------------------------------------------------------------
@@ -320,9 +320,9 @@ def norm(input: Tensor, p: Any, dim: tuple[int, ...] | None, keepdim: bool, dtyp
     if math.isnan(p):
         raise ValueError("norm(): p must not be nan")
     x = _float_input(input, dtype, "norm", "norm")
-    axes = _dims("norm", dim, x._value.ndim)
-    if math.isinf(p) and math.prod(x._value.shape[a] for a in _reduced(
-            tuple(x._value.shape), axes)) == 0:
+    axes = _dims("norm", dim, x._meta.ndim)
+    if math.isinf(p) and math.prod(x._meta.shape[a] for a in _reduced(
+            tuple(x._meta.shape), axes)) == 0:
         raise RuntimeError("norm(): cannot compute the inf norm on an empty tensor because the "
                            "operation does not have an identity")
     return _norm(x, ord=float(p), axis=axes, keepdim=keepdim)
@@ -350,14 +350,14 @@ def norm_str(input: Tensor, p: str, dim: tuple[int, ...] | None, keepdim: bool,
 def cumsum(input: Tensor, dim: int, dtype: Any) -> Tensor:
     """flow.cumsum: bool/int -> int64 unless ``dtype`` is given."""
     x = _int_to_int64(input, dtype, "cumsum")
-    return _cumsum(x, dim=_dim("cumsum", dim, x._value.ndim))
+    return _cumsum(x, dim=_dim("cumsum", dim, x._meta.ndim))
 
 
 @functor("Cumprod")
 def cumprod(input: Tensor, dim: int, dtype: Any) -> Tensor:
     """flow.cumprod: bool/int -> int64 unless ``dtype`` is given."""
     x = _int_to_int64(input, dtype, "cumprod")
-    return _cumprod(x, dim=_dim("cumprod", dim, x._value.ndim))
+    return _cumprod(x, dim=_dim("cumprod", dim, x._meta.ndim))
 
 
 # -- issue 14: reductions and search ---------------------------------------------------------------
@@ -368,7 +368,7 @@ def cumprod(input: Tensor, dim: int, dtype: Any) -> Tensor:
 
 def _zero_nans(x: Tensor) -> Tensor:
     """x with nan entries replaced by 0 (a masked_fill: the gradient there is 0)."""
-    if not _is_float(x._value.dtype):
+    if not _is_float(x._meta.dtype):
         return x
     return api().masked_fill(x, _isnan(x), 0)
 
@@ -376,7 +376,7 @@ def _zero_nans(x: Tensor) -> Tensor:
 def _var_mean_of(fname: str, input: Tensor, dim: tuple[int, ...] | None, unbiased: bool | None,
                  keepdim: bool, correction: Any, sqrt: bool) -> tuple[Tensor, Tensor]:
     x = _float_input(input, None, fname, "var")
-    axes = _dims(fname, dim, x._value.ndim)
+    axes = _dims(fname, dim, x._meta.ndim)
     v = _var(x, axis=axes, keepdim=keepdim, correction=_correction(fname, unbiased, correction))
     return (_sqrt(v) if sqrt else v), _mean(x, axis=axes, keepdim=keepdim)
 
@@ -417,12 +417,12 @@ def nansum(input: Tensor, dim: tuple[int, ...] | None, keepdim: bool, dtype: Any
 def nanmean(input: Tensor, dim: tuple[int, ...] | None, keepdim: bool, dtype: Any) -> Tensor:
     """flow.nanmean: the mean of the non-nan entries (nan where all are nan, as PyTorch);
     floating inputs only."""
-    if dtype is None and not _is_float(input._value.dtype):
+    if dtype is None and not _is_float(input._meta.dtype):
         raise RuntimeError(f"nanmean(): expected input to have floating point dtype but got "
-                           f"{_torch_name(input._value.dtype)}")
+                           f"{_torch_name(input._meta.dtype)}")
     x = _float_input(input, dtype, "nanmean", "mean")
-    axes = _dims("nanmean", dim, x._value.ndim)
-    count = _sum(cast(get("logical_not").apply(_isnan(x)), x._value.dtype), axis=axes,
+    axes = _dims("nanmean", dim, x._meta.ndim)
+    count = _sum(cast(get("logical_not").apply(_isnan(x)), x._meta.dtype), axis=axes,
                  keepdim=keepdim)
     return api().div(_sum(_zero_nans(x), axis=axes, keepdim=keepdim), count)
 
@@ -431,7 +431,7 @@ def nanmean(input: Tensor, dim: tuple[int, ...] | None, keepdim: bool, dtype: An
 def count_nonzero(input: Tensor, dim: tuple[int, ...] | None) -> Tensor:
     """flow.count_nonzero: int64 count of x != 0 (nan counts) over ``dim`` (every dim: None)."""
     nz = cast(cast(input, _BOOL), _INT64)
-    return _sum(nz, axis=_dims("count_nonzero", dim, nz._value.ndim), keepdim=False)
+    return _sum(nz, axis=_dims("count_nonzero", dim, nz._meta.ndim), keepdim=False)
 
 
 @functor("Aminmax")
@@ -441,7 +441,7 @@ def aminmax(input: Tensor, dim: int | None, keepdim: bool) -> tuple[Tensor, Tens
         axes: tuple[int, ...] = ()
         _check_nonempty("aminmax", input, axes, False, RuntimeError)
     else:
-        axes = (_dim("aminmax", dim, input._value.ndim),) if input._value.ndim else ()
+        axes = (_dim("aminmax", dim, input._meta.ndim),) if input._meta.ndim else ()
         _check_nonempty("aminmax", input, axes, True)
     return _rmin(input, axis=axes, keepdim=keepdim), _rmax(input, axis=axes, keepdim=keepdim)
 
@@ -451,7 +451,7 @@ def isclose(input: Tensor, other: Tensor, rtol: float, atol: float, equal_nan: b
     """flow.isclose: |input - other| <= atol + rtol * |other|, elementwise (bool), PyTorch's
     formula: equal values (infinities included) are close; nan only with ``equal_nan``;
     integer inputs are compared in the default float dtype."""
-    a_dt, b_dt = input._value.dtype, other._value.dtype
+    a_dt, b_dt = input._meta.dtype, other._meta.dtype
     if a_dt != b_dt:
         raise RuntimeError(f"isclose(): expected input and other to have the same dtype, but got "
                            f"{_torch_name(a_dt)} and {_torch_name(b_dt)}")
@@ -491,7 +491,7 @@ def allclose(input: Tensor, other: Tensor, rtol: float, atol: float, equal_nan: 
 def equal(input: Tensor, other: Tensor) -> bool:
     """flow.equal: same shape and equal values (nan never equals), as a Python bool; the
     dtypes are promoted as ``==`` does."""
-    if tuple(input._value.shape) != tuple(other._value.shape):
+    if tuple(input._meta.shape) != tuple(other._meta.shape):
         return False
     return _host_bool(_rall(api().eq(input, other), axis=(), keepdim=False), "equal")
 
@@ -500,39 +500,39 @@ def equal(input: Tensor, other: Tensor) -> bool:
 def cummax(input: Tensor, dim: int) -> tuple[Tensor, Tensor]:
     """flow.cummax: (values, indices); the index is that of the last maximum so far (ties go to
     the later entry, as PyTorch's kernel), a nan propagates with its own index."""
-    return _cummax(input, dim=_dim("cummax", dim, input._value.ndim))
+    return _cummax(input, dim=_dim("cummax", dim, input._meta.ndim))
 
 
 @functor("Cummin")
 def cummin(input: Tensor, dim: int) -> tuple[Tensor, Tensor]:
     """flow.cummin: as :func:`cummax` with the running minimum."""
-    return _cummin(input, dim=_dim("cummin", dim, input._value.ndim))
+    return _cummin(input, dim=_dim("cummin", dim, input._meta.ndim))
 
 
 @functor("LogCumSumExp")
 def logcumsumexp(input: Tensor, dim: int) -> Tensor:
     """flow.logcumsumexp: log(cumsum(exp(x))) along dim, stably; floating inputs (PyTorch
     has no integer kernel either)."""
-    if not _is_float(input._value.dtype):
+    if not _is_float(input._meta.dtype):
         raise RuntimeError(f"logcumsumexp(): expected a floating point input, got "
-                           f"{_torch_name(input._value.dtype)}")
-    return get("logcumsumexp").apply(input, dim=_dim("logcumsumexp", dim, input._value.ndim))
+                           f"{_torch_name(input._meta.dtype)}")
+    return get("logcumsumexp").apply(input, dim=_dim("logcumsumexp", dim, input._meta.ndim))
 
 
 # -- order statistics: median / nanmedian / mode / kthvalue -----------------------------------
 
 def _order_dim(fname: str, input: Tensor, dim: int) -> int:
-    d = _dim(fname, dim, input._value.ndim)
+    d = _dim(fname, dim, input._meta.ndim)
     _check_nonempty(fname, input, (d,), True)
     return d
 
 
 def _median_all(fname: str, input: Tensor, ignore_nan: bool) -> Tensor:
     """The lower median of every element (a 0-d tensor); of nothing, nan (as PyTorch)."""
-    if input._value.size == 0:
-        if not _is_float(input._value.dtype):
+    if input._meta.size == 0:
+        if not _is_float(input._meta.dtype):
             raise RuntimeError(f"{fname}(): cannot compute the median of an empty "
-                               f"{_torch_name(input._value.dtype)} tensor")
+                               f"{_torch_name(input._meta.dtype)} tensor")
         return _mean(input, axis=(), keepdim=False)  # nan
     flat = api().reshape(input, (-1,))
     return _median(flat, axis=0, keepdim=False, ignore_nan=ignore_nan)[0]
@@ -577,7 +577,7 @@ def mode(input: Tensor, dim: int, keepdim: bool) -> tuple[Tensor, Tensor]:
 def kthvalue(input: Tensor, k: int, dim: int, keepdim: bool) -> tuple[Tensor, Tensor]:
     """flow.kthvalue: the k-th smallest value along dim (1-based; nan is the largest)."""
     d = _order_dim("kthvalue", input, dim)
-    n = input._value.shape[d] if input._value.ndim else 1
+    n = input._meta.shape[d] if input._meta.ndim else 1
     if not 1 <= k <= n:
         raise RuntimeError(f"kthvalue(): selected number k={k} out of range for dimension {d} "
                            f"of size {n}")
@@ -594,9 +594,9 @@ _INTERPOLATIONS = ("linear", "lower", "higher", "midpoint", "nearest")
 def _quantile(fname: str, input: Tensor, q: Any, dim: int | None, keepdim: bool,
               interpolation: str, ignore_nan: bool) -> Tensor:
     F = api()
-    if not _is_float(input._value.dtype):
+    if not _is_float(input._meta.dtype):
         raise RuntimeError(f"{fname}() input tensor must be either float or double dtype, got "
-                           f"{_torch_name(input._value.dtype)}")
+                           f"{_torch_name(input._meta.dtype)}")
     if interpolation not in _INTERPOLATIONS:
         raise ValueError(f"{fname}() interpolation must be one of {list(_INTERPOLATIONS)}, "
                          f"got {interpolation!r}")
@@ -604,28 +604,28 @@ def _quantile(fname: str, input: Tensor, q: Any, dim: int | None, keepdim: bool,
     if scalar_q:
         if not 0 <= q <= 1:
             raise RuntimeError(f"{fname}() q must be in the range [0, 1] but got {q}")
-        qt = _wrap(jnp.asarray([float(q)], input._value.dtype))
+        qt = _wrap(jnp.asarray([float(q)], input._meta.dtype))
     else:
-        if q._value.ndim > 1:
+        if q._meta.ndim > 1:
             raise RuntimeError(f"{fname}() q must be a scalar or 1D tensor, got "
-                               f"{q._value.ndim} dims")
-        if q._value.dtype != input._value.dtype:
+                               f"{q._meta.ndim} dims")
+        if q._meta.dtype != input._meta.dtype:
             raise RuntimeError(f"{fname}() q tensor must be same dtype as the input tensor "
-                               f"({_torch_name(input._value.dtype)}), got "
-                               f"{_torch_name(q._value.dtype)}")
+                               f"({_torch_name(input._meta.dtype)}), got "
+                               f"{_torch_name(q._meta.dtype)}")
         if not isinstance(q._value, jax.core.Tracer):  # a value check needs concrete values
             qv = np.asarray(q._value)
             if qv.size and not ((qv >= 0) & (qv <= 1)).all():
                 raise RuntimeError(f"{fname}() q values must be in the range [0, 1]")
-        scalar_q = q._value.ndim == 0
+        scalar_q = q._meta.ndim == 0
         qt = F.reshape(q, (-1,))
-    nd = input._value.ndim
+    nd = input._meta.ndim
     if dim is None:
         x = F.reshape(input, (-1,))
     else:
         d = _dim(fname, dim, nd)
         x = F.movedim(input, d, -1) if nd else F.reshape(input, (1,))
-    n = x._value.shape[-1]
+    n = x._meta.shape[-1]
     if n == 0:
         raise IndexError(f"{fname}() input tensor must be non-empty along the reduced dim")
     srt = F.sort(x, -1).values  # nan last
@@ -654,7 +654,7 @@ def _quantile(fname: str, input: Tensor, q: Any, dim: int | None, keepdim: bool,
     out = F.movedim(out, -1, 0)  # (Q, ...)
     if keepdim:
         if dim is None:
-            out = F.reshape(out, (out._value.shape[0],) + (1,) * nd)
+            out = F.reshape(out, (out._meta.shape[0],) + (1,) * nd)
         elif nd:
             out = F.unsqueeze(out, _dim(fname, dim, nd) + 1)
     return F.squeeze(out, 0) if scalar_q else out
@@ -702,31 +702,31 @@ def _search(fname: str, seq: Tensor, values: Tensor | Any, out_int32: bool, righ
             raise RuntimeError(f"{fname}(): side and right can't be set to opposites, got side "
                                f"of left while right was True")
         right = side == "right"
-    if seq._value.ndim == 0:
+    if seq._meta.ndim == 0:
         raise RuntimeError(f"{fname}(): boundaries tensor should have positive dimension, but "
                            f"got 0 dimension")
     if sorter is not None:
-        if sorter._value.dtype != _INT64 or tuple(sorter._value.shape) != tuple(
-                seq._value.shape):
+        if sorter._meta.dtype != _INT64 or tuple(sorter._meta.shape) != tuple(
+                seq._meta.shape):
             raise RuntimeError(f"{fname}(): sorter must be an int64 tensor of the "
-                               f"sorted_sequence's shape {tuple(seq._value.shape)}, got "
-                               f"{_torch_name(sorter._value.dtype)} of shape "
-                               f"{tuple(sorter._value.shape)}")
+                               f"sorted_sequence's shape {tuple(seq._meta.shape)}, got "
+                               f"{_torch_name(sorter._meta.dtype)} of shape "
+                               f"{tuple(sorter._meta.shape)}")
         seq = api().gather(seq, -1, sorter)
     if not isinstance(values, Tensor):
-        if seq._value.ndim != 1:
+        if seq._meta.ndim != 1:
             raise RuntimeError(f"{fname}(): input value can be a scalar only when the "
                                f"boundaries tensor dimension is 1, but got "
-                               f"{seq._value.ndim} dimensions")
+                               f"{seq._meta.ndim} dimensions")
         values = scalar_tensor(values, scalar_result_dtype(seq, values))
     for name, t in (("sorted_sequence", seq), ("input", values)):
-        if t._value.dtype == _BOOL:
+        if t._meta.dtype == _BOOL:
             raise RuntimeError(f"{fname}(): {name} must be numeric, got Bool")
-    if seq._value.ndim > 1 and tuple(seq._value.shape[:-1]) != tuple(values._value.shape[:-1]):
+    if seq._meta.ndim > 1 and tuple(seq._meta.shape[:-1]) != tuple(values._meta.shape[:-1]):
         raise RuntimeError(f"{fname}(): boundaries tensor should be 1 dimension or the first "
                            f"N-1 dimensions of boundaries tensor and input value tensor must "
-                           f"match, but we got boundaries tensor {tuple(seq._value.shape)} and "
-                           f"input value tensor {tuple(values._value.shape)}")
+                           f"match, but we got boundaries tensor {tuple(seq._meta.shape)} and "
+                           f"input value tensor {tuple(values._meta.shape)}")
     seq, values = promote(seq, values)
     return get("searchsorted").apply(seq, values, right=right, out_int32=out_int32)
 
@@ -743,9 +743,9 @@ def searchsorted(sorted_sequence: Tensor, input: Tensor | Any, out_int32: bool, 
 @functor("Bucketize")
 def bucketize(input: Tensor | Any, boundaries: Tensor, out_int32: bool, right: bool) -> Tensor:
     """flow.bucketize: searchsorted of input into 1-D boundaries (the same ``right``)."""
-    if boundaries._value.ndim != 1:
+    if boundaries._meta.ndim != 1:
         raise RuntimeError(f"bucketize(): boundaries tensor must be 1 dimension, but got dim("
-                           f"{boundaries._value.ndim})")
+                           f"{boundaries._meta.ndim})")
     return _search("bucketize", boundaries, input, out_int32, right, None, None)
 
 
@@ -763,16 +763,16 @@ def _concrete(t: Tensor, fname: str, why: str) -> np.ndarray:
 def histc(input: Tensor, bins: int, min: float, max: float) -> Tensor:  # noqa: A002
     """flow.histc: a histogram of the elements in ``bins`` equal bins over [min, max] (the
     data's range when min == max); floating inputs; no gradient (as PyTorch)."""
-    if not _is_float(input._value.dtype):
+    if not _is_float(input._meta.dtype):
         raise RuntimeError(f"histc(): expected a floating point input, got "
-                           f"{_torch_name(input._value.dtype)}")
+                           f"{_torch_name(input._meta.dtype)}")
     if bins <= 0:
         raise RuntimeError(f"histc(): bins must be > 0, got {bins}")
     if min > max:
         raise RuntimeError(f"histc(): max must be larger than min, got min={min}, max={max}")
     if not (math.isfinite(min) and math.isfinite(max)):
         raise RuntimeError(f"histc(): range of [{min}, {max}] is not finite")
-    if min == max and input._value.size and not isinstance(input._value, jax.core.Tracer):
+    if min == max and input._meta.size and not isinstance(input._value, jax.core.Tracer):
         v = np.asarray(input._value)
         lo, hi = v.min(), v.max()
         if not (np.isfinite(lo) and np.isfinite(hi)):
@@ -787,10 +787,10 @@ def bincount(input: Tensor, weights: Tensor | None, minlength: int) -> Tensor:
     summed ``weights``: int64 counts, float32 for float32 weights, else float64 (PyTorch).
 
     Eager only: the output's length is the data's maximum, a size no trace can know."""
-    if input._value.ndim != 1 or input._value.dtype.kind not in "iu":
+    if input._meta.ndim != 1 or input._meta.dtype.kind not in "iu":
         raise RuntimeError(f"bincount(): input must be a 1-d non-negative integral tensor, got "
-                           f"{_torch_name(input._value.dtype)} of shape "
-                           f"{tuple(input._value.shape)}")
+                           f"{_torch_name(input._meta.dtype)} of shape "
+                           f"{tuple(input._meta.shape)}")
     if minlength < 0:
         raise RuntimeError(f"bincount(): minlength should be >= 0, got {minlength}")
     v = _concrete(input, "bincount", "its output length depends on the input's values")
@@ -799,11 +799,11 @@ def bincount(input: Tensor, weights: Tensor | None, minlength: int) -> Tensor:
                            f"{v.min()}")
     length = builtins.max(int(v.max()) + 1 if v.size else 0, minlength)
     if weights is not None:
-        if weights._value.ndim != 1 or weights._value.shape[0] != v.shape[0]:
+        if weights._meta.ndim != 1 or weights._meta.shape[0] != v.shape[0]:
             raise RuntimeError(f"bincount(): weights should be 1-d and have the same length as "
                                f"input ({v.shape[0]}), got shape "
-                               f"{tuple(weights._value.shape)}")
-        if weights._value.dtype != np.float32:
+                               f"{tuple(weights._meta.shape)}")
+        if weights._meta.dtype != np.float32:
             weights = cast(weights, np.dtype(np.float64))
     return get("bincount").apply(input, weights, length=length)
 
@@ -864,7 +864,7 @@ def dist(input: Tensor, other: Tensor, p: float) -> Tensor:
     inputs only, as PyTorch."""
     f = api()
     for arg, t in (("input", input), ("other", other)):
-        if not _is_float(t._value.dtype):
+        if not _is_float(t._meta.dtype):
             raise RuntimeError(f"dist(): argument '{arg}' must be a floating point tensor, got "
                                f"{t.dtype}")
     return f.linalg_vector_norm(f.sub(input, other), p)
@@ -874,13 +874,13 @@ def _obs_weights(fname: str, w: Tensor | None, n: int, arg: str, integral: bool
                  ) -> Tensor | None:
     if w is None:
         return None
-    if w._value.ndim > 1 or (w._value.ndim == 1 and w._value.shape[0] != n):
+    if w._meta.ndim > 1 or (w._meta.ndim == 1 and w._meta.shape[0] != n):
         raise RuntimeError(f"{fname}(): argument '{arg}' must be a scalar or a 1-D tensor of "
                            f"{n} observations, got shape {list(w.shape)}")
-    if integral and _is_float(w._value.dtype):
+    if integral and _is_float(w._meta.dtype):
         raise RuntimeError(f"{fname}(): argument '{arg}' must be an integer tensor, got "
                            f"{w.dtype}")
-    if not integral and not _is_float(w._value.dtype):
+    if not integral and not _is_float(w._meta.dtype):
         raise RuntimeError(f"{fname}(): argument '{arg}' must be a floating point tensor, got "
                            f"{w.dtype}")
     if not isinstance(w._value, jax.core.Tracer) and bool(np.any(np.asarray(w._value) < 0)):
@@ -896,13 +896,13 @@ def cov(input: Tensor, correction: int, fweights: Tensor | None, aweights: Tenso
     (float weights) weight the observations; ``correction`` is subtracted from the
     (weighted) count, which is clamped at 0 as PyTorch."""
     f = api()
-    nd = input._value.ndim
+    nd = input._meta.ndim
     if nd > 2:
         raise ValueError(f"cov(): argument 'input' must have at most 2 dimensions, got {nd}")
     x = f.reshape(input, (1, -1)) if nd < 2 else input
-    if not _is_float(x._value.dtype):
+    if not _is_float(x._meta.dtype):
         x = cast(x, _dt.get_default_dtype().np)
-    n = x._value.shape[1]
+    n = x._meta.shape[1]
     fw = _obs_weights("cov", fweights, n, "fweights", True)
     aw = _obs_weights("cov", aweights, n, "aweights", False)
     w = fw if aw is None else (aw if fw is None else f.mul(fw, aw))
@@ -910,13 +910,13 @@ def cov(input: Tensor, correction: int, fweights: Tensor | None, aweights: Tenso
         avg = f.mean(x, [1], True)
         fact: Any = max(n - correction, 0)
     else:
-        w = cast(f.broadcast_to(w, (n,)), x._value.dtype)
+        w = cast(f.broadcast_to(w, (n,)), x._meta.dtype)
         w_sum = f.sum(w)
         avg = f.div(f.sum(f.mul(x, w), [1], True), w_sum)
         if aw is None or correction == 0:
             fact = f.sub(w_sum, correction)
         else:
-            a = cast(f.broadcast_to(aw, (n,)), x._value.dtype)
+            a = cast(f.broadcast_to(aw, (n,)), x._meta.dtype)
             fact = f.sub(w_sum, f.div(f.mul(f.sum(f.mul(w, a)), correction), w_sum))
         fact = f.clamp_min(fact, 0)
     xc = f.sub(x, avg)
@@ -931,7 +931,7 @@ def corrcoef(input: Tensor) -> Tensor:
     [-1, 1]."""
     f = api()
     c = cov(input, 1, None, None)
-    if c._value.ndim == 0:
+    if c._meta.ndim == 0:
         return f.div(c, c)
     std = f.sqrt(f.diag(c, 0))
     c = f.div(f.div(c, f.unsqueeze(std, 1)), f.unsqueeze(std, 0))
@@ -941,25 +941,25 @@ def corrcoef(input: Tensor) -> Tensor:
 def _trapezoid_terms(fname: str, y: Tensor, x: Tensor | None, dx: Any, dim: int) -> Tensor:
     """The trapezoids' areas along ``dim`` (one fewer than ``y``'s size there)."""
     f = api()
-    nd = y._value.ndim
+    nd = y._meta.ndim
     if nd == 0:
         raise ValueError(f"{fname}(): argument 'y' must have at least 1 dimension")
     a = _dim(fname, dim, nd)
-    n = y._value.shape[a]
+    n = y._meta.shape[a]
     m = max(n - 1, 0)
     mid = f.div(f.add(f.narrow(y, a, min(1, n), m), f.narrow(y, a, 0, m)), 2.0)
     if x is None:
         return mid if dx is None or dx == 1 else f.mul(mid, dx)
-    if x._value.ndim == 1:
-        if x._value.shape[0] != n:
+    if x._meta.ndim == 1:
+        if x._meta.shape[0] != n:
             raise RuntimeError(f"{fname}(): argument 'x' (1-D) must have {n} elements (the "
-                               f"size of y along dim {dim}), got {x._value.shape[0]}")
+                               f"size of y along dim {dim}), got {x._meta.shape[0]}")
         d = f.diff(x)
         d = f.reshape(d, tuple(max(n - 1, 0) if i == a else 1 for i in range(nd)))
     else:
-        if x._value.ndim != nd:
+        if x._meta.ndim != nd:
             raise RuntimeError(f"{fname}(): argument 'x' must be 1-D or have y's number of "
-                               f"dimensions ({nd}), got {x._value.ndim}")
+                               f"dimensions ({nd}), got {x._meta.ndim}")
         d = f.diff(x, 1, dim)
     return f.mul(mid, d)
 

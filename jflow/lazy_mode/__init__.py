@@ -1,0 +1,87 @@
+"""``flow.lazy()``: eager code whose op calls record and run later, fused (see
+:mod:`jflow.lazy_mode.segment` for the model: what is recorded, what flushes, what is cached).
+
+    with flow.lazy():
+        y = model(x)            # recorded: shapes and dtypes known, nothing ran
+        print(y.sum().item())   # a value is needed: the segment runs as one executable
+
+The mode is per thread. Leaving the context flushes what is pending; so does
+:func:`sync`. Code inside ``flow.jit`` / ``nn.Graph`` is traced as always (lazy is moot there),
+global tensors and calls on traced values run as they would outside lazy mode.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import threading
+from collections.abc import Iterator
+
+from . import segment as _segment
+from .segment import CACHE_SIZE, MAX_NODES, LazyTensor, flush, stats
+
+__all__ = ["lazy", "set_lazy", "is_lazy", "sync", "stats", "LazyTensor", "MAX_NODES",
+           "CACHE_SIZE"]
+
+_LOCAL = _segment._LOCAL  # per thread: ``segment`` (pending calls), ``active`` (it, while lazy)
+_ACTIVE = [0]            # threads in lazy mode (dispatch checks the hook only while > 0)
+_LOCK = threading.Lock()
+
+
+def is_lazy() -> bool:
+    """Whether op calls on this thread record instead of running."""
+    return getattr(_LOCAL, "active", None) is not None
+
+
+def _make_hook() -> object:
+    """The dispatch hook: record when this thread is lazy."""
+    # (dispatch imports the tape, which imports this package: imported when first used)
+    from ..dispatch import _WATCH as watch
+    local = _LOCAL
+
+    def hook(f: object, ins: tuple, dv: tuple, single: bool) -> object:
+        seg = getattr(local, "active", None)
+        if seg is None or watch[0] is not None:
+            return NotImplemented  # (not lazy here, or flow.jit is tracing: it records itself)
+        return seg.add(f, ins, dv, single)
+    return hook
+
+
+_HOOK: list[object] = []
+
+
+def set_lazy(flag: bool) -> bool:
+    """Turn lazy mode on or off for this thread (off flushes what is pending); returns the
+    previous setting."""
+    if not isinstance(flag, bool):
+        raise TypeError(f"flow.lazy.set_lazy(): flag must be a bool, got {type(flag).__name__}")
+    old = is_lazy()
+    if flag == old:
+        return old
+    with _LOCK:
+        _ACTIVE[0] += 1 if flag else -1
+        if not _HOOK:
+            _HOOK.append(_make_hook())
+        _segment.HOOK[0] = _HOOK[0] if _ACTIVE[0] > 0 else None
+    if flag:
+        _segment.USED[0] = True
+        _LOCAL.active = _segment.segment()
+    else:
+        _LOCAL.active = None
+        flush()
+    return old
+
+
+@contextlib.contextmanager
+def lazy(enabled: bool = True) -> Iterator[None]:
+    """Record op calls in this block and run them when a value is needed (see the module
+    docstring); leaving the block flushes."""
+    old = set_lazy(enabled)
+    try:
+        yield
+    finally:
+        set_lazy(old)
+
+
+def sync() -> None:
+    """Run this thread's pending op calls now."""
+    flush()

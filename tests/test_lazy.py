@@ -1,0 +1,228 @@
+"""Lazy eager (``flow.lazy()``, jflow/lazy_mode): op calls record and run later, fused. Every
+test runs the same code eagerly and lazily and compares (values, gradients, versions,
+errors), and checks what the mode promises: shapes without a flush, one flush where a value
+is needed, the backward fused into the forward's segment, a compile on the second sighting
+only, bounded segments, per-thread modes."""
+
+from __future__ import annotations
+
+import threading
+
+import numpy as np
+import pytest
+
+import jflow as flow
+from jflow.lazy_mode import segment as seg
+
+F = flow.nn.functional
+RS = np.random.RandomState(0)
+XN = RS.randn(8, 5).astype(np.float32)
+
+
+def _close(a, b, tol=1e-5):
+    np.testing.assert_allclose(np.asarray(a), np.asarray(b), rtol=tol, atol=tol)
+
+
+def _program(x, c):
+    """A mixed program: scalar and tensor arithmetic, unary math, reductions, matmul."""
+    y = x * 1.5 + c
+    y = flow.tanh(y) - y.sigmoid() * 2.0
+    z = y @ y.T
+    return z.sum(1).exp().mean() + (y * y).sum() / 3.0
+
+
+def test_values_and_gradients_equal_eager():
+    c = flow.tensor(RS.randn(5).astype(np.float32))
+    x = flow.tensor(XN, requires_grad=True)
+    ref = _program(x, c)
+    ref.backward()
+    gref = x.grad.numpy()
+    for _ in range(3):  # first sighting node by node, then compiled
+        x = flow.tensor(XN, requires_grad=True)
+        with flow.lazy():
+            out = _program(x, c)
+            assert isinstance(out, seg.LazyTensor)
+            out.backward()
+            g = x.grad
+        _close(out.item(), ref.item())
+        _close(g.numpy(), gref)
+
+
+def test_metadata_does_not_flush_and_a_value_read_does():
+    x = flow.tensor(XN)
+    with flow.lazy():
+        before = seg.stats()["flushes"]
+        y = (x * 2.0).sum(0)
+        assert y.shape == (5,) and y.dtype == flow.float32 and y.ndim == 1
+        assert seg.stats()["flushes"] == before
+        v = y.numpy()  # a value: the segment runs
+        assert seg.stats()["flushes"] == before + 1
+    _close(v, (XN * 2).sum(0))
+
+
+def test_leaving_the_block_and_sync_flush():
+    x = flow.tensor(XN)
+    with flow.lazy():
+        y = x + 1.0
+        flow.sync()
+        assert seg.active().nodes == []
+        z = y * 3.0
+    assert not seg.segment().nodes  # (left: run)
+    _close(z.numpy(), (XN + 1) * 3)
+    assert type(z) is flow.Tensor  # a read makes it a plain tensor
+
+
+def test_backward_is_recorded_into_the_forward_segment():
+    x = flow.tensor(XN, requires_grad=True)
+    with flow.lazy():
+        before = seg.stats()["flushes"]
+        loss = (flow.tanh(x) * 2.0).sum()
+        loss.backward()
+        assert seg.stats()["flushes"] == before  # forward + backward: still pending
+        g = x.grad.numpy()
+        assert seg.stats()["flushes"] == before + 1
+    _close(g, 2 * (1 - np.tanh(XN) ** 2))
+
+
+def test_second_sighting_compiles_once():
+    x = flow.tensor(XN)
+    before = seg.stats()
+
+    def run():
+        with flow.lazy():
+            return ((x * 0.5).exp() - 1.0).sum().item()
+
+    vals = [run() for _ in range(4)]
+    after = seg.stats()
+    assert after["eager_flushes"] - before["eager_flushes"] == 1
+    assert after["compiles"] - before["compiles"] == 1
+    _close(vals, [np.sum(np.exp(XN * 0.5) - 1)] * 4)
+
+
+def test_mlp_training_steps_match_eager():
+    def build():
+        flow.manual_seed(0)
+        m = flow.nn.Sequential(flow.nn.Linear(5, 16), flow.nn.ReLU(), flow.nn.Linear(16, 3))
+        return m, flow.optim.SGD(m.parameters(), lr=0.1, momentum=0.9)
+
+    y = flow.tensor(RS.randint(0, 3, 8))
+    x = flow.tensor(XN)
+    me, oe = build()
+    ml, ol = build()
+    for _ in range(4):
+        oe.zero_grad()
+        le = F.cross_entropy(me(x), y)
+        le.backward()
+        oe.step()
+        with flow.lazy():
+            ol.zero_grad()
+            ll = F.cross_entropy(ml(x), y)
+            ll.backward()
+            ol.step()
+        _close(ll.item(), le.item())
+    for (_, a), (_, b) in zip(me.named_parameters(), ml.named_parameters()):
+        _close(a.numpy(), b.numpy())
+
+
+def test_in_place_and_views_keep_their_semantics():
+    base = flow.tensor(XN.copy())
+    ref = XN.copy()
+    with flow.lazy():
+        v = base[1:4]
+        v.mul_(2.0)
+        base.add_(1.0)
+        w = v * 1.0
+    ref[1:4] *= 2
+    ref += 1
+    _close(base.numpy(), ref)
+    _close(w.numpy(), ref[1:4])
+    _close(v.numpy(), ref[1:4])
+
+
+def test_saved_tensor_modified_in_place_still_raises():
+    for lazy in (False, True):  # (the same error, eager and lazy)
+        x = flow.tensor(XN, requires_grad=True)
+        with flow.lazy(lazy):
+            y = x * 2.0
+            z = y.sin()  # sin saves its input
+            y.add_(1.0)
+            with pytest.raises(RuntimeError, match="modified by an inplace operation"):
+                z.sum().backward()
+
+
+def test_no_grad_and_errors_at_the_call():
+    x = flow.tensor(XN)
+    with flow.lazy(), flow.no_grad():
+        y = flow.relu(x - 0.5)
+        with pytest.raises(ValueError, match="shapes cannot be multiplied"):
+            _ = y @ flow.ones(3, 3)  # checked where the op is called, as in eager mode
+        assert y.requires_grad is False
+    _close(y.numpy(), np.maximum(XN - 0.5, 0))
+
+
+def test_random_draws_differ_and_follow_the_seed():
+    flow.manual_seed(3)
+    e = [flow.rand(4).numpy() for _ in range(2)]
+    flow.manual_seed(3)
+    with flow.lazy():
+        lz = [flow.rand(4) for _ in range(2)]
+    _close(lz[0].numpy(), e[0])
+    _close(lz[1].numpy(), e[1])
+    assert not np.allclose(e[0], e[1])
+
+
+def test_segments_are_bounded():
+    x = flow.tensor(XN)
+    old = seg.MAX_NODES
+    seg.MAX_NODES = 64
+    try:
+        with flow.lazy():
+            y = x
+            for _ in range(1000):
+                y = y + 0.001
+                assert len(seg.active().nodes) < 64
+    finally:
+        seg.MAX_NODES = old
+    _close(y.numpy(), XN + 1.0, tol=1e-4)
+
+
+def test_lazy_mode_is_per_thread():
+    out = {}
+
+    def worker():
+        out["lazy"] = flow.lazy_mode.is_lazy()
+        out["value"] = (flow.tensor(XN) * 2.0).numpy()
+
+    with flow.lazy():
+        t = threading.Thread(target=worker)
+        t.start()
+        t.join()
+        assert flow.lazy_mode.is_lazy()
+    assert out["lazy"] is False
+    _close(out["value"], XN * 2)
+
+
+def test_compiled_function_inside_lazy_block_traces_as_usual():
+    flow.manual_seed(0)
+    m = flow.nn.Linear(5, 2)
+    f = flow.jit(lambda x: m(x).relu())
+    x = flow.tensor(XN)
+    ref = f(x).numpy()
+    with flow.lazy():
+        y = f(x) * 2.0
+    _close(y.numpy(), ref * 2)
+
+
+def test_a_failing_segment_raises_on_every_read():
+    x = flow.tensor(XN)
+    boom = flow.tensor(np.ones(3, np.float32))
+    with flow.lazy():
+        y = x * 2.0
+        node = seg.active().nodes[-1]
+        seg.active().nodes[-1] = (lambda *a: (_ for _ in ()).throw(ValueError("boom")),
+                                  *node[1:])
+        with pytest.raises(ValueError, match="boom"):
+            y.numpy()
+        with pytest.raises(RuntimeError, match="never computed"):
+            y.numpy()
+    del boom
