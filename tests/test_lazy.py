@@ -226,3 +226,39 @@ def test_a_failing_segment_raises_on_every_read():
         with pytest.raises(RuntimeError, match="never computed"):
             y.numpy()
     del boom
+
+
+def test_views_of_pending_results():
+    x = flow.tensor(XN)
+    with flow.lazy():
+        y = (x * 2.0).reshape(-1)  # a view of a value still pending
+        z = y[3:9].T if y.ndim > 1 else y[3:9]
+        w = z + 1.0
+        y.mul_(0.5)  # (written through to its base)
+    _close(w.numpy(), (XN * 2).reshape(-1)[3:9] + 1)
+    _close(y.numpy(), XN.reshape(-1))
+
+
+def test_digits_example_runs_unchanged_with_the_same_losses():
+    import sys
+    from pathlib import Path
+    sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "examples"))
+    import digits
+
+    def losses(lazy):
+        flow.manual_seed(0)
+        model = digits.build_model("mlp")
+        opt = flow.optim.Adam(model.parameters(), lr=3e-3)
+        xtr, ytr, _, _ = digits.load_data(0)
+        out = []
+        with flow.lazy(lazy):
+            for i in range(4):
+                x, y = flow.tensor(xtr[i * 32:(i + 1) * 32]), flow.tensor(ytr[i * 32:(i + 1) * 32])
+                opt.zero_grad()
+                loss = F.cross_entropy(model(x), y)
+                loss.backward()
+                opt.step()
+                out.append(loss.item())
+        return out
+
+    _close(losses(True), losses(False), tol=1e-5)

@@ -33,6 +33,7 @@ import numpy as np
 from ..autograd.grad_mode import _set as _set_grad
 from ..autograd.grad_mode import is_grad_enabled
 from ..autograd.graph import rebase_inplace
+from ..lazy_mode.segment import LazyRef
 from ..ops import get as _get_op
 from ..sharding.sbp import broadcast as _broadcast
 from ..tensor import Tensor, _flatten, _unflatten, _wrap, mark_constant
@@ -152,7 +153,17 @@ def _get_value(self: View) -> Any:
     m = _ALIAS.__get__(self)
     if m.seen != m.base._version:
         _sync(self, m)
-    return _VALUE.__get__(self)
+    return _slot(self)
+
+
+def _slot(self: View) -> Any:
+    """The view's own value; a view made from a lazy op's result (jflow.lazy_mode) holds its
+    pending value until read: it is computed here."""
+    v = _VALUE.__get__(self)
+    if v.__class__ is LazyRef:
+        v = v.get()
+        _VALUE.__set__(self, v)
+    return v
 
 
 def _set_value(self: View, value: Any) -> None:
@@ -173,7 +184,7 @@ def _set_version(self: View, version: int) -> None:
     m = _ALIAS.__get__(self)
     if version == m.base._version:
         return
-    value = _wrap(_VALUE.__get__(self))
+    value = _wrap(_slot(self))
     _GLOBAL_SET(value, _GLOBAL.__get__(self))
     prev = is_grad_enabled()
     _set_grad(False)
