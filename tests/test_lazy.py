@@ -262,3 +262,15 @@ def test_digits_example_runs_unchanged_with_the_same_losses():
         return out
 
     _close(losses(True), losses(False), tol=1e-5)
+
+
+def test_pending_tensors_cross_into_jax():
+    import jax
+    x = flow.tensor(XN)
+    with flow.lazy():
+        y = x * 2.0
+        out = jax.jit(lambda t: t * 3.0)(y)  # a jflow tensor argument of a jax.jit
+        leaves = jax.tree_util.tree_leaves(x + 1.0)
+    _close(out.numpy(), XN * 6)
+    assert len(leaves) == 1
+    _close(np.asarray(leaves[0]), XN + 1)

@@ -159,7 +159,7 @@ def _run_graph_compiled(order: list[Node], node_roots: list[tuple[Node, int, Any
     f, plan = graph_cache.lookup(key) or graph_cache.build(key, order, index, leaf_slot, needed)
     seg = _lazy.active() if _lazy.USED[0] else None
     if seg is not None:  # lazy mode: the backward is one more recorded call (jflow.lazy_mode)
-        leaf_grads, captured = seg.add_tree(f, (saved, [g._meta for _, _, g in node_roots]))
+        leaf_grads, captured = seg.add_tree(f, (saved, [_lazy.raw(g) for _, _, g in node_roots]))
     else:
         try:
             leaf_grads, captured = f(saved, [g._value for _, _, g in node_roots])

@@ -27,7 +27,7 @@ import jax
 from jax.core import Tracer
 
 from ..dtypes import from_numpy_dtype
-from ..tensor import Size, Tensor
+from ..tensor import Size, Tensor, _flatten, _unflatten
 
 __all__ = ["LazyRef", "LazyTensor", "Segment", "record", "flush", "stats", "raw", "HOOK",
            "MAX_NODES", "CACHE_SIZE"]
@@ -118,6 +118,11 @@ class LazyTensor(Tensor):
 
     def dim(self) -> int:
         return _get_slot(self).ndim
+
+
+# a lazy tensor flattened into JAX (jax.jit / vmap arguments, block_until_ready) is computed
+# and comes back as a plain tensor
+jax.tree_util.register_pytree_node(LazyTensor, _flatten, _unflatten)
 
 
 def raw(t: Tensor) -> Any:
