@@ -35,6 +35,7 @@ from .distributed import consistency as _consistency
 from .functional import promotion as _promotion
 from .kernels import pallas as _pallas
 from .kernels.ffi import Library, LibraryError, load_library, loaded_libraries
+from .lazy_mode import segment as _lazy_segment
 from .sharding import execute as _sharded
 from .sharding import global_tensor as _global_tensor
 
@@ -53,6 +54,7 @@ _CACHES: dict[str, tuple[Any, str, str]] = {
     "scalar_operands": (_promotion, "_SCALAR_CACHE_SIZE", "cached 0-d scalar tensors"),
     "sharded_ops": (_sharded, "_CACHE_SIZE", "shard_map executables of global ops"),
     "boxing": (_global_tensor, "_BOX_CACHE_SIZE", "SBP conversion executables"),
+    "lazy_segments": (_lazy_segment, "CACHE_SIZE", "compiled lazy-eager segment structures"),
 }
 
 

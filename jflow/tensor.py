@@ -86,29 +86,29 @@ class Tensor:
     #: NumPy defers ``ndarray <op> tensor`` to the tensor's reflected operator (as for torch).
     __array_priority__ = 1000
 
-    # -- metadata -----------------------------------------------------------------------
+    # -- metadata (read through ``_meta``: a view's replay or a lazy value never runs) ----
     @property
     def shape(self) -> Size:
         """The sizes of the dimensions, as a :class:``Size`` (a tuple)."""
-        return Size(self._value.shape)
+        return Size(self._meta.shape)
 
     @property
     def dtype(self) -> _dt.dtype:
         """The element type (a :class:``jflow.dtype``)."""
-        return _dt.from_numpy_dtype(self._value.dtype)
+        return _dt.from_numpy_dtype(self._meta.dtype)
 
     @property
     def ndim(self) -> int:
         """The number of dimensions."""
-        return self._value.ndim
+        return self._meta.ndim
 
     def dim(self) -> int:
         """The number of dimensions (PyTorch's ``dim``, same as ``ndim``)."""
-        return self._value.ndim
+        return self._meta.ndim
 
     def numel(self) -> int:
         """The number of elements (PyTorch's ``numel``)."""
-        return int(np.prod(self._value.shape, dtype=np.int64))
+        return int(np.prod(self._meta.shape, dtype=np.int64))
 
     def nelement(self) -> int:
         """The number of elements (alias of ``numel``)."""
@@ -116,7 +116,7 @@ class Tensor:
 
     def element_size(self) -> int:
         """The size of one element in bytes."""
-        return self._value.dtype.itemsize
+        return self._meta.dtype.itemsize
 
     @property
     def nbytes(self) -> int:
@@ -126,18 +126,18 @@ class Tensor:
     def size(self, dim: int | None = None) -> Any:
         """The shape (a :class:`Size`), or the length of dimension ``dim`` (negative allowed)."""
         if dim is None:
-            return Size(self._value.shape)
+            return Size(self._meta.shape)
         if isinstance(dim, bool) or not isinstance(dim, (int, np.integer)):
             raise TypeError(f"Tensor.size(): argument 'dim' must be int, not "
                             f"{type(dim).__name__}")
-        nd = self._value.ndim
+        nd = self._meta.ndim
         if nd == 0:
             raise IndexError(f"Tensor.size(): dimension specified as {dim} but the tensor has "
                              f"no dimensions")
         if not -nd <= dim < nd:
             raise IndexError(f"Tensor.size(): dimension out of range (expected to be in range "
                              f"of [{-nd}, {nd - 1}], but got {dim})")
-        return self._value.shape[dim]
+        return self._meta.shape[dim]
 
     @property
     def device(self) -> _device:

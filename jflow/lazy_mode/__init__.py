@@ -17,10 +17,9 @@ import threading
 from collections.abc import Iterator
 
 from . import segment as _segment
-from .segment import CACHE_SIZE, MAX_NODES, LazyTensor, flush, stats
+from .segment import LazyTensor, flush, stats
 
-__all__ = ["lazy", "set_lazy", "is_lazy", "sync", "stats", "LazyTensor", "MAX_NODES",
-           "CACHE_SIZE"]
+__all__ = ["lazy", "set_lazy", "is_lazy", "sync", "stats", "LazyTensor"]
 
 _LOCAL = _segment._LOCAL  # per thread: ``segment`` (pending calls), ``active`` (it, while lazy)
 _ACTIVE = [0]            # threads in lazy mode (dispatch checks the hook only while > 0)

@@ -26,10 +26,9 @@ from typing import Any
 import jax
 from jax.core import Tracer
 
-from ..dtypes import from_numpy_dtype
-from ..tensor import Size, Tensor, _flatten, _unflatten
+from ..tensor import Tensor, _flatten, _unflatten
 
-__all__ = ["LazyRef", "LazyTensor", "Segment", "record", "flush", "stats", "raw", "HOOK",
+__all__ = ["LazyRef", "LazyTensor", "Segment", "active", "flush", "stats", "raw", "HOOK",
            "MAX_NODES", "CACHE_SIZE"]
 
 #: ``[fn or None]``: set while some thread is in lazy mode (:mod:`jflow.lazy_mode`); an op's eager
@@ -102,22 +101,6 @@ class LazyTensor(Tensor):
             self.__class__ = Tensor
 
     _value = property(_get_value, _set_value)
-
-    # metadata from the abstract value: never a flush
-    @property
-    def shape(self) -> Any:
-        return Size(_get_slot(self).shape)
-
-    @property
-    def dtype(self) -> Any:
-        return from_numpy_dtype(_get_slot(self).dtype)
-
-    @property
-    def ndim(self) -> int:
-        return _get_slot(self).ndim
-
-    def dim(self) -> int:
-        return _get_slot(self).ndim
 
 
 # a lazy tensor flattened into JAX (jax.jit / vmap arguments, block_until_ready) is computed
@@ -359,11 +342,6 @@ def segment() -> Segment:
 def active() -> Segment | None:
     """This thread's segment while it is in lazy mode, else None."""
     return getattr(_LOCAL, "active", None)
-
-
-def record(f: Any, ins: tuple, dv: tuple, single: bool) -> Any:
-    """Record a call in this thread's segment (see :meth:`Segment.add`)."""
-    return segment().add(f, ins, dv, single)
 
 
 def flush() -> None:
