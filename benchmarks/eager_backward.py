@@ -3,9 +3,14 @@ installed) vs a compiled ``jax.jit(jax.grad(...))``, median µs per step, in one
 
     python benchmarks/eager_backward.py [--repeat 7] [--number 300]
 
-Cases: a chain of 10 elementwise ops + sum + backward on a small tensor, and one
-forward+backward step of a 3-layer MLP (batch 32, width 128). Target: jflow within 2x of
-PyTorch eager for the chain.
+Cases: a chain of 10 elementwise ops + sum + backward on a small tensor, one forward+backward
+step of a 3-layer MLP (batch 32, width 128), one SGD training step of that MLP written
+as eager code (``zero_grad``, forward, MSE, ``backward``, ``step``; the JAX column is
+``jax.jit(value_and_grad)`` + the update in one executable), and ten such steps of which
+only the last is waited for (a loop that reads its loss now and then: asynchronous dispatch
+overlaps a step's Python with the previous step's computation). Target: jflow within 2x of
+PyTorch eager for the chain; lazy mode (``flow.lazy()``, issue 21) <= 0.5x PyTorch for the
+chain, <= 0.7x PyTorch and <= 1.5x JAX for the training step.
 
 Like for like: every step of every column ends by waiting for its gradients
 (``jax.block_until_ready``; a no-op on PyTorch's synchronous CPU tensors), so each column
@@ -20,6 +25,8 @@ bwd"): it is what a training loop gets, not the cost of an op-by-op eager backwa
 
 from __future__ import annotations
 
+import subprocess
+import sys
 from collections.abc import Callable
 from typing import Any
 
@@ -64,6 +71,32 @@ def mlp_step(data: Any, ws: list[Any], bs: list[Any], relu: Callable[[Any], Any]
         p.grad = None
     loss.backward()
     return [p.grad for p in (*ws, *bs)]
+
+
+def train_step(model: Any, opt: Any, data: Any, target: Any, mse: Callable[..., Any]) -> Any:
+    """One SGD training step of an ``nn.Sequential`` MLP, written once for jflow and torch;
+    returns the loss (to wait on: the update is computed with it)."""
+    opt.zero_grad()
+    loss = mse(model(data), target)
+    loss.backward()
+    opt.step()
+    return loss
+
+
+def _mlp(nn: Any) -> Any:
+    return nn.Sequential(nn.Linear(128, 128), nn.ReLU(), nn.Linear(128, 128), nn.ReLU(),
+                         nn.Linear(128, 128))
+
+
+def ten(step: Callable[[], Any]) -> Callable[[], Any]:
+    """Ten training steps, of which only the last loss is waited for: how a training loop
+    that reads its loss now and then runs (an asynchronous framework overlaps its Python
+    with the previous step's computation; PyTorch eager is synchronous)."""
+    def run() -> Any:
+        for _ in range(9):
+            step()
+        return step()
+    return run
 
 
 def waited(fn: Callable[[], Any]) -> Callable[[], Any]:
@@ -115,12 +148,46 @@ def cases() -> list[tuple[str, dict[str, Callable[[], Any]]]]:
                 return fn()
         return run
 
+    fmodel = _mlp(flow.nn)
+    fopt = flow.optim.SGD(fmodel.parameters(), lr=0.01)
+    ftarget = flow.tensor(batch[::-1].copy())
+
+    def jflow_train() -> Any:
+        return train_step(fmodel, fopt, fdata, ftarget, flow.nn.functional.mse_loss)
+
+    def mse_jnp(params: Any, data: Any, target: Any) -> Any:
+        h = data
+        for i, (w, b) in enumerate(params):
+            h = h @ w.T + b
+            if i < 2:
+                h = jax.nn.relu(h)
+        return jnp.mean((h - target) ** 2)
+
+    @jax.jit
+    def jit_train(params: Any, data: Any, target: Any) -> Any:
+        loss, grads = jax.value_and_grad(mse_jnp)(params, data, target)
+        return loss, jax.tree.map(lambda p, g: p - 0.01 * g, params, grads)
+
+    jtrain = [[(jnp.asarray(m.weight.numpy()), jnp.asarray(m.bias.numpy()))
+               for m in fmodel if hasattr(m, "weight")]]
+    jtarget = jnp.asarray(batch[::-1].copy())
+
+    def jax_train() -> Any:
+        loss, jtrain[0] = jit_train(jtrain[0], jdata, jtarget)
+        return loss
+
     out = [
         ("chain of 10 ops + sum (16)", {
             JFLOW: jflow_chain, LAZY: lazily(jflow_chain), JIT: lambda: jit_chain(jx),
         }),
         ("3-layer MLP step (32x128)", {
             JFLOW: jflow_mlp, LAZY: lazily(jflow_mlp), JIT: lambda: jit_mlp(jparams, jdata),
+        }),
+        ("MLP SGD train step (32x128)", {
+            JFLOW: jflow_train, LAZY: lazily(jflow_train), JIT: jax_train,
+        }),
+        ("10 SGD steps, 1 read (32x128)", {
+            JFLOW: ten(jflow_train), LAZY: lazily(ten(jflow_train)), JIT: ten(jax_train),
         }),
     ]
     try:
@@ -141,8 +208,22 @@ def cases() -> list[tuple[str, dict[str, Callable[[], Any]]]]:
         def torch_mlp() -> list[Any]:
             return mlp_step(tdata, tws, tbs, torch.relu)
 
+        tmodel = _mlp(torch.nn)
+        with torch.no_grad():
+            for tm, fm in zip(tmodel, fmodel):
+                if hasattr(tm, "weight"):
+                    tm.weight.copy_(torch.tensor(fm.weight.numpy()))
+                    tm.bias.copy_(torch.tensor(fm.bias.numpy()))
+        topt = torch.optim.SGD(tmodel.parameters(), lr=0.01)
+        ttarget = torch.tensor(batch[::-1].copy())
+
+        def torch_train() -> Any:
+            return train_step(tmodel, topt, tdata, ttarget, torch.nn.functional.mse_loss)
+
         out[0][1][TORCH] = torch_chain
         out[1][1][TORCH] = torch_mlp
+        out[2][1][TORCH] = torch_train
+        out[3][1][TORCH] = ten(torch_train)
     except ImportError:
         pass
     return out
@@ -152,25 +233,44 @@ def _col(v: float | None, width: int, fmt: str = ".1f") -> str:
     return f"{v:{width}{fmt}}" if v else f"{'-':>{width}s}"
 
 
+def table(number: int, repeat: int) -> None:
+    """Print the results table, in this process's dispatch mode."""
+    header = f"{'case':28s} {'jflow (cached-graph bwd)':>24s} {'lazy':>8s} {'torch':>9s} " \
+             f"{'jit(grad)':>10s}   {'jflow/torch':>11s} {'jflow/jit':>9s} {'lazy/torch':>10s} " \
+             f"{'lazy/jit':>8s}"
+    print(header)
+    print("-" * len(header))
+    for name, fns in cases():
+        r, runs = round_robin({k: (waited(f), number, None) for k, f in fns.items()}, repeat)
+        j, t = r[JFLOW], r.get(TORCH)
+        vs_torch = t and median_ratio(runs, JFLOW, TORCH)
+        lazy_vs_torch = t and median_ratio(runs, LAZY, TORCH)
+        lazy_vs_jit = median_ratio(runs, LAZY, JIT)
+        print(f"{name:28s} {j:24.1f} {r[LAZY]:8.1f} {_col(t, 9)} {r[JIT]:10.1f}   "
+              f"{_col(vs_torch, 11, '.2f')} {median_ratio(runs, JFLOW, JIT):9.2f} "
+              f"{_col(lazy_vs_torch, 10, '.2f')} {lazy_vs_jit:8.2f}", flush=True)
+
+
 def main() -> None:
+    if "--sync" in sys.argv:  # (the subprocess of the synchronous-dispatch table)
+        sys.argv.remove("--sync")
+        jax.config.update("jax_cpu_enable_async_dispatch", False)
+        args = options(__doc__, number=300)
+        table(args.number, args.repeat)
+        return
     args = options(__doc__, number=300)
     print(f"{machine()}; median µs per forward+backward step, every step waited for")
     print("jflow column = eager forward + cached-graph backward: the whole backward is ONE "
           "cached executable per graph (jflow/autograd/compiled_graph.py), not an op-by-op "
           "eager backward; ratios: median of per-round ratios over interleaved rounds")
-    header = f"{'case':28s} {'jflow (cached-graph bwd)':>24s} {'lazy':>8s} {'torch':>9s} " \
-             f"{'jit(grad)':>10s}   {'jflow/torch':>11s} {'jflow/jit':>9s} {'lazy/torch':>10s}"
-    print(header)
-    print("-" * len(header))
-    for name, fns in cases():
-        r, runs = round_robin({k: (waited(f), args.number, None) for k, f in fns.items()},
-                              args.repeat)
-        j, t = r[JFLOW], r.get(TORCH)
-        vs_torch = t and median_ratio(runs, JFLOW, TORCH)
-        lazy_vs_torch = t and median_ratio(runs, LAZY, TORCH)
-        print(f"{name:28s} {j:24.1f} {r[LAZY]:8.1f} {_col(t, 9)} {r[JIT]:10.1f}   "
-              f"{_col(vs_torch, 11, '.2f')} {median_ratio(runs, JFLOW, JIT):9.2f} "
-              f"{_col(lazy_vs_torch, 10, '.2f')}")
+    print("\nJAX's default asynchronous CPU dispatch:", flush=True)
+    table(args.number, args.repeat)
+    # synchronous dispatch runs each executable on the calling thread: no wake-ups of XLA's
+    # worker thread, which on small shared VMs cost a lazy step's one big dispatch most
+    print("\nsynchronous CPU dispatch (jax_cpu_enable_async_dispatch=False; every column):",
+          flush=True)
+    subprocess.run([sys.executable, __file__, "--sync", "--repeat", str(args.repeat),
+                    "--number", str(args.number)], check=True)
 
 
 if __name__ == "__main__":

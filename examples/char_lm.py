@@ -3,6 +3,7 @@ sources (present on every machine, no download), compiled with ``flow.nn.Graph``
 
     python examples/char_lm.py                    # 600 steps, then a held-out loss and a sample
     python examples/char_lm.py --steps 100 --d-model 64 --n-layer 1   # a quick look
+    python examples/char_lm.py --mode eager   # (or lazy: the eager loop under flow.lazy)
 
 The text: the ``.py`` files under ``sysconfig.get_paths()["stdlib"]`` (site-packages
 excluded), in sorted path order, concatenated up to ``--data-bytes`` bytes; the last 10% is
@@ -231,8 +232,8 @@ def train(steps: int = 600, batch_size: int = 32, block_size: int = 64, d_model:
     """Train for ``steps`` steps; returns the training losses, the held-out loss before and
     after training, tokens/s (excluding the first two steps, which compile) and the
     sample."""
-    if mode not in ("eager", "graph"):
-        raise ValueError(f"unknown mode {mode!r} (expected 'eager' or 'graph')")
+    if mode not in ("eager", "lazy", "graph"):
+        raise ValueError(f"unknown mode {mode!r} (expected 'eager', 'lazy' or 'graph')")
     data = load_text(data_bytes)
     split = int(len(data) * 0.9)
     train_batches = Batches(data[:split], batch_size, block_size, seed)
@@ -270,6 +271,8 @@ def train(steps: int = 600, batch_size: int = 32, block_size: int = 64, d_model:
     warm = min(2, steps - 1)
     t_start = t_log = time.perf_counter()
     n_log = 0
+    # lazy: the same eager code, recorded; each step runs as one fused executable
+    was_lazy = flow.config.set_lazy(mode == "lazy")
     for i in range(steps):
         x, y = (flow.tensor(a) for a in train_batches.next())
         if step is not None:
@@ -299,6 +302,7 @@ def train(steps: int = 600, batch_size: int = 32, block_size: int = 64, d_model:
             if not quiet:
                 print(f"step {i + 1:5d}  loss {np.mean(losses[-log_every:]):.4f}  "
                       f"lr {sched.get_last_lr()[0]:.2e}  {rate:9.0f} tokens/s", flush=True)
+    flow.config.set_lazy(was_lazy)
     elapsed = time.perf_counter() - t_start
     tokens_per_s = (steps - warm) * tokens_per_step / elapsed if steps > warm else 0.0
     val_after = held_out()
@@ -329,7 +333,7 @@ def main(argv: Sequence[str] | None = None) -> dict[str, Any]:
     ap.add_argument("--warmup", type=int, default=50)
     ap.add_argument("--data-bytes", type=int, default=1 << 20)
     ap.add_argument("--seed", type=int, default=0)
-    ap.add_argument("--mode", choices=["graph", "eager"], default="graph")
+    ap.add_argument("--mode", choices=["graph", "eager", "lazy"], default="graph")
     ap.add_argument("--log-every", type=int, default=50)
     ap.add_argument("--sample-bytes", type=int, default=300)
     a = ap.parse_args(argv)

@@ -4,6 +4,7 @@ classes, no download), eagerly and compiled with ``flow.nn.Graph``.
     pip install -e .[examples]          # scikit-learn
     python examples/digits.py                         # MLP, eager then nn.Graph
     python examples/digits.py --model cnn --mode graph --epochs 15
+    python examples/digits.py --mode all --epochs 3   # eager, lazy (flow.lazy) and nn.Graph
 
 One line per epoch: mean training loss, held-out test accuracy and training steps/s (the
 first compiled epoch includes the XLA compilation). The same seed gives the same initial
@@ -90,8 +91,8 @@ def train(kind: str = "mlp", mode: str = "eager", epochs: int = 10, seed: int = 
     Every batch has ``batch_size`` rows (the remainder of each shuffled epoch is dropped), so
     the compiled step is traced once.
     """
-    if mode not in ("eager", "graph"):
-        raise ValueError(f"unknown mode {mode!r} (expected 'eager' or 'graph')")
+    if mode not in ("eager", "lazy", "graph"):
+        raise ValueError(f"unknown mode {mode!r} (expected 'eager', 'lazy' or 'graph')")
     xtr, ytr, xte, yte = load_data(seed)
     flow.manual_seed(seed)
     model = build_model(kind)
@@ -113,17 +114,19 @@ def train(kind: str = "mlp", mode: str = "eager", epochs: int = 10, seed: int = 
                    for i in np.split(perm[:steps_per_epoch * batch_size], steps_per_epoch)]
         t0 = time.perf_counter()
         epoch_losses = []
-        for x, y in batches:
-            if step is not None:
-                loss = step(x, y)
-            else:
-                opt.zero_grad()
-                loss = loss_fn(model(x), y)
-                loss.backward()
-                opt.step()
-                sched.step()
-            epoch_losses.append(loss)
-        mean_loss = float(np.mean([v.item() for v in epoch_losses]))  # waits for the last step
+        # lazy: the same eager code, recorded; each step runs as one fused executable
+        with flow.lazy(mode == "lazy"):
+            for x, y in batches:
+                if step is not None:
+                    loss = step(x, y)
+                else:
+                    opt.zero_grad()
+                    loss = loss_fn(model(x), y)
+                    loss.backward()
+                    opt.step()
+                    sched.step()
+                epoch_losses.append(loss)
+            mean_loss = float(np.mean([v.item() for v in epoch_losses]))  # waits for the last
         rate = steps_per_epoch / (time.perf_counter() - t0)
         model.eval()
         if evaluate is not None:
@@ -146,13 +149,15 @@ def main(argv: Sequence[str] | None = None) -> dict[str, dict[str, Any]]:
     results per mode (for tests)."""
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--model", choices=["mlp", "cnn"], default="mlp")
-    ap.add_argument("--mode", choices=["eager", "graph", "both"], default="both")
+    ap.add_argument("--mode", choices=["eager", "lazy", "graph", "both", "all"], default="both",
+                    help="both: eager and graph; all: eager, lazy and graph")
     ap.add_argument("--epochs", type=int, default=20)
     ap.add_argument("--seed", type=int, default=0)
     ap.add_argument("--batch-size", type=int, default=64)
     ap.add_argument("--lr", type=float, default=3e-3)
     args = ap.parse_args(argv)
-    modes = ["eager", "graph"] if args.mode == "both" else [args.mode]
+    modes = {"both": ["eager", "graph"], "all": ["eager", "lazy", "graph"]}.get(
+        args.mode, [args.mode])
     results = {}
     for mode in modes:
         results[mode] = train(args.model, mode, args.epochs, args.seed, args.batch_size,

@@ -43,7 +43,7 @@ __all__ = ["load_library", "loaded_libraries", "Library", "LibraryError",
            "enable_pallas_interpret", "pallas_interpret", "pallas_interpret_enabled",
            "cache_limits", "set_cache_limit", "set_executable_limit", "executable_limit",
            "executable_stats", "clear_compiled", "set_collective_check", "collective_check",
-           "set_lazy", "is_lazy"]
+           "set_lazy", "is_lazy", "set_lazy_call_sites"]
 
 #: jflow's caches: name -> (owner, attribute holding its bound, what one entry is)
 _CACHES: dict[str, tuple[Any, str, str]] = {
@@ -80,6 +80,7 @@ def set_cache_limit(name: str, limit: int) -> int:
 
 set_lazy = _lazy_mode.set_lazy
 is_lazy = _lazy_mode.is_lazy
+set_lazy_call_sites = _lazy_mode.set_call_sites
 set_collective_check = _consistency.set_check
 collective_check = _consistency.get_check
 set_executable_limit = _budget.set_limit

@@ -13,6 +13,7 @@ from jax.core import Tracer
 
 from . import dtypes as _dt
 from .functional import F, api_default
+from .lazy_mode.segment import LazyRef, LazyTensor
 from .tensor import Tensor, _sizes, _tensor_value, _wrap
 
 __all__ = ["tensor", "from_numpy", "as_tensor", "zeros", "ones", "full", "empty", "arange",
@@ -27,7 +28,9 @@ def tensor(data: Any, dtype: Any = None, device: Any = None,
     tensors). Python floats become float32, ints int64, bools bool; arrays keep their dtype.
     With ``placement=`` and ``sbp=`` the data is the logical value of a global tensor."""
     d = None if dtype is None else _dt.as_dtype(dtype)
-    t = _wrap(_tensor_value(data, d, device, "flow.tensor"))
+    t = _wrap(_tensor_value(data, d, device, "flow.tensor", pending=True))
+    if t._meta.__class__ is LazyRef:  # (lazy mode: the data moves with the pending run)
+        t.__class__ = LazyTensor
     if requires_grad and not t.is_floating_point():
         raise RuntimeError("flow.tensor: only floating point tensors can require gradients")
     return _finish(t, requires_grad, placement, sbp, "tensor")
@@ -227,13 +230,13 @@ def randint_like(input: Tensor, low: int, high: Any = None, *, generator: Any = 
 def _draw_device(t: Tensor) -> Any:
     """The device a draw for ``t`` goes to: ``t``'s (none under a trace: the value is a
     tracer, and the draw is staged where the trace runs)."""
-    return None if isinstance(t._value, Tracer) else t.device
+    return None if isinstance(t._meta, Tracer) else t.device
 
 
 def _draw_dtype(t: Tensor) -> _dt.dtype:
     """The float dtype uniform draws are made in for ``t``: float64 for float64 tensors,
     float32 otherwise (half-precision results are rounded from float32 draws)."""
-    return _dt.float64 if t._value.dtype == np.float64 else _dt.float32
+    return _dt.float64 if t._meta.dtype == np.float64 else _dt.float32
 
 
 def _host(t: Tensor) -> np.ndarray | None:

@@ -272,18 +272,24 @@ def make_apply(op: Any) -> Callable[..., Any]:
     else:
         lines += lookup
     if op.structured:
-        lines.append("    _vals = []")
         lines.append("    _ins = []")
         for i in ins:
             if i.variadic:
-                lines.append(f"    _vals += [_t._value for _t in {i.param}]")
                 lines.append(f"    _ins += {i.param}")
             elif i.optional:
-                lines.append(f"    if {i.param} is not None: _vals.append({i.param}._value)")
                 lines.append(f"    if {i.param} is not None: _ins.append({i.param})")
             else:
-                lines.append(f"    _vals.append({i.param}._value)")
                 lines.append(f"    _ins.append({i.param})")
+        if ins:  # lazy mode (jflow.lazy_mode): the call is recorded, not run
+            dv_arg, dv_rec = ("_dv", ", _dv") if dyn else ("()", "")
+            lines += ["    if _lazy[0] is not None:",
+                      f"        _t = _lazy[0](_f, _tuple(_ins), {dv_arg}, {single})",
+                      "        if _t is not NotImplemented:"]
+            if grad:
+                lines += ["            if _any(_i._requires_grad for _i in _ins):",
+                          f"                return _record(_op, _params, _ins, _t{dv_rec})"]
+            lines.append("            return _t")
+        lines.append("    _vals = [_i._value for _i in _ins]")
         # global tensors (placement + SBP) run through the sharded executor
         gdv = ", _dv" if dyn else ""
         lines += ["    if _any(_i._global is not None for _i in _ins):",

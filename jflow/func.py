@@ -83,11 +83,11 @@ def _lift(func: Callable[..., Any], kwargs: dict, has_aux: bool, fname: str,
 
 def _output(out: Any, fname: str, scalar: bool) -> Any:
     if scalar:
-        if not isinstance(out, Tensor) or out._value.ndim != 0 or out._value.size != 1:
+        if not isinstance(out, Tensor) or out._meta.ndim != 0 or out._meta.size != 1:
             shape = list(out.shape) if isinstance(out, Tensor) else type(out).__name__
             raise RuntimeError(f"flow.func.{fname}: the function must return a scalar (0-d) "
                                f"Tensor, got {shape}")
-        if out._value.dtype.kind not in "fc" and str(out._value.dtype) != "bfloat16":
+        if out._meta.dtype.kind not in "fc" and str(out._meta.dtype) != "bfloat16":
             raise RuntimeError(f"flow.func.{fname}: the output must be a floating point "
                                f"Tensor, got {out.dtype}")
     return _to_jax(out, fname)

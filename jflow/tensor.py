@@ -166,7 +166,7 @@ class Tensor:
                 raise RuntimeError("you can only change requires_grad flags of leaf variables; "
                                    "use detach() to get a tensor that does not require grad")
             return self
-        if requires_grad and self._value.dtype.kind not in "fcV":
+        if requires_grad and self._meta.dtype.kind not in "fcV":
             raise RuntimeError(f"only Tensors of floating point and complex dtype can require "
                                f"gradients, got {self.dtype}")
         self._requires_grad = requires_grad
@@ -213,7 +213,7 @@ class Tensor:
 
     def is_floating_point(self) -> bool:
         """Whether the dtype is a floating-point one (bfloat16 included)."""
-        return self._value.dtype.kind == "f" or self._value.dtype.name == "bfloat16"
+        return self._meta.dtype.kind == "f" or self._meta.dtype.name == "bfloat16"
 
     # -- conversion ----------------------------------------------------------------------
     def _concrete(self, what: str) -> jax.Array:
@@ -278,15 +278,15 @@ class Tensor:
         return a.copy() if copy else a
 
     def __len__(self) -> int:
-        if self._value.ndim == 0:
+        if self._meta.ndim == 0:
             raise TypeError("len() of a 0-d tensor")
-        return self._value.shape[0]
+        return self._meta.shape[0]
 
     def __iter__(self) -> Iterator[Tensor]:
         """Rows along dim 0 (``self[i]``); a 0-d tensor refuses at ``iter()``, as PyTorch."""
-        if self._value.ndim == 0:
+        if self._meta.ndim == 0:
             raise TypeError("iteration over a 0-d tensor")
-        return (self[i] for i in range(self._value.shape[0]))  # type: ignore[index]
+        return (self[i] for i in range(self._meta.shape[0]))  # type: ignore[index]
 
     def __bool__(self) -> bool:
         v = self._concrete("__bool__")
@@ -301,7 +301,7 @@ class Tensor:
         return int(self.item())
 
     def __index__(self) -> int:
-        if self._value.dtype.kind not in "iub":
+        if self._meta.dtype.kind not in "iub":
             raise TypeError(f"only integer tensors can be used as an index, got {self.dtype}")
         return int(self.item())
 
@@ -329,7 +329,7 @@ class Tensor:
 
     def __format__(self, spec: str) -> str:
         """``f"{t:.3f}"`` formats a 0-d tensor's value, as PyTorch; otherwise the repr."""
-        if self._value.ndim == 0 and not isinstance(self._value, Tracer):
+        if self._meta.ndim == 0 and not isinstance(self._meta, Tracer):
             return format(self.item(), spec)
         return format(repr(self), spec)
 
@@ -365,14 +365,14 @@ def _check_grad(t: Tensor, g: Any) -> None:
                         f"grad of type {type(g).__name__}")
     if g is t:
         raise RuntimeError("Tensor.grad: can't assign Variable as its own grad")
-    if g._value.dtype != t._value.dtype:
+    if g._meta.dtype != t._meta.dtype:
         raise RuntimeError(f"Tensor.grad: attempting to assign a gradient with dtype {g.dtype} "
                            f"to a tensor with dtype {t.dtype} (assigned grad has data of a "
                            f"different type)")
-    if g._value.shape != t._value.shape:
+    if g._meta.shape != t._meta.shape:
         raise RuntimeError(f"Tensor.grad: attempting to assign a gradient of size "
-                           f"{list(g._value.shape)} to a tensor of size "
-                           f"{list(t._value.shape)} (assigned grad has data of a different "
+                           f"{list(g._meta.shape)} to a tensor of size "
+                           f"{list(t._meta.shape)} (assigned grad has data of a different "
                            f"size)")
 
 
@@ -426,9 +426,16 @@ def _place(value: jax.Array, device: Any) -> jax.Array:
     return jax.device_put(value, _device(device).jax_device())
 
 
+#: ``[fn or None]``: set while a thread is in lazy mode (jflow.lazy_mode): ``fn(host array)`` gives
+#: the pending value of a new tensor's data, which the next run of the pending ops transfers
+#: with its other inputs (no transfer of its own), or None (not lazy on this thread)
+HOST_DATA: list[Any] = [None]
+
+
 def _tensor_value(data: Any, dtype: _dt.dtype | None, device: Any, fname: str,
-                  copy: bool = True) -> jax.Array:
-    """Convert data to a jax.Array: dtype kept for arrays, PyTorch defaults for Python data."""
+                  copy: bool = True, pending: bool = False) -> jax.Array:
+    """Convert data to a jax.Array: dtype kept for arrays, PyTorch defaults for Python data.
+    ``pending``: in lazy mode host data may come back as a pending value (see HOST_DATA)."""
     if isinstance(data, (Tensor, jax.Array)):
         v = data._value if isinstance(data, Tensor) else data
         if dtype is None:
@@ -467,6 +474,10 @@ def _tensor_value(data: Any, dtype: _dt.dtype | None, device: Any, fname: str,
     # new shape. With ``copy`` a fresh host copy: on CPU the device buffer may alias host
     # memory, and the tensor must not change when the caller's array does.
     host = np.array(arr, dtype=np_dtype, copy=True) if copy else np.asarray(arr, np_dtype)
+    if pending and copy and device is None and HOST_DATA[0] is not None:
+        ref = HOST_DATA[0](host)  # (lazy mode: the pending run takes the host copy)
+        if ref is not None:
+            return ref
     with jax.ensure_compile_time_eval():
         value = jax.device_put(host)
     return _place(value, device)

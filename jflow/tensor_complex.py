@@ -58,14 +58,14 @@ for _name in ("conj", "conj_physical", "resolve_conj", "angle", "isreal"):
 
 def _conj_physical_(self: Tensor) -> Tensor:
     """In-place ``conj_physical``: conjugates this tensor's values (no-op for real ones)."""
-    if self._value.dtype.kind == "c":
+    if self._meta.dtype.kind == "c":
         self.copy_(F.conj_physical(self))
     return self
 
 
 def _is_complex(self: Tensor) -> bool:
     """Whether the dtype is complex (complex64 or complex128)."""
-    return self._value.dtype.kind == "c"
+    return self._meta.dtype.kind == "c"
 
 
 def _is_conj(self: Tensor) -> bool:

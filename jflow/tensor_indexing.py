@@ -34,6 +34,7 @@ from jax.core import Tracer
 from . import dtypes as _dt
 from .autograd.graph import rebase_inplace
 from .functional import F
+from .functional.functors.index import checked_min_max
 from .functional.promotion import cast, scalar_tensor
 from .ops import get as _get_op
 from .ops.subscript import value_fits
@@ -52,7 +53,7 @@ _SCALARS = (bool, int, float, complex, np.bool_, np.integer, np.floating, np.com
 
 
 def _traced(t: Tensor) -> bool:
-    return isinstance(t._value, Tracer)
+    return isinstance(t._meta, Tracer)
 
 
 def _slice_bound(v: Any, what: str) -> int | None:
@@ -65,7 +66,7 @@ def _slice_bound(v: Any, what: str) -> int | None:
             raise TypeError(f"slice {what} must be a concrete integer: a traced tensor (inside "
                             f"jax.jit / vmap / grad) would give the result a data-dependent "
                             f"shape; use narrow() with a Python int or index with a tensor")
-        if v._value.dtype.kind not in "iu" or v._value.ndim:
+        if v._meta.dtype.kind not in "iu" or v._meta.ndim:
             raise TypeError(f"slice {what} must be an integer, got a {v.dtype} tensor of shape "
                             f"{list(v.shape)}")
         return int(v.item())
@@ -116,13 +117,13 @@ def _classify(index: Any) -> list[tuple[Any, ...]]:
             items.append(("s", _slice_bound(obj.start, "start"), _slice_bound(obj.stop, "stop"),
                           step))
         elif isinstance(obj, Tensor):
-            k = obj._value.dtype.kind
+            k = obj._meta.dtype.kind
             if k == "b":
-                if obj._value.ndim == 0 and not _traced(obj):
+                if obj._meta.ndim == 0 and not _traced(obj):
                     items.append(("b", bool(obj.item())))
                 else:
                     items.append(("mask", obj))
-            elif obj._value.dtype == np.uint8:
+            elif obj._meta.dtype == np.uint8:
                 raise IndexError("uint8 index tensors are ambiguous (PyTorch treats them as "
                                  "masks, NumPy as integers): cast the index to bool or int64")
             elif k in "iu":
@@ -147,7 +148,7 @@ def _classify(index: Any) -> list[tuple[Any, ...]]:
 
 
 def _ndim_of(v: Any) -> int:
-    return v._value.ndim if isinstance(v, Tensor) else np.ndim(v)
+    return v._meta.ndim if isinstance(v, Tensor) else np.ndim(v)
 
 
 def _mask_shape_check(mask_shape: Sequence[int], shape: Sequence[int], start: int) -> None:
@@ -159,9 +160,11 @@ def _mask_shape_check(mask_shape: Sequence[int], shape: Sequence[int], start: in
 
 
 def _bounds_check(a: np.ndarray, size: int, dim: int) -> None:
-    if a.size == 0:
-        return
-    lo, hi = int(a.min()), int(a.max())
+    if a.size:
+        _bounds(int(a.min()), int(a.max()), size, dim)
+
+
+def _bounds(lo: int, hi: int, size: int, dim: int) -> None:
     if lo < -size or hi >= size:
         bad = hi if hi >= size else lo
         raise IndexError(f"index {bad} is out of bounds for dimension {dim} with size {size}")
@@ -170,7 +173,7 @@ def _bounds_check(a: np.ndarray, size: int, dim: int) -> None:
 def _compile(x: Tensor, index: Any, fname: str) -> tuple[str, list[Tensor]]:
     """The op spec and index tensors of ``x[index]`` (masks expanded with nonzero)."""
     items = _classify(index)
-    shape = tuple(x._value.shape)
+    shape = tuple(x._meta.shape)
     nd = len(shape)
     used = 0
     for it in items:
@@ -205,8 +208,8 @@ def _compile(x: Tensor, index: Any, fname: str) -> tuple[str, list[Tensor]]:
         elif kind == "t":
             v = it[1]
             if isinstance(v, Tensor):
-                if not _traced(v):
-                    _bounds_check(np.asarray(v._value), shape[d], d)
+                if not _traced(v):  # (a pending index in lazy mode: checked when it runs)
+                    checked_min_max(v, lambda lo, hi, n=shape[d], k=d: _bounds(lo, hi, n, k))
                 tensors.append(v)
             else:
                 _bounds_check(v, shape[d], d)
@@ -263,7 +266,7 @@ def _basic_spec(index: tuple) -> str | None:
 
 def getitem(self: Tensor, index: Any) -> Tensor:
     """``x[index]`` with PyTorch semantics (see the module docstring)."""
-    if index.__class__ is int and self._value.ndim:  # x[i], the commonest index
+    if index.__class__ is int and self._meta.ndim:  # x[i], the commonest index
         spec = f"i{index}"
         return alias(_basic.get(self, spec), self, "index", (spec,))
     if index.__class__ is tuple:  # ints, slices, None, ...: a view, spec built directly
@@ -278,24 +281,24 @@ def getitem(self: Tensor, index: Any) -> Tensor:
 
 def select(self: Tensor, dim: int, index: int) -> Tensor:
     """``x.select(dim, i)``: the slice at ``i`` along ``dim``, without that dim (a view)."""
-    nd = self._value.ndim
+    nd = self._meta.ndim
     if nd == 0:
         raise IndexError("select() cannot be applied to a 0-dim tensor")
     if isinstance(dim, bool) or not isinstance(dim, _INTS) or not -nd <= dim < nd:
         raise IndexError(f"select(): dimension out of range (expected to be in range of "
                          f"[{-nd}, {nd - 1}], but got {dim!r})")
-    size = self._value.shape[dim]
+    size = self._meta.shape[dim]
     if isinstance(index, Tensor):
         index = operator.index(index)
     if isinstance(index, bool) or not isinstance(index, _INTS) or not -size <= index < size:
         raise IndexError(f"select(): index {index!r} out of range for tensor of size "
-                         f"{list(self._value.shape)} at dimension {dim}")
+                         f"{list(self._meta.shape)} at dimension {dim}")
     return getitem(self, (slice(None),) * (dim % nd) + (int(index),))
 
 
 def _value_tensor(value: Any, like: Tensor) -> Tensor:
     """``value`` as a tensor of ``like``'s dtype (PyTorch casts the assigned value)."""
-    dt = like._value.dtype
+    dt = like._meta.dtype
     if isinstance(value, jax.Array):
         value = _wrap(value)
     if isinstance(value, Tensor):
@@ -321,7 +324,7 @@ def _single_mask(index: Any) -> Any:
         if len(index) != 1:
             return None
         index = index[0]
-    if isinstance(index, Tensor) and index._value.dtype.kind == "b" and index._value.ndim:
+    if isinstance(index, Tensor) and index._meta.dtype.kind == "b" and index._meta.ndim:
         return index
     if isinstance(index, np.ndarray) and index.dtype.kind == "b" and index.ndim:
         return _wrap(jnp.asarray(index))
@@ -333,13 +336,13 @@ def setitem(self: Tensor, index: Any, value: Any) -> None:
     x's value is replaced and its version bumped."""
     v = _value_tensor(value, self)
     mask = _single_mask(index)
-    shape = tuple(self._value.shape)
+    shape = tuple(self._meta.shape)
     if mask is not None:
-        k = mask._value.ndim
+        k = mask._meta.ndim
         if k > len(shape):
             raise IndexError(f"too many indices for tensor of dimension {len(shape)}")
-        _mask_shape_check(mask._value.shape, shape, 0)
-        if value_fits(v._value.shape, shape[k:]):
+        _mask_shape_check(mask._meta.shape, shape, 0)
+        if value_fits(v._meta.shape, shape[k:]):
             out = _setitem(self, v, [mask], spec="m")
             rebase_inplace(self, out, "Tensor.__setitem__")
             return
@@ -421,14 +424,14 @@ def reshape_as(self: Tensor, other: Tensor) -> Tensor:
 
 def _T(self: Tensor) -> Tensor:
     """All dims reversed (``x.permute(n-1, ..., 0)``)."""
-    return F.permute(self, tuple(range(self._value.ndim - 1, -1, -1)))
+    return F.permute(self, tuple(range(self._meta.ndim - 1, -1, -1)))
 
 
 def _mT(self: Tensor) -> Tensor:
     """The last two dims swapped (batched matrix transpose)."""
-    if self._value.ndim < 2:
+    if self._meta.ndim < 2:
         raise ValueError(f"tensor.mT is only supported on matrices or batches of matrices, "
-                         f"got a {self._value.ndim}-d tensor")
+                         f"got a {self._meta.ndim}-d tensor")
     return F.transpose(self, -2, -1)
 
 

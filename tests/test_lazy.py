@@ -12,6 +12,7 @@ import numpy as np
 import pytest
 
 import jflow as flow
+from jflow.compiler import RecompileWarning
 from jflow.lazy_mode import segment as seg
 
 F = flow.nn.functional
@@ -84,7 +85,8 @@ def test_backward_is_recorded_into_the_forward_segment():
     _close(g, 2 * (1 - np.tanh(XN) ** 2))
 
 
-def test_second_sighting_compiles_once():
+def test_second_sighting_compiles_once(monkeypatch):
+    monkeypatch.setattr(seg, "COMPILE_ON_SIGHTING", 2)
     x = flow.tensor(XN)
     before = seg.stats()
 
@@ -238,28 +240,17 @@ def test_views_of_pending_results():
 
 
 def test_digits_example_runs_unchanged_with_the_same_losses():
+    """examples/digits.py --mode lazy: its eager training loop under flow.lazy() (Adam with a
+    cosine schedule: fused steps, a learning rate that changes every step) gives eager's
+    losses and accuracy."""
     import sys
     from pathlib import Path
     sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "examples"))
     import digits
 
-    def losses(lazy):
-        flow.manual_seed(0)
-        model = digits.build_model("mlp")
-        opt = flow.optim.Adam(model.parameters(), lr=3e-3)
-        xtr, ytr, _, _ = digits.load_data(0)
-        out = []
-        with flow.lazy(lazy):
-            for i in range(4):
-                x, y = flow.tensor(xtr[i * 32:(i + 1) * 32]), flow.tensor(ytr[i * 32:(i + 1) * 32])
-                opt.zero_grad()
-                loss = F.cross_entropy(model(x), y)
-                loss.backward()
-                opt.step()
-                out.append(loss.item())
-        return out
-
-    _close(losses(True), losses(False), tol=1e-5)
+    runs = {m: digits.train("mlp", m, epochs=1, quiet=True) for m in ("lazy", "eager")}
+    _close(runs["lazy"]["losses"], runs["eager"]["losses"], tol=1e-5)
+    assert runs["lazy"]["accuracies"] == runs["eager"]["accuracies"]
 
 
 def test_pending_tensors_cross_into_jax():
@@ -288,3 +279,89 @@ def test_compiled_segments_are_bounded_by_the_cache_limit():
             assert len(seg._CACHE) <= 2
     finally:
         flow.config.set_cache_limit("lazy_segments", old)
+
+
+def _scaled_sum(n: int, explain: bool = False) -> float:
+    with flow.lazy(explain=explain):
+        y = (flow.tensor(np.ones(n, np.float32)) * 2.0).sum()
+    return y.item()
+
+
+def test_compile_on_the_second_sighting(monkeypatch):
+    """Policy 2: a shape seen once runs op by op (no compile); a shape seen twice compiles,
+    and the reason says what changed since the last compiled segment."""
+    monkeypatch.setattr(seg, "COMPILE_ON_SIGHTING", 2)
+    before = seg.stats()["compiles"]
+    for n in range(3, 9):  # a new shape every step: nothing compiles
+        assert _scaled_sum(n) == 2.0 * n
+    assert seg.stats()["compiles"] == before
+    with pytest.warns(RecompileWarning, match=r"input 0: float32\[4\] \(was float32\[3\]\)"):
+        for n in (3, 3, 4, 4):
+            assert _scaled_sum(n, explain=True) == 2.0 * n
+    assert seg.stats()["compiles"] == before + 2
+    assert "ran a second time" in flow.lazy_mode.recompile_reasons()[-1]
+
+
+def test_adaptive_policy_compiles_new_shapes_at_once_and_new_arrangements_later():
+    """The default: a segment with ops on shapes never seen compiles on its first sighting
+    (op by op would compile each op); known ops on known shapes in a new arrangement run
+    op by op first."""
+    assert seg.COMPILE_ON_SIGHTING == "adaptive"
+    x = flow.tensor(RS.randn(7, 13).astype(np.float32))  # (shapes no other test uses)
+    before = seg.stats()
+    with flow.lazy():
+        a = (x * 3.0).tanh()
+    _close(a.numpy(), np.tanh(x.numpy() * 3.0), 1e-5)
+    mid = seg.stats()
+    assert mid["compiles"] - before["compiles"] == 1 and mid["eager_flushes"] == \
+        before["eager_flushes"]
+    assert "has ops on new shapes" in flow.lazy_mode.recompile_reasons()[-1]
+    with flow.lazy():  # the same ops and shapes, another arrangement: op by op
+        b = (x.tanh() * 3.0).tanh()
+    _close(b.numpy(), np.tanh(np.tanh(x.numpy()) * 3.0), 1e-5)
+    after = seg.stats()
+    assert after["compiles"] == mid["compiles"]
+    assert after["eager_flushes"] == mid["eager_flushes"] + 1
+
+
+def test_global_tensors_record_and_match_eager():
+    """Ops on global tensors record their sharded executables: the segment runs as one jit
+    over them; values, SBP and gradients are eager's."""
+    plc = flow.placement("cpu", ranks=list(range(8)))
+    xn, wn = RS.randn(16, 8).astype(np.float32), RS.randn(8, 4).astype(np.float32)
+
+    def run(lazy):
+        gx = flow.tensor(xn).to_global(plc, flow.sbp.split(0))
+        gw = flow.tensor(wn).to_global(plc, flow.sbp.broadcast).requires_grad_()
+        with flow.lazy(lazy):
+            y = (gx @ gw).tanh()
+            s = (y * y).sum()
+            if lazy:
+                assert seg.raw(y).__class__ is seg.LazyRef  # recorded, not run
+            s.backward()
+        return y, s, gw.grad
+
+    for a, b in zip(run(True), run(False)):
+        assert a.sbp == b.sbp and a.placement == b.placement
+        _close(a.numpy(), b.numpy(), tol=1e-4)
+
+
+def test_hooks_run_and_match_eager():
+    """Tensor and module hooks see the same values in lazy mode (a hook that reads a value
+    runs the pending ops; one that only transforms records too)."""
+    def run(lazy):
+        flow.manual_seed(0)
+        lin = flow.nn.Linear(5, 3)
+        seen = []
+        lin.register_forward_hook(lambda m, i, o: seen.append(float(o.sum())))
+        x = flow.tensor(XN, requires_grad=True)
+        with flow.lazy(lazy):
+            h = lin(x)
+            h.register_hook(lambda g: g * 2.0)
+            (h * h).sum().backward()
+        return seen, x.grad.numpy(), lin.weight.grad.numpy()
+
+    (s1, g1, w1), (s2, g2, w2) = run(True), run(False)
+    _close(s1, s2)
+    _close(g1, g2)
+    _close(w1, w2)

@@ -33,7 +33,7 @@ __all__ = ["autocast", "GradScaler", "is_autocast_enabled", "get_autocast_dtype"
 
 def _cast(value: Any, dtype: Any) -> Any:
     if isinstance(value, Tensor):
-        return value.to(dtype) if value._value.dtype in ELIGIBLE else value
+        return value.to(dtype) if value._meta.dtype in ELIGIBLE else value
     if isinstance(value, (list, tuple)):
         return type(value)(_cast(v, dtype) for v in value)
     if isinstance(value, dict):

@@ -15,6 +15,7 @@ Three ways to run the rules, same rules:
 
 from __future__ import annotations
 
+import operator
 import weakref
 from collections.abc import Sequence
 from typing import Any
@@ -197,36 +198,23 @@ def _accumulate(a: Any, b: Any) -> Any:
 
 
 def _topological(roots: Sequence[Node]) -> list[Node]:
-    """Nodes reachable from ``roots``, each after every node that sends it a gradient.
-
-    ``roots`` may repeat a node (two outputs of one split, or one tensor passed twice): each
-    node's edges must be counted once, or its inputs never reach in-degree 0 and drop out."""
-    deps: dict[Node, int] = {}  # in-degree from reachable nodes
-    get = deps.get
-    unique = list(roots) if len(roots) == 1 else list(dict.fromkeys(roots))
-    seen = set(unique)  # visited: a root may also be reached from another root
-    stack = list(unique)
+    """Nodes reachable from ``roots``, each after every node that sends it a gradient: the
+    reverse of recording order (a node is recorded after the nodes of its inputs, so every
+    consumer of a node's outputs has a larger ``seq``). ``roots`` may repeat a node."""
+    seen = set(roots)
+    stack = list(seen)
+    add, push, pop = seen.add, stack.append, stack.pop
     while stack:
-        for e in stack.pop().next_edges:
+        for e in pop().next_edges:
             if e is not None and e[1] >= 0:
                 m = e[0]
-                deps[m] = get(m, 0) + 1
                 if m not in seen:
-                    seen.add(m)
-                    stack.append(m)
-    ready = [n for n in unique if n not in deps]
-    order = []
-    while ready:
-        n = ready.pop()
-        order.append(n)
-        for e in n.next_edges:
-            if e is not None and e[1] >= 0:
-                m = e[0]
-                d = deps[m] - 1
-                deps[m] = d
-                if not d:
-                    ready.append(m)
-    return order
+                    add(m)
+                    push(m)
+    return sorted(seen, key=_SEQ_OF, reverse=True)
+
+
+_SEQ_OF = operator.attrgetter("seq")
 
 
 def _root_edge(t: Tensor, i: int) -> tuple[Any, int]:

@@ -100,7 +100,7 @@ class _FunctionOp:
 def _user_conj(g: Any) -> Any:
     """A user's backward works in PyTorch's convention for complex gradients, the engine in
     JAX's (the conjugate): conjugate on the way in and out (``engine._user_conj``)."""
-    if g is None or g._value.dtype.kind != "c":
+    if g is None or g._meta.dtype.kind != "c":
         return g
     return _get_op("conj").apply(g)
 
@@ -139,7 +139,7 @@ class FunctionNode(Node):
                     raise RuntimeError(f"function {self.op.name}.backward returned a gradient "
                                        f"of shape {list(g.shape)} for argument {k}, expected "
                                        f"shape {list(aval.shape)}")
-                if g._value.dtype != aval.dtype:
+                if g._meta.dtype != aval.dtype:
                     raise RuntimeError(f"function {self.op.name}.backward returned a gradient "
                                        f"of dtype {g.dtype} for argument {k}, expected "
                                        f"{aval.dtype}")
@@ -182,8 +182,8 @@ class Function:
         edges = tuple(((t.grad_fn, t._output_nr) if t.grad_fn is not None else (t, LEAF))
                       if n else None for t, n in zip(tensors, needs))
         node = FunctionNode(_FunctionOp(cls.__name__), {}, needs, edges,
-                            tuple(t._value.aval for t in tensors),
-                            tuple(o._value.aval for o in outs))
+                            tuple(t._meta.aval for t in tensors),
+                            tuple(o._meta.aval for o in outs))
         node.fn_cls = cls
         node.ctx = ctx
         node.arg_index = tuple(arg_index)
@@ -203,7 +203,7 @@ class Function:
         ctx._saved = saved_meta
         ctx._node = node
         for k, o in enumerate(new_outs):
-            if is_differentiable_dtype(o._value.dtype) and id(outs[k]) not in ctx._non_diff:
+            if is_differentiable_dtype(o._meta.dtype) and id(outs[k]) not in ctx._non_diff:
                 o._requires_grad = True
                 o.grad_fn = node
                 o._output_nr = k

@@ -10,11 +10,12 @@ the graph has no reference cycles: dropping the loss frees the whole graph by re
 
 from __future__ import annotations
 
+import itertools
 import weakref
 from collections.abc import Callable
 from typing import Any
 
-from ..lazy_mode.segment import raw
+from ..lazy_mode.segment import LazyRef, raw, set_raw
 from .grad_mode import _state
 from .rule import is_differentiable_dtype
 
@@ -37,12 +38,17 @@ def watch_writes(fn: Any) -> Any:
     return old
 
 
+_SEQ = itertools.count()
+
+
 class Node:
     """A recorded op call. ``next_edges[i]`` is ``(node, output_nr)`` or ``(leaf, LEAF)``
     for each flat input that needs a gradient, else ``None``."""
 
+    # ``seq``: when it was recorded. A node is recorded after the nodes of its inputs, so
+    # decreasing ``seq`` is a topological order for the backward (engine._topological)
     __slots__ = ("op", "params", "dyn", "saved", "next_edges", "needs", "in_avals", "out_avals",
-                 "hooks", "retained", "__weakref__")
+                 "hooks", "retained", "seq", "__weakref__")
 
     def __init__(self, op: Any, params: dict[str, Any], needs: tuple[bool, ...],
                  next_edges: tuple[Any, ...], in_avals: tuple[Any, ...],
@@ -59,6 +65,7 @@ class Node:
         self.saved: list[tuple[Any, Any, int, int]] | None = []
         self.hooks: dict[int, list[Callable]] | None = None
         self.retained: dict[int, Any] | None = None
+        self.seq = next(_SEQ)
 
     def name(self) -> str:
         return f"{self.op.name}_backward"
@@ -162,7 +169,9 @@ def rebase_inplace(target: Any, result: Any, fname: str) -> Any:
         # a global tensor keeps its placement and SBP (the result is boxed to them)
         result = result.to_global(*target._global)
     old = target._version
-    target._value = result._value
+    v = raw(result)  # (pending in lazy mode: the target becomes pending too, nothing runs)
+    if v.__class__ is not LazyRef or not set_raw(target, v):
+        target._value = result._value
     target._version = old + 1
     node = result.grad_fn if enabled else None
     if node is not None:
@@ -188,15 +197,21 @@ def _edge(t: Any) -> tuple[Any, int]:
 
 def _save(node: Node, rule: Any, ins: tuple[Any, ...], out: Any) -> None:
     saved = node.saved
+    keep = saved.append
+    needs = node.needs
     for is_out, i, needed_for in rule.flat_save:
         if is_out:
-            saved.append((raw(out), weakref.ref(out), 0, 0))
-        else:
-            t = ins[i]
-            if needed_for is not None and not any(node.needs[j] for j in needed_for):
-                saved.append((raw(t), None, 0, LEAF))  # unused: not version-checked
-            else:
-                saved.append((raw(t), t, t._version, LEAF))
+            keep((raw(out), weakref.ref(out), 0, 0))
+            continue
+        t = ins[i]
+        if needed_for is not None:
+            for j in needed_for:
+                if needs[j]:
+                    break
+            else:  # unused by the gradients this node computes: not version-checked
+                keep((t._value if t._aliases else t._meta, None, 0, LEAF))
+                continue
+        keep((t._value if t._aliases else t._meta, t, t._version, LEAF))  # (raw(t), inlined)
 
 
 def record1(op: Any, params: dict[str, Any], x: Any, out: Any, dyn: tuple = ()) -> Any:
@@ -214,6 +229,7 @@ def record1(op: Any, params: dict[str, Any], x: Any, out: Any, dyn: tuple = ()) 
     node.out_avals = (oa,)
     node.hooks = node.retained = None
     node.saved = []
+    node.seq = next(_SEQ)
     rule = op.grad_rule
     if rule is not None and rule.flat_save:
         _save(node, rule, (x,), out)
@@ -240,6 +256,7 @@ def record2(op: Any, params: dict[str, Any], x: Any, y: Any, out: Any, dyn: tupl
     node.out_avals = (oa,)
     node.hooks = node.retained = None
     node.saved = []
+    node.seq = next(_SEQ)
     rule = op.grad_rule
     if rule is not None and rule.flat_save:
         _save(node, rule, (x, y), out)

@@ -28,6 +28,7 @@ from ..autograd.graph import watch_writes
 from ..dispatch import watch_inputs
 from ..nn.modules.module import Module
 from ..optim.optimizer import Optimizer
+from ..recompile import RecompileWarning
 from ..sharding import plan as step_plan
 from ..tensor import Tensor
 from .fast_path import FAST, FastMiss, FastPath
@@ -44,10 +45,6 @@ from .state import (
 )
 
 __all__ = ["jit", "CompiledFunction", "RecompileWarning"]
-
-
-class RecompileWarning(UserWarning):
-    """A compiled function traced again; the message says why."""
 
 
 def _arg_sig(leaf: Any) -> Any:

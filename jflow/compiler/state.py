@@ -52,7 +52,7 @@ def is_stateful(x: Any) -> bool:
 def _sig(t: Tensor) -> tuple:
     # the abstract value (shape, dtype, sharding) is a cached attribute of jax arrays:
     # several times cheaper than reading shape and dtype
-    return (t._value.aval, t._requires_grad, t._global)
+    return (t._meta.aval, t._requires_grad, t._global)
 
 
 def _static_sig(v: Any) -> Any:
@@ -461,7 +461,7 @@ def _lr_array(group: dict[str, Any]) -> Any:
     lr = group["lr"]
     if isinstance(lr, Tensor):
         return lr._value
-    dt = group["params"][0]._value.dtype
+    dt = group["params"][0]._meta.dtype
     return device_scalar(lr, dt if dt.kind == "f" or dt == jnp.bfloat16 else np.float32)
 
 

@@ -362,8 +362,8 @@ def _check_op(op: Any, t: Tensor, fname: str) -> ReduceOp:
     if not isinstance(op, ReduceOp):
         raise TypeError(f"flow.distributed.{fname}: op must be a flow.distributed.ReduceOp "
                         f"({', '.join(o.name for o in ReduceOp)}), got {op!r}")
-    kind = np.dtype(t._value.dtype).kind
-    if op is ReduceOp.AVG and kind not in "fc" and t._value.dtype.name != "bfloat16":
+    kind = np.dtype(t._meta.dtype).kind
+    if op is ReduceOp.AVG and kind not in "fc" and t._meta.dtype.name != "bfloat16":
         raise TypeError(f"flow.distributed.{fname}: ReduceOp.AVG needs a floating point "
                         f"tensor, got {t.dtype}")
     if op in (ReduceOp.BAND, ReduceOp.BOR, ReduceOp.BXOR) and kind not in "biu":
@@ -389,7 +389,7 @@ def _host(t: Tensor) -> np.ndarray:
 def _write(t: Tensor, value: np.ndarray) -> None:
     """Store ``value`` in ``t`` in place, outside autograd (as c10d writes the storage)."""
     dev = next(iter(t._value.devices()))
-    new = _wrap(jax.device_put(np.asarray(value, dtype=t._value.dtype), dev))
+    new = _wrap(jax.device_put(np.asarray(value, dtype=t._meta.dtype), dev))
     with no_grad():
         t.data.copy_(new)
 

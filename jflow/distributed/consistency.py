@@ -177,7 +177,7 @@ def _fingerprint(op: Any, params: dict[str, Any], plc: Any, in_nds: Sequence[Any
                  ins: Sequence[Any]) -> str:
     """What identifies the call, readably: the op name, attributes, placement and each
     input's logical shape, dtype and SBP."""
-    inputs = ", ".join(f"{tuple(t._value.shape)} {t._value.dtype} {_nd(nd)}"
+    inputs = ", ".join(f"{tuple(t._meta.shape)} {t._meta.dtype} {_nd(nd)}"
                        for t, nd in zip(ins, in_nds))
     attrs = {k: v for k, v in params.items() if k != "_layout"}
     attr_s = _ADDRESS.sub("", repr(attrs))

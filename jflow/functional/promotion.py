@@ -129,7 +129,7 @@ def assign_inplace(target: Tensor, result: Tensor, fname: str) -> Tensor:
     lower one (bool < integer < floating), which is refused: ``int_tensor += 0.5`` raises
     ``RuntimeError: result type Float can't be cast to the desired output type Long``.
     """
-    tv, rv = target._value, result._value
+    tv, rv = target._meta, result._meta
     if tuple(rv.shape) != tuple(tv.shape):
         raise RuntimeError(f"{fname}: output with shape {list(tv.shape)} doesn't match the "
                            f"broadcast shape {list(rv.shape)}")

@@ -23,6 +23,7 @@ from jax.interpreters import mlir
 
 from .._jax_compat import plain_lowering_ctx
 from ..dtypes import as_dtype
+from ..lazy_mode.segment import HOST_ERROR, HOST_OPS
 from ..ops.registry import get as _get_op
 from ..ops.registry import strip_batch
 
@@ -83,6 +84,10 @@ _KERNELS: dict[str, list[Kernel]] = {}
 _LOWERED: set[str] = set()
 Builder = Callable[[Kernel, Any, dict, list, Any], Callable[..., Any]]
 _BACKENDS: dict[str, Builder] = {}
+#: backends whose kernels are XLA computations (they cannot fail while running)
+_DEVICE_BACKENDS = frozenset(("xla", "pallas"))
+# (HOST_OPS: ops with a kernel that runs host code — python, ffi, ...: such a kernel can fail
+# at run time, so lazy mode keeps the line that recorded a call of one)
 
 
 def register_backend(name: str, builder: Builder) -> None:
@@ -171,6 +176,8 @@ def register_kernel(
     k = Kernel(op_name, fn, backend, plats, dt, priority, condition,
                name or getattr(fn, "__name__", op_name))
     _KERNELS.setdefault(op_name, []).append(k)
+    if backend not in _DEVICE_BACKENDS:
+        HOST_OPS.add(op_name)
     if op_name in _LOWERED:
         _LOWERED.clear()
         jax.clear_caches()
@@ -311,6 +318,9 @@ def take_host_error() -> BaseException | None:
     e = getattr(_host_error, "value", None)
     _host_error.value = None
     return e
+
+
+HOST_ERROR[0] = take_host_error  # (lazy mode: a failed segment raises the kernel's own error)
 
 
 def _make_lowering(op: Any, platform: str) -> Callable[..., Any]:

@@ -14,22 +14,28 @@ a training loop that records the same ops every step compiles once. A structure 
 first time runs node by node through the eager executables instead (no compile for code that
 never repeats, e.g. varying shapes); the second sighting compiles. Every node's outputs come
 back, so every lazy tensor gets its array (the memory of eager execution). A segment is flushed
-at :data:`MAX_NODES` nodes, so a loop that never reads a value stays bounded.
+at :data:`MAX_NODES` nodes or :data:`MAX_HOST_BYTES` of host data, so a loop that never reads
+a value stays bounded.
 """
 
 from __future__ import annotations
 
+import contextlib
+import sys
 import threading
-from collections import OrderedDict
+import warnings
+from collections import OrderedDict, deque
 from typing import Any
 
 import jax
+import numpy as np
 from jax.core import Tracer
 
-from ..tensor import Tensor, _flatten, _unflatten
+from ..recompile import RecompileWarning
+from ..tensor import Tensor, _flatten, _unflatten, _wrap
 
 __all__ = ["LazyRef", "LazyTensor", "Segment", "active", "flush", "stats", "raw", "HOOK",
-           "MAX_NODES", "CACHE_SIZE"]
+           "MAX_NODES", "MAX_HOST_BYTES", "CACHE_SIZE"]
 
 #: ``[fn or None]``: set while some thread is in lazy mode (:mod:`jflow.lazy_mode`); an op's eager
 #: dispatch calls ``fn(executable, inputs, dynamic values, single)``, which records the call
@@ -39,23 +45,33 @@ HOOK: list[Any] = [None]
 
 #: nodes a segment records before it is flushed
 MAX_NODES = 512
+#: bytes of host data (``flow.tensor(ndarray)`` copies) a segment holds before it is flushed
+MAX_HOST_BYTES = 64 << 20
 #: compiled segment structures kept (least recently used dropped beyond it)
 CACHE_SIZE = 64
+#: when a segment key compiles. ``"adaptive"`` (the default): on its first sighting when it
+#: recorded ops on shapes they were not seen with (run node by node, each of those ops'
+#: executables would compile anyway: one compile of the whole segment is cheaper), else on
+#: its second (a new arrangement of known ops runs node by node on warm executables: code
+#: whose structure never repeats compiles nothing). 1 / 2: always on the first / second.
+#: benchmarks/lazy_policy.py measures the three.
+COMPILE_ON_SIGHTING: Any = "adaptive"
 
-_SLOT = Tensor.__dict__["_value"]   # the raw ``_value`` slot (LazyTensor's property sits over it)
-_get_slot, _set_slot = _SLOT.__get__, _SLOT.__set__
+# (``t._meta`` is the raw ``_value`` slot — LazyTensor's ``_value`` property sits over it:
+# how this module reads and writes a pending tensor's value without computing it)
 
 
 class LazyRef:
     """The value-to-be of one node output: its abstract value (``shape``, ``dtype``, ``ndim``
     read like an array's, so metadata never flushes) and, after the flush, its array."""
 
-    __slots__ = ("aval", "shape", "dtype", "segment", "node", "index", "array")
+    __slots__ = ("aval", "shape", "dtype", "segment", "wire", "array")
 
     def __init__(self, aval: Any, segment: Segment, node: int, index: int) -> None:
         self.aval = aval
         self.shape, self.dtype = aval.shape, aval.dtype
-        self.segment, self.node, self.index = segment, node, index
+        self.segment = segment
+        self.wire = (node, index)  # (which node's output: how a reader is wired)
         self.array: Any = None  # (a _Failure when the segment failed)
 
     @property
@@ -88,42 +104,77 @@ class LazyTensor(Tensor):
     __slots__ = ()
 
     def _get_value(self) -> Any:
-        v = _get_slot(self)
+        v = self._meta
         if v.__class__ is LazyRef:
             v = v.get()
-            _set_slot(self, v)
-            self.__class__ = Tensor
+            self._meta = v
+            self.__class__ = _PLAIN_OF[self.__class__]
         return v
 
     def _set_value(self, v: Any) -> None:
-        _set_slot(self, v)
+        self._meta = v
         if v.__class__ is not LazyRef:
-            self.__class__ = Tensor
+            self.__class__ = _PLAIN_OF[self.__class__]
 
     _value = property(_get_value, _set_value)
 
+
+#: tensor class -> its pending twin (same slots, ``_value`` a flushing property) and back: an
+#: in-place op in lazy mode makes its target (a tensor, a module's Parameter) pending without
+#: changing what ``isinstance`` says about it
+_LAZY_OF: dict[type, type] = {Tensor: LazyTensor}
+_PLAIN_OF: dict[type, type] = {LazyTensor: Tensor}
 
 # a lazy tensor flattened into JAX (jax.jit / vmap arguments, block_until_ready) is computed
 # and comes back as a plain tensor
 jax.tree_util.register_pytree_node(LazyTensor, _flatten, _unflatten)
 
 
+def register_lazy_class(cls: type, unflatten: Any) -> type:
+    """Give tensor subclass ``cls`` (slots only, no ``_value`` property of its own) a pending
+    twin, so in-place ops on its instances record (``nn.Parameter``: optimizer updates).
+    ``unflatten`` is cls's pytree unflatten (the twin flattens as cls does)."""
+    twin = type(cls.__name__, (cls,), {"__slots__": (), "__module__": cls.__module__,
+                                       "__qualname__": cls.__qualname__,
+                                       "__doc__": cls.__doc__,
+                                       "_value": LazyTensor.__dict__["_value"]})
+    jax.tree_util.register_pytree_node(twin, _flatten, unflatten)
+    _LAZY_OF[cls], _PLAIN_OF[twin] = twin, cls
+    return twin
+
+
 def raw(t: Tensor) -> Any:
     """``t``'s array, or its :class:`LazyRef` while pending (no flush): for metadata and for
     moving a value between tensors."""
-    return _get_slot(t) if t.__class__ is LazyTensor else t._value
+    return t._value if t._aliases else t._meta
+
+
+def set_raw(t: Tensor, v: Any) -> bool:
+    """Make ``v`` (an array or a :class:`LazyRef`) ``t``'s value without computing anything;
+    False when ``t``'s class has no pending twin (the caller reads ``v``'s value instead)."""
+    if v.__class__ is LazyRef:
+        twin = _LAZY_OF.get(t.__class__)
+        if twin is None:
+            if t.__class__ not in _PLAIN_OF:
+                return False
+        else:
+            t.__class__ = twin
+    elif t.__class__ in _PLAIN_OF:
+        t.__class__ = _PLAIN_OF[t.__class__]
+    t._meta = v
+    return True
 
 
 def _new_lazy(ref: LazyRef) -> LazyTensor:
-    t = object.__new__(LazyTensor)
-    _set_slot(t, ref)
-    t._requires_grad = False
-    t._grad = None
-    t.grad_fn = None
-    t._version = 0
-    t._global = None
+    t = _wrap(ref)
+    t.__class__ = LazyTensor
     return t
 
+
+@jax.jit
+def host_to_device(x: Any) -> Any:
+    """Host data as a device array (inlined into a compiled run: the call's transfer)."""
+    return x
 
 _STATS = {"recorded": 0, "flushes": 0, "compiles": 0, "eager_flushes": 0}
 
@@ -159,39 +210,89 @@ class _Failure:
         self.error = error
 
 
+class _NodeFailed(Exception):
+    """Node ``node`` of a node-by-node replay raised ``cause``; ``outs``: the outputs of the
+    nodes before it."""
+
+    def __init__(self, node: int, outs: list[list[Any]], cause: BaseException) -> None:
+        super().__init__(node)
+        self.node, self.outs, self.cause = node, outs, cause
+
+
+#: names of ops with a kernel that runs host code (python, ffi; kernels.registry adds them):
+#: such a call can fail while the segment runs, so the line that recorded it is kept
+HOST_OPS: set[str] = set()
+
+#: ``[fn]``: kernels.registry.take_host_error (installed by the registry, which imports this
+#: module): the error a python kernel raised, behind JAX's runtime-error wrapper
+HOST_ERROR: list[Any] = [None]
+
+#: ``[bool]``: whether a recorded op keeps the user's call site (file, line) — what a failure
+#: at run time is attributed to (``flow.config.set_lazy_call_sites``)
+CALL_SITES = [True]
+#: frames that are not the user's: jflow's own, its generated code, ``with`` machinery
+_INTERNAL = (__file__.rsplit("/", 2)[0] + "/", "<jflow", contextlib.__file__)
+
+
+def _call_site() -> tuple[str, int] | None:
+    """The innermost frame outside jflow (the user's line that called the op)."""
+    f = sys._getframe(1)
+    while f is not None:
+        if not f.f_code.co_filename.startswith(_INTERNAL):
+            return f.f_code.co_filename, f.f_lineno
+        f = f.f_back
+    return None
+
+
 class Segment:
     """The pending op calls of one thread (see the module docstring)."""
 
     def __init__(self) -> None:
-        self.nodes: list[tuple[Any, tuple, tuple, int]] = []  # (executable, wiring, dv, n_out)
+        #: per node ``(executable, wiring, number of dynamic values, number of outputs)``: the
+        #: structure, which keys the compiled run
+        self.nodes: list[tuple[Any, tuple, int, int]] = []
+        self.dvs: list[Any] = []             # the nodes' dynamic values, flat, in order
         self.inputs: list[Any] = []          # arrays read from outside the segment
         self.input_ids: dict[int, int] = {}  # id(array) -> its position in ``inputs``
         self.refs: list[tuple[LazyRef, ...]] = []  # per node, its outputs
+        self.sites: list[Any] = []           # per node, the user's (file, line), or None
+        #: deferred value checks: (node index, the refs of what it reads, ``check(*values)``)
+        self.checks: list[tuple[int, tuple, Any]] = []
+        self.host_bytes = 0                  # of the host data in ``inputs``
+        #: whether a call was recorded on shapes its op was not seen with before (its eager
+        #: executable would compile too: see COMPILE_ON_SIGHTING)
+        self.new_shapes = False
         self.flushing = False
 
-    def add(self, f: Any, ins: tuple, dv: tuple, single: bool) -> Any:
+    def add(self, f: Any, ins: tuple, dv: tuple, single: bool, glob: Any = None) -> Any:
         """Record one call of executable ``f`` on tensors ``ins``; its tensor(s), or
         NotImplemented when an input is traced or global (the call runs as it would outside
-        lazy mode)."""
+        lazy mode). ``glob``: ``(placement, output nd-SBPs)`` when ``f`` is a global op's
+        sharded executable (its inputs are global tensors, its outputs are made global)."""
         wiring, avals = [], []
+        n_in = len(self.inputs)
         for t in ins:
-            if t._global is not None:
+            if t._global is not None and glob is None:
+                self._drop_inputs(n_in)
                 return NotImplemented
-            v = _get_slot(t)
+            # (a view: its current value, still pending when its base was not written since)
+            v = t._pending_or_value() if t._aliases else t._meta
             if v.__class__ is LazyRef:
                 a = v.array
                 if a is None:
                     if v.segment is self:
-                        wiring.append((v.node, v.index))
+                        wiring.append(v.wire)
                         avals.append(v.aval)
                         continue
                     a = v.get()  # (another thread's pending value)
                 elif a.__class__ is _Failure:
                     raise a.error
+                if not t._aliases:  # (computed: the tensor becomes plain)
+                    t._meta = a
+                    t.__class__ = _PLAIN_OF[t.__class__]
                 v = a
-            elif t._aliases:
-                v = t._value  # (a view: its current value)
-            if isinstance(v, Tracer):
+            elif isinstance(v, Tracer):
+                self._drop_inputs(n_in)
                 return NotImplemented
             k = self.input_ids.get(id(v))
             if k is None:
@@ -199,23 +300,43 @@ class Segment:
                 self.inputs.append(v)
             wiring.append(k)
             avals.append(v.aval)
-        avals = tuple(avals)
-        out_avals = _AVALS.get((f, avals, *map(type, dv)) if dv else (f, avals))
-        if out_avals is None:
-            out_avals = _out_avals(f, avals, dv)
+        if glob is None:
+            avals = tuple(avals)
+            out_avals = _AVALS.get((f, avals, *map(type, dv)) if dv else (f, avals))
+            if out_avals is None:
+                out_avals = _out_avals(f, avals, dv)
+                self.new_shapes = True
+        else:
+            out_avals = glob[2]  # (a sharded executable's logical results, from its plan)
         n = len(self.nodes)
-        self.nodes.append((f, tuple(wiring), dv, len(out_avals)))
+        self.nodes.append((f, tuple(wiring), len(dv), len(out_avals)))
+        if dv:
+            self.dvs.extend(dv)
+        # (the user's line, kept for ops whose kernels can fail while running: host code)
+        self.sites.append(_call_site() if HOST_OPS and CALL_SITES[0] and getattr(
+            f, "__name__", None) in HOST_OPS else None)
         if single:
             r = LazyRef(out_avals[0], self, n, 0)
             self.refs.append((r,))
-            out = _new_lazy(r)
+            out = _wrap(r)
+            out.__class__ = LazyTensor
         else:
             refs = tuple(LazyRef(a, self, n, i) for i, a in enumerate(out_avals))
             self.refs.append(refs)
             out = tuple(map(_new_lazy, refs))
+        if glob is not None:
+            plc, nds, _ = glob
+            for t, nd in zip((out,) if single else out, nds):
+                t._global = (plc, nd)
         if n + 1 >= MAX_NODES:
             self.flush()
         return out
+
+    def _drop_inputs(self, n: int) -> None:
+        """Forget the inputs a call that is not recorded after all added (from ``n`` on)."""
+        for v in self.inputs[n:]:
+            del self.input_ids[id(v)]
+        del self.inputs[n:]
 
     def add_tree(self, f: Any, args: Any) -> Any:
         """Record a call of jitted ``f`` on a tree of values (arrays, pending values, Python
@@ -227,7 +348,7 @@ class Segment:
                 a = v.array
                 if a is None:
                     if v.segment is self:
-                        wiring.append((v.node, v.index))
+                        wiring.append(v.wire)
                         avals.append(v.aval)
                         continue
                     a = v.get()
@@ -250,60 +371,175 @@ class Segment:
 
             def flat(*xs: Any) -> list[Any]:
                 return jax.tree_util.tree_leaves(f(*jax.tree_util.tree_unflatten(treedef, xs)))
+            self.new_shapes = True
             hit = _AVALS[key] = (jax.jit(flat), out_def, tuple(
                 jax.core.ShapedArray(s.shape, s.dtype, weak_type=getattr(s, "weak_type", False))
                 for s in out_leaves))
         flat_f, out_def, out_avals = hit
         n = len(self.nodes)
-        self.nodes.append((flat_f, tuple(wiring), (), len(out_avals)))
+        self.nodes.append((flat_f, tuple(wiring), 0, len(out_avals)))
+        self.sites.append(_call_site() if CALL_SITES[0] else None)
         refs = tuple(LazyRef(a, self, n, i) for i, a in enumerate(out_avals))
         self.refs.append(refs)
         return jax.tree_util.tree_unflatten(out_def, list(map(_new_lazy, refs)))
 
+    def add_host(self, host: np.ndarray) -> LazyRef:
+        """The pending value of a new tensor's host data (a private copy): an input of the
+        next run, transferred by that one call (``flow.tensor(ndarray)`` pays no transfer
+        of its own)."""
+        k = len(self.inputs)
+        self.inputs.append(host)
+        n = len(self.nodes)
+        self.nodes.append((host_to_device, (k,), 0, 1))
+        self.sites.append(None)
+        r = LazyRef(jax.core.ShapedArray(host.shape, host.dtype), self, n, 0)
+        self.refs.append((r,))
+        self.host_bytes += host.nbytes
+        if self.host_bytes > MAX_HOST_BYTES or n + 1 >= MAX_NODES:
+            self.flush()  # (bounded: a loop making tensors it never reads)
+        return r
+
+    def add_check(self, reduce: Any, ins: tuple, check: Any) -> bool:
+        """A value check of a functor, deferred: record ``reduce`` (a jitted function of the
+        tensors ``ins`` giving small arrays, e.g. their min and max) and call
+        ``check(*host values)`` after the segment ran; when it raises, that error is the
+        segment's, attributed to the line that recorded it, and what was recorded from here
+        on is never computed (as eagerly, the op and what follows never ran). False when it
+        cannot be deferred (the caller checks now)."""
+        n = len(self.nodes)
+        outs = self.add(reduce, ins, (), False)
+        if outs is NotImplemented:
+            return False
+        if CALL_SITES[0]:
+            self.sites[n] = _call_site()
+        self.checks.append((n, list(self.refs[n]), check))  # (a list: its refs count as read)
+        return True
+
     def key(self) -> tuple:
-        """The structure: executables, wiring and how many dynamic values each takes."""
-        return tuple((f, w, len(dv), n) for f, w, dv, n in self.nodes)
+        """The structure: executables, wiring, how many dynamic values each takes."""
+        return tuple(self.nodes)
 
     def flush(self) -> None:
-        """Run the pending nodes, give every lazy tensor of the segment its array, and start
-        empty."""
+        """Run the pending nodes, give every lazy value of the segment that is still referenced
+        its array, and start empty."""
         if not self.nodes or self.flushing:
             return
         self.flushing = True
         try:
-            nodes, inputs, refs = self.nodes, self.inputs, self.refs
-            key = self.key()
-            dvs = [d for _, _, dv, _ in nodes for d in dv]
-            f = _compiled(key)
-            try:
-                if f is None:
-                    _STATS["eager_flushes"] += 1
-                    outs = _replay(nodes, inputs, dvs)
-                else:
-                    outs = f(inputs, dvs)
-            except BaseException as e:
-                failed = _Failure(e)
-                for rs in refs:
-                    for r in rs:
-                        r.array = failed
-                raise
-            _STATS["flushes"] += 1
-            _STATS["recorded"] += len(nodes)
-            # (a lazy tensor takes its array at its next read: see LazyTensor._value)
-            for rs, vals in zip(refs, outs):
-                for r, v in zip(rs, vals):
-                    r.array = v
+            self._run()
         finally:
             self.__init__()
 
+    def _run(self) -> None:
+        nodes, refs = self.nodes, self.refs
+        live = _live(refs)
+        # (input shapes are in the key: a shape seen once runs op by op, compiling nothing)
+        avals = tuple([(v.shape, v.dtype) if v.__class__ is np.ndarray else v.aval
+                       for v in self.inputs])
+        f = _compiled((tuple(nodes), live, avals), self.new_shapes)
+        try:
+            if f is None:
+                _STATS["eager_flushes"] += 1
+                for rs, vals in zip(refs, _replay(nodes, self.inputs, self.dvs)):
+                    for r, v in zip(rs, vals):
+                        r.array = v
+            else:
+                it = iter(f(self.inputs, self.dvs))
+                for rs, ls in zip(refs, live):
+                    for r, keep in zip(rs, ls):
+                        if keep:
+                            r.array = next(it)
+        except _NodeFailed as e:
+            self._fail(e.node, e.cause, e.outs)
+        except Exception as e:  # noqa: BLE001  (the compiled run failed: find the node)
+            try:
+                _replay(nodes, self.inputs, self.dvs)
+            except _NodeFailed as nf:
+                self._fail(nf.node, nf.cause, nf.outs)
+            self._fail(0, e, [])
+        _STATS["flushes"] += 1
+        _STATS["recorded"] += len(nodes)
+        for n, check_refs, check in self.checks:
+            try:
+                check(*jax.device_get([r.array for r in check_refs]))
+            except Exception as e:  # noqa: BLE001  (the functor's own error, now)
+                self._fail(n, e, None)
+
+    def _fail(self, node: int, cause: BaseException, outs: list[list[Any]] | None) -> None:
+        """Node ``node`` failed with ``cause``: the nodes before it keep their values (from
+        ``outs`` when given), it and every later node's values raise; raise ``cause``, with
+        the op's recording line in a note."""
+        if isinstance(cause, jax.errors.JaxRuntimeError) and HOST_ERROR[0] is not None:
+            cause = HOST_ERROR[0]() or cause  # (a python kernel's own error)
+        if node < len(self.nodes):
+            site = self.sites[node]
+            what = "value check" if any(n == node for n, _, _ in self.checks) else \
+                f"op '{getattr(self.nodes[node][0], '__name__', '?')}'"
+            cause.add_note(f"(lazy mode: raised when the pending ops ran; the failing {what} "
+                           + (f"was recorded at {site[0]}:{site[1]})" if site else
+                              "has no recorded line)"))
+        if outs is not None:
+            for rs, vals in zip(self.refs, outs):
+                for r, v in zip(rs, vals):
+                    r.array = v
+        failed = _Failure(cause)
+        for rs in self.refs[node:]:
+            for r in rs:
+                r.array = failed
+        raise cause.with_traceback(None) from None
+
+
+def _live(refs: list[tuple[LazyRef, ...]]) -> tuple[tuple[bool, ...], ...]:
+    """Per node, which outputs anything outside the segment still references (a tensor, the
+    tape, a reader): only those come back from the run, so XLA fuses the rest away and an
+    unread intermediate costs no output buffer. A value nothing references can never be read
+    again (CPython frees it), so this is exact, not a guess."""
+    out = []
+    keep = out.append
+    for rs in refs:
+        if len(rs) == 1:  # (most ops: no inner loop)
+            keep(_KEPT if _refcount(rs[0]) > _BASE1 else _DROPPED)
+        else:
+            keep(tuple([_refcount(r) > _BASE for r in rs]))
+    return tuple(out)
+
+
+_KEPT, _DROPPED = (True,), (False,)
+_refcount = sys.getrefcount
+_BASE = _BASE1 = 0
+
+
+def _calibrate() -> None:
+    """The reference counts :func:`_live` sees for a value only the segment holds (they
+    depend on the interpreter's frame layout, so they are measured, not assumed)."""
+    global _BASE, _BASE1
+
+    def dead(n: int) -> bool:  # (n fresh values held by their tuple only)
+        return not any(_live([tuple(object.__new__(LazyRef) for _ in range(n))])[0])
+    for _BASE1 in range(16):  # noqa: B007  (the global is the loop variable)
+        if dead(1):
+            break
+    for _BASE in range(16):  # noqa: B007
+        if dead(2):
+            break
+    if not (dead(1) and dead(2)):
+        raise RuntimeError("lazy_mode: cannot calibrate reference counts")
+
 
 def _replay(nodes: list, inputs: list, dvs: list) -> list[list[Any]]:
-    """Every node's outputs, computed in order (eagerly, or traced under ``jax.jit``)."""
+    """Every node's outputs, computed in order (eagerly, or traced under ``jax.jit``); a
+    failing node raises :class:`_NodeFailed`."""
     outs: list[list[Any]] = []
-    it = iter(dvs)
-    for f, wiring, dv, _ in nodes:
+    pos = 0
+    for k, (f, wiring, ndv, _) in enumerate(nodes):
         args = [inputs[w] if w.__class__ is int else outs[w[0]][w[1]] for w in wiring]
-        r = f(*args, *[next(it) for _ in dv])
+        if ndv:
+            args += dvs[pos:pos + ndv]
+            pos += ndv
+        try:
+            r = f(*args)
+        except Exception as e:  # noqa: BLE001
+            raise _NodeFailed(k, outs, e) from e
         outs.append(list(r) if isinstance(r, (tuple, list)) else [r])
     return outs
 
@@ -312,19 +548,93 @@ def _replay(nodes: list, inputs: list, dvs: list) -> list[list[Any]]:
 _CACHE: OrderedDict[tuple, Any] = OrderedDict()
 
 
-def _compiled(key: tuple) -> Any:
-    """The jitted replay of a structure, or None on its first sighting (run node by node)."""
+def _compiled(key: tuple, new_shapes: bool) -> Any:
+    """The jitted replay of a segment key (returning its live outputs, flat), or None when
+    it runs node by node (see :data:`COMPILE_ON_SIGHTING`)."""
     hit = _CACHE.get(key, _FIRST)
-    if hit is _FIRST:
+    if hit is _FIRST and (COMPILE_ON_SIGHTING == 2 or (
+            COMPILE_ON_SIGHTING == "adaptive" and not new_shapes)):
         hit = _CACHE[key] = None
-    elif hit is None:
-        nodes = [(f, w, range(nd), n) for f, w, nd, n in key]
-        hit = _CACHE[key] = jax.jit(lambda inputs, dvs: _replay(nodes, inputs, dvs))
+    elif hit is None or hit is _FIRST:
+        first = hit is _FIRST
+        structure, live, _ = key
+
+        def run(inputs: list, dvs: list) -> list[Any]:
+            outs = _replay(structure, inputs, dvs)
+            return [v for vals, ls in zip(outs, live) for v, keep in zip(vals, ls) if keep]
+        hit = _CACHE[key] = jax.jit(run)
         _STATS["compiles"] += 1
-    _CACHE.move_to_end(key)
-    while len(_CACHE) > CACHE_SIZE:
-        _CACHE.popitem(last=False)
+        _note_compile(key, first)
+    if hit is None or hit is not _MRU[0]:  # (a loop hitting one key: no reordering)
+        _MRU[0] = hit
+        _CACHE.move_to_end(key)
+        while len(_CACHE) > CACHE_SIZE:
+            _CACHE.popitem(last=False)
     return hit
+
+
+_MRU: list[Any] = [None]  # the executable most recently returned (its key is last in _CACHE)
+
+
+#: why the recent compiles happened (newest last; :func:`recompile_reasons`)
+_REASONS: deque[str] = deque(maxlen=32)
+#: ``[bool]``: also warn (``RecompileWarning``) at each compile (``flow.lazy(explain=True)``)
+EXPLAIN = [False]
+_LAST: list[Any] = [None]
+
+
+def recompile_reasons() -> list[str]:
+    """Why lazy mode compiled its recent segments (newest last, at most 32)."""
+    return list(_REASONS)
+
+
+def _name(f: Any) -> str:
+    return getattr(f, "__name__", "?")
+
+
+def _note_compile(key: tuple, first: bool) -> None:
+    last, _LAST[0] = _LAST[0], key
+    reason = _describe_change(last, key, first)
+    _REASONS.append(reason)
+    if EXPLAIN[0]:
+        site = _call_site() or ("<unknown>", 0)  # (the user's line that made it run)
+        warnings.warn_explicit(f"flow.lazy: compiling a segment because {reason}",
+                               RecompileWarning, site[0], site[1])
+
+
+def _describe_change(last: tuple | None, key: tuple, first: bool = False) -> str:
+    """What makes ``key`` (a segment's structure, kept outputs, input shapes) new, compared
+    with the segment compiled before it; ``first``: compiled on its first sighting."""
+    nodes, live, avals = key
+    ops = [_name(n[0]) for n in nodes]
+    more = ", ..." if len(ops) > 6 else ""
+    what = f"its structure ({len(nodes)} ops: {', '.join(ops[:6])}{more})"
+    head = (f"{what} is new and has ops on new shapes (run one by one, each would compile)"
+            if first else f"{what} ran a second time (the first ran op by op)")
+    if last is None:
+        return head
+    lnodes, llive, lavals = last
+    if nodes == lnodes and live == llive:
+        diff = [f"input {i}: {_aval_str(b)} (was {_aval_str(a)})"
+                for i, (a, b) in enumerate(zip(lavals, avals)) if a != b]
+        if len(avals) != len(lavals):
+            diff.append(f"{len(avals)} inputs (was {len(lavals)})")
+        return f"{head}; the last compiled segment had the same ops but " + "; ".join(diff[:4])
+    if nodes == lnodes:
+        return (f"{head}; the last compiled segment had the same ops but other results "
+                f"still referenced (the results a run returns are part of its key)")
+    for k, (a, b) in enumerate(zip(lnodes, nodes)):
+        if a != b:
+            what = (f"op {k} is '{_name(b[0])}' (was '{_name(a[0])}')" if a[0] is not b[0]
+                    else f"op {k} ('{_name(b[0])}') takes other inputs or attributes")
+            return f"{head}; differs from the last compiled segment: {what}"
+    return (f"{head}; differs from the last compiled segment: {len(nodes)} ops "
+            f"(was {len(lnodes)})")
+
+
+def _aval_str(a: Any) -> str:
+    shape, dtype = (a.shape, a.dtype) if hasattr(a, "shape") else a
+    return f"{np.dtype(dtype).name}{list(shape)}"
 
 
 _FIRST = object()
@@ -364,3 +674,44 @@ def resolve_saved(nodes: Any) -> None:
         if saved and any(s[0].__class__ is LazyRef for s in saved):
             n.saved = [(v.get() if v.__class__ is LazyRef else v, *rest)
                        for v, *rest in saved]
+
+
+_calibrate()
+
+
+def add_global(fn: Any, ins: list, dyn: tuple, single: bool, plc: Any, nds: tuple,
+               out_avals: Any) -> Any:
+    """Record a global op's sharded executable (jflow.sharding.execute) when this thread is
+    lazy: the pending segment then runs as one ``jax.jit`` over the ops' sharded programs.
+    NotImplemented when not lazy, traced, or the placement spans processes (there each
+    executable is waited for, to keep collectives in step: see Placement.wait_if_shared)."""
+    seg = getattr(_LOCAL, "active", None)
+    if seg is None or seg.flushing or len(
+            {d.process_index for d in plc.mesh.devices.flat}) > 1:
+        return NotImplemented
+    return seg.add(fn, tuple(ins), tuple(dyn), single,
+                   (plc, nds, tuple(jax.core.ShapedArray(a.shape, a.dtype) for a in out_avals)))
+
+
+def host_data(host: np.ndarray) -> LazyRef | None:
+    """``tensor.HOST_DATA``'s hook: a pending value for a new tensor's host data when this
+    thread is lazy, else None."""
+    seg = getattr(_LOCAL, "active", None)
+    if seg is None or seg.flushing:
+        return None
+    return seg.add_host(host)
+
+
+def defer_check(reduce: Any, ins: tuple, check: Any) -> bool:
+    """A functor's value check without a flush: in lazy mode, when an input is pending, record
+    ``reduce(*ins)`` and run ``check(*its values)`` when the segment runs (see
+    :meth:`Segment.add_check`); True. False when the values are at hand or lazy mode is off:
+    the caller checks now, as eagerly."""
+    seg = getattr(_LOCAL, "active", None)
+    if seg is None:
+        return False
+    for t in ins:
+        v = t._meta
+        if v.__class__ is LazyRef and v.array is None and v.segment is seg:
+            return seg.add_check(reduce, ins, check)
+    return False

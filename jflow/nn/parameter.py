@@ -13,6 +13,7 @@ from typing import Any
 import jax
 
 from ..creation import empty
+from ..lazy_mode.segment import register_lazy_class
 from ..tensor import Tensor, _flatten, _wrap
 
 __all__ = ["Parameter", "Buffer", "is_parameter"]
@@ -77,6 +78,9 @@ def _unflatten_parameter(aux: Any, children: Any) -> Parameter:
 
 
 jax.tree_util.register_pytree_node(Parameter, _flatten, _unflatten_parameter)
+# (lazy mode: an optimizer's in-place update of a parameter records; the parameter is pending
+# until read, and stays an ``nn.Parameter`` throughout)
+register_lazy_class(Parameter, _unflatten_parameter)
 
 
 class Buffer(Tensor):

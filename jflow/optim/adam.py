@@ -111,7 +111,7 @@ class Adam(Optimizer):
 
 def _scalar(value: Any, like: Tensor) -> Tensor:
     """A 0-d tensor of ``value`` on ``like``'s placement (cached device scalars)."""
-    t = _wrap(device_scalar(value, like._value.dtype))
+    t = _wrap(device_scalar(value, like._meta.dtype))
     if like._global is not None:
         t = t.to_global(like._global[0], [broadcast] * len(like._global[1]))
     return t

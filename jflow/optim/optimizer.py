@@ -2,10 +2,13 @@
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Callable, Iterable
 from typing import Any
 
 from ..autograd import enable_grad, no_grad
+from ..lazy_mode import segment as _lazy
+from ..lazy_mode.optimizer_step import record_step
 from ..nn.utils import zero_grads
 from ..tensor import Tensor
 from .watched import WatchedGroup, WatchedList
@@ -20,6 +23,23 @@ def assign_(t: Tensor, new: Tensor) -> None:
         new = new.to_global(*t._global) if t._global is not None else new
     t._value = new._value
     t._version += 1
+
+
+def _running_pending(step: Callable[..., Any]) -> Callable[..., Any]:
+    """``step`` that ends by running what lazy mode recorded (jflow.lazy_mode): an eager
+    training step — forward, backward, update — runs as one fused executable."""
+    @functools.wraps(step)
+    def run(self: Optimizer, *args: Any, **kwargs: Any) -> Any:
+        if not _lazy.USED[0] or _lazy.active() is None:
+            return step(self, *args, **kwargs)
+        if args or kwargs or not record_step(self, step):  # (one recorded node when it can)
+            out = step(self, *args, **kwargs)
+        else:
+            out = None
+        _lazy.flush()
+        return out
+    run._runs_pending = True  # type: ignore[attr-defined]
+    return run
 
 
 class _Required:
@@ -38,6 +58,12 @@ class Optimizer:
     the step count); subclasses implement :meth:`step`, updating parameters in place under
     ``flow.no_grad()`` so they stay the same objects (modules keep them).
     """
+
+    def __init_subclass__(cls, **kwargs: Any) -> None:
+        super().__init_subclass__(**kwargs)
+        step = cls.__dict__.get("step")
+        if step is not None and not getattr(step, "_runs_pending", False):
+            cls.step = _running_pending(step)
 
     def __init__(self, params: Iterable[Any], defaults: dict[str, Any]) -> None:
         self.defaults = defaults

@@ -28,6 +28,7 @@ from jax import lax
 
 from .._jax_compat import vary_together
 from ..autograd.graph import record
+from ..lazy_mode import segment as _lazy
 from ..tensor import Tensor, _wrap
 from . import plan as step_plan
 from .boxing import box_local, cost, describe
@@ -207,7 +208,7 @@ def _common_placement(op: Any, ins: list[Tensor]) -> Placement:
             break
     for i, t in enumerate(ins):
         if t._global is None:
-            if t._value.ndim == 0 and plc is not None:
+            if t._meta.ndim == 0 and plc is not None:
                 ins[i] = _broadcast_scalar(t, plc)
                 continue
             raise ValueError(f"op '{op.name}': input {i} is a local tensor while others are "
@@ -243,7 +244,7 @@ def _plan(op: Any, params: dict[str, Any], plc: Placement, in_nds: tuple, ins: l
     candidates)``, or None when an empty tensor is involved. ``forced``: the signature a
     whole-step plan (``sharding/plan.py``) chose instead of the greedy one."""
     attrs, layout, _ = op.split_params(params)
-    in_avals = [jax.core.ShapedArray(tuple(t._value.shape), t._value.dtype) for t in ins]
+    in_avals = [jax.core.ShapedArray(tuple(t._meta.shape), t._meta.dtype) for t in ins]
     out_avals = op.infer_descs(in_avals, layout, attrs)
     if any(0 in tuple(a.shape) for a in (*in_avals, *out_avals)):
         return None
@@ -283,7 +284,7 @@ def global_apply(op: Any, params: dict[str, Any], ins: list[Tensor], single: boo
     in_nds = tuple(t._global[1] for t in ins)
     try:  # one cache hit per call: inference + executable, per layout, shapes and dtypes
         key = (op.name, tuple(params.items()), plc, in_nds,
-               tuple((t._value.shape, t._value.dtype) for t in ins))
+               tuple((t._meta.shape, t._meta.dtype) for t in ins))
         hash(key)
     except TypeError:
         key = None
@@ -304,6 +305,11 @@ def global_apply(op: Any, params: dict[str, Any], ins: list[Tensor], single: boo
             key = None if key is None else (op.name, key[1], plc, in_nds, key[4], forced)
             plan = _cached_plan(key, op, params, plc, in_nds, ins, len(dyn), forced=forced)
     fn, sig, in_avals, out_avals, sigs = plan
+    if step is None and not _RECORDING[0] and _lazy.USED[0]:  # lazy mode: record the call
+        out = _lazy.add_global(fn, ins, dyn, single, plc, sig.outputs, out_avals)
+        if out is not NotImplemented:
+            return record(op, params, ins, out, dyn) if any(
+                t._requires_grad for t in ins) else out
     if _RECORDING[0]:
         moved = sum(cost(s, d, a.size * np.dtype(a.dtype).itemsize, plc.hierarchy, a.shape)
                     for s, d, a in zip(in_nds, sig.inputs, in_avals))

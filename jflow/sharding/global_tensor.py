@@ -114,11 +114,11 @@ def to_global(t: Tensor, placement: Placement | None = None, sbp: Any = None) ->
     if not isinstance(placement, Placement):
         raise TypeError(f"{fname}: placement must be a flow.placement, got "
                         f"{type(placement).__name__}")
-    nd = normalize_nd_sbp(sbp, placement, t._value.ndim, fname)
-    if t._value.dtype == np.bool_ and any(isinstance(x, _PartialSum) for x in nd):
+    nd = normalize_nd_sbp(sbp, placement, t._meta.ndim, fname)
+    if t._meta.dtype == np.bool_ and any(isinstance(x, _PartialSum) for x in nd):
         raise TypeError(f"{fname}: sbp partial_sum is not defined for a bool tensor (a sum "
                         f"of bools is not a bool); cast it to an integer dtype first")
-    _check_divisible(t._value.shape, placement, nd, fname)
+    _check_divisible(t._meta.shape, placement, nd, fname)
     if t._global is not None and t._global == (placement, nd):
         return t
     return ToGlobal.apply(t, placement, nd)
@@ -173,7 +173,7 @@ class ToLocal(Function):
     @staticmethod
     def forward(ctx: Any, x: Tensor) -> Tensor:
         ctx.src = x._global
-        ctx.shape = tuple(x._value.shape)
+        ctx.shape = tuple(x._meta.shape)
         return _wrap(_local_of(x))
 
     @staticmethod

@@ -97,7 +97,7 @@ class Alias:
         """The strided layout over the base (computed on first use, then kept)."""
         lay = self._layout
         if lay is None:
-            lay = contiguous(self.base._value.shape)
+            lay = contiguous(self.base._meta.shape)
             for kind, args in self.steps:
                 lay = STEP_LAYOUT[kind](lay, *args)
             self._layout = lay
@@ -219,6 +219,13 @@ class View(Tensor):
     def _write_through(self, result: Tensor, fname: str) -> Tensor:
         return write(self, result, fname)
 
+    def _pending_or_value(self) -> Any:
+        """The view's current value without computing a pending one (jflow.lazy_mode): its
+        own slot while the base has not been written since (a lazy value stays pending),
+        else the value replayed from the base."""
+        m = _ALIAS.__get__(self)
+        return _VALUE.__get__(self) if m.seen == m.base._version else _get_value(self)
+
     def __reduce_ex__(self, protocol: Any) -> Any:
         """Pickled / deep-copied as a plain tensor holding the view's current value (the
         copy owns its elements, as a deep copy in PyTorch does)."""
@@ -287,7 +294,7 @@ def layout_of(t: Tensor) -> Layout:
     """``t``'s strided layout over its storage (a plain tensor is dense and contiguous)."""
     if t._aliases:
         return _ALIAS.__get__(t).layout()
-    return contiguous(t._value.shape)
+    return contiguous(t._meta.shape)
 
 
 def base_of(t: Tensor) -> Tensor | None:
@@ -323,7 +330,7 @@ def _replay(base: Tensor, steps: tuple) -> Tensor:
 
 def _as_strided_read(base: Tensor, size: tuple, stride: tuple, offset: int) -> Tensor:
     lay = Layout(tuple(size), tuple(stride), offset)
-    idx = _cached(_POSITIONS, (tuple(base._value.shape), lay, base._global),
+    idx = _cached(_POSITIONS, (tuple(base._meta.shape), lay, base._global),
                   lambda: _positions(base, lay))
     if not idx:
         return _reshape(base, shape=tuple(size))
@@ -360,7 +367,7 @@ _PUT_DTYPE_STEP = {
 
 def _positions(base: Tensor, lay: Layout) -> tuple[Tensor, ...]:
     """One index tensor per base dim, of the view's shape: where each view element lives."""
-    shape = tuple(base._value.shape)
+    shape = tuple(base._meta.shape)
     if not shape:
         return ()
     flat = flat_index(lay)
@@ -410,7 +417,7 @@ def _scatter_chain(base: Tensor, steps: tuple, value: Tensor) -> Tensor:
 def _scatter(base: Tensor, m: Alias, value: Tensor) -> Tensor:
     """The base with the view's elements replaced by ``value`` (an op on the tape)."""
     steps = m.steps
-    shape = tuple(base._value.shape)
+    shape = tuple(base._meta.shape)
     if not steps:
         return value
     if any(kind in DTYPE_STEPS for kind, _ in steps):
@@ -432,7 +439,7 @@ def _scatter(base: Tensor, m: Alias, value: Tensor) -> Tensor:
     plan = _cached(_PLANS, (shape, lay), lambda: as_basic_index(shape, lay))
     if plan is not None:  # slices of the base, maybe permuted: slice updates
         tshape = tuple(plan.shape[p] for p in plan.perm)
-        if tuple(value._value.shape) != tshape:
+        if tuple(value._meta.shape) != tshape:
             value = _reshape(value, shape=tshape)
         if plan.perm != tuple(range(len(plan.perm))):
             value = _transpose(value, perm=tuple(int(i) for i in np.argsort(plan.perm)))

@@ -88,7 +88,7 @@ def _scalar(k: int) -> Tensor:
 
 
 def _dynamic(x: Tensor, spec: str) -> Any:
-    v = x._value
+    v = x._meta  # (shape and tracer-ness only: a lazy value is not computed)
     if x._global is not None or isinstance(v, Tracer) or "i" not in spec:
         return None
     plan = _plan(spec, v.shape)

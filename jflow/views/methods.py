@@ -105,7 +105,7 @@ def as_strided(input: Tensor, size: Sequence[int], stride: Sequence[int],
     lay = layout_of(input)
     offset = lay.offset if storage_offset is None else int(storage_offset)
     base = _ALIAS.__get__(input).base if input._aliases else input
-    if base._value.dtype != input._value.dtype:
+    if base._meta.dtype != input._meta.dtype:
         raise RuntimeError(f"as_strided(): input is a {input.dtype} view of a {base.dtype} "
                            f"tensor (view_as_real / real / imag ...); jflow's as_strided "
                            f"addresses the base's elements: call it on a clone() instead")

@@ -28,7 +28,7 @@ O = _Ops()
 
 def sum_to(g: Tensor, shape: tuple[int, ...]) -> Tensor:
     """Reduce a broadcast gradient back to ``shape`` (sum over the broadcast dimensions)."""
-    gs = tuple(g._value.shape)
+    gs = tuple(g._meta.shape)
     shape = tuple(shape)
     if gs == shape:
         return g
@@ -36,7 +36,7 @@ def sum_to(g: Tensor, shape: tuple[int, ...]) -> Tensor:
     axes = tuple(range(lead)) + tuple(lead + i for i, s in enumerate(shape)
                                       if s == 1 and gs[lead + i] != 1)
     r = O.reduce_sum(g, axis=axes, keepdim=True) if axes else g
-    return O.reshape(r, shape=shape) if tuple(r._value.shape) != shape else r
+    return O.reshape(r, shape=shape) if tuple(r._meta.shape) != shape else r
 
 
 def scalar_like(value: Any, like: Tensor) -> Tensor:
@@ -44,21 +44,21 @@ def scalar_like(value: Any, like: Tensor) -> Tensor:
     be a dynamic attr's 0-d array (a tracer in a compiled rule): it is rounded as the same
     Python float would be."""
     if value.__class__ is not float and isinstance(value, jax.Array):
-        return _wrap(scalar_as(value, like._value.dtype))
-    return scalar_tensor(value, like._value.dtype)
+        return _wrap(scalar_as(value, like._meta.dtype))
+    return scalar_tensor(value, like._meta.dtype)
 
 
 def zeros(shape: tuple[int, ...], like: Tensor) -> Tensor:
     """Zeros of ``like``'s dtype and the given shape."""
-    return O.full(shape=tuple(shape), value=0.0, dtype=like._value.dtype)
+    return O.full(shape=tuple(shape), value=0.0, dtype=like._meta.dtype)
 
 
 def zeros_like(t: Tensor) -> Tensor:
-    return O.full(shape=tuple(t._value.shape), value=0.0, dtype=t._value.dtype)
+    return O.full(shape=tuple(t._meta.shape), value=0.0, dtype=t._meta.dtype)
 
 
 def ones_like(t: Tensor) -> Tensor:
-    return O.full(shape=tuple(t._value.shape), value=1.0, dtype=t._value.dtype)
+    return O.full(shape=tuple(t._meta.shape), value=1.0, dtype=t._meta.dtype)
 
 
 def keep_where(cond: Tensor, dy: Tensor) -> Tensor:

@@ -22,25 +22,25 @@ from ._util import O, scalar_like, sum_to
 
 
 def _cast(t, dt):
-    return t if t is None or np.dtype(t._value.dtype) == np.dtype(dt) else O.cast(t, dtype=dt)
+    return t if t is None or np.dtype(t._meta.dtype) == np.dtype(dt) else O.cast(t, dtype=dt)
 
 
 def _mm(a, b, ta=False, tb=False, alpha=1.0):
     """a @ b over the last two dims (optionally transposed), any number of leading dims."""
-    f = O.matmul if a._value.ndim == 2 else O.batch_matmul
+    f = O.matmul if a._meta.ndim == 2 else O.batch_matmul
     return f(a, b, transpose_a=ta, transpose_b=tb, alpha=float(alpha))
 
 
 def _rowsum(t):
-    return O.reduce_sum(t, axis=(t._value.ndim - 1,), keepdim=False)
+    return O.reduce_sum(t, axis=(t._meta.ndim - 1,), keepdim=False)
 
 
 def _col(t):
-    return O.unsqueeze(t, dim=t._value.ndim)
+    return O.unsqueeze(t, dim=t._meta.ndim)
 
 
 def _is_float_mask(mask):
-    return mask is not None and np.dtype(mask._value.dtype) != np.dtype(np.bool_)
+    return mask is not None and np.dtype(mask._meta.dtype) != np.dtype(np.bool_)
 
 
 def _probs(q, k, mask, lse, is_causal, scale):
@@ -49,10 +49,10 @@ def _probs(q, k, mask, lse, is_causal, scale):
     s = _mm(q, k, tb=True, alpha=scale)
     neg = scalar_like(-np.inf, s)
     if mask is not None:
-        s = O.add(s, _cast(mask, lse._value.dtype)) if _is_float_mask(mask) else \
+        s = O.add(s, _cast(mask, lse._meta.dtype)) if _is_float_mask(mask) else \
             O.where(mask, s, neg)
     if is_causal:
-        n_l, n_s = s._value.shape[-2:]
+        n_l, n_s = s._meta.shape[-2:]
         rows = O.arange(start=0.0, end=float(n_l), step=1.0, dtype=np.int64)
         cols = O.arange(start=0.0, end=float(n_s), step=1.0, dtype=np.int64)
         s = O.where(O.ge(_col(rows), cols), s, neg)
@@ -71,12 +71,12 @@ def _sdpa(ctx, dout, dlse):
     if mask is not None:
         dm = None
         if need[3] and _is_float_mask(mask):
-            cd = lse._value.dtype
+            cd = lse._meta.dtype
             qf, kf, vf, of, gf = (_cast(t, cd) for t in (q, k, v, out, dout))
             p = _probs(qf, kf, mask, lse, ctx.is_causal, ctx.scale)
             delta = O.sub(_rowsum(O.mul(gf, of)), dlse)
             ds = O.mul(p, O.sub(_mm(gf, vf, tb=True), _col(delta)))
-            dm = _cast(sum_to(ds, tuple(mask._value.shape)), mask._value.dtype)
+            dm = _cast(sum_to(ds, tuple(mask._meta.shape)), mask._meta.dtype)
         grads.append(dm)
     return grads
 
@@ -86,7 +86,7 @@ def _sdpa(ctx, dout, dlse):
 def _sdpa_grad(ctx, gq, gk, gv):
     q, k, v, out, lse, dout, dlse, mask = ctx.saved_tensors
     scale = ctx.scale
-    cd = lse._value.dtype
+    cd = lse._meta.dtype
     qf, kf, vf, of, df, gq, gk, gv = (_cast(t, cd) for t in (q, k, v, out, dout, gq, gk, gv))
     p = _probs(qf, kf, mask, lse, ctx.is_causal, scale)
     delta = O.sub(_rowsum(O.mul(df, of)), dlse)
@@ -104,10 +104,10 @@ def _sdpa_grad(ctx, gq, gk, gv):
     g_out = O.mul(_col(g_delta), df)
     g_lse = O.neg(_rowsum(g_s))
     g_dlse = O.neg(g_delta)
-    dt = q._value.dtype
+    dt = q._meta.dtype
     grads = [_cast(g_q, dt), _cast(g_k, dt), _cast(g_v, dt), _cast(g_out, dt), g_lse,
              _cast(g_dout, dt), g_dlse]
     if mask is not None:
-        grads.append(_cast(sum_to(g_s, tuple(mask._value.shape)), mask._value.dtype)
+        grads.append(_cast(sum_to(g_s, tuple(mask._meta.shape)), mask._meta.dtype)
                      if _is_float_mask(mask) else None)
     return grads

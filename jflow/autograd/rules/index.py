@@ -47,17 +47,17 @@ def _iota(shape, d):
 
 def _crop(t, shape, d):
     """The leading ``shape`` block of ``t`` (a gather with a positional index)."""
-    if tuple(t._value.shape) == tuple(shape):
+    if tuple(t._meta.shape) == tuple(shape):
         return t
     return O.dim_gather(t, _iota(shape, d), dim=d)
 
 
 def _pad_to(g, shape, d):
     """``g`` in the leading block of a zero tensor of ``shape`` (the transpose of ``_crop``)."""
-    gs = tuple(g._value.shape)
+    gs = tuple(g._meta.shape)
     if gs == tuple(shape):
         return g
-    return O.dim_scatter(_full(shape, 0.0, g._value.dtype), _iota(gs, d), g, dim=d,
+    return O.dim_scatter(_full(shape, 0.0, g._meta.dtype), _iota(gs, d), g, dim=d,
                          reduce="none")
 
 
@@ -66,7 +66,7 @@ def _in_range(index, size: int):
     ge0 = O.ge(index, scalar_like(0, index))
     if size == 0:
         return O.logical_and(ge0, O.lt(index, scalar_like(0, index)))
-    top = min(size - 1, int(np.iinfo(index._value.dtype).max))
+    top = min(size - 1, int(np.iinfo(index._meta.dtype).max))
     return O.logical_and(ge0, O.le(index, scalar_like(top, index)))
 
 
@@ -123,14 +123,14 @@ def _dim_scatter(ctx, dy):
 def _extreme_grads(x, index, src, out, dy, si, ss, d, need_x, need_src):
     """The gradients of ``dim_scatter`` with ``reduce='max'`` / ``'min'``: each target's
     ``dy`` divided by the number of its entries (input and src) equal to the output."""
-    sx = tuple(x._value.shape)
+    sx = tuple(x._meta.shape)
     valid = _in_range(index, sx[d] if sx else 1)
     safe = O.where(valid, index, scalar_like(0, index))
     s = _crop(src, si, d) if ss else O.expand(src, shape=tuple(si))
     one, zero = scalar_like(1.0, dy), scalar_like(0.0, dy)
     hit = O.logical_and(O.eq(s, O.dim_gather(out, safe, dim=d)), valid)
     x_hit = O.where(O.eq(x, out), one, zero)
-    zeros = _full(sx, 0.0, dy._value.dtype)
+    zeros = _full(sx, 0.0, dy._meta.dtype)
     count = O.add(x_hit, O.dim_scatter(zeros, index, O.where(hit, one, zero), dim=d,
                                        reduce="add"))
     share = O.div(dy, O.where(O.eq(count, zero), one, count))
@@ -160,7 +160,7 @@ def _prod_of_others(x, index, safe, src, out, si, ss, d):
     two = scalar_like(2.0, s)
     is_zero = O.eq(s, zero)
     s_safe = O.where(is_zero, one, s)
-    zeros = _full(x._value.shape, 0.0, x._value.dtype)
+    zeros = _full(x._meta.shape, 0.0, x._meta.dtype)
 
     def at_entries(t):
         return O.dim_gather(t, safe, dim=d)
@@ -186,7 +186,7 @@ def _index_select(ctx, dy):
     if not sx:  # 0-d input: one index element, 0-d output
         return O.dim_scatter(zeros, O.reshape(index, shape=()), dy, dim=0, reduce="add"), None
     d = _axis(ctx.dim, len(sx))
-    sy = tuple(dy._value.shape)
+    sy = tuple(dy._meta.shape)
     n = sy[d]
     idx = O.reshape(index, shape=tuple(n if i == d else 1 for i in range(len(sx))))
     idx = O.expand(idx, shape=sy)

@@ -16,7 +16,7 @@ from ._util import O
 
 
 def _nd(x) -> int:
-    return x._value.ndim
+    return x._meta.ndim
 
 
 def _mT(x):
@@ -32,15 +32,15 @@ def _mm(a, b, ta: bool = False, tb: bool = False):
 
 
 def _scalar(v: float, like):
-    return O.full(shape=(), value=v, dtype=like._value.dtype)
+    return O.full(shape=(), value=v, dtype=like._meta.dtype)
 
 
 def _ones(shape: tuple[int, ...], like):
-    return O.full(shape=shape, value=1.0, dtype=like._value.dtype)
+    return O.full(shape=shape, value=1.0, dtype=like._meta.dtype)
 
 
 def _eye(n: int, like):
-    return O.eye(n=n, m=n, dtype=like._value.dtype)
+    return O.eye(n=n, m=n, dtype=like._meta.dtype)
 
 
 def _diag(x):
@@ -51,13 +51,13 @@ def _diag(x):
 
 def _col(v):
     """(..., n) -> (..., 1, n): scales the columns of a matrix when multiplied."""
-    s = tuple(v._value.shape)
+    s = tuple(v._meta.shape)
     return O.reshape(v, shape=s[:-1] + (1, s[-1]))
 
 
 def _row(v):
     """(..., n) -> (..., n, 1): scales the rows."""
-    s = tuple(v._value.shape)
+    s = tuple(v._meta.shape)
     return O.reshape(v, shape=s + (1,))
 
 
@@ -100,7 +100,7 @@ def _einsum(ctx, dy):
             else:
                 seen[c] = n
                 target += c
-        extra += [(c, O.full(shape=(n,), value=1.0, dtype=dy._value.dtype))
+        extra += [(c, O.full(shape=(n,), value=1.0, dtype=dy._meta.dtype))
                   for c, n in seen.items() if c not in used]
         allin = ins + extra
         eq = ",".join(s for s, _ in allin) + "->" + target
@@ -130,7 +130,7 @@ def _inv(ctx, dy):
 @register_backward("linalg_slogdet", save=["a"])
 def _slogdet(ctx, dsign, dlogabs):
     (a,) = ctx.saved_tensors          # d log|det A| = A^{-T}
-    s = tuple(dlogabs._value.shape)
+    s = tuple(dlogabs._meta.shape)
     return O.mul(O.reshape(dlogabs, shape=s + (1, 1)), _mT(O.linalg_inv(a)))
 
 

@@ -101,7 +101,7 @@ def _sparse_softmax_cross_entropy_grad(ctx, g):
     n, v = tuple(ctx.input_shapes[0])
     dt = ctx.input_dtypes[0]
     tdt = ctx.input_dtypes[1]
-    cast = (lambda t: t if t._value.dtype == dt else O.cast(t, dtype=dt))  # noqa: E731
+    cast = (lambda t: t if t._meta.dtype == dt else O.cast(t, dtype=dt))  # noqa: E731
     valid = O.cast(O.ne(labels, O.full(shape=(), value=float(ctx.ignore_index), dtype=tdt)),
                    dtype=dt)
     dl = O.mul(cast(dloss), valid)
@@ -114,7 +114,7 @@ def _sparse_softmax_cross_entropy_grad(ctx, g):
                 O.full(shape=(), value=-1.0, dtype=tdt))
     g_label = O.reduce_sum(O.mul(g, O.one_hot(t, num_classes=v, dtype=dt)), axis=(1,),
                            keepdim=False)
-    back = (lambda t_, i: t_ if t_._value.dtype == ctx.input_dtypes[i]  # noqa: E731
+    back = (lambda t_, i: t_ if t_._meta.dtype == ctx.input_dtypes[i]  # noqa: E731
             else O.cast(t_, dtype=ctx.input_dtypes[i]))
     need = ctx.needs_input_grad
     return [gx if need[0] else None, None,

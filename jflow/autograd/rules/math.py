@@ -179,7 +179,7 @@ def _pow_dx(dz, x, y, z):
 def _pow_dy(dz, x, y, z):
     # z * log(x); where x == 0 (and y >= 0) the gradient is 0, as PyTorch
     d = O.mul(z, O.log(x))
-    yr = O.real(y) if y._value.dtype.kind == "c" else y  # complex: Re(y) >= 0
+    yr = O.real(y) if y._meta.dtype.kind == "c" else y  # complex: Re(y) >= 0
     safe = O.logical_and(O.eq(x, _c(0.0, x)), O.ge(yr, _c(0.0, yr)))
     return O.mul(dz, O.where(safe, _c(0.0, d), d))
 

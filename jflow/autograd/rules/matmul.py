@@ -56,7 +56,7 @@ def _vec_times_batched(mat, dy, transpose):
     """``sum over batch of op(mat)^T-contracted dy``, i.e. the vector ``v`` with
     ``v[j] = sum_{..., i} op(mat)[..., i, j] * dy[..., i]`` where ``op(mat)`` is ``mat`` or its
     transpose (``transpose``) and ``dy`` has shape ``batch + (rows of op(mat),)``."""
-    shape = tuple(mat._value.shape)
+    shape = tuple(mat._meta.shape)
     batch = shape[:-2]
     if not batch:
         return O.matrix_vector_product(mat, dy, transpose_a=not transpose)

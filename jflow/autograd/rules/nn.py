@@ -30,7 +30,7 @@ def _log_softmax(ctx, dy):
 
 def _sum_dim_any(t, dim):
     """sum along dim, keepdim (a 0-d tensor is its own sum)."""
-    return t if not t._value.ndim else _sum_dim(t, dim)
+    return t if not t._meta.ndim else _sum_dim(t, dim)
 
 
 @register_backward("softmax_grad", save=["y", "dy"])

@@ -20,7 +20,7 @@ def expand_back(ctx, dy):
     """A reduced gradient broadcast back to the input's shape."""
     shape = ctx.input_shapes[0]
     kept = tuple(1 if i in _axes(ctx) else s for i, s in enumerate(shape))
-    if tuple(dy._value.shape) != kept:
+    if tuple(dy._meta.shape) != kept:
         dy = O.reshape(dy, shape=kept)
     return O.expand(dy, shape=shape) if kept != tuple(shape) else dy
 
@@ -47,7 +47,7 @@ def _c(v: float, like):  # a cached 0-d constant of like's dtype
 
 def _count(mask, like, axis):
     """Number of True entries of ``mask`` over ``axis`` (kept dims), in ``like``'s dtype."""
-    return O.reduce_sum(O.cast(mask, dtype=like._value.dtype), axis=axis, keepdim=True)
+    return O.reduce_sum(O.cast(mask, dtype=like._meta.dtype), axis=axis, keepdim=True)
 
 
 def _isnan(t):
@@ -60,7 +60,7 @@ def _even_split(ctx, x, y, dy):
     ye = expand_back(ctx, y)
     mask = O.logical_or(O.eq(x, ye), O.logical_and(_isnan(x), _isnan(ye)))
     share = O.div(expand_back(ctx, dy), O.expand(_count(mask, x, _axes(ctx)),
-                                                 shape=tuple(x._value.shape)))
+                                                 shape=tuple(x._meta.shape)))
     return O.where(mask, share, _c(0.0, dy))
 
 
@@ -87,7 +87,7 @@ def _prod(ctx, dy):
     exact too, as PyTorch's."""
     x, y = ctx.saved_tensors
     axes = _axes(ctx)
-    shape = tuple(x._value.shape)
+    shape = tuple(x._meta.shape)
     zero = O.eq(x, _c(0.0, x))
     one = _c(1.0, x)
     x_safe = O.where(zero, one, x)
@@ -162,10 +162,10 @@ def _dim_backward(ctx, dy, _):
         return dy
     a = ctx.axis % nd
     kept = tuple(1 if i == a else s for i, s in enumerate(shape))
-    if tuple(idx._value.shape) != kept:
+    if tuple(idx._meta.shape) != kept:
         idx = O.reshape(idx, shape=kept)
         dy = O.reshape(dy, shape=kept)
-    iota = O.arange(start=0.0, end=float(shape[a]), step=1.0, dtype=idx._value.dtype)
+    iota = O.arange(start=0.0, end=float(shape[a]), step=1.0, dtype=idx._meta.dtype)
     iota = O.reshape(iota, shape=tuple(shape[a] if i == a else 1 for i in range(nd)))
     mask = O.eq(O.expand(idx, shape=shape), O.expand(iota, shape=shape))
     return O.where(mask, O.expand(dy, shape=shape), _c(0.0, dy))
@@ -182,7 +182,7 @@ for _name in ("kthvalue", "median_dim", "mode"):
 
 def _rev_cumsum(t, dim):
     """sum_{j >= i} t_j along dim (flip, cumsum, flip)."""
-    if t._value.ndim == 0:
+    if t._meta.ndim == 0:
         return t
     return O.flip(O.cumsum(O.flip(t, axes=(dim,)), dim=dim), axes=(dim,))
 
@@ -201,7 +201,7 @@ def _cumprod(ctx, dy):
     from it on. Second derivatives are exact when a slice holds at most one zero; with more,
     those with respect to the second and later zeros are given as 0."""
     x, y = ctx.saved_tensors
-    if x._value.ndim == 0:
+    if x._meta.ndim == 0:
         return dy
     dim = ctx.dim
     zero = O.eq(x, _c(0.0, x))
@@ -223,9 +223,9 @@ def _cumext_backward(ctx, dy, _):
     """Each output's gradient goes to the input it copied (torch: scatter_add of dy at the
     indices along dim); an entry that stays the running extremum collects several."""
     (idx,) = ctx.saved_tensors
-    if idx._value.ndim == 0:
+    if idx._meta.ndim == 0:
         return dy
-    return O.dim_scatter(zeros_like(dy), idx, dy, dim=ctx.dim % idx._value.ndim, reduce="add")
+    return O.dim_scatter(zeros_like(dy), idx, dy, dim=ctx.dim % idx._meta.ndim, reduce="add")
 
 
 register_backward("cummax", save=["indices"])(_cumext_backward)
@@ -239,7 +239,7 @@ def _logcumsumexp(ctx, dy):
     forward mode linearizes it at dy = 0, which PyTorch's log|dy| form cannot survive). The
     cost is quadratic in the scanned length; a -inf entry gets 0 (its finite difference)."""
     x, y = ctx.saved_tensors
-    shape = tuple(x._value.shape)
+    shape = tuple(x._meta.shape)
     if not shape or 0 in shape:
         return dy
     d = ctx.dim % len(shape)

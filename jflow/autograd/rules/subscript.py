@@ -22,7 +22,7 @@ def _value_grad(g, value_shape):
     """A gradient of the indexed region's shape reduced to the (broadcast) value's shape:
     the value's leading size-1 dims are dropped, the rest broadcasts (as the kernel's _fit)."""
     value_shape = tuple(value_shape)
-    target = tuple(g._value.shape)
+    target = tuple(g._meta.shape)
     stripped = value_shape
     while len(stripped) > len(target) and stripped[0] == 1:
         stripped = stripped[1:]

@@ -25,4 +25,4 @@ def pair(fname: str, name: str, v: Any, n: int) -> tuple[int, ...]:
 
 def unbatch(y: Tensor, unbatched: bool) -> Tensor:
     """Drop the unit batch dim added for an unbatched input."""
-    return _reshape(y, shape=tuple(y._value.shape[1:])) if unbatched else y
+    return _reshape(y, shape=tuple(y._meta.shape[1:])) if unbatched else y

@@ -48,7 +48,7 @@ _FN = "scaled_dot_product_attention()"
 
 
 def _mm(a: Tensor, b: Tensor, tb: bool = False, alpha: float = 1.0) -> Tensor:
-    f = _matmul if a._value.ndim == 2 else _batch_matmul
+    f = _matmul if a._meta.ndim == 2 else _batch_matmul
     return f(a, b, transpose_b=tb, alpha=float(alpha))
 
 
@@ -58,13 +58,13 @@ def _prepare(query: Tensor, key: Tensor, value: Tensor, attn_mask: Any,
     for name, t in (("query", query), ("key", key), ("value", value)):
         if not t.is_floating_point():
             raise TypeError(f"{_FN}: expected a floating point {name}, got {t.dtype}")
-        if t._value.ndim < 2:
+        if t._meta.ndim < 2:
             raise ValueError(f"{_FN}: {name} must have at least 2 dims (..., L or S, E), got "
-                             f"shape {list(t._value.shape)}")
+                             f"shape {list(t._meta.shape)}")
     if not (query.dtype == key.dtype == value.dtype):
         raise TypeError(f"{_FN}: expected query, key and value to have the same dtype, got "
                         f"{query.dtype}, {key.dtype} and {value.dtype}")
-    shapes = [tuple(t._value.shape) for t in (query, key, value)]
+    shapes = [tuple(t._meta.shape) for t in (query, key, value)]
     try:
         lead = tuple(np.broadcast_shapes(*(s[:-2] for s in shapes)))
     except ValueError:
@@ -73,7 +73,7 @@ def _prepare(query: Tensor, key: Tensor, value: Tensor, attn_mask: Any,
     query, key, value = (t if s[:-2] == lead else _expand(t, shape=lead + s[-2:])
                          for t, s in zip((query, key, value), shapes))
     if attn_mask is not None and attn_mask.is_floating_point():
-        attn_mask = cast(attn_mask, query._value.dtype)
+        attn_mask = cast(attn_mask, query._meta.dtype)
     e = shapes[0][-1]
     if scale is None:
         scale = 1.0 / math.sqrt(e) if e else 1.0
@@ -87,23 +87,23 @@ def attention_math(query: Tensor, key: Tensor, value: Tensor, attn_mask: Any, dr
     probabilities are those applied to ``value`` (after dropout, as PyTorch's
     multi_head_attention_forward returns them). Fully masked rows give zero probabilities."""
     q, k, v, mask, scale = _prepare(query, key, value, attn_mask, scale)
-    dt = q._value.dtype
+    dt = q._meta.dtype
     low = np.dtype(dt) in (np.dtype(np.float16), np.dtype("bfloat16"))
     if low:  # float32 statistics, as the fused op
         q, k, v = (cast(t, np.dtype(np.float32)) for t in (q, k, v))
         mask = mask if mask is None or not mask.is_floating_point() else \
             cast(mask, np.dtype(np.float32))
-    cd = q._value.dtype
+    cd = q._meta.dtype
     s = _mm(q, k, tb=True, alpha=scale)
     neg = scalar_tensor(-math.inf, cd)
     if mask is not None:
         s = _where(mask, s, neg) if not mask.is_floating_point() else _add(s, mask)
     if is_causal:
-        n_l, n_s = s._value.shape[-2:]
+        n_l, n_s = s._meta.shape[-2:]
         rows = _arange(start=0.0, end=float(n_l), step=1.0, dtype=np.int64)
         cols = _arange(start=0.0, end=float(n_s), step=1.0, dtype=np.int64)
         s = _where(_ge(_unsqueeze(rows, dim=1), cols), s, neg)
-    valid = _ne(_reduce_max(s, axis=(s._value.ndim - 1,), keepdim=True), neg)
+    valid = _ne(_reduce_max(s, axis=(s._meta.ndim - 1,), keepdim=True), neg)
     zero = scalar_tensor(0.0, cd)
     p = _where(valid, _softmax(_where(valid, s, zero), dim=-1), zero)
     if dropout_p > 0.0:
@@ -118,10 +118,10 @@ def _repeat_kv(query: Tensor, key: Tensor, value: Tensor) -> tuple[Tensor, Tenso
     """Grouped-query attention: key and value heads (dim -3) repeated so that each serves
     ``Hq / Hkv`` consecutive query heads (as ``repeat_interleave``), as PyTorch."""
     for name, t in (("query", query), ("key", key), ("value", value)):
-        if t._value.ndim < 3:
+        if t._meta.ndim < 3:
             raise ValueError(f"{_FN}: enable_gqa=True needs a heads dim (..., H, L or S, E) in "
-                             f"{name}, got shape {list(t._value.shape)}")
-    hq, hk, hv = (int(t._value.shape[-3]) for t in (query, key, value))
+                             f"{name}, got shape {list(t._meta.shape)}")
+    hq, hk, hv = (int(t._meta.shape[-3]) for t in (query, key, value))
     if hk != hv or hk == 0 or hq % hk:
         raise ValueError(f"{_FN}: enable_gqa=True needs the query heads ({hq}) to be a multiple "
                          f"of the key and value heads (got {hk} and {hv})")
@@ -130,7 +130,7 @@ def _repeat_kv(query: Tensor, key: Tensor, value: Tensor) -> tuple[Tensor, Tenso
         return key, value
 
     def rep(t: Tensor) -> Tensor:
-        s = tuple(t._value.shape)
+        s = tuple(t._meta.shape)
         t = _expand(_unsqueeze(t, dim=len(s) - 2), shape=s[:-2] + (g,) + s[-2:])
         return _reshape(t, shape=s[:-3] + (hq,) + s[-2:])
     return rep(key), rep(value)

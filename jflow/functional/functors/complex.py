@@ -28,7 +28,7 @@ _FLOATS = (_dt.float32, _dt.float64)
 
 
 def _is_complex(t: Tensor) -> bool:
-    return t._value.dtype.kind == "c"
+    return t._meta.dtype.kind == "c"
 
 
 def _floats(fname: str, a: Tensor, b: Tensor, names: tuple[str, str]) -> None:
@@ -105,7 +105,7 @@ def is_conj(t: Tensor) -> bool:
 def angle(input: Tensor) -> Tensor:  # noqa: A002
     """``torch.angle``: the argument in (-pi, pi] (float; 0 or pi for real input; integer
     and bool input in the default float dtype)."""
-    if input._value.dtype.kind in "biu":
+    if input._meta.dtype.kind in "biu":
         input = cast(input, _dt.get_default_dtype().np)
     return _angle(input)
 
@@ -116,19 +116,19 @@ def sgn(input: Tensor) -> Tensor:  # noqa: A002
     if not _is_complex(input):
         return _sign(input)
     r = _abs(input)
-    zero = _eq(r, scalar_tensor(0.0, r._value.dtype))
-    safe = _where(zero, scalar_tensor(1.0, r._value.dtype), r)
-    out = _div(input, _complex(safe, _mul(safe, scalar_tensor(0.0, r._value.dtype))))
-    return _where(zero, scalar_tensor(0.0, out._value.dtype), out)
+    zero = _eq(r, scalar_tensor(0.0, r._meta.dtype))
+    safe = _where(zero, scalar_tensor(1.0, r._meta.dtype), r)
+    out = _div(input, _complex(safe, _mul(safe, scalar_tensor(0.0, r._meta.dtype))))
+    return _where(zero, scalar_tensor(0.0, out._meta.dtype), out)
 
 
 @functor("IsReal")
 def isreal(input: Tensor) -> Tensor:  # noqa: A002
     """``torch.isreal``: True where the imaginary part is 0 (everywhere for real input)."""
     if not _is_complex(input):
-        return _full(shape=tuple(input._value.shape), value=1.0, dtype=bool)
+        return _full(shape=tuple(input._meta.shape), value=1.0, dtype=bool)
     im = _imag(input)
-    return _eq(im, scalar_tensor(0.0, im._value.dtype))
+    return _eq(im, scalar_tensor(0.0, im._meta.dtype))
 
 
 @functor("ViewAsReal")
@@ -146,7 +146,7 @@ def view_as_complex(input: Tensor) -> Tensor:  # noqa: A002
     if input.dtype not in _FLOATS:
         raise RuntimeError(f"view_as_complex(): is only supported for float32 and float64 "
                            f"tensors, got {input.dtype}")
-    shape = tuple(input._value.shape)
+    shape = tuple(input._meta.shape)
     if not shape or shape[-1] != 2:
         raise RuntimeError(f"view_as_complex(): tensor must have a last dimension of size 2, "
                            f"got shape {list(shape)}")

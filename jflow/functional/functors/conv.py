@@ -32,15 +32,15 @@ _add = get("add").apply
 def _check(fname: str, input: Tensor, weight: Tensor, bias: Any, nd: int) -> None:
     if not input.is_floating_point():
         raise TypeError(f"{fname}(): expected a floating point input, got {input.dtype}")
-    if input._value.ndim not in (nd + 1, nd + 2):
+    if input._meta.ndim not in (nd + 1, nd + 2):
         raise RuntimeError(f"{fname}(): expected a {nd + 1}-d (unbatched) or {nd + 2}-d "
-                           f"(batched) input, got shape {list(input._value.shape)}")
-    if weight._value.ndim != nd + 2:
+                           f"(batched) input, got shape {list(input._meta.shape)}")
+    if weight._meta.ndim != nd + 2:
         raise RuntimeError(f"{fname}(): expected a {nd + 2}-d weight, got shape "
-                           f"{list(weight._value.shape)}")
-    if bias is not None and tuple(bias._value.shape) != (weight._value.shape[0],):
-        raise RuntimeError(f"{fname}(): bias must have shape ({weight._value.shape[0]},), got "
-                           f"{list(bias._value.shape)}")
+                           f"{list(weight._meta.shape)}")
+    if bias is not None and tuple(bias._meta.shape) != (weight._meta.shape[0],):
+        raise RuntimeError(f"{fname}(): bias must have shape ({weight._meta.shape[0]},), got "
+                           f"{list(bias._meta.shape)}")
 
 
 def _padding(fname: str, padding: Any, kernel: tuple[int, ...], stride: tuple[int, ...],
@@ -71,13 +71,13 @@ def _lift(input: Tensor, weight: Tensor, nd: int) -> tuple[Tensor, Tensor, bool]
     """The operands as the kernel takes them: a batch dimension added to an unbatched input,
     and for 1-d a unit height dimension (1-d runs on the 2-d kernel); whether it was
     unbatched (``_finish`` undoes both)."""
-    unbatched = input._value.ndim == nd + 1
+    unbatched = input._meta.ndim == nd + 1
     x, w = input, weight
     if unbatched:
-        x = _reshape(x, shape=(1,) + tuple(x._value.shape))
+        x = _reshape(x, shape=(1,) + tuple(x._meta.shape))
     if nd == 1:
-        x = _reshape(x, shape=x._value.shape[:2] + (1,) + x._value.shape[2:])
-        w = _reshape(w, shape=w._value.shape[:2] + (1,) + w._value.shape[2:])
+        x = _reshape(x, shape=x._meta.shape[:2] + (1,) + x._meta.shape[2:])
+        w = _reshape(w, shape=w._meta.shape[:2] + (1,) + w._meta.shape[2:])
     return x, w, unbatched
 
 
@@ -85,13 +85,13 @@ def _finish(y: Tensor, bias: Any, nd: int, unbatched: bool) -> Tensor:
     """A (transposed) convolution's result: ``bias`` added per channel, then the unit height
     dim of a 1-d conv and the batch dim of an unbatched input taken out again."""
     if bias is not None:
-        y = _add(y, _reshape(bias, shape=(1, bias._value.shape[0]) + (1,) * (y.ndim - 2)))
-    out_shape = tuple(y._value.shape)
+        y = _add(y, _reshape(bias, shape=(1, bias._meta.shape[0]) + (1,) * (y.ndim - 2)))
+    out_shape = tuple(y._meta.shape)
     if nd == 1:
         out_shape = out_shape[:2] + out_shape[3:]
     if unbatched:
         out_shape = out_shape[1:]
-    return _reshape(y, shape=out_shape) if out_shape != tuple(y._value.shape) else y
+    return _reshape(y, shape=out_shape) if out_shape != tuple(y._meta.shape) else y
 
 
 def _conv(fname: str, input: Tensor, weight: Tensor, bias: Any, stride: Any, padding: Any,
@@ -101,7 +101,7 @@ def _conv(fname: str, input: Tensor, weight: Tensor, bias: Any, stride: Any, pad
     _check(fname, input, weight, bias, nd)
     stride = pair(fname, "stride", stride, nd)
     dilation = pair(fname, "dilation", dilation, nd)
-    pad = _padding(fname, padding, tuple(weight._value.shape[2:]), stride, dilation)
+    pad = _padding(fname, padding, tuple(weight._meta.shape[2:]), stride, dilation)
     x, w, unbatched = _lift(input, weight, nd)
     if nd == 1:
         stride, dilation, pad = (1,) + stride, (1,) + dilation, [0, 0] + pad
@@ -142,16 +142,16 @@ def _conv_transpose(fname: str, input: Tensor, weight: Tensor, bias: Any, stride
         input, weight, bias = autocast_args(_autocast.dtype, input, weight, bias)
     if not input.is_floating_point():
         raise TypeError(f"{fname}(): expected a floating point input, got {input.dtype}")
-    if input._value.ndim not in (nd + 1, nd + 2):
+    if input._meta.ndim not in (nd + 1, nd + 2):
         raise RuntimeError(f"{fname}(): expected a {nd + 1}-d (unbatched) or {nd + 2}-d "
-                           f"(batched) input, got shape {list(input._value.shape)}")
-    ws = tuple(weight._value.shape)
+                           f"(batched) input, got shape {list(input._meta.shape)}")
+    ws = tuple(weight._meta.shape)
     if len(ws) != nd + 2:
         raise RuntimeError(f"{fname}(): expected a {nd + 2}-d weight (Cin, Cout/groups, "
                            f"{', '.join(('kD', 'kH', 'kW')[3 - nd:])}), got shape {list(ws)}")
-    if bias is not None and tuple(bias._value.shape) != (ws[1] * int(groups),):
+    if bias is not None and tuple(bias._meta.shape) != (ws[1] * int(groups),):
         raise RuntimeError(f"{fname}(): bias must have shape ({ws[1] * int(groups)},), got "
-                           f"{list(bias._value.shape)}")
+                           f"{list(bias._meta.shape)}")
     stride = pair(fname, "stride", stride, nd)
     padding = pair(fname, "padding", padding, nd)
     output_padding = pair(fname, "output_padding", output_padding, nd)
@@ -231,12 +231,12 @@ def unfold(input: Tensor, kernel_size: Any, dilation: Any, padding: Any,
     fname = "unfold"
     if not input.is_floating_point():
         raise TypeError(f"{fname}(): expected a floating point input, got {input.dtype}")
-    if input._value.ndim not in (3, 4):
+    if input._meta.ndim not in (3, 4):
         raise RuntimeError(f"{fname}(): expected a 3-d (unbatched) or 4-d (batched) input, "
-                           f"got shape {list(input._value.shape)}")
+                           f"got shape {list(input._meta.shape)}")
     a = _fold_attrs(fname, kernel_size, dilation, padding, stride)
-    unbatched = input._value.ndim == 3
-    x = _reshape(input, shape=(1,) + tuple(input._value.shape)) if unbatched else input
+    unbatched = input._meta.ndim == 3
+    x = _reshape(input, shape=(1,) + tuple(input._meta.shape)) if unbatched else input
     try:
         y = _im2col(x, **a)
     except ValueError as e:
@@ -252,15 +252,15 @@ def fold(input: Tensor, output_size: Any, kernel_size: Any, dilation: Any, paddi
     fname = "fold"
     if not input.is_floating_point():
         raise TypeError(f"{fname}(): expected a floating point input, got {input.dtype}")
-    if input._value.ndim not in (2, 3):
+    if input._meta.ndim not in (2, 3):
         raise RuntimeError(f"{fname}(): expected a 2-d (unbatched) or 3-d (batched) input, "
-                           f"got shape {list(input._value.shape)}")
+                           f"got shape {list(input._meta.shape)}")
     a = _fold_attrs(fname, kernel_size, dilation, padding, stride)
     size = pair(fname, "output_size", output_size, 2)
     if any(s < 1 for s in size):
         raise ValueError(f"{fname}(): output_size must be positive, got {list(size)}")
-    unbatched = input._value.ndim == 2
-    x = _reshape(input, shape=(1,) + tuple(input._value.shape)) if unbatched else input
+    unbatched = input._meta.ndim == 2
+    x = _reshape(input, shape=(1,) + tuple(input._meta.shape)) if unbatched else input
     try:
         y = _col2im(x, output_size=size, **a)
     except ValueError as e:

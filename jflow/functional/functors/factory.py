@@ -21,7 +21,7 @@ _add, _mul = get("add").apply, get("mul").apply
 
 def on_device(t: Tensor, device: Any) -> Tensor:
     """Move ``t`` to ``device`` when one is given and differs."""
-    if device is None or isinstance(t._value, jax.core.Tracer):
+    if device is None or isinstance(t._meta, jax.core.Tracer):
         return t
     target = device.jax_device()
     if target not in t._value.devices():

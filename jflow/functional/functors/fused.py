@@ -14,6 +14,6 @@ _fba = get("fused_bias_add_activation").apply
 def fused_bias_add_activation(x: Tensor, bias: Tensor, activation: str) -> Tensor:
     """act(x + bias) in one kernel; bias (C,) is cast to x's dtype. (api.yaml's signature
     holds the default activation.)"""
-    if bias._value.dtype != x._value.dtype and x.is_floating_point():
-        bias = cast(bias, x._value.dtype)
+    if bias._meta.dtype != x._meta.dtype and x.is_floating_point():
+        bias = cast(bias, x._meta.dtype)
     return _fba(x, bias, activation=activation)

@@ -25,6 +25,7 @@ import numpy as np
 from jax.core import Tracer
 
 from ... import dtypes as _dt
+from ...lazy_mode.segment import defer_check
 from ...ops import get
 from ...tensor import Tensor, _wrap
 from ..promotion import cast, scalar_result_dtype, scalar_tensor
@@ -71,25 +72,36 @@ def host_min_max(t: Tensor) -> tuple[int, int] | None:
     return int(lo), int(hi)
 
 
+def checked_min_max(t: Tensor, check: Any) -> tuple[int, int] | None:
+    """:func:`host_min_max` passed through ``check(lo, hi)`` (which raises on bad values);
+    None when the values are not known now: traced, or pending in lazy mode — then the
+    check runs when the pending ops run (jflow.lazy_mode: no flush for a bounds check), and
+    the caller takes the path that is right for any values, as under a trace."""
+    if t._meta.size and defer_check(_min_max, (t,), lambda lo, hi: check(int(lo), int(hi))):
+        return None
+    mm = host_min_max(t)
+    if mm is not None:
+        check(*mm)
+    return mm
+
+
 def _check_range(fname: str, index: Tensor, size: int, dim: int) -> None:
-    mm = host_min_max(index)
-    if mm is None:
-        return
-    lo, hi = mm
-    if lo < 0 or hi >= size:
-        bad = lo if lo < 0 else hi
-        raise IndexOutOfRangeError(f"{fname}(): index {bad} is out of bounds for dimension "
-                                   f"{dim} with size {size}")
+    def check(lo: int, hi: int) -> None:
+        if lo < 0 or hi >= size:
+            bad = lo if lo < 0 else hi
+            raise IndexOutOfRangeError(f"{fname}(): index {bad} is out of bounds for "
+                                       f"dimension {dim} with size {size}")
+    checked_min_max(index, check)
 
 
 def _int_index(fname: str, index: Tensor, arg: str = "index") -> None:
-    if index._value.dtype.kind not in "iu":
+    if index._meta.dtype.kind not in "iu":
         raise TypeError(f"{fname}(): argument '{arg}' must be an integer tensor, got "
                         f"{index.dtype}")
 
 
 def _size(t: Tensor, d: int) -> int:
-    return int(t._value.shape[d]) if t._value.ndim else 1
+    return int(t._meta.shape[d]) if t._meta.ndim else 1
 
 
 def scalar_as(fname: str, value: Any, np_dtype: np.dtype) -> Tensor:
@@ -121,8 +133,8 @@ def gather(input: Tensor, dim: int, index: Tensor, sparse_grad: bool) -> Tensor:
         raise ValueError("gather(): sparse_grad=True is not supported (jflow has no sparse "
                          "tensors); gradients are dense")
     _int_index("gather", index)
-    d = normalize_dim("gather", dim, input._value.ndim)
-    if index._value.ndim == input._value.ndim:  # else the op reports the shape error
+    d = normalize_dim("gather", dim, input._meta.ndim)
+    if index._meta.ndim == input._meta.ndim:  # else the op reports the shape error
         _check_range("gather", index, _size(input, d), d)
     return _gather(input, index, dim=d)
 
@@ -141,8 +153,8 @@ def _reduce(fname: str, reduce: Any) -> str:
 def _scatter_impl(fname: str, input: Tensor, dim: int, index: Tensor, src: Tensor,
                   reduce: str) -> Tensor:
     _int_index(fname, index)
-    d = normalize_dim(fname, dim, input._value.ndim)
-    if index._value.ndim == input._value.ndim:
+    d = normalize_dim(fname, dim, input._meta.ndim)
+    if index._meta.ndim == input._meta.ndim:
         _check_range(fname, index, _size(input, d), d)
     return _scatter(input, index, src, dim=d, reduce=reduce)
 
@@ -153,7 +165,7 @@ def scatter(input: Tensor, dim: int, index: Tensor, src: Tensor, reduce: Any) ->
     input is not modified). With duplicate indices and no reduce, which src value lands is
     unspecified, as in PyTorch. ``reduce='add'`` / ``'multiply'`` accumulate instead."""
     r = _reduce("scatter", reduce)
-    if src._value.dtype != input._value.dtype:
+    if src._meta.dtype != input._meta.dtype:
         raise TypeError(f"scatter(): expected src to have the dtype of input ({input.dtype}), "
                         f"got {src.dtype}")
     return _scatter_impl("scatter", input, dim, index, src, r)
@@ -163,14 +175,14 @@ def scatter(input: Tensor, dim: int, index: Tensor, src: Tensor, reduce: Any) ->
 def scatter_value(input: Tensor, dim: int, index: Tensor, value: Any, reduce: Any) -> Tensor:
     """torch.scatter with a scalar ``value`` written at every index position."""
     r = _reduce("scatter", reduce)
-    v = scalar_as("scatter", value, input._value.dtype)
+    v = scalar_as("scatter", value, input._meta.dtype)
     return _scatter_impl("scatter", input, dim, index, v, r)
 
 
 @functor("ScatterAdd")
 def scatter_add(input: Tensor, dim: int, index: Tensor, src: Tensor) -> Tensor:
     """torch.scatter_add: ``out[index[i][j]][j] += src[i][j]`` for dim 0."""
-    if src._value.dtype != input._value.dtype:
+    if src._meta.dtype != input._meta.dtype:
         raise TypeError(f"scatter_add(): expected src to have the dtype of input "
                         f"({input.dtype}), got {src.dtype}")
     return _scatter_impl("scatter_add", input, dim, index, src, "add")
@@ -180,10 +192,10 @@ def scatter_add(input: Tensor, dim: int, index: Tensor, src: Tensor) -> Tensor:
 def index_select(input: Tensor, dim: int, index: Tensor) -> Tensor:
     """torch.index_select: the entries at positions ``index`` (0-d or 1-D) along ``dim``."""
     _int_index("index_select", index)
-    if index._value.ndim > 1:
+    if index._meta.ndim > 1:
         raise ValueError(f"index_select(): index must be 0-d or 1-D, got shape "
                          f"{tuple(index.shape)}")
-    d = normalize_dim("index_select", dim, input._value.ndim)
+    d = normalize_dim("index_select", dim, input._meta.ndim)
     _check_range("index_select", index, _size(input, d), d)
     return _index_select(input, index, dim=d)
 
@@ -191,7 +203,7 @@ def index_select(input: Tensor, dim: int, index: Tensor) -> Tensor:
 # -- masked_fill / one_hot ---------------------------------------------------------------------
 
 def _bool_mask(mask: Tensor) -> None:
-    if mask._value.dtype != np.bool_:
+    if mask._meta.dtype != np.bool_:
         raise TypeError(f"masked_fill(): mask must be a bool tensor, got {mask.dtype}")
 
 
@@ -200,17 +212,17 @@ def masked_fill(input: Tensor, mask: Tensor, value: Any) -> Tensor:
     """torch.masked_fill: ``value`` where ``mask`` else ``input`` (input and mask broadcast;
     the value is converted to input's dtype)."""
     _bool_mask(mask)
-    return _masked_fill(input, mask, scalar_as("masked_fill", value, input._value.dtype))
+    return _masked_fill(input, mask, scalar_as("masked_fill", value, input._meta.dtype))
 
 
 @functor("MaskedFillTensor")
 def masked_fill_tensor(input: Tensor, mask: Tensor, value: Tensor) -> Tensor:
     """masked_fill with a 0-d tensor value (cast to input's dtype)."""
     _bool_mask(mask)
-    if value._value.ndim != 0:
+    if value._meta.ndim != 0:
         raise ValueError(f"masked_fill(): value must be a 0-d tensor, got a "
-                         f"{value._value.ndim}-d tensor")
-    return _masked_fill(input, mask, cast(value, input._value.dtype))
+                         f"{value._meta.ndim}-d tensor")
+    return _masked_fill(input, mask, cast(value, input._meta.dtype))
 
 
 @functor("OneHot")
@@ -223,23 +235,26 @@ def one_hot(input: Tensor, num_classes: int) -> Tensor:
     if num_classes < -1:
         raise ValueError(f"one_hot(): num_classes must be -1 (infer) or >= 0, got {num_classes}")
     if num_classes == -1:
-        if isinstance(input._value, Tracer):
+        if isinstance(input._meta, Tracer):
             raise ValueError("one_hot(): num_classes=-1 infers the number of classes from the "
                              "values, which are unknown while tracing (jax.jit / vmap / grad); "
                              "pass num_classes explicitly")
-        if input._value.size == 0:
+        if input._meta.size == 0:
             raise ValueError("one_hot(): cannot infer the number of classes from an empty "
                              "tensor; pass num_classes explicitly")
-    mm = host_min_max(input)
-    if mm is not None:
-        lo, hi = mm
+    def check(lo: int, hi: int) -> None:
         if lo < 0:
             raise IndexOutOfRangeError(f"one_hot(): class values must be non-negative, got {lo}")
-        if num_classes == -1:
-            num_classes = hi + 1
-        elif hi >= num_classes:
+        if num_classes != -1 and hi >= num_classes:
             raise IndexOutOfRangeError(f"one_hot(): class values must be smaller than "
                                        f"num_classes ({num_classes}), got {hi}")
+    if num_classes == -1:  # (the output's shape depends on the values: they are read)
+        mm = host_min_max(input)
+        if mm is not None:
+            check(*mm)
+            num_classes = mm[1] + 1
+    else:
+        checked_min_max(input, check)
     return _one_hot(input, num_classes=num_classes)
 
 
@@ -249,14 +264,14 @@ def one_hot(input: Tensor, num_classes: int) -> Tensor:
 def sort(input: Tensor, dim: int, descending: bool, stable: bool) -> tuple[Tensor, Tensor]:
     """torch.sort -> (values, indices). Always stable (ties keep their order), so ``stable``
     changes nothing; NaN sorts as the largest value."""
-    d = normalize_dim("sort", dim, input._value.ndim)
+    d = normalize_dim("sort", dim, input._meta.ndim)
     return _sort(input, dim=d, descending=descending)
 
 
 @functor("ArgSort")
 def argsort(input: Tensor, dim: int, descending: bool, stable: bool) -> Tensor:
     """torch.argsort: the indices of :func:`sort` (always stable)."""
-    d = normalize_dim("argsort", dim, input._value.ndim)
+    d = normalize_dim("argsort", dim, input._meta.ndim)
     return _sort(input, dim=d, descending=descending)[1]
 
 
@@ -266,7 +281,7 @@ def topk(input: Tensor, k: int, dim: int, largest: bool,
     """torch.topk -> (values, indices): the k largest (``largest=False``: smallest) entries
     along dim. Results are always in sorted order (``sorted=False`` allows any order, so this
     satisfies it); among equal values the lower index comes first."""
-    d = normalize_dim("topk", dim, input._value.ndim)
+    d = normalize_dim("topk", dim, input._meta.ndim)
     n = _size(input, d)
     if not 0 <= k <= n:
         raise ValueError(f"topk(): k ({k}) is out of range for dimension {d} of size {n} "
@@ -284,7 +299,7 @@ def topk(input: Tensor, k: int, dim: int, largest: bool,
 def _concrete(fname: str, t: Tensor, arg: str) -> np.ndarray:
     """``t``'s values on the host; a TypeError under tracing (the result's size would depend
     on them)."""
-    if isinstance(t._value, Tracer):
+    if isinstance(t._meta, Tracer):
         raise TypeError(f"{fname}(): the result's shape depends on the values of '{arg}', "
                         f"which are unknown while tracing (jax.jit / vmap / grad); call it "
                         f"outside the trace")
@@ -304,12 +319,12 @@ _expand = get("expand").apply
 def _rs(t: Tensor, shape: tuple[int, ...]) -> Tensor:
     """``t`` reshaped by the op itself: a new tensor, not a view, so an in-place form that
     writes the input does not invalidate what a later op saved of it."""
-    return t if tuple(t._value.shape) == tuple(shape) else _reshape(t, shape=tuple(shape))
+    return t if tuple(t._meta.shape) == tuple(shape) else _reshape(t, shape=tuple(shape))
 
 
 def _bc(t: Tensor, shape: tuple[int, ...]) -> Tensor:
     """``t`` broadcast to ``shape`` by the op (new leading dims allowed), not a view."""
-    if tuple(t._value.shape) == tuple(shape):
+    if tuple(t._meta.shape) == tuple(shape):
         return t
     return _expand(t, shape=tuple(shape))
 
@@ -320,13 +335,13 @@ def _api() -> Any:
 
 
 def _long(fname: str, t: Tensor, arg: str) -> None:
-    if t._value.dtype.kind not in "iu":
+    if t._meta.dtype.kind not in "iu":
         raise TypeError(f"{fname}(): expected '{arg}' to be an integer (Long) tensor, got "
                         f"{t.dtype}")
 
 
 def _same_dtype(fname: str, input: Tensor, other: Tensor, arg: str) -> None:
-    if other._value.dtype != input._value.dtype:
+    if other._meta.dtype != input._meta.dtype:
         raise TypeError(f"{fname}(): expected '{arg}' to have the same dtype as self "
                         f"({input.dtype}), got {other.dtype}")
 
@@ -351,16 +366,16 @@ def argwhere(input: Tensor) -> Tensor:
 
 
 def _bool_arg(fname: str, mask: Tensor, arg: str = "mask") -> None:
-    if mask._value.dtype != np.bool_:
+    if mask._meta.dtype != np.bool_:
         raise TypeError(f"{fname}(): expected '{arg}' to be a bool tensor, got {mask.dtype}")
 
 
 def _broadcast_pair(fname: str, a: Tensor, b: Tensor) -> tuple[Tensor, Tensor]:
     try:
-        shape = np.broadcast_shapes(tuple(a._value.shape), tuple(b._value.shape))
+        shape = np.broadcast_shapes(tuple(a._meta.shape), tuple(b._meta.shape))
     except ValueError:
-        raise ValueError(f"{fname}(): shapes {list(a._value.shape)} and "
-                         f"{list(b._value.shape)} are not broadcastable") from None
+        raise ValueError(f"{fname}(): shapes {list(a._meta.shape)} and "
+                         f"{list(b._meta.shape)} are not broadcastable") from None
     return _bc(a, shape), _bc(b, shape)
 
 
@@ -371,7 +386,7 @@ def masked_select(input: Tensor, mask: Tensor) -> Tensor:
     _bool_arg("masked_select", mask)
     m = _concrete("masked_select", mask, "mask")
     x, _ = _broadcast_pair("masked_select", input, mask)
-    m = np.broadcast_to(m, tuple(x._value.shape))
+    m = np.broadcast_to(m, tuple(x._meta.shape))
     flat = _rs(x, (-1,))
     return _index_select(flat, _host_tensor(np.flatnonzero(m).astype(np.int64), input), dim=0)
 
@@ -385,10 +400,10 @@ def masked_scatter(input: Tensor, mask: Tensor, source: Tensor) -> Tensor:
     _same_dtype("masked_scatter", input, source, "source")
     F = _api()
     x, m = _broadcast_pair("masked_scatter", input, mask)
-    shape = tuple(x._value.shape)
+    shape = tuple(x._meta.shape)
     mf = _rs(m, (-1,))
-    n_src = int(source._value.size)
-    count = None if isinstance(mf._value, Tracer) else int(jax.device_get(jnp.sum(mf._value)))
+    n_src = int(source._meta.size)
+    count = None if isinstance(mf._meta, Tracer) else int(jax.device_get(jnp.sum(mf._value)))
     if count is not None and count > n_src:
         raise ValueError(f"masked_scatter(): number of elements in source ({n_src}) < number "
                          f"of ones in mask ({count})")
@@ -408,13 +423,13 @@ def _index_along(fname: str, input: Tensor, dim: int, index: Tensor,
     the shape of ``source`` (``src_shape``; None: input's with ``len(index)`` on dim) so the
     op is one ``dim_scatter``. Returns (dim, expanded index, that shape)."""
     _long(fname, index, "index")
-    if index._value.ndim > 1:
+    if index._meta.ndim > 1:
         raise ValueError(f"{fname}(): index should have dimension 1 or 0 (got "
-                         f"{index._value.ndim})")
-    nd = input._value.ndim
+                         f"{index._meta.ndim})")
+    nd = input._meta.ndim
     d = normalize_dim(fname, dim, nd)
-    n = int(index._value.size)
-    sx = tuple(input._value.shape) or (1,)
+    n = int(index._meta.size)
+    sx = tuple(input._meta.shape) or (1,)
     if src_shape is None:
         src_shape = sx[:d] + (n,) + sx[d + 1:]
     else:
@@ -436,14 +451,14 @@ def _index_along(fname: str, input: Tensor, dim: int, index: Tensor,
 
 
 def _as_nd(t: Tensor, shape: tuple[int, ...]) -> Tensor:
-    return t if tuple(t._value.shape) == shape else _rs(t, shape)
+    return t if tuple(t._meta.shape) == shape else _rs(t, shape)
 
 
 def _index_scatter(fname: str, input: Tensor, dim: int, index: Tensor, src: Tensor,
                    reduce: str) -> Tensor:
     d, idx, ss = _index_along(fname, input, dim, index,
-                              tuple(src._value.shape) if src._value.ndim else ())
-    shape = tuple(input._value.shape)
+                              tuple(src._meta.shape) if src._meta.ndim else ())
+    shape = tuple(input._meta.shape)
     x = _as_nd(input, tuple(shape) or (1,))
     out = _scatter(x, idx, _as_nd(src, ss), dim=d, reduce=reduce)
     return _as_nd(out, shape)
@@ -455,10 +470,10 @@ def index_add(input: Tensor, dim: int, index: Tensor, source: Tensor, alpha: Any
     duplicate indices accumulate. A scatter-add with the index expanded over source."""
     _same_dtype("index_add", input, source, "source")
     if alpha != 1:
-        if input._value.dtype.kind in "iub" and not isinstance(alpha, (int, np.integer)):
+        if input._meta.dtype.kind in "iub" and not isinstance(alpha, (int, np.integer)):
             raise TypeError(f"index_add(): for integral input tensors, argument alpha must not "
                             f"be a floating point number (got {alpha!r})")
-        source = _api().mul(source, scalar_as("index_add", alpha, source._value.dtype))
+        source = _api().mul(source, scalar_as("index_add", alpha, source._meta.dtype))
     return _index_scatter("index_add", input, dim, index, source, "add")
 
 
@@ -473,21 +488,21 @@ def index_copy(input: Tensor, dim: int, index: Tensor, source: Tensor) -> Tensor
 @functor("IndexFill")
 def index_fill(input: Tensor, dim: int, index: Tensor, value: Any) -> Tensor:
     """torch.index_fill: ``value`` at positions ``index`` along dim."""
-    v = scalar_as("index_fill", value, input._value.dtype)
+    v = scalar_as("index_fill", value, input._meta.dtype)
     d, idx, _ = _index_along("index_fill", input, dim, index, None)
-    shape = tuple(input._value.shape)
+    shape = tuple(input._meta.shape)
     return _as_nd(_scatter(_as_nd(input, shape or (1,)), idx, v, dim=d, reduce="none"), shape)
 
 
 @functor("IndexFillTensor")
 def index_fill_tensor(input: Tensor, dim: int, index: Tensor, value: Tensor) -> Tensor:
     """index_fill with a 0-d tensor value (cast to input's dtype; differentiable in it)."""
-    if value._value.ndim != 0:
+    if value._meta.ndim != 0:
         raise ValueError(f"index_fill(): only supports a 0-dimensional value tensor, but got "
-                         f"tensor with {value._value.ndim} dimension(s)")
-    v = cast(value, input._value.dtype)
+                         f"tensor with {value._meta.ndim} dimension(s)")
+    v = cast(value, input._meta.dtype)
     d, idx, _ = _index_along("index_fill", input, dim, index, None)
-    shape = tuple(input._value.shape)
+    shape = tuple(input._meta.shape)
     return _as_nd(_scatter(_as_nd(input, shape or (1,)), idx, v, dim=d, reduce="none"), shape)
 
 
@@ -497,13 +512,13 @@ def _put_indices(fname: str, input: Tensor, indices: Any) -> list[Tensor]:
     """Integer index tensors for the leading dims (a bool index of k dims becomes k integer
     ones: eager only), negative entries wrapped, bounds-checked when concrete."""
     F = _api()
-    shape = tuple(input._value.shape)
+    shape = tuple(input._meta.shape)
     out: list[Tensor] = []
     for k, t in enumerate(indices):
         if t is None:
             raise TypeError(f"{fname}(): None entries in 'indices' are not supported; index "
                             f"the leading dims (use x[:, idx] = v for others)")
-        if t._value.dtype == np.bool_:
+        if t._meta.dtype == np.bool_:
             m = _concrete(fname, t, f"indices[{k}]")
             d0 = len(out)
             if tuple(m.shape) != shape[d0:d0 + m.ndim]:
@@ -517,11 +532,12 @@ def _put_indices(fname: str, input: Tensor, indices: Any) -> list[Tensor]:
         if d >= len(shape):
             raise IndexError(f"{fname}(): too many indices for tensor of dimension "
                              f"{len(shape)}")
-        mm = host_min_max(t)
-        if mm is not None and (mm[0] < -shape[d] or mm[1] >= shape[d]):
-            bad = mm[0] if mm[0] < -shape[d] else mm[1]
-            raise IndexOutOfRangeError(f"{fname}(): index {bad} is out of bounds for "
-                                       f"dimension {d} with size {shape[d]}")
+        def check(lo: int, hi: int, d: int = d) -> None:
+            if lo < -shape[d] or hi >= shape[d]:
+                bad = lo if lo < -shape[d] else hi
+                raise IndexOutOfRangeError(f"{fname}(): index {bad} is out of bounds for "
+                                           f"dimension {d} with size {shape[d]}")
+        mm = checked_min_max(t, check)
         if mm is None or mm[0] < 0:
             t = F.where(F.lt(t, 0), F.add(t, shape[d]), t)
         out.append(t)
@@ -539,15 +555,15 @@ def index_put_impl(fname: str, input: Tensor, indices: Any, values: Tensor,
     if not indices:
         raise ValueError(f"{fname}(): 'indices' must hold at least one tensor")
     F = _api()
-    shape = tuple(input._value.shape)
+    shape = tuple(input._meta.shape)
     idx = _put_indices(fname, input, indices)
     k = len(idx)
     try:
-        bshape = np.broadcast_shapes(*(tuple(t._value.shape) for t in idx))
+        bshape = np.broadcast_shapes(*(tuple(t._meta.shape) for t in idx))
     except ValueError:
         raise IndexError(f"{fname}(): shape mismatch: indexing tensors could not be broadcast "
                          f"together with shapes "
-                         f"{[list(t._value.shape) for t in idx]}") from None
+                         f"{[list(t._meta.shape) for t in idx]}") from None
     lin = None
     for d, t in enumerate(idx):
         t = F.cast(_bc(t, bshape), _dt.int64)
@@ -559,7 +575,7 @@ def index_put_impl(fname: str, input: Tensor, indices: Any, values: Tensor,
         vals = _bc(values, tuple(bshape) + rest)
     except (ValueError, RuntimeError):
         raise ValueError(f"{fname}(): shape mismatch: value tensor of shape "
-                         f"{list(values._value.shape)} cannot be broadcast to indexing result "
+                         f"{list(values._meta.shape)} cannot be broadcast to indexing result "
                          f"of shape {list(tuple(bshape) + rest)}") from None
     n = int(np.prod(bshape, dtype=np.int64))
     flat = _rs(input, (int(np.prod(shape[:k], dtype=np.int64)),) + rest)
@@ -583,17 +599,18 @@ def take(input: Tensor, index: Tensor) -> Tensor:
     the end."""
     _long("take", index, "index")
     F = _api()
-    n = int(input._value.size)
-    mm = host_min_max(index)
-    if mm is not None and (mm[0] < -n or mm[1] >= n):
-        bad = mm[0] if mm[0] < -n else mm[1]
-        raise IndexOutOfRangeError(f"take(): out of range: tried to access index {bad} on a "
-                                   f"tensor of {n} elements")
+    n = int(input._meta.size)
+    def check(lo: int, hi: int) -> None:
+        if lo < -n or hi >= n:
+            bad = lo if lo < -n else hi
+            raise IndexOutOfRangeError(f"take(): out of range: tried to access index {bad} on "
+                                       f"a tensor of {n} elements")
+    mm = checked_min_max(index, check)
     idx = _rs(index, (-1,))
     if mm is None or mm[0] < 0:
         idx = F.where(F.lt(idx, 0), F.add(idx, n), idx)
     out = _index_select(_rs(input, (-1,)), idx, dim=0)
-    return _rs(out, tuple(index._value.shape))
+    return _rs(out, tuple(index._meta.shape))
 
 
 @functor("TakeAlongDim")
@@ -603,7 +620,7 @@ def take_along_dim(input: Tensor, indices: Tensor, dim: Any) -> Tensor:
     _long("take_along_dim", indices, "indices")
     if dim is None:
         return gather(_rs(input, (-1,)), 0, _rs(indices, (-1,)), False)
-    sx, si = tuple(input._value.shape), tuple(indices._value.shape)
+    sx, si = tuple(input._meta.shape), tuple(indices._meta.shape)
     if len(sx) != len(si):
         raise ValueError(f"take_along_dim(): input and indices should have the same number of "
                          f"dimensions, but got {len(sx)} dimensions for input, and {len(si)} "
@@ -655,14 +672,14 @@ def scatter_reduce(input: Tensor, dim: int, index: Tensor, src: Tensor, reduce: 
     if reduce not in _SCATTER_REDUCE:
         raise ValueError(f"scatter_reduce(): reduce argument must be either sum, prod, mean, "
                          f"amax or amin, got {reduce!r}")
-    if src._value.dtype != input._value.dtype:
+    if src._meta.dtype != input._meta.dtype:
         raise TypeError(f"scatter_reduce(): expected src to have the dtype of input "
                         f"({input.dtype}), got {src.dtype}")
-    if src._value.ndim != input._value.ndim:
+    if src._meta.ndim != input._meta.ndim:
         raise ValueError(f"scatter_reduce(): index and src must have the same number of "
-                         f"dimensions as input, got {src._value.ndim} and "
-                         f"{input._value.ndim}")
-    dt = input._value.dtype
+                         f"dimensions as input, got {src._meta.ndim} and "
+                         f"{input._meta.ndim}")
+    dt = input._meta.dtype
     base = input
     if not include_self:
         # a clone first: the op below saves its input, which the in-place form
@@ -673,9 +690,9 @@ def scatter_reduce(input: Tensor, dim: int, index: Tensor, src: Tensor, reduce: 
     if reduce != "mean":
         return out
     F = _api()
-    d = normalize_dim("scatter_reduce", dim, input._value.ndim)
-    ones = F.full(tuple(index._value.shape), 1, dtype=input.dtype)
-    start = F.full(tuple(input._value.shape), 1 if include_self else 0, dtype=input.dtype)
+    d = normalize_dim("scatter_reduce", dim, input._meta.ndim)
+    ones = F.full(tuple(index._meta.shape), 1, dtype=input.dtype)
+    start = F.full(tuple(input._meta.shape), 1 if include_self else 0, dtype=input.dtype)
     count = _scatter(start, index, ones, dim=d, reduce="add")
     count = F.where(F.eq(count, 0), 1, count)
     if dt.kind in "iu":
@@ -695,7 +712,7 @@ def where_nonzero(condition: Tensor) -> tuple[Tensor, ...]:
 @functor("Msort")
 def msort(input: Tensor) -> Tensor:
     """torch.msort: ``sort(input, dim=0).values``."""
-    if input._value.ndim == 0:
+    if input._meta.ndim == 0:
         raise ValueError("msort(): argument 'input' must have at least 1 dimension")
     return api().sort(input, 0)[0]
 
@@ -717,11 +734,11 @@ def isin(elements: Any, test_elements: Any, assume_unique: bool, invert: bool) -
 
 
 def _scatter_dim(fname: str, input: Tensor, dim: int) -> tuple[int, int]:
-    nd = input._value.ndim
+    nd = input._meta.ndim
     if nd == 0:
         raise ValueError(f"{fname}(): argument 'input' must have at least 1 dimension")
     a = normalize_dim(fname, dim, nd)
-    return a, input._value.shape[a]
+    return a, input._meta.shape[a]
 
 
 def _copy_at(input: Tensor, dim: int, positions: list[int], src: Tensor) -> Tensor:
@@ -729,7 +746,7 @@ def _copy_at(input: Tensor, dim: int, positions: list[int], src: Tensor) -> Tens
     of the overwritten part of ``input`` is 0, ``src`` gets its slots')."""
     f = api()
     idx = _wrap(jnp.asarray(np.asarray(positions, np.int64)))
-    return f.index_copy(input, dim, idx, cast(src, input._value.dtype))
+    return f.index_copy(input, dim, idx, cast(src, input._meta.dtype))
 
 
 def _check_src(fname: str, src: Tensor, shape: tuple[int, ...]) -> None:
@@ -772,7 +789,7 @@ def diagonal_scatter(input: Tensor, src: Tensor, offset: int, dim1: int, dim2: i
                      ) -> Tensor:
     """torch.diagonal_scatter: ``input`` with ``input.diagonal(offset, dim1, dim2)`` replaced
     by ``src`` (a new tensor; ``src``'s last dim runs along the diagonal)."""
-    nd = input._value.ndim
+    nd = input._meta.ndim
     if nd < 2:
         raise ValueError("diagonal_scatter(): argument 'input' must have at least 2 dimensions")
     a = normalize_dim("diagonal_scatter", dim1, nd)

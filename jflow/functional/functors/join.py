@@ -24,8 +24,8 @@ _split = get("split").apply
 # -- cat / stack -----------------------------------------------------------------------------
 
 def _promoted(tensors: Sequence[Tensor]) -> list[Tensor]:
-    d0 = tensors[0]._value.dtype
-    if all(t._value.dtype == d0 for t in tensors):
+    d0 = tensors[0]._meta.dtype
+    if all(t._meta.dtype == d0 for t in tensors):
         return list(tensors)
     rt = result_dtype(*tensors)
     return [cast(t, rt) for t in tensors]
@@ -37,14 +37,14 @@ def cat(tensors: Sequence[Tensor], dim: int) -> Tensor:
         raise ValueError("cat(): expected a non-empty list of Tensors")
     ts = _promoted(tensors)
     # PyTorch's legacy rule: 1-d empty tensors are skipped when other tensors have data dims
-    keep = [t for t in ts if t._value.shape != (0,)]
+    keep = [t for t in ts if t._meta.shape != (0,)]
     if keep and len(keep) < len(ts):
         ts = keep
     for k, x in enumerate(ts):
-        if x._value.ndim == 0:
+        if x._meta.ndim == 0:
             raise ValueError(f"cat(): zero-dimensional tensor (at position {k}) cannot be "
                              f"concatenated")
-    return _cat(ts, dim=wrap_dim("cat", dim, ts[0]._value.ndim))
+    return _cat(ts, dim=wrap_dim("cat", dim, ts[0]._meta.ndim))
 
 
 @functor("Stack")
@@ -52,22 +52,22 @@ def stack(tensors: Sequence[Tensor], dim: int) -> Tensor:
     if not tensors:
         raise ValueError("stack(): expected a non-empty list of Tensors")
     ts = _promoted(tensors)
-    s0 = ts[0]._value.shape
+    s0 = ts[0]._meta.shape
     for k, x in enumerate(ts[1:], 1):
-        if x._value.shape != s0:
+        if x._meta.shape != s0:
             raise ValueError(f"stack(): stack expects each tensor to be equal size, but got "
-                             f"{list(s0)} at entry 0 and {list(x._value.shape)} at entry {k}")
+                             f"{list(s0)} at entry 0 and {list(x._meta.shape)} at entry {k}")
     return _stack(ts, dim=wrap_dim("stack", dim, len(s0), extra=1))
 
 
 # -- split / chunk / unbind / narrow / slice ----------------------------------------------------
 
 def _split_dim(fname: str, input: Tensor, dim: int) -> tuple[int, int]:
-    nd = input._value.ndim
+    nd = input._meta.ndim
     if nd == 0:
         raise ValueError(f"{fname}(): a 0-dim tensor cannot be split")
     a = wrap_dim(fname, dim, nd)
-    return a, input._value.shape[a]
+    return a, input._meta.shape[a]
 
 
 @functor("Split")
@@ -143,7 +143,7 @@ def _tensor_list(fname: str, tensors: Sequence[Tensor]) -> list[Tensor]:
 def _atleast(t: Tensor, n: int) -> Tensor:
     """torch.atleast_{n}d's shape for n in 1..3 (1-d ``(k,)`` -> ``(1, k)`` / ``(1, k, 1)``,
     2-d ``(m, k)`` -> ``(m, k, 1)``)."""
-    s = tuple(t._value.shape)
+    s = tuple(t._meta.shape)
     if len(s) >= n:
         return t
     new = {0: {1: (1,), 2: (1, 1), 3: (1, 1, 1)},
@@ -156,7 +156,7 @@ def _atleast(t: Tensor, n: int) -> Tensor:
 def hstack(tensors: Sequence[Tensor]) -> Tensor:
     """torch.hstack: concatenation along dim 1 (dim 0 for 1-d tensors)."""
     ts = [_atleast(t, 1) for t in _tensor_list("hstack", tensors)]
-    return cat(ts, 0 if ts[0]._value.ndim == 1 else 1)
+    return cat(ts, 0 if ts[0]._meta.ndim == 1 else 1)
 
 
 @functor("Vstack")
@@ -174,7 +174,7 @@ def dstack(tensors: Sequence[Tensor]) -> Tensor:
 @functor("ColumnStack")
 def column_stack(tensors: Sequence[Tensor]) -> Tensor:
     """torch.column_stack: 0-d / 1-d tensors become columns ``(k, 1)``, then hstack."""
-    ts = [api().reshape(t, (int(t._value.size), 1)) if t._value.ndim <= 1 else t
+    ts = [api().reshape(t, (int(t._meta.size), 1)) if t._meta.ndim <= 1 else t
           for t in _tensor_list("column_stack", tensors)]
     return cat(ts, 1)
 
@@ -189,14 +189,14 @@ def block_diag(tensors: Sequence[Tensor]) -> Tensor:
         return api().full((0, 0), 0.0)
     blocks = []
     for k, t in enumerate(_promoted(tensors)):
-        if t._value.ndim > 2:
+        if t._meta.ndim > 2:
             raise ValueError(f"block_diag(): Input tensors must have 2 or fewer dimensions. "
-                             f"Input {k} has {t._value.ndim} dimensions")
+                             f"Input {k} has {t._meta.ndim} dimensions")
         blocks.append(_atleast(t, 2))
-    width = sum(int(b._value.shape[1]) for b in blocks)
+    width = sum(int(b._meta.shape[1]) for b in blocks)
     rows, left = [], 0
     for b in blocks:
-        w = int(b._value.shape[1])
+        w = int(b._meta.shape[1])
         rows.append(api().pad(b, (left, width - left - w, 0, 0)) if w != width else b)
         left += w
     return cat(rows, 0)
@@ -205,10 +205,10 @@ def block_diag(tensors: Sequence[Tensor]) -> Tensor:
 def _grid_inputs(fname: str, tensors: Sequence[Tensor]) -> list[Tensor]:
     ts = _tensor_list(fname, tensors)
     for k, t in enumerate(ts):
-        if t._value.ndim > 1:
+        if t._meta.ndim > 1:
             raise ValueError(f"{fname}(): Expected 0D or 1D tensor in the tensor list but got "
-                             f"a {t._value.ndim}-d tensor at position {k}")
-        if t._value.dtype != ts[0]._value.dtype:
+                             f"a {t._meta.ndim}-d tensor at position {k}")
+        if t._meta.dtype != ts[0]._meta.dtype:
             raise TypeError(f"{fname}(): expects all tensors to have the same dtype, got "
                             f"{ts[0].dtype} and {t.dtype} (position {k})")
     return ts
@@ -222,7 +222,7 @@ def meshgrid(tensors: Sequence[Tensor], indexing: str) -> tuple[Tensor, ...]:
     if indexing not in ("ij", "xy"):
         raise ValueError(f"meshgrid(): indexing must be one of 'xy' or 'ij', got {indexing!r}")
     ts = _grid_inputs("meshgrid", tensors)
-    sizes = [int(t._value.size) for t in ts]
+    sizes = [int(t._meta.size) for t in ts]
     axes = list(range(len(ts)))
     if indexing == "xy" and len(ts) >= 2:
         axes[0], axes[1] = 1, 0
@@ -281,12 +281,12 @@ def tensor_split_indices(input: Tensor, indices: Sequence[int], dim: int
 
 def _np_split(fname: str, input: Tensor, sections_or_indices: object, dim: int,
               min_nd: int) -> tuple[Tensor, ...]:
-    nd = input._value.ndim
+    nd = input._meta.ndim
     if nd < min_nd:
         raise ValueError(f"{fname}(): argument 'input' must have at least {min_nd} "
                          f"dimension(s), but got a {nd}-d tensor")
     if isinstance(sections_or_indices, int):
-        n = input._value.shape[dim]
+        n = input._meta.shape[dim]
         if sections_or_indices <= 0 or n % sections_or_indices:
             raise ValueError(f"{fname}(): argument 'sections' ({sections_or_indices}) must "
                              f"divide the size of dim {dim} ({n}) evenly")
@@ -299,7 +299,7 @@ def hsplit(input: Tensor, sections_or_indices: object) -> tuple[Tensor, ...]:
     """torch.hsplit: ``tensor_split`` along dim 1 (dim 0 for a 1-D input); an int must divide
     the size evenly."""
     return _np_split("hsplit", input, sections_or_indices,
-                     1 if input._value.ndim > 1 else 0, 1)
+                     1 if input._meta.ndim > 1 else 0, 1)
 
 
 @functor("Vsplit")

@@ -52,16 +52,16 @@ _TORCH_NAMES = {"int64": "Long", "int32": "Int", "int16": "Short", "int8": "Char
 # -- shared helpers ---------------------------------------------------------------------------
 
 def _nd(t: Tensor) -> int:
-    return t._value.ndim
+    return t._meta.ndim
 
 
 def _shape(t: Tensor) -> tuple[int, ...]:
-    return tuple(int(s) for s in t._value.shape)
+    return tuple(int(s) for s in t._meta.shape)
 
 
 def _float_input(fname: str, t: Tensor, arg: str = "A") -> None:
-    if t._value.dtype not in _LINALG_DTYPES:
-        name = _TORCH_NAMES.get(t._value.dtype.name, t._value.dtype.name)
+    if t._meta.dtype not in _LINALG_DTYPES:
+        name = _TORCH_NAMES.get(t._meta.dtype.name, t._meta.dtype.name)
         raise TypeError(f"{fname}: Expected a float32 or float64 tensor as argument '{arg}'. "
                         f"Got {name}")
 
@@ -78,7 +78,7 @@ def _matrix_input(fname: str, t: Tensor, arg: str = "A", square: bool = False) -
 
 
 def _scalar(v: Any, like: Tensor) -> Tensor:
-    return scalar_tensor(v, like._value.dtype)
+    return scalar_tensor(v, like._meta.dtype)
 
 
 def _mT(t: Tensor) -> Tensor:
@@ -92,7 +92,7 @@ def _bmm(a: Tensor, b: Tensor) -> Tensor:
 
 def _eager(*ts: Tensor) -> bool:
     """Concrete local values (no tracer, no global tensor): a host check is possible."""
-    return all(not isinstance(t._value, Tracer) and getattr(t, "_global", None) is None
+    return all(not isinstance(t._meta, Tracer) and getattr(t, "_global", None) is None
                for t in ts)
 
 
@@ -132,10 +132,10 @@ def _dim(fname: str, d: int, nd: int, arg: str = "dim") -> int:
 def _add_scaled(fname: str, input: Tensor, prod: Tensor, beta: Any, alpha: Any) -> Tensor:
     """beta * input + alpha * prod, input broadcast to prod's shape; beta == 0 ignores input
     (nan and inf included), as PyTorch."""
-    if input._value.dtype != prod._value.dtype:
+    if input._meta.dtype != prod._meta.dtype:
         raise TypeError(f"{fname}(): expected input and the product to have the same dtype, "
                         f"got {input.dtype} and {prod.dtype}")
-    if prod._value.dtype.kind in "iub" and any(isinstance(v, float) for v in (beta, alpha)):
+    if prod._meta.dtype.kind in "iub" and any(isinstance(v, float) for v in (beta, alpha)):
         raise TypeError(f"{fname}(): for integral input tensors, arguments beta and alpha "
                         f"must not be floating point numbers")
     si, so = _shape(input), _shape(prod)
@@ -182,9 +182,9 @@ def addbmm(input: Tensor, batch1: Tensor, batch2: Tensor, beta: Any, alpha: Any)
 # -- einsum and contractions ------------------------------------------------------------------
 
 def _same_dtype(fname: str, ts: Any) -> None:
-    d = ts[0]._value.dtype
+    d = ts[0]._meta.dtype
     for k, t in enumerate(ts[1:], 1):
-        if t._value.dtype != d:
+        if t._meta.dtype != d:
             raise TypeError(f"{fname}(): expected all operands to have the same dtype, got "
                             f"{ts[0].dtype} and {t.dtype} (operand {k}); cast one")
 
@@ -323,7 +323,7 @@ def vdot(input: Tensor, other: Tensor) -> Tensor:
         if _nd(t) != 1:
             raise ValueError(f"vdot(): argument '{arg}' must be a 1-D tensor, got a "
                              f"{_nd(t)}-D tensor")
-    if input._value.dtype != other._value.dtype:
+    if input._meta.dtype != other._meta.dtype:
         raise TypeError(f"vdot(): expected both vectors to have same dtype, but found "
                         f"{input.dtype} and {other.dtype}")
     if _shape(input) != _shape(other):
@@ -429,7 +429,7 @@ def trace(input: Tensor) -> Tensor:
     """torch.trace: the sum of the main diagonal of a 2-D input (integers sum as int64)."""
     if _nd(input) != 2:
         raise ValueError(f"trace(): expected a matrix, but got tensor with dim {_nd(input)}")
-    x = cast(input, np.dtype(np.int64)) if input._value.dtype.kind in "iub" else input
+    x = cast(input, np.dtype(np.int64)) if input._meta.dtype.kind in "iub" else input
     return _rsum(_diag_part(x, 0), axis=(0,), keepdim=False)
 
 
@@ -476,9 +476,9 @@ def cdist(x1: Tensor, x2: Tensor, p: float, compute_mode: str | None) -> Tensor:
         if _nd(t) < 2:
             raise ValueError(f"cdist(): argument '{arg}' must have at least 2 dimensions, got "
                              f"{_nd(t)}")
-        if t._value.dtype.kind not in "fV" and t._value.dtype.name != "bfloat16":
+        if t._meta.dtype.kind not in "fV" and t._meta.dtype.name != "bfloat16":
             raise TypeError(f"cdist only supports floating-point dtypes, {arg} got: "
-                            f"{_TORCH_NAMES.get(t._value.dtype.name, t._value.dtype.name)}")
+                            f"{_TORCH_NAMES.get(t._meta.dtype.name, t._meta.dtype.name)}")
     if _shape(x1)[-1] != _shape(x2)[-1]:
         raise ValueError(f"cdist(): X1 and X2 must have the same number of columns. X1: "
                          f"{_shape(x1)[-1]} X2: {_shape(x2)[-1]}")
@@ -528,7 +528,7 @@ def linalg_solve(A: Tensor, B: Tensor, left: bool) -> Tensor:
     when it is 1-D or has A's shape without the last dim; batch dims broadcast."""
     _matrix_input("linalg.solve", A, square=True)
     _float_input("linalg.solve", B, "B")
-    if A._value.dtype != B._value.dtype:
+    if A._meta.dtype != B._meta.dtype:
         raise TypeError(f"linalg.solve: Expected A and B to have the same dtype, but found "
                         f"A of type {A.dtype} and B of type {B.dtype} instead")
     vec = _nd(B) == 1 or (left and _nd(B) == _nd(A) - 1 and _shape(B) == _shape(A)[:-1])
@@ -572,7 +572,7 @@ def linalg_qr(A: Tensor, mode: str) -> tuple[Tensor, Tensor]:
                          f"'reduced' (default), 'r', or 'complete'")
     q, r = _qr(A, mode="reduced" if mode == "r" else mode)
     if mode == "r":
-        q = _full(shape=(0,), value=0.0, dtype=A._value.dtype)
+        q = _full(shape=(0,), value=0.0, dtype=A._meta.dtype)
     return q, r
 
 
@@ -622,9 +622,9 @@ def _tolerance(A: Tensor, s: Tensor, atol: float | None, rtol: float | None) -> 
     m, n = _shape(A)[-2:]
     if rtol is None:
         rtol = 0.0 if atol is not None and atol > 0 else \
-            float(np.finfo(A._value.dtype).eps) * max(m, n)
+            float(np.finfo(A._meta.dtype).eps) * max(m, n)
     smax = _rmax(s, axis=(_nd(s) - 1,), keepdim=True) if _shape(s)[-1] else \
-        _full(shape=_shape(s)[:-1] + (1,), value=0.0, dtype=s._value.dtype)
+        _full(shape=_shape(s)[:-1] + (1,), value=0.0, dtype=s._meta.dtype)
     tol = _mul(smax, _scalar(float(rtol), s))
     if atol is not None:
         tol = get("maximum").apply(tol, _scalar(float(atol), s))
@@ -667,7 +667,7 @@ def linalg_lstsq(A: Tensor, B: Tensor, rcond: float | None, driver: str | None
     if driver not in ("gels", "gelsy", "gelsd", "gelss"):
         raise ValueError(f"linalg.lstsq: parameter `driver` should be one of (gels, gelsy, "
                          f"gelsd, gelss), got {driver!r}")
-    if A._value.dtype != B._value.dtype:
+    if A._meta.dtype != B._meta.dtype:
         raise TypeError(f"linalg.lstsq: Expected A and B to have the same dtype, but found A of "
                         f"type {A.dtype} and B of type {B.dtype} instead")
     vec = _nd(B) == _nd(A) - 1
@@ -678,7 +678,7 @@ def linalg_lstsq(A: Tensor, B: Tensor, rcond: float | None, driver: str | None
     a, b = _broadcast_batch("linalg.lstsq", A, b, 2, 2)
     x = _bmm(linalg_pinv(a, None, rcond, False), b)
     m, n = _shape(a)[-2:]
-    dt = a._value.dtype
+    dt = a._meta.dtype
     empty = _full(shape=(0,), value=0.0, dtype=dt)
     rank = _full(shape=(0,), value=0, dtype=np.dtype(np.int64)) if driver == "gels" else \
         linalg_matrix_rank(a, None, rcond, False)
@@ -700,8 +700,8 @@ def linalg_lstsq(A: Tensor, B: Tensor, rcond: float | None, driver: str | None
 def _norm_input(fname: str, x: Tensor, dtype: Any) -> Tensor:
     if dtype is not None:
         x = cast(x, np.dtype(dtype.np) if hasattr(dtype, "np") else np.dtype(dtype))
-    if x._value.dtype.kind not in "f" and x._value.dtype.name != "bfloat16":
-        name = _TORCH_NAMES.get(x._value.dtype.name, x._value.dtype.name)
+    if x._meta.dtype.kind not in "f" and x._meta.dtype.name != "bfloat16":
+        name = _TORCH_NAMES.get(x._meta.dtype.name, x._meta.dtype.name)
         raise TypeError(f"{fname}: Expected a floating point or complex tensor as input. Got "
                         f"{name}")
     return x
@@ -722,7 +722,7 @@ def linalg_vector_norm(x: Tensor, ord: Any, dim: Any, keepdim: bool, dtype: Any)
                                f"tensor because the operation does not have an identity")
     if nd == 0:
         return _abs(x) if float(ord) != 0 else cast(_gt(_abs(x), _scalar(0.0, x)),
-                                                    x._value.dtype)
+                                                    x._meta.dtype)
     return _rnorm(x, ord=float(ord), axis=axes, keepdim=keepdim)
 
 
@@ -818,7 +818,7 @@ def matrix_power(input: Tensor, n: int) -> Tensor:
                          f"matrices, got shape {list(s)}")
     f = api()
     if n == 0:  # identities, on the tape with a zero gradient (as PyTorch's)
-        eye = _full(shape=(s[-1],), value=1, dtype=input._value.dtype)
+        eye = _full(shape=(s[-1],), value=1, dtype=input._meta.dtype)
         keep = _full(shape=s, value=1.0, dtype=np.dtype(np.bool_))
         return _where(keep, _expand(_diag_embed(eye, offset=0), shape=s), input)
     base = input
@@ -861,10 +861,10 @@ def addr(input: Tensor, vec1: Tensor, vec2: Tensor, beta: Any, alpha: Any) -> Te
             raise ValueError(f"addr(): argument '{arg}' must be a vector, got a {_nd(v)}-D "
                              f"tensor")
     prod = api().outer(vec1, vec2)
-    if input._value.dtype != prod._value.dtype:
+    if input._meta.dtype != prod._meta.dtype:
         raise TypeError(f"addr(): argument 'input' ({input.dtype}) must have the dtype of "
                         f"outer(vec1, vec2) ({prod.dtype})")
-    if prod._value.dtype == np.bool_:  # bool: logical or / and, as PyTorch
+    if prod._meta.dtype == np.bool_:  # bool: logical or / and, as PyTorch
         f = api()
         keep = f.logical_and(input, bool(beta)) if beta else None
         term = f.logical_and(prod, bool(alpha))
@@ -883,7 +883,7 @@ def diagflat(input: Tensor, offset: int) -> Tensor:
 def renorm(input: Tensor, p: float, dim: int, maxnorm: float) -> Tensor:
     """torch.renorm: each slice along ``dim`` whose ``p``-norm exceeds ``maxnorm`` scaled to
     norm ``maxnorm`` (``maxnorm / (norm + 1e-7)``, as PyTorch); float inputs."""
-    if input._value.dtype.kind != "f" and input._value.dtype.name != "bfloat16":
+    if input._meta.dtype.kind != "f" and input._meta.dtype.name != "bfloat16":
         raise TypeError(f"renorm(): argument 'input' must be a floating point tensor, got "
                         f"{input.dtype}")
     if p <= 0:
@@ -913,10 +913,10 @@ def vander(x: Tensor, N: Any, increasing: bool) -> Tensor:
     if n < 0:
         raise ValueError(f"vander(): argument 'N' must be non-negative, got {n}")
     f = api()
-    if x._value.dtype.kind in "iub":
+    if x._meta.dtype.kind in "iub":
         x = f.cast(x, _dt.int64)
     rows = _shape(x)[0]
-    ones = _full(shape=(rows, 1), value=1, dtype=x._value.dtype)
+    ones = _full(shape=(rows, 1), value=1, dtype=x._meta.dtype)
     reps = f.expand(f.unsqueeze(x, 1), (rows, max(n - 1, 0)))  # (keeps x on the tape)
     powers = f.cumprod(f.cat([ones, reps], 1), 1)
     if n == 0:

@@ -22,7 +22,7 @@ from ...tensor import Tensor, _wrap
 from ..promotion import cast, scalar_tensor
 from ..registry import api as _api
 from ..registry import functor
-from .index import host_min_max
+from .index import checked_min_max, host_min_max
 
 _mse, _l1 = get("mse_loss").apply, get("l1_loss").apply
 _bce = get("binary_cross_entropy_with_logits").apply
@@ -94,14 +94,15 @@ def _check_targets(fname: str, target: Tensor, c: int, ignore_index: int) -> Non
     if target._meta.dtype.kind not in "iu":
         raise TypeError(f"{fname}(): expected an integer (class index) target, got "
                         f"{target.dtype}")
-    mm = host_min_max(target)
-    if mm is None or (mm[0] >= 0 and mm[1] < c):
-        return
-    with jax.ensure_compile_time_eval():
-        t = np.asarray(target._value)
-    bad = t[((t < 0) | (t >= c)) & (t != ignore_index)]
-    if bad.size:
-        raise IndexError(f"{fname}(): target {int(bad[0])} is out of bounds (classes: {c})")
+    def check(lo: int, hi: int) -> None:
+        if lo >= 0 and hi < c:
+            return
+        with jax.ensure_compile_time_eval():
+            t = np.asarray(target._value)
+        bad = t[((t < 0) | (t >= c)) & (t != ignore_index)]
+        if bad.size:
+            raise IndexError(f"{fname}(): target {int(bad[0])} is out of bounds (classes: {c})")
+    checked_min_max(target, check)
 
 
 def _classes(input: Tensor) -> int:

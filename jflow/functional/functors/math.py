@@ -8,10 +8,13 @@ from __future__ import annotations
 
 from typing import Any
 
+import jax
+import jax.numpy as jnp
 import numpy as np
 from jax.core import Tracer
 
 from ... import dtypes as _dt
+from ...lazy_mode.segment import defer_check
 from ...ops import get
 from ...tensor import Tensor, _wrap
 from ..promotion import (
@@ -70,9 +73,22 @@ def _check_int_divisor(op_name: str, divisor: Tensor) -> None:
     """An integer divisor holding a zero raises ZeroDivisionError, as PyTorch on CPU (XLA would
     return an unspecified value). Checked on the host for concrete values; under a trace it
     cannot be, and XLA's result stands."""
+    if divisor._meta.dtype.kind not in "iu":
+        return
+
+    def check(nonzero: Any) -> None:
+        if not nonzero:
+            raise ZeroDivisionError(f"{op_name}: integer division by zero")
+    if defer_check(_all_nonzero, (divisor,), check):  # (lazy mode: checked when it runs)
+        return
     v = divisor._value
-    if v.dtype.kind in "iu" and not isinstance(v, Tracer) and not np.all(np.asarray(v)):
-        raise ZeroDivisionError(f"{op_name}: integer division by zero")
+    if not isinstance(v, Tracer):
+        check(np.all(np.asarray(v)))
+
+
+@jax.jit
+def _all_nonzero(v: Any) -> Any:
+    return jnp.all(v != 0)
 
 
 def _check_int_power(input: Tensor, exponent: Any) -> None:
@@ -618,7 +634,7 @@ def mvlgamma(input: Tensor, p: int) -> Tensor:
         raise RuntimeError(f"mvlgamma(): argument 'p' must be >= 1, got {p}")
     if input._meta.dtype.kind in "iub":
         input = to_float(input)
-    if not isinstance(input._value, Tracer) and bool(np.any(np.asarray(
+    if not isinstance(input._meta, Tracer) and bool(np.any(np.asarray(
             api().le(input.detach(), (p - 1) / 2.0)._value))):
         raise RuntimeError(f"mvlgamma(): All elements must be greater than (p-1)/2 = "
                            f"{(p - 1) / 2} (argument 'input')")

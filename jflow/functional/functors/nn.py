@@ -20,8 +20,7 @@ from ...tensor import Tensor
 from ..promotion import assign_inplace, cast, scalar_tensor
 from ..registry import api as _api
 from ..registry import functor
-from .index import IndexOutOfRangeError, _int_index, normalize_dim
-from .loss import host_min_max
+from .index import IndexOutOfRangeError, _int_index, checked_min_max, host_min_max, normalize_dim
 
 _softmax = get("softmax").apply
 _log_softmax = get("log_softmax").apply
@@ -83,11 +82,13 @@ def _check_indices(fname: str, input: Tensor, weight: Tensor, padding_idx: Any) 
             raise ValueError(f"{fname}(): padding_idx {padding_idx} must be within "
                              f"num_embeddings ({n})")
         padding_idx %= n
-    mm = host_min_max(input) if weight._meta.ndim == 2 else None
-    if mm is not None and (mm[0] < 0 or mm[1] >= n):
-        bad = mm[0] if mm[0] < 0 else mm[1]
-        raise IndexOutOfRangeError(f"{fname}(): index {bad} is out of bounds for "
-                                   f"num_embeddings {n}")
+    def check(lo: int, hi: int) -> None:
+        if lo < 0 or hi >= n:
+            bad = lo if lo < 0 else hi
+            raise IndexOutOfRangeError(f"{fname}(): index {bad} is out of bounds for "
+                                       f"num_embeddings {n}")
+    if weight._meta.ndim == 2:
+        checked_min_max(input, check)
     return padding_idx
 
 

@@ -29,7 +29,7 @@ _rsqrt = get("rsqrt").apply
 
 def _begin(fname: str, input: Tensor, normalized_shape: Any) -> int:
     ns = tuple(int(s) for s in normalized_shape)
-    shape = tuple(input._value.shape)
+    shape = tuple(input._meta.shape)
     k = len(ns)
     if k == 0 or k > len(shape) or shape[len(shape) - k:] != ns:
         raise RuntimeError(f"{fname}(): given normalized_shape={list(ns)}, expected input with "
@@ -57,7 +57,7 @@ def rms_norm(input: Tensor, normalized_shape: Any, weight: Any, eps: Any) -> Ten
     _float_input("rms_norm", input)
     b = _begin("rms_norm", input, normalized_shape)
     if eps is None:
-        eps = float(jnp.finfo(input._value.dtype).eps)
+        eps = float(jnp.finfo(input._meta.dtype).eps)
     return _rms_norm(input, weight, begin_norm_axis=b, eps=float(eps))[0]
 
 
@@ -69,7 +69,7 @@ def group_norm(input: Tensor, num_groups: int, weight: Any, bias: Any, eps: floa
 
 
 def _const(v: float, like: Tensor) -> Tensor:
-    return _wrap(jnp.asarray(v, like._value.dtype))
+    return _wrap(jnp.asarray(v, like._meta.dtype))
 
 
 @functor("BatchNorm")
@@ -81,16 +81,16 @@ def batch_norm(input: Tensor, running_mean: Any, running_var: Any, weight: Any, 
     running statistics, as elementwise ops."""
     if not input.is_floating_point():
         raise TypeError(f"batch_norm(): expected a floating point input, got {input.dtype}")
-    shape = tuple(input._value.shape)
+    shape = tuple(input._meta.shape)
     if len(shape) < 2:
         raise ValueError(f"batch_norm(): expected an input of at least 2 dims (N, C, *), got "
                          f"shape {list(shape)}")
     c = shape[1]
     for name, t in (("running_mean", running_mean), ("running_var", running_var),
                     ("weight", weight), ("bias", bias)):
-        if t is not None and tuple(t._value.shape) != (c,):
+        if t is not None and tuple(t._meta.shape) != (c,):
             raise RuntimeError(f"batch_norm(): {name} should contain {c} elements not "
-                               f"{int(np.prod(t._value.shape))}")
+                               f"{int(np.prod(t._meta.shape))}")
     pshape = (1, c) + (1,) * (len(shape) - 2)
     if training:
         n = int(np.prod(shape)) // c if c else 0
@@ -131,9 +131,9 @@ def batch_norm(input: Tensor, running_mean: Any, running_var: Any, weight: Any, 
 
 def _stat_shape(fname: str, c: int, **tensors: Any) -> None:
     for name, t in tensors.items():
-        if t is not None and tuple(t._value.shape) != (c,):
+        if t is not None and tuple(t._meta.shape) != (c,):
             raise RuntimeError(f"{fname}(): {name} should contain {c} elements not "
-                               f"{int(np.prod(t._value.shape))}")
+                               f"{int(np.prod(t._meta.shape))}")
 
 
 @functor("InstanceNorm")
@@ -146,7 +146,7 @@ def instance_norm(input: Tensor, running_mean: Any, running_var: Any, weight: An
     unbiased variance: ``running = (1 - momentum) * running + momentum * stat``."""
     fname = "instance_norm"
     _float_input(fname, input)
-    shape = tuple(input._value.shape)
+    shape = tuple(input._meta.shape)
     if len(shape) < 3:
         raise ValueError(f"{fname}(): expected an input of at least 3 dims (N, C, *), got shape "
                          f"{list(shape)}")
@@ -200,16 +200,16 @@ def local_response_norm(input: Tensor, size: int, alpha: float, beta: float, k: 
     channels from ``c - size // 2`` to ``c + (size - 1) // 2`` (zeros outside)."""
     fname = "local_response_norm"
     _float_input(fname, input)
-    nd = input._value.ndim
+    nd = input._meta.ndim
     if nd < 3:
         raise ValueError(f"{fname}(): expected an input of at least 3 dims (N, C, *), got "
                          f"{nd} dimensions")
     if int(size) < 1:
         raise ValueError(f"{fname}(): size must be a positive integer, got {size}")
-    if input._value.size == 0:
+    if input._meta.size == 0:
         return input
     F = _api()
-    c = int(input._value.shape[1])
+    c = int(input._meta.shape[1])
     sq = _mul(input, input)
     padded = F.pad(sq, [0, 0] * (nd - 2) + [int(size) // 2, (int(size) - 1) // 2])
     acc = F.narrow(padded, 1, 0, c)

@@ -26,13 +26,13 @@ def _pool_input(fname: str, input: Tensor, nd: int = 2) -> tuple[Tensor, bool]:
     """``input`` with a batch dim (added for an unbatched input) and whether it was added."""
     if not input.is_floating_point():
         raise TypeError(f"{fname}(): expected a floating point input, got {input.dtype}")
-    rank = input._value.ndim
+    rank = input._meta.ndim
     if rank not in (nd + 1, nd + 2):
         raise RuntimeError(f"{fname}(): expected a {nd + 1}-d (unbatched) or {nd + 2}-d "
                            f"(batched) input {_DIMS[nd]}, got shape "
-                           f"{list(input._value.shape)}")
+                           f"{list(input._meta.shape)}")
     if rank == nd + 1:
-        return _reshape(input, shape=(1,) + tuple(input._value.shape)), True
+        return _reshape(input, shape=(1,) + tuple(input._meta.shape)), True
     return input, False
 
 
@@ -125,16 +125,16 @@ def _adaptive_avg_pool(nd: int, input: Tensor, output_size: Any) -> Tensor:
     averaging matrix per spatial dim that changes size."""
     fname = f"adaptive_avg_pool{nd}d"
     x, unbatched = _pool_input(fname, input, nd)
-    shape = tuple(x._value.shape)
+    shape = tuple(x._meta.shape)
     out = _output_size(fname, output_size, shape[2:])
     if all(s % o == 0 for s, o in zip(shape[2:], out)):
         k = tuple(s // o for s, o in zip(shape[2:], out))
         y = get(f"avg_pool{nd}d").apply(x, kernel_size=k, stride=k, padding=(0,) * nd,
                                         count_include_pad=True)
         return unbatch(y, unbatched)
-    y, dt = x, x._value.dtype
+    y, dt = x, x._meta.dtype
     for i in range(nd):
-        cur = tuple(y._value.shape)
+        cur = tuple(y._meta.shape)
         n_in, n_out = cur[2 + i], out[i]
         if n_in == n_out:
             continue
@@ -171,7 +171,7 @@ def adaptive_avg_pool3d(input: Tensor, output_size: Any) -> Tensor:
 def _adaptive_max_pool(nd: int, fname: str, input: Tensor,
                        output_size: Any) -> tuple[Tensor, Tensor]:
     x, unbatched = _pool_input(fname, input, nd)
-    out = _output_size(fname, output_size, tuple(x._value.shape[2:]))
+    out = _output_size(fname, output_size, tuple(x._meta.shape[2:]))
     y, idx = get(f"adaptive_max_pool{nd}d").apply(x, output_size=out)
     return unbatch(y, unbatched), unbatch(idx, unbatched)
 

@@ -32,7 +32,7 @@ _index_select = get("index_select").apply
 
 @functor("Flip")
 def flip(input: Tensor, dims: tuple[int, ...]) -> Tensor:
-    nd = input._value.ndim
+    nd = input._meta.ndim
     axes = tuple(wrap_dim("flip", d, nd) for d in dims)
     for k, a in enumerate(axes):
         if a in axes[:k]:
@@ -53,12 +53,12 @@ def roll(input: Tensor, shifts: tuple[int, ...], dims: tuple[int, ...] | None) -
     if len(shifts) != len(dims):
         raise ValueError(f"roll(): shifts and dimensions must align. shifts: {len(shifts)}, "
                          f"dims: {len(dims)}")
-    nd = input._value.ndim
+    nd = input._meta.ndim
     return _roll(input, shifts=shifts, axes=tuple(wrap_dim("roll", d, nd) for d in dims))
 
 
 def _check_repeats(fname: str, input: Tensor, repeats: Sequence[int]) -> None:
-    nd = input._value.ndim
+    nd = input._meta.ndim
     if len(repeats) < nd:
         raise ValueError(f"{fname}(): number of dimensions of repeat dims ({len(repeats)}) can "
                          f"not be smaller than number of dimensions of tensor ({nd})")
@@ -75,7 +75,7 @@ def repeat(input: Tensor, repeats: tuple[int, ...]) -> Tensor:
 
 @functor("Tile")
 def tile(input: Tensor, dims: tuple[int, ...]) -> Tensor:
-    nd = input._value.ndim
+    nd = input._meta.ndim
     reps = (1,) * (nd - len(dims)) + tuple(dims)
     _check_repeats("tile", input, reps)
     return _repeat(input, repeats=reps)
@@ -83,9 +83,9 @@ def tile(input: Tensor, dims: tuple[int, ...]) -> Tensor:
 
 def _tri(fname: str, op: Any):
     def fn(input: Tensor, diagonal: int) -> Tensor:
-        if input._value.ndim < 2:
+        if input._meta.ndim < 2:
             raise ValueError(f"{fname}(): input tensor must have at least 2 dimensions, got "
-                             f"{input._value.ndim}")
+                             f"{input._meta.ndim}")
         return op(input, diagonal=diagonal)
     fn.__name__ = fname
     return fn
@@ -103,7 +103,7 @@ functor("Triu")(_tri("triu", _triu))
 def _host_index(arr: np.ndarray, like: Tensor | None) -> Tensor:
     """A host int64 array as a tensor (on ``like``'s device when given)."""
     a = np.ascontiguousarray(arr.astype(np.int64))
-    if like is None or isinstance(like._value, Tracer):
+    if like is None or isinstance(like._meta, Tracer):
         return _wrap(jnp.asarray(a))
     return _wrap(jax.device_put(a, next(iter(like._value.devices()))))
 
@@ -111,7 +111,7 @@ def _host_index(arr: np.ndarray, like: Tensor | None) -> Tensor:
 @functor("Fliplr")
 def fliplr(input: Tensor) -> Tensor:
     """torch.fliplr: flip dim 1 (the input must be at least 2-d)."""
-    if input._value.ndim < 2:
+    if input._meta.ndim < 2:
         raise ValueError("fliplr(): Input must be >= 2-d.")
     return _flip(input, axes=(1,))
 
@@ -119,7 +119,7 @@ def fliplr(input: Tensor) -> Tensor:
 @functor("Flipud")
 def flipud(input: Tensor) -> Tensor:
     """torch.flipud: flip dim 0 (the input must be at least 1-d)."""
-    if input._value.ndim < 1:
+    if input._meta.ndim < 1:
         raise ValueError("flipud(): Input must be >= 1-d.")
     return _flip(input, axes=(0,))
 
@@ -128,7 +128,7 @@ def flipud(input: Tensor) -> Tensor:
 def rot90(input: Tensor, k: int, dims: tuple[int, ...]) -> Tensor:
     """torch.rot90: rotate by 90 degrees ``k`` times in the plane ``dims``, from the first
     towards the second axis: a flip and / or a transpose."""
-    nd = input._value.ndim
+    nd = input._meta.ndim
     if len(dims) != 2:
         raise ValueError(f"rot90(): expected total rotation dims == 2, but got dims = "
                          f"{len(dims)}")
@@ -154,7 +154,7 @@ def diff(input: Tensor, n: int, dim: int, prepend: Tensor | None,
     """torch.diff: the n-th forward difference along dim, after concatenating ``prepend`` /
     ``append``; bool inputs give ``!=`` (logical xor), as in PyTorch."""
     F = api()
-    nd = input._value.ndim
+    nd = input._meta.ndim
     if nd == 0:
         raise ValueError("diff(): diff expects input to be at least one-dimensional")
     if n < 0:
@@ -162,16 +162,16 @@ def diff(input: Tensor, n: int, dim: int, prepend: Tensor | None,
     d = wrap_dim("diff", dim, nd)
     parts = [t for t in (prepend, input, append) if t is not None]
     for t in parts:
-        if t._value.ndim != nd:
+        if t._meta.ndim != nd:
             raise ValueError(f"diff(): expected prepend and append to have {nd} dimension(s) "
-                             f"(as input), got a {t._value.ndim}-d tensor")
+                             f"(as input), got a {t._meta.ndim}-d tensor")
     x = F.cat(parts, d) if len(parts) > 1 else input
     for _ in range(n):
-        m = int(x._value.shape[d])
+        m = int(x._meta.shape[d])
         if m == 0:
             break
         hi, lo = F.narrow(x, d, 1, m - 1), F.narrow(x, d, 0, m - 1)
-        x = F.logical_xor(hi, lo) if x._value.dtype == np.bool_ else F.sub(hi, lo)
+        x = F.logical_xor(hi, lo) if x._meta.dtype == np.bool_ else F.sub(hi, lo)
     return x
 
 
@@ -185,15 +185,15 @@ def repeat_interleave(input: Tensor, repeats: Any, dim: Any, output_size: Any) -
     if dim is None:
         input, d = F.reshape(input, (-1,)), 0
     else:
-        d = wrap_dim("repeat_interleave", dim, input._value.ndim)
-    n = int(input._value.shape[d]) if input._value.ndim else 1
+        d = wrap_dim("repeat_interleave", dim, input._meta.ndim)
+    n = int(input._meta.shape[d]) if input._meta.ndim else 1
     if isinstance(repeats, Tensor):
-        if repeats._value.dtype.kind not in "iu":
+        if repeats._meta.dtype.kind not in "iu":
             raise TypeError(f"repeat_interleave(): repeats must be an integer tensor, got "
                             f"{repeats.dtype}")
-        if repeats._value.ndim > 1:
+        if repeats._meta.ndim > 1:
             raise ValueError("repeat_interleave(): repeats must be 0-dim or 1-dim tensor")
-        if isinstance(repeats._value, Tracer):
+        if isinstance(repeats._meta, Tracer):
             if output_size is None:
                 raise TypeError("repeat_interleave(): the output size depends on the values "
                                 "of a tensor 'repeats', which are unknown while tracing "
@@ -215,7 +215,7 @@ def repeat_interleave(input: Tensor, repeats: Any, dim: Any, output_size: Any) -
         raise ValueError(f"repeat_interleave(): output_size ({output_size}) does not match the "
                          f"sum of repeats ({total})")
     index = _host_index(np.repeat(np.arange(n), reps), input)
-    if input._value.ndim == 0:
+    if input._meta.ndim == 0:
         input = F.reshape(input, (1,))
     return _index_select(input, index, dim=d)
 
@@ -223,9 +223,9 @@ def repeat_interleave(input: Tensor, repeats: Any, dim: Any, output_size: Any) -
 @functor("RepeatInterleaveIndex")
 def repeat_interleave_index(repeats: Tensor, output_size: Any) -> Tensor:
     """torch.repeat_interleave(repeats): ``i`` repeated ``repeats[i]`` times (an index)."""
-    if repeats._value.ndim != 1 or repeats._value.dtype.kind not in "iu":
+    if repeats._meta.ndim != 1 or repeats._meta.dtype.kind not in "iu":
         raise ValueError("repeat_interleave(): repeats must be a 1-d integer tensor")
-    return repeat_interleave(api().arange(int(repeats._value.shape[0]), device=None), repeats,
+    return repeat_interleave(api().arange(int(repeats._meta.shape[0]), device=None), repeats,
                              0, output_size)
 
 
@@ -234,16 +234,16 @@ def _traced_repeat(input: Tensor, repeats: Tensor, d: int, n: int, output_size: 
     reads entry ``#{i : cumsum(repeats)[i] <= j}`` (an ``(output_size, n)`` comparison, no
     host sync). Counts that do not sum to output_size are not detected here, as in PyTorch."""
     F = api()
-    if int(repeats._value.size) == 1 and n != 1:
+    if int(repeats._meta.size) == 1 and n != 1:
         repeats = F.expand(F.reshape(repeats, (1,)), (n,))
-    elif int(repeats._value.size) != n:
+    elif int(repeats._meta.size) != n:
         raise ValueError(f"repeat_interleave(): repeats must have the same size as input along "
-                         f"dim, but got repeats.size(0) = {int(repeats._value.size)} and "
+                         f"dim, but got repeats.size(0) = {int(repeats._meta.size)} and "
                          f"input.size({d}) = {n}")
     ends = F.reshape(F.cumsum(F.reshape(repeats, (n,)), 0), (1, n))
     pos = F.reshape(F.arange(output_size), (output_size, 1))
     index = F.sum(F.le(ends, pos), 1)
-    if input._value.ndim == 0:
+    if input._meta.ndim == 0:
         input = F.reshape(input, (1,))
     return _index_select(input, index, dim=d)
 
@@ -276,14 +276,14 @@ def triu_indices(row: int, col: int, offset: int, dtype: Any, device: Any) -> Te
 def combinations(input: Tensor, r: int, with_replacement: bool) -> Tensor:
     """torch.combinations: the length-``r`` combinations of a 1-D tensor's entries as rows
     (itertools order), gathered with host-built indices (differentiable in the input)."""
-    if input._value.ndim != 1:
+    if input._meta.ndim != 1:
         raise ValueError(f"combinations(): Expect a 1D vector, but got shape "
-                         f"{list(input._value.shape)}")
+                         f"{list(input._meta.shape)}")
     if r < 0:
         raise ValueError(f"combinations(): Expect a non-negative number, but got {r}")
     if r == 0:
         return api().full((0,), 0.0, dtype=input.dtype)
-    n = int(input._value.shape[0])
+    n = int(input._meta.shape[0])
     make = itertools.combinations_with_replacement if with_replacement else itertools.combinations
     idx = np.array(list(make(range(n), r)), np.int64).reshape(-1, r)
     flat = _index_select(input, _host_index(idx.reshape(-1), input), dim=0)

@@ -613,7 +613,7 @@ def _quantile(fname: str, input: Tensor, q: Any, dim: int | None, keepdim: bool,
             raise RuntimeError(f"{fname}() q tensor must be same dtype as the input tensor "
                                f"({_torch_name(input._meta.dtype)}), got "
                                f"{_torch_name(q._meta.dtype)}")
-        if not isinstance(q._value, jax.core.Tracer):  # a value check needs concrete values
+        if not isinstance(q._meta, jax.core.Tracer):  # a value check needs concrete values
             qv = np.asarray(q._value)
             if qv.size and not ((qv >= 0) & (qv <= 1)).all():
                 raise RuntimeError(f"{fname}() q values must be in the range [0, 1]")
@@ -753,7 +753,7 @@ def bucketize(input: Tensor | Any, boundaries: Tensor, out_int32: bool, right: b
 
 def _concrete(t: Tensor, fname: str, why: str) -> np.ndarray:
     """A tensor's host value, for an answer whose size (or validity) depends on the data."""
-    if isinstance(t._value, jax.core.Tracer):
+    if isinstance(t._meta, jax.core.Tracer):
         raise RuntimeError(f"{fname}(): {why}, so it runs eagerly only; it cannot run under "
                            f"tracing (jax.jit / flow.jit / vmap)")
     return np.asarray(t._value)
@@ -772,7 +772,7 @@ def histc(input: Tensor, bins: int, min: float, max: float) -> Tensor:  # noqa: 
         raise RuntimeError(f"histc(): max must be larger than min, got min={min}, max={max}")
     if not (math.isfinite(min) and math.isfinite(max)):
         raise RuntimeError(f"histc(): range of [{min}, {max}] is not finite")
-    if min == max and input._meta.size and not isinstance(input._value, jax.core.Tracer):
+    if min == max and input._meta.size and not isinstance(input._meta, jax.core.Tracer):
         v = np.asarray(input._value)
         lo, hi = v.min(), v.max()
         if not (np.isfinite(lo) and np.isfinite(hi)):
@@ -883,7 +883,7 @@ def _obs_weights(fname: str, w: Tensor | None, n: int, arg: str, integral: bool
     if not integral and not _is_float(w._meta.dtype):
         raise RuntimeError(f"{fname}(): argument '{arg}' must be a floating point tensor, got "
                            f"{w.dtype}")
-    if not isinstance(w._value, jax.core.Tracer) and bool(np.any(np.asarray(w._value) < 0)):
+    if not isinstance(w._meta, jax.core.Tracer) and bool(np.any(np.asarray(w._value) < 0)):
         raise RuntimeError(f"{fname}(): argument '{arg}' cannot have negative values")
     return w
 

@@ -21,11 +21,11 @@ _pad = get("pad").apply
 
 @functor("Narrow")
 def narrow(input: Tensor, dim: int, start: int, length: int) -> Tensor:
-    nd = input._value.ndim
+    nd = input._meta.ndim
     if nd == 0:
         raise ValueError("narrow(): cannot be applied to a 0-dim tensor")
     a = wrap_dim("narrow", dim, nd)
-    size = input._value.shape[a]
+    size = input._meta.shape[a]
     if not -size <= start <= size:
         raise IndexError(f"narrow(): start out of range (expected to be in range of "
                          f"[{-size}, {size}], but got {start})")
@@ -43,7 +43,7 @@ def narrow(input: Tensor, dim: int, start: int, length: int) -> Tensor:
 @functor("Slice")
 def slice_(input: Tensor, start: tuple[int, ...], stop: tuple[int, ...],
            step: tuple[int, ...]) -> Tensor:
-    nd = input._value.ndim
+    nd = input._meta.ndim
     if not len(start) == len(stop) == len(step) == nd:
         raise ValueError(f"slice(): start, stop and step must each have one entry per dim of "
                          f"the input ({nd}), got {len(start)}, {len(stop)} and {len(step)}")
@@ -64,7 +64,7 @@ def pad(input: Tensor, pad: tuple[int, ...], mode: str, value: Any) -> Tensor:
         raise ValueError(f"pad(): mode must be one of {list(_PAD_MODES)}, got {mode!r}")
     if len(pad) % 2:
         raise ValueError(f"pad(): padding length must be divisible by 2, got {len(pad)}")
-    nd = input._value.ndim
+    nd = input._meta.ndim
     if len(pad) // 2 > nd:
         raise ValueError(f"pad(): padding length ({len(pad)}) is too large for a {nd}-d input "
                          f"(at most {2 * nd})")

@@ -50,7 +50,7 @@ def interpolate(input: Tensor, size: Any, scale_factor: Any, mode: str, align_co
     fname = "interpolate"
     if not input.is_floating_point():
         raise TypeError(f"{fname}(): expected a floating point input, got {input.dtype}")
-    shape = tuple(input._value.shape)
+    shape = tuple(input._meta.shape)
     nd = len(shape) - 2
     if nd not in _INTERP_MODES:
         raise NotImplementedError(f"{fname}(): jflow supports 3-d and 4-d inputs, got shape "
@@ -113,7 +113,7 @@ _CUBIC_A = -0.75
 
 def _clip(c: Tensor, hi: int) -> Tensor:
     """``c`` clipped to ``[0, hi]``; gradient 1 inside and on the bounds, 0 outside."""
-    dt = c._value.dtype
+    dt = c._meta.dtype
     inner = _where(c > float(hi), scalar_tensor(float(hi), dt), c)
     return _where(c < 0.0, scalar_tensor(0.0, dt), inner)
 
@@ -182,7 +182,7 @@ def grid_sample(input: Tensor, grid: Tensor, mode: str, padding_mode: str,
     if not input.is_floating_point() or input.dtype != grid.dtype:
         raise TypeError(f"{fname}(): expected floating point input and grid of the same dtype, "
                         f"got input {input.dtype} and grid {grid.dtype}")
-    xs, gs = tuple(input._value.shape), tuple(grid._value.shape)
+    xs, gs = tuple(input._meta.shape), tuple(grid._meta.shape)
     if len(xs) not in (4, 5) or len(gs) != len(xs):
         raise ValueError(f"{fname}(): expected a 4-d or 5-d input and a grid with the same "
                          f"number of dimensions, got input of shape {list(xs)} and grid of "
@@ -225,7 +225,7 @@ def grid_sample(input: Tensor, grid: Tensor, mode: str, padding_mode: str,
         lin = _expand(_reshape(lin, shape=(n, 1, npts)), shape=(n, c, npts))
         vals = _gather(flat, lin, dim=2)
         return _where(_reshape(valid, shape=(n, 1, npts)), vals,
-                      scalar_tensor(0.0, vals._value.dtype))
+                      scalar_tensor(0.0, vals._meta.dtype))
 
     def weighted(w: Tensor, v: Tensor) -> Tensor:
         return _reshape(w, shape=(n, 1, npts)) * v
@@ -286,7 +286,7 @@ def affine_grid(theta: Tensor, size: Any, align_corners: Any) -> Tensor:
         raise ValueError(f"{fname}(): size must have 4 (N, C, H, W: 2-d affine maps) or 5 "
                          f"(N, C, D, H, W: 3-d affine maps) elements, got {size}")
     nd = len(size) - 2
-    ts = tuple(theta._value.shape)
+    ts = tuple(theta._meta.shape)
     if ts != (size[0], nd, nd + 1):
         raise ValueError(f"{fname}(): expected theta of shape [{size[0]}, {nd}, {nd + 1}] "
                          f"(a batch of {nd}-d affine matrices) for size {size}, got "
@@ -298,7 +298,7 @@ def affine_grid(theta: Tensor, size: Any, align_corners: Any) -> Tensor:
     axes = [_base_coords(s, align) for s in reversed(spatial)]  # x (W), y (H)[, z (D)]
     mesh = np.meshgrid(*axes[::-1], indexing="ij")  # outermost spatial axis first
     cols = [m.reshape(-1) for m in mesh[::-1]] + [np.ones(int(np.prod(spatial)))]
-    dt = theta._value.dtype
+    dt = theta._meta.dtype
     base = _wrap(jnp.asarray(np.stack(cols, 1), dt))  # (P, nd + 1)
     grid = _einsum([base, theta], equation="pk,njk->npj")
     return _reshape(grid, shape=(size[0],) + tuple(spatial) + (nd,))

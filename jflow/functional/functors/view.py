@@ -43,9 +43,9 @@ def _target_shape(in_shape: tuple[int, ...], shape: tuple[int, ...]) -> tuple[in
 def _reshape_to(fname: str, input: Tensor, shape: Sequence[int]) -> Tensor:
     try:
         try:
-            s = _target_shape(input._value.shape, tuple(shape))
+            s = _target_shape(input._meta.shape, tuple(shape))
         except TypeError:  # unhashable sizes: validated (and refused) uncached
-            s = reshape_shape(input._value.shape, shape)
+            s = reshape_shape(input._meta.shape, shape)
     except ValueError as e:
         raise in_function(fname, e) from None
     if not _can_view(input, s):
@@ -72,14 +72,14 @@ def view(input: Tensor, shape: tuple[int, ...]) -> Tensor:
 
 @functor("Flatten")
 def flatten(input: Tensor, start_dim: int, end_dim: int) -> Tensor:
-    nd = input._value.ndim
+    nd = input._meta.ndim
     s = wrap_dim("flatten", start_dim, nd)
     e = wrap_dim("flatten", end_dim, nd)
     if nd and s > e:
         raise ValueError(f"flatten(): start_dim ({start_dim}) cannot come after end_dim "
                          f"({end_dim})")
     out = _flatten(input, start_dim=s, end_dim=e)
-    shape = flatten_shape(input._value.shape, s, e)
+    shape = flatten_shape(input._meta.shape, s, e)
     if not _can_view(input, shape):
         return out
     return alias(out, input, "reshape", (shape,))
@@ -87,7 +87,7 @@ def flatten(input: Tensor, start_dim: int, end_dim: int) -> Tensor:
 
 @functor("Unflatten")
 def unflatten(input: Tensor, dim: int, sizes: tuple[int, ...]) -> Tensor:
-    shape = tuple(input._value.shape)
+    shape = tuple(input._meta.shape)
     a = wrap_dim("unflatten", dim, len(shape))
     if not sizes:
         raise ValueError("unflatten(): sizes must be non-empty")
@@ -102,7 +102,7 @@ def unflatten(input: Tensor, dim: int, sizes: tuple[int, ...]) -> Tensor:
 
 @functor("Squeeze")
 def squeeze(input: Tensor, dim: tuple[int, ...] | None) -> Tensor:
-    shape = input._value.shape
+    shape = input._meta.shape
     nd = len(shape)
     if dim is None:
         axes = tuple(i for i, s in enumerate(shape) if s == 1)
@@ -114,7 +114,7 @@ def squeeze(input: Tensor, dim: tuple[int, ...] | None) -> Tensor:
 
 @functor("Unsqueeze")
 def unsqueeze(input: Tensor, dim: int) -> Tensor:
-    d = wrap_dim("unsqueeze", dim, input._value.ndim, extra=1)
+    d = wrap_dim("unsqueeze", dim, input._meta.ndim, extra=1)
     return alias(_unsqueeze(input, dim=d), input, "unsqueeze", (d,))
 
 
@@ -122,7 +122,7 @@ def unsqueeze(input: Tensor, dim: int) -> Tensor:
 
 @functor("Transpose")
 def transpose(input: Tensor, dim0: int, dim1: int) -> Tensor:
-    nd = input._value.ndim
+    nd = input._meta.ndim
     a, b = wrap_dim("transpose", dim0, nd), wrap_dim("transpose", dim1, nd)
     perm = list(range(nd))
     if nd:
@@ -132,7 +132,7 @@ def transpose(input: Tensor, dim0: int, dim1: int) -> Tensor:
 
 @functor("Permute")
 def permute(input: Tensor, dims: tuple[int, ...]) -> Tensor:
-    nd = input._value.ndim
+    nd = input._meta.ndim
     if len(dims) != nd:
         raise ValueError(f"permute(): number of dims don't match: the input has {nd} dims but "
                          f"dims has {len(dims)} entries ({list(dims)})")
@@ -148,7 +148,7 @@ def _permuted(input: Tensor, perm: tuple[int, ...]) -> Tensor:
 
 @functor("Movedim")
 def movedim(input: Tensor, source: tuple[int, ...], destination: tuple[int, ...]) -> Tensor:
-    nd = input._value.ndim
+    nd = input._meta.ndim
     if len(source) != len(destination):
         raise ValueError(f"movedim(): invalid source or destination dims: source "
                          f"({list(source)} dims) should contain the same number of dims as "
@@ -169,7 +169,7 @@ def movedim(input: Tensor, source: tuple[int, ...], destination: tuple[int, ...]
 
 @functor("T")
 def t(input: Tensor) -> Tensor:
-    nd = input._value.ndim
+    nd = input._meta.ndim
     if nd > 2:
         raise ValueError(f"t() expects a tensor with <= 2 dimensions, but input is {nd}D")
     return _permuted(input, (1, 0) if nd == 2 else tuple(range(nd)))
@@ -179,7 +179,7 @@ def t(input: Tensor) -> Tensor:
 
 def _expand_to(fname: str, input: Tensor, size: Sequence[int]) -> Tensor:
     try:
-        s = expand_shape(input._value.shape, size)
+        s = expand_shape(input._meta.shape, size)
     except ValueError as e:
         raise in_function(fname, e) from None
     return alias(_expand(input, shape=s), input, "expand", (s,))
@@ -206,7 +206,7 @@ def ravel(input: Tensor) -> Tensor:
 @functor("Adjoint")
 def adjoint(input: Tensor) -> Tensor:
     """torch.adjoint of a real tensor: its last two dims swapped (a view)."""
-    nd = input._value.ndim
+    nd = input._meta.ndim
     if nd < 2:
         raise ValueError(f"adjoint(): argument 'input' must have at least 2 dimensions "
                          f"(a matrix or a batch of matrices), got {nd}")

@@ -253,7 +253,7 @@ class DistributedDataParallel(Module):
         def to_replica(t: Tensor) -> Tensor:
             if t._global is None and world > 1 and init_sync:  # process 0's values
                 v = multihost_utils.broadcast_one_to_all(np.asarray(t._value))
-                t = _wrap(jnp.asarray(v, dtype=t._value.dtype))
+                t = _wrap(jnp.asarray(v, dtype=t._meta.dtype))
             return to_global(t, plc, _B)
 
         with no_grad():

@@ -1,0 +1,201 @@
+"""An optimizer step in lazy mode, recorded as ONE node (the update of every parameter fused
+into the segment that computed the gradients).
+
+Optimizers are written as eager code: per parameter a few in-place ops on the parameter and its
+state tensors. Recorded op by op that is ~10 small nodes per parameter, each paying the
+functor's Python. Instead, the step of an optimizer whose *structure* repeats (which
+parameters have gradients, the state entries, shapes and dtypes, the hyper-parameters) is
+traced once into a pure function of the tensors' values and the learning rates (the step's own
+code runs, on tracers, under ``no_grad``), and later steps record one call of it.
+
+What the trace may not do — else the step keeps running op by op, always correct:
+create or replace state entries (a first step that makes moment buffers), change a non-tensor
+state value or hyper-parameter (a Python step counter), read a value (``if loss > x``), touch
+global tensors or use a closure. A structure is traced on its *second* sighting (a one-off
+step compiles nothing), and each optimizer keeps its last :data:`KEEP` structures.
+
+The learning rate is an input, so a scheduler that changes it every step does not retrace.
+Version counters of the updated tensors move as the eager step moves them.
+"""
+
+from __future__ import annotations
+
+import weakref
+from collections import OrderedDict
+from typing import Any
+
+import jax
+import numpy as np
+from jax.core import Tracer
+from jax.extend.core import jaxpr_as_fun
+
+from ..autograd.grad_mode import no_grad
+from ..device import device_scalar
+from ..tensor import Tensor, _wrap
+from . import segment as _segment
+from .segment import _LAZY_OF, _PLAIN_OF, raw, set_raw
+
+__all__ = ["record_step", "traced_steps", "KEEP"]
+
+#: traced step structures kept per optimizer (least recently used dropped beyond it)
+KEEP = 8
+
+_NOT_HYPER = ("params", "lr", "initial_lr")
+
+#: optimizer -> its step structures (key -> False: seen once, a _Traced, or _UNTRACEABLE);
+#: kept beside the optimizer, not in it (its copies and pickles stay plain), and dropped with
+#: it (a traced function holds a jaxpr, not the optimizer)
+_STEPS: weakref.WeakKeyDictionary[Any, OrderedDict] = weakref.WeakKeyDictionary()
+_UNTRACEABLE = object()  # a structure whose step cannot be traced: it runs op by op
+
+
+class _Traced:
+    """A step structure's pure function and what it writes."""
+
+    __slots__ = ("fn", "changed", "bumps")
+
+    def __init__(self, fn: Any, changed: tuple[int, ...], bumps: tuple[int, ...]) -> None:
+        self.fn, self.changed, self.bumps = fn, changed, bumps
+
+
+def _gather(opt: Any) -> tuple[list[Tensor], tuple, list[Any]] | None:
+    """The tensors one step reads (parameters with gradients, the gradients, their state
+    tensors), the structure key and the learning rates; None when the step cannot be
+    recorded as one node."""
+    tensors: list[Tensor] = []
+    parts: list[Any] = [opt.__class__.step]
+    lrs: list[Any] = []
+    state = opt.state
+    for group in opt.param_groups:
+        lr = group["lr"]
+        if isinstance(lr, Tensor) or not isinstance(lr, (float, int)):
+            return None
+        params = group["params"]
+        if not params:
+            return None
+        dt = params[0]._meta.dtype
+        lrs.append(device_scalar(lr, dt if dt.kind == "f" else np.float32))
+        parts.append(tuple((k, v) for k, v in group.items() if k not in _NOT_HYPER))
+        for p in params:
+            g = p._grad
+            if g is None:
+                parts.append(None)
+                continue
+            s = state.get(p)
+            entries = []
+            if s:
+                for k, v in s.items():
+                    if isinstance(v, Tensor):
+                        tensors.append(v)
+                        entries.append((k, v._meta.aval))
+                    else:
+                        entries.append((k, v))
+            tensors.append(p)
+            tensors.append(g)
+            parts.append((p._meta.aval, g._meta.aval, tuple(entries)))
+    for t in tensors:
+        if t._global is not None or t._aliases or t.grad_fn is not None or (
+                t.__class__ not in _LAZY_OF and t.__class__ not in _PLAIN_OF) or \
+                isinstance(t._meta, Tracer):  # (flow.jit / nn.Graph tracing the step)
+            return None
+    return tensors, tuple(parts), lrs
+
+
+def _snapshot(opt: Any) -> tuple:
+    """What the trace must leave as it found: state entries (identities and non-tensor
+    values) and the groups' hyper-parameters."""
+    return (tuple((id(p), tuple((k, id(v) if isinstance(v, Tensor) else v)
+                                for k, v in s.items()))
+                  for p, s in opt.state.items()),
+            tuple(tuple((k, v) for k, v in g.items() if k not in ("params", "lr"))
+                  for g in opt.param_groups))
+
+
+def _trace(opt: Any, step: Any, tensors: list[Tensor], lrs: list[Any]) -> _Traced | None:
+    """Run ``step`` once on tracers, as a pure function of the tensors' values and the
+    learning rates; None when it cannot be (see the module docstring). Everything it touched
+    is restored."""
+    before = [(t, t.__class__, t._meta, t._version) for t in tensors]
+    groups = opt.param_groups
+    old_lrs = [g["lr"] for g in groups]
+    snap = _snapshot(opt)
+    record: dict[str, Any] = {}
+
+    def pure(vals: list[Any], lr_vals: list[Any]) -> list[Any]:
+        for t, v in zip(tensors, vals):
+            t._meta = v
+        for g, lr in zip(groups, lr_vals):
+            g["lr"] = _wrap(lr)
+        with no_grad():
+            step(opt)
+        now = [t._meta for t in tensors]
+        changed = tuple(i for i, (a, b) in enumerate(zip(now, vals)) if a is not b)
+        record["changed"] = changed
+        record["bumps"] = tuple(t._version - b[3] for t, b in zip(tensors, before))
+        return [now[i] for i in changed]
+
+    local = _segment._LOCAL
+    seg = local.active
+    local.active = None  # (the trace's ops run on tracers: nothing records)
+    try:
+        structs = [jax.ShapeDtypeStruct(v.shape, v.dtype) for _, _, v, _ in before]
+        lr_structs = [jax.ShapeDtypeStruct(a.shape, a.dtype) for a in lrs]
+        closed = jax.make_jaxpr(pure)(structs, lr_structs)
+        ok = _snapshot(opt) == snap
+    except Exception:  # noqa: BLE001  (a step that reads values, etc.: it runs op by op)
+        ok = False
+    finally:
+        local.active = seg
+        for (t, cls, v, ver) in before:
+            t.__class__ = cls
+            t._meta = v
+            t._version = ver
+        for g, lr in zip(groups, old_lrs):
+            g["lr"] = lr
+    if not ok or "changed" not in record:
+        return None
+    flat = jaxpr_as_fun(closed)
+
+    def fn(vals: list[Any], lr_vals: list[Any]) -> list[Any]:
+        return flat(*vals, *lr_vals)
+    return _Traced(jax.jit(fn), record["changed"], record["bumps"])
+
+
+def traced_steps(opt: Any) -> int:
+    """How many step structures of ``opt`` are traced into one node (for tests, tuning)."""
+    return sum(isinstance(v, _Traced) for v in _STEPS.get(opt, {}).values())
+
+
+def record_step(opt: Any, step: Any) -> bool:
+    """Record ``step(opt)`` as one node of this thread's pending segment; False when it must
+    run as plain code (first sighting of its structure, or a step that cannot be traced)."""
+    seg = _segment.active()
+    if seg is None:
+        return False
+    got = _gather(opt)
+    if got is None:
+        return False
+    tensors, key, lrs = got
+    cache = _STEPS.get(opt)
+    if cache is None:
+        cache = _STEPS[opt] = OrderedDict()
+    try:
+        hit = cache.get(key)
+    except TypeError:  # an unhashable hyper-parameter
+        return False
+    if hit is None:  # first sighting: plain code (a one-off structure compiles nothing)
+        cache[key] = hit = False
+    elif hit is False:  # second sighting: trace it
+        hit = cache[key] = _trace(opt, step, tensors, lrs) or _UNTRACEABLE
+    cache.move_to_end(key)
+    while len(cache) > KEEP:
+        cache.popitem(last=False)
+    if hit is _UNTRACEABLE or hit is False:
+        return False
+    outs = seg.add_tree(hit.fn, ([raw(t) for t in tensors], lrs))
+    for i, o in zip(hit.changed, outs):
+        set_raw(tensors[i], o._meta)
+    for t, b in zip(tensors, hit.bumps):
+        if b:
+            t._version += b
+    return True

@@ -1,0 +1,144 @@
+"""Lazy eager (jflow/lazy_mode), part 3: errors. Value checks of functors (integer division
+by zero, index and class-target bounds) do not flush: they run with the pending ops and
+raise the same error as eagerly, with a note naming the user's line that recorded them. A
+kernel that fails at run time raises its own error with the failing op and that line; the
+values computed before it keep their values, the later ones raise."""
+
+from __future__ import annotations
+
+import inspect
+import itertools
+
+import numpy as np
+import pytest
+
+import jflow as flow
+from jflow.kernels import register_kernel
+from jflow.lazy_mode import segment as seg
+from jflow.ops import define_op
+from jflow.ops.infer import desc
+
+F = flow.nn.functional
+HERE = __file__
+
+
+def _line() -> int:
+    """The caller's line number (where the op under test is recorded)."""
+    return inspect.currentframe().f_back.f_lineno
+
+
+def _recorded_at(err: BaseException, *lines: int) -> None:
+    notes = getattr(err, "__notes__", [])
+    assert any(f"{HERE}:{line})" in n for n in notes for line in lines), notes
+
+
+IDX = flow.tensor(np.array([0, 2, 5]))
+
+
+@pytest.mark.parametrize("case", ["int_div", "index_select", "take", "cross_entropy",
+                                  "embedding", "getitem"])
+def test_value_checks_do_not_flush_and_raise_at_run_with_the_line(case):
+    """Each bad call raises eagerly; in lazy mode it records without a flush and raises
+    the same error when the pending ops run, naming the recording line."""
+    x = flow.tensor(np.arange(12).reshape(3, 4))
+    logits = flow.tensor(np.zeros((3, 4), np.float32))
+    emb = flow.nn.Embedding(5, 2)
+
+    def bad(idx):
+        if case == "int_div":
+            return x // (idx[:1] - idx[:1])
+        if case == "index_select":
+            return flow.index_select(x, 1, idx)
+        if case == "take":
+            return flow.take(x, idx * 3)
+        if case == "cross_entropy":
+            return F.cross_entropy(logits, idx)
+        if case == "embedding":
+            return emb(idx)
+        return x[:, idx]
+
+    with pytest.raises(Exception) as eager:
+        bad(IDX)
+    with flow.lazy():
+        before = seg.stats()["flushes"]
+        pending = IDX * 1  # (a pending index: its values are not known at the call)
+        good = x + 1
+        out = bad(pending)
+        after = x * 2
+        assert seg.stats()["flushes"] == before  # nothing ran
+        with pytest.raises(type(eager.value)) as lazy:
+            out.numpy()
+    assert str(lazy.value) == str(eager.value)
+    first = bad.__code__.co_firstlineno  # (the line in bad() that called the op)
+    _recorded_at(lazy.value, *range(first, first + 14))
+    np.testing.assert_array_equal(good.numpy(), np.arange(12).reshape(3, 4) + 1)  # before: kept
+    with pytest.raises(RuntimeError, match="never computed"):
+        after.numpy()  # recorded after the failing check: never ran (as eagerly)
+
+
+def test_good_values_pass_the_deferred_checks():
+    x = flow.tensor(np.arange(12).reshape(3, 4))
+    idx = flow.tensor(np.array([0, 3, 1]))
+    ref = (x // (idx[:1] + 1), flow.index_select(x, 1, idx), x[:, idx])
+    for _ in range(2):  # node by node, then compiled
+        with flow.lazy():
+            p = idx * 1
+            got = (x // (p[:1] + 1), flow.index_select(x, 1, p), x[:, p])
+        for a, b in zip(got, ref):
+            np.testing.assert_array_equal(a.numpy(), b.numpy())
+
+
+_ids = itertools.count()
+
+
+def _failing_op():
+    op = define_op(f"test_lazy_fails_{next(_ids)}", inputs=["x"],
+                   infer=lambda x, **_: desc(x.shape, x.dtype))
+
+    def kernel(x):
+        if (x < 0).any():
+            raise ValueError("negative input")
+        return np.sqrt(x)
+    register_kernel(op.name, kernel, backend="python", name="numpy_sqrt")
+    return op
+
+
+@pytest.mark.parametrize("sighting", [1, 2])
+def test_a_failing_kernel_names_its_op_and_line(sighting):
+    op = _failing_op()
+    x = flow.tensor(np.array([1.0, 4.0], np.float32))
+    with pytest.raises(RuntimeError, match="raised ValueError: negative input") as eager:
+        op(x - 5.0)
+    for k in range(sighting):
+        with flow.lazy():
+            a = x * 2.0
+            line = _line() + 1
+            b = op(x - (5.0 if k == sighting - 1 else 0.0))
+            c = b + 1.0
+            if k < sighting - 1:  # (a good run first: the second sighting is compiled)
+                np.testing.assert_allclose(c.numpy(), [2.0, 3.0])
+                continue
+            with pytest.raises(RuntimeError) as lazy:
+                c.numpy()
+    assert str(lazy.value) == str(eager.value)
+    _recorded_at(lazy.value, line)
+    assert any(f"'{op.name}'" in n for n in lazy.value.__notes__)
+    np.testing.assert_allclose(a.numpy(), [2.0, 8.0])  # recorded before the failure: kept
+    with pytest.raises(RuntimeError, match="never computed"):
+        b.numpy()
+
+
+def test_call_sites_can_be_turned_off():
+    x = flow.tensor(np.arange(4))
+    old = flow.config.set_lazy_call_sites(False)
+    try:
+        with flow.lazy():
+            y = x // (x * 0)
+            with pytest.raises(ZeroDivisionError) as info:
+                y.numpy()
+        assert HERE not in " ".join(info.value.__notes__)
+        assert "no recorded line" in info.value.__notes__[0]
+    finally:
+        flow.config.set_lazy_call_sites(old)
+    with pytest.raises(TypeError, match="set_lazy_call_sites"):
+        flow.config.set_lazy_call_sites(1)
