@@ -19,6 +19,7 @@ kernel). An op without dynamic attrs runs exactly the code it always did.
 
 from __future__ import annotations
 
+import operator
 import types
 from collections.abc import Callable
 from typing import Any
@@ -214,6 +215,7 @@ def make_apply(op: Any) -> Callable[..., Any]:
                           "_wrap": _new_tensor, "_traced": _traced, "_prim": op.primitive,
                           "_layout_of": op.layout_of, "_new": object.__new__, "_T": _Tensor,
                           "_any": any, "_isinstance": isinstance, "_tuple": tuple, "_map": map,
+                          "_value_of": operator.attrgetter("_value"),
                           "_JaxRuntimeError": jax.errors.JaxRuntimeError,
                           "_reraise_host_error": _reraise_host_error, "_record": record,
                           "_record1": record1, "_record2": record2,
@@ -289,7 +291,7 @@ def make_apply(op: Any) -> Callable[..., Any]:
                 lines += ["            if _any(_i._requires_grad for _i in _ins):",
                           f"                return _record(_op, _params, _ins, _t{dv_rec})"]
             lines.append("            return _t")
-        lines.append("    _vals = [_i._value for _i in _ins]")
+        lines.append("    _vals = [*_map(_value_of, _ins)]")  # (C-level: no comprehension frame)
         # global tensors (placement + SBP) run through the sharded executor
         gdv = ", _dv" if dyn else ""
         lines += ["    if _any(_i._global is not None for _i in _ins):",

@@ -188,6 +188,11 @@ def stats() -> dict[str, int]:
 _AVALS: dict[Any, Any] = {}
 
 
+def _shaped(s: Any) -> Any:
+    """``jax.eval_shape``'s result as the abstract value a LazyRef holds."""
+    return jax.core.ShapedArray(s.shape, s.dtype, weak_type=getattr(s, "weak_type", False))
+
+
 def _out_avals(f: Any, avals: tuple, dv: tuple) -> Any:
     """The abstract outputs of ``f`` on ``avals`` and dynamic values like ``dv`` (computed
     once per key, by ``jax.eval_shape``)."""
@@ -195,8 +200,7 @@ def _out_avals(f: Any, avals: tuple, dv: tuple) -> Any:
         _AVALS.clear()
     structs = [jax.ShapeDtypeStruct(a.shape, a.dtype, weak_type=a.weak_type) for a in avals]
     shapes = jax.eval_shape(f, *structs, *dv)
-    out = tuple(jax.core.ShapedArray(s.shape, s.dtype, weak_type=getattr(s, "weak_type", False))
-                for s in (shapes if isinstance(shapes, (tuple, list)) else (shapes,)))
+    out = tuple(map(_shaped, shapes if isinstance(shapes, (tuple, list)) else (shapes,)))
     _AVALS[(f, avals, *map(type, dv)) if dv else (f, avals)] = out
     return out
 
@@ -372,13 +376,12 @@ class Segment:
             def flat(*xs: Any) -> list[Any]:
                 return jax.tree_util.tree_leaves(f(*jax.tree_util.tree_unflatten(treedef, xs)))
             self.new_shapes = True
-            hit = _AVALS[key] = (jax.jit(flat), out_def, tuple(
-                jax.core.ShapedArray(s.shape, s.dtype, weak_type=getattr(s, "weak_type", False))
-                for s in out_leaves))
+            hit = _AVALS[key] = (jax.jit(flat), out_def, tuple(map(_shaped, out_leaves)))
         flat_f, out_def, out_avals = hit
         n = len(self.nodes)
         self.nodes.append((flat_f, tuple(wiring), 0, len(out_avals)))
-        self.sites.append(_call_site() if CALL_SITES[0] else None)
+        # (a compiled backward can hold host kernels' rules: its line, when any exist)
+        self.sites.append(_call_site() if HOST_OPS and CALL_SITES[0] else None)
         refs = tuple(LazyRef(a, self, n, i) for i, a in enumerate(out_avals))
         self.refs.append(refs)
         return jax.tree_util.tree_unflatten(out_def, list(map(_new_lazy, refs)))
@@ -414,10 +417,6 @@ class Segment:
             self.sites[n] = _call_site()
         self.checks.append((n, list(self.refs[n]), check))  # (a list: its refs count as read)
         return True
-
-    def key(self) -> tuple:
-        """The structure: executables, wiring, how many dynamic values each takes."""
-        return tuple(self.nodes)
 
     def flush(self) -> None:
         """Run the pending nodes, give every lazy value of the segment that is still referenced
