@@ -27,7 +27,7 @@ from typing import Any
 import jax
 from jax.core import Tracer
 
-from .autograd.graph import record, record1, record2
+from .autograd.graph import record, record1, record2, record_single
 from .kernels.registry import reraise_host_error as _reraise_host_error
 from .lazy_mode.segment import HOOK as _LAZY_HOOK
 from .ops.attrs import DYNAMIC, REQUIRED
@@ -219,6 +219,7 @@ def make_apply(op: Any) -> Callable[..., Any]:
                           "_JaxRuntimeError": jax.errors.JaxRuntimeError,
                           "_reraise_host_error": _reraise_host_error, "_record": record,
                           "_record1": record1, "_record2": record2,
+                          "_record_single": record_single,
                           "_global_apply": _global_apply,
                           "_watch": _WATCH, "_op": op, "_lazy": _LAZY_HOOK,
                           "_check_inputs": _check_inputs}
@@ -246,10 +247,16 @@ def make_apply(op: Any) -> Callable[..., Any]:
     if ins:  # (one list lookup on the hot path; set only while flow.jit traces)
         lines.append("    if _watch[0] is not None:")
         lines.append(f"        _watch[0](_op, ({''.join(i.param + ', ' for i in ins)}))")
-    if op.structured:
+    # optional inputs only (no variadic ones): the layout and the grad test inlined
+    fixed = op.structured and not any(i.variadic for i in ins)
+    if fixed:
+        parts = [f"(0 if {i.param} is None else 1)" for i in ins]
+        lines.append(f"    _layout = ({''.join(x + ', ' for x in parts)})")
+    elif op.structured:
         lines.append(f"    _layout = _layout_of(({''.join(i.param + ', ' for i in ins)}))")
+    if op.structured:
         key = f"(_layout, {''.join(x + ', ' for x in keys)})"
-    else:
+    if not op.structured:
         lines.append("    _layout = None")
         key = keys[0] if len(keys) == 1 else f"({''.join(x + ', ' for x in keys)})"
     # an op with dynamic attrs: cache entries also hold the values passed to the executable
@@ -274,6 +281,10 @@ def make_apply(op: Any) -> Callable[..., Any]:
     else:
         lines += lookup
     if op.structured:
+        structured_needs = " or ".join(
+            f"({i.param} is not None and {i.param}._requires_grad)" if i.optional else
+            f"{i.param}._requires_grad" for i in ins) if fixed else \
+            "_any(_i._requires_grad for _i in _ins)"
         lines.append("    _ins = []")
         for i in ins:
             if i.variadic:
@@ -284,22 +295,27 @@ def make_apply(op: Any) -> Callable[..., Any]:
                 lines.append(f"    _ins.append({i.param})")
         if ins:  # lazy mode (jflow.lazy_mode): the call is recorded, not run
             dv_arg, dv_rec = ("_dv", ", _dv") if dyn else ("()", "")
+            rec_s = "_record_single" if single else "_record"
             lines += ["    if _lazy[0] is not None:",
                       f"        _t = _lazy[0](_f, _tuple(_ins), {dv_arg}, {single})",
                       "        if _t is not NotImplemented:"]
             if grad:
-                lines += ["            if _any(_i._requires_grad for _i in _ins):",
-                          f"                return _record(_op, _params, _ins, _t{dv_rec})"]
+                lines += [f"            if {structured_needs}:",
+                          f"                return {rec_s}(_op, _params, _ins, _t{dv_rec})"]
             lines.append("            return _t")
         lines.append("    _vals = [*_map(_value_of, _ins)]")  # (C-level: no comprehension frame)
         # global tensors (placement + SBP) run through the sharded executor
         gdv = ", _dv" if dyn else ""
-        lines += ["    if _any(_i._global is not None for _i in _ins):",
+        is_global = " or ".join(
+            f"({i.param} is not None and {i.param}._global is not None)" if i.optional else
+            f"{i.param}._global is not None" for i in ins) if fixed else \
+            "_any(_i._global is not None for _i in _ins)"
+        lines += [f"    if {is_global}:",
                   f"        return _global_apply(_op, _params, _ins, {single}{gdv})"]
         lines.append("    if not _any(_isinstance(_v, _Tracer) for _v in _vals):")
         call = "_f(*_vals, *_dv)" if dyn else "_f(*_vals)"
         traced_vals = "[*_vals, *_dv]" if dyn else "_vals"
-        needs_grad = "_any(_i._requires_grad for _i in _ins)"
+        needs_grad = structured_needs
         ins_expr = "_ins"
     else:
         if ins:  # lazy mode (jflow.lazy_mode): the call is recorded, not run
@@ -348,6 +364,8 @@ def make_apply(op: Any) -> Callable[..., Any]:
         if single and not op.structured and len(ins) in (1, 2):  # loop-free recorders
             names_ = ", ".join(i.param for i in ins)
             rec = f"_record{len(ins)}(_op, _params, {names_}, _t{extra})"
+        elif single and op.structured:
+            rec = f"_record_single(_op, _params, {ins_expr}, _t{extra})"
         else:
             rec = f"_record(_op, _params, {ins_expr}, _t{extra})"
         lines += [f"    if {needs_grad}:", f"        return {rec}"]

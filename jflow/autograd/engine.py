@@ -15,6 +15,8 @@ Three ways to run the rules, same rules:
 
 from __future__ import annotations
 
+import math
+
 import operator
 import weakref
 from collections.abc import Sequence
@@ -160,7 +162,7 @@ def _run_graph_compiled(order: list[Node], node_roots: list[tuple[Node, int, Any
     f, plan = graph_cache.lookup(key) or graph_cache.build(key, order, index, leaf_slot, needed)
     seg = _lazy.active() if _lazy.USED[0] else None
     if seg is not None:  # lazy mode: the backward is one more recorded call (jflow.lazy_mode)
-        leaf_grads, captured = seg.add_tree(f, (saved, [_lazy.raw(g) for _, _, g in node_roots]))
+        leaf_grads, captured = seg.add_lists(f, saved, [_lazy.raw(g) for _, _, g in node_roots])
     else:
         try:
             leaf_grads, captured = f(saved, [g._value for _, _, g in node_roots])
@@ -263,7 +265,8 @@ def _run_hooks(hooks: Any, g: Any) -> Any:
 
 def _root_grad(t: Tensor, g: Any, i: int, create_graph: bool) -> Tensor:
     if g is None:
-        if t._meta.size != 1:
+        shape = t._meta.shape
+        if shape and math.prod(shape) != 1:  # (``.size`` of an aval costs more)
             raise RuntimeError(f"grad can be implicitly created only for scalar outputs (output "
                                f"{i} has shape {list(t._meta.shape)}); pass a gradient")
         if t._global is not None:

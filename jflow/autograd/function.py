@@ -77,7 +77,7 @@ class FunctionCtx:
         node = self._node
         if node is not None and node.freed:
             raise RuntimeError(FREED)
-        connect = getattr(_state, "enabled", True) and node is not None
+        connect = _state.enabled and node is not None
         vals = saved_tensors(node, connect) if node is not None else []
         out, it = [], iter(vals)
         for entry in self._saved:
@@ -167,7 +167,7 @@ class Function:
         ctx = FunctionCtx()
         arg_index = [k for k, a in enumerate(args) if isinstance(a, Tensor)]
         tensors = [args[k] for k in arg_index]
-        recording = getattr(_state, "enabled", True) and any(t._requires_grad for t in tensors)
+        recording = _state.enabled and any(t._requires_grad for t in tensors)
         ctx.needs_input_grad = tuple(isinstance(a, Tensor) and a._requires_grad for a in args)
         with no_grad():
             res = cls.forward(ctx, *args, **kwargs)

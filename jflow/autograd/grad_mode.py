@@ -13,12 +13,20 @@ from typing import Any
 
 __all__ = ["is_grad_enabled", "no_grad", "enable_grad", "set_grad_enabled"]
 
-_state = threading.local()
+class _State(threading.local):
+    """Per thread: ``enabled``. The class attribute is every thread's start value, so a read
+    never misses (a ``getattr`` default on a missing thread-local attribute costs ~0.4 µs:
+    it raises and swallows an AttributeError, on every recorded op)."""
+
+    enabled = True
+
+
+_state = _State()
 
 
 def is_grad_enabled() -> bool:
     """Whether autograd records operations on this thread (False under ``no_grad``)."""
-    return getattr(_state, "enabled", True)
+    return _state.enabled
 
 
 def _set(enabled: bool) -> None:

@@ -112,7 +112,7 @@ def _differentiable(dtype: Any) -> bool:
 
 def record(op: Any, params: dict[str, Any], ins: Any, out: Any, dyn: tuple = ()) -> Any:
     """Attach a node to the outputs of an op call whose inputs (some) require grad."""
-    if not getattr(_state, "enabled", True) or "NoGrad" in op.traits:
+    if not _state.enabled or "NoGrad" in op.traits:
         return out
     needs = tuple([t._requires_grad for t in ins])
     outs = out if out.__class__ is tuple else (out,)
@@ -149,6 +149,40 @@ def record(op: Any, params: dict[str, Any], ins: Any, out: Any, dyn: tuple = ())
     return out
 
 
+def record_single(op: Any, params: dict[str, Any], ins: Any, out: Any,
+                  dyn: tuple = ()) -> Any:
+    """:func:`record` for a one-output op with any number of inputs (a structured op such as
+    ``linear``; its generated ``apply`` has checked that some input requires grad)."""
+    if not _state.enabled:
+        return out
+    node = _new(Node)
+    node.op = op
+    node.params = params
+    node.dyn = dyn
+    node.needs = needs = tuple([t._requires_grad for t in ins])
+    node.next_edges = tuple([((t.grad_fn, t._output_nr) if t.grad_fn is not None else
+                              (t, LEAF)) if n else None for t, n in zip(ins, needs)])
+    node.in_avals = tuple([t._meta.aval for t in ins])
+    oa = out._meta.aval
+    node.out_avals = (oa,)
+    node.hooks = node.retained = None
+    node.saved = saved = []
+    node.seq = next(_SEQ)
+    rule = op.grad_rule
+    if rule is not None and rule.save:
+        for kind, start, count, _ in rule.saved_slots(params.get("_layout"), 1):
+            if kind == "in":
+                for t in ins[start:start + count]:
+                    saved.append((t._value if t._aliases else t._meta, t, t._version, LEAF))
+            else:
+                saved.append((out._meta, _ref(out), 0, 0))
+    if _DIFF.get(oa.dtype) or _differentiable(oa.dtype):
+        out._requires_grad = True
+        out.grad_fn = node
+        out._output_nr = 0
+    return out
+
+
 def rebase_inplace(target: Any, result: Any, fname: str) -> Any:
     """An in-place op: ``target`` takes ``result``'s value (version bumped) and its history.
 
@@ -161,7 +195,7 @@ def rebase_inplace(target: Any, result: Any, fname: str) -> Any:
         return target._write_through(result, fname)
     if _WRITES[0] is not None:
         _WRITES[0](target)
-    enabled = getattr(_state, "enabled", True)
+    enabled = _state.enabled
     if enabled and target.grad_fn is None and target._requires_grad:
         raise RuntimeError(f"{fname}: a leaf Variable that requires grad is being used in an "
                            f"in-place operation (wrap it in flow.no_grad(), or clone it first)")
@@ -188,6 +222,7 @@ def rebase_inplace(target: Any, result: Any, fname: str) -> Any:
 
 
 _new = object.__new__
+_ref = weakref.ref
 _TRUE = (True,)
 
 
@@ -201,7 +236,7 @@ def _save(node: Node, rule: Any, ins: tuple[Any, ...], out: Any) -> None:
     needs = node.needs
     for is_out, i, needed_for in rule.flat_save:
         if is_out:
-            keep((raw(out), weakref.ref(out), 0, 0))
+            keep((out._value if out._aliases else out._meta, _ref(out), 0, 0))
             continue
         t = ins[i]
         if needed_for is not None:
@@ -216,14 +251,15 @@ def _save(node: Node, rule: Any, ins: tuple[Any, ...], out: Any) -> None:
 
 def record1(op: Any, params: dict[str, Any], x: Any, out: Any, dyn: tuple = ()) -> Any:
     """:func:`record` for a one-input, one-output op (x requires grad): no loops."""
-    if not getattr(_state, "enabled", True):
+    if not _state.enabled:
         return out
     node = _new(Node)
     node.op = op
     node.params = params
     node.dyn = dyn
     node.needs = _TRUE
-    node.next_edges = (_edge(x),)
+    g = x.grad_fn
+    node.next_edges = ((g, x._output_nr) if g is not None else (x, LEAF),)  # (_edge, inlined)
     node.in_avals = (x._meta.aval,)
     oa = out._meta.aval
     node.out_avals = (oa,)
@@ -233,7 +269,7 @@ def record1(op: Any, params: dict[str, Any], x: Any, out: Any, dyn: tuple = ()) 
     rule = op.grad_rule
     if rule is not None and rule.flat_save:
         _save(node, rule, (x,), out)
-    if _differentiable(oa.dtype):
+    if _DIFF.get(oa.dtype) or _differentiable(oa.dtype):
         out._requires_grad = True
         out.grad_fn = node
         out._output_nr = 0
@@ -242,7 +278,7 @@ def record1(op: Any, params: dict[str, Any], x: Any, out: Any, dyn: tuple = ()) 
 
 def record2(op: Any, params: dict[str, Any], x: Any, y: Any, out: Any, dyn: tuple = ()) -> Any:
     """:func:`record` for a two-input, one-output op (x or y requires grad): no loops."""
-    if not getattr(_state, "enabled", True):
+    if not _state.enabled:
         return out
     node = _new(Node)
     node.op = op
@@ -260,7 +296,7 @@ def record2(op: Any, params: dict[str, Any], x: Any, y: Any, out: Any, dyn: tupl
     rule = op.grad_rule
     if rule is not None and rule.flat_save:
         _save(node, rule, (x, y), out)
-    if _differentiable(oa.dtype):
+    if _DIFF.get(oa.dtype) or _differentiable(oa.dtype):
         out._requires_grad = True
         out.grad_fn = node
         out._output_nr = 0

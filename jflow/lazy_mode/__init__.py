@@ -30,7 +30,7 @@ _LOCK = threading.Lock()
 
 def is_lazy() -> bool:
     """Whether op calls on this thread record instead of running."""
-    return getattr(_LOCAL, "active", None) is not None
+    return _LOCAL.active is not None
 
 
 def _make_hook() -> object:
@@ -40,7 +40,7 @@ def _make_hook() -> object:
     local = _LOCAL
 
     def hook(f: object, ins: tuple, dv: tuple, single: bool) -> object:
-        seg = getattr(local, "active", None)
+        seg = local.active
         if seg is None or watch[0] is not None:
             return NotImplemented  # (not lazy here, or flow.jit is tracing: it records itself)
         return seg.add(f, ins, dv, single)

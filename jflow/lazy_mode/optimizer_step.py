@@ -75,7 +75,7 @@ def _gather(opt: Any) -> tuple[list[Tensor], tuple, list[Any]] | None:
             return None
         dt = params[0]._meta.dtype
         lrs.append(device_scalar(lr, dt if dt.kind == "f" else np.float32))
-        parts.append(tuple((k, v) for k, v in group.items() if k not in _NOT_HYPER))
+        parts.append(tuple([(k, v) for k, v in group.items() if k not in _NOT_HYPER]))
         for p in params:
             g = p._grad
             if g is None:
@@ -192,9 +192,9 @@ def record_step(opt: Any, step: Any) -> bool:
         cache.popitem(last=False)
     if hit is _UNTRACEABLE or hit is False:
         return False
-    outs = seg.add_tree(hit.fn, ([raw(t) for t in tensors], lrs))
+    outs = seg.add_lists(hit.fn, [raw(t) for t in tensors], lrs, tensors=False)
     for i, o in zip(hit.changed, outs):
-        set_raw(tensors[i], o._meta)
+        set_raw(tensors[i], o)
     for t, b in zip(tensors, hit.bumps):
         if b:
             t._version += b

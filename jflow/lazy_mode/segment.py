@@ -166,9 +166,18 @@ def set_raw(t: Tensor, v: Any) -> bool:
 
 
 def _new_lazy(ref: LazyRef) -> LazyTensor:
-    t = _wrap(ref)
-    t.__class__ = LazyTensor
+    """A new pending tensor (``tensor._wrap``'s fields, made a LazyTensor at once)."""
+    t = _new(LazyTensor)
+    t._meta = ref
+    t._requires_grad = False
+    t._grad = None
+    t.grad_fn = None
+    t._version = 0
+    t._global = None
     return t
+
+
+_new = object.__new__
 
 
 @jax.jit
@@ -203,6 +212,18 @@ def _out_avals(f: Any, avals: tuple, dv: tuple) -> Any:
     out = tuple(map(_shaped, shapes if isinstance(shapes, (tuple, list)) else (shapes,)))
     _AVALS[(f, avals, *map(type, dv)) if dv else (f, avals)] = out
     return out
+
+
+def _flat_call(f: Any, na: int, avals: tuple) -> tuple[Any, Any, tuple]:
+    """``f(a, b)`` (``a``: the first ``na`` values) as a jitted function of the values, flat,
+    returning its result's leaves; the result's tree structure and abstract leaves."""
+    structs = [jax.ShapeDtypeStruct(a.shape, a.dtype, weak_type=a.weak_type) for a in avals]
+    out_leaves, out_def = jax.tree_util.tree_flatten(
+        jax.eval_shape(f, structs[:na], structs[na:]))
+
+    def flat(*xs: Any) -> list[Any]:
+        return jax.tree_util.tree_leaves(f(list(xs[:na]), list(xs[na:])))
+    return jax.jit(flat), out_def, tuple(map(_shaped, out_leaves))
 
 
 class _Failure:
@@ -258,6 +279,7 @@ class Segment:
         self.dvs: list[Any] = []             # the nodes' dynamic values, flat, in order
         self.inputs: list[Any] = []          # arrays read from outside the segment
         self.input_ids: dict[int, int] = {}  # id(array) -> its position in ``inputs``
+        self.in_avals: list[Any] = []        # their avals ((shape, dtype) for host data)
         self.refs: list[tuple[LazyRef, ...]] = []  # per node, its outputs
         self.sites: list[Any] = []           # per node, the user's (file, line), or None
         #: deferred value checks: (node index, the refs of what it reads, ``check(*values)``)
@@ -302,6 +324,7 @@ class Segment:
             if k is None:
                 k = self.input_ids[id(v)] = len(self.inputs)
                 self.inputs.append(v)
+                self.in_avals.append(v.aval)
             wiring.append(k)
             avals.append(v.aval)
         if glob is None:
@@ -322,8 +345,7 @@ class Segment:
         if single:
             r = LazyRef(out_avals[0], self, n, 0)
             self.refs.append((r,))
-            out = _wrap(r)
-            out.__class__ = LazyTensor
+            out = _new_lazy(r)
         else:
             refs = tuple(LazyRef(a, self, n, i) for i, a in enumerate(out_avals))
             self.refs.append(refs)
@@ -341,50 +363,58 @@ class Segment:
         for v in self.inputs[n:]:
             del self.input_ids[id(v)]
         del self.inputs[n:]
+        del self.in_avals[n:]
 
-    def add_tree(self, f: Any, args: Any) -> Any:
-        """Record a call of jitted ``f`` on a tree of values (arrays, pending values, Python
-        numbers); its result tree, with lazy tensors for its arrays (a compiled backward)."""
-        leaves, treedef = jax.tree_util.tree_flatten(args)
+    def add_lists(self, f: Any, a: list, b: list, tensors: bool = True) -> Any:
+        """Record a call ``f(a, b)`` of jitted ``f`` on two lists of values (arrays, pending
+        values, Python numbers); its result tree, with lazy tensors for its arrays (a
+        compiled backward: saved values and root gradients), or (``tensors=False``) the
+        pending values of its result's leaves, flat (an optimizer step: the values its
+        tensors take)."""
         wiring, avals = [], []
-        for v in leaves:
+        wire, aval = wiring.append, avals.append
+        ids, inputs, in_avals = self.input_ids, self.inputs, self.in_avals
+        for v in (*a, *b):
             if v.__class__ is LazyRef:
-                a = v.array
-                if a is None:
+                x = v.array
+                if x is None:
                     if v.segment is self:
-                        wiring.append(v.wire)
-                        avals.append(v.aval)
+                        wire(v.wire)
+                        aval(v.aval)
                         continue
-                    a = v.get()
-                elif a.__class__ is _Failure:
-                    raise a.error
-                v = a
-            k = self.input_ids.get(id(v))
+                    x = v.get()
+                elif x.__class__ is _Failure:
+                    raise x.error
+                v = x
+            k = ids.get(id(v))
             if k is None:
-                k = self.input_ids[id(v)] = len(self.inputs)
-                self.inputs.append(v)
-            wiring.append(k)
-            avals.append(v.aval if isinstance(v, jax.Array) else jax.typeof(v))
+                try:
+                    av = v.aval
+                except AttributeError:  # (a Python number)
+                    av = jax.typeof(v)
+                k = ids[id(v)] = len(inputs)
+                inputs.append(v)
+                in_avals.append(av)
+            else:
+                av = in_avals[k]
+            wire(k)
+            aval(av)
         avals = tuple(avals)
-        key = (f, treedef, avals)
+        key = (f, len(a), avals)
         hit = _AVALS.get(key)
         if hit is None:
-            structs = jax.tree_util.tree_unflatten(treedef, [
-                jax.ShapeDtypeStruct(a.shape, a.dtype, weak_type=a.weak_type) for a in avals])
-            out_leaves, out_def = jax.tree_util.tree_flatten(jax.eval_shape(f, *structs))
-
-            def flat(*xs: Any) -> list[Any]:
-                return jax.tree_util.tree_leaves(f(*jax.tree_util.tree_unflatten(treedef, xs)))
+            hit = _AVALS[key] = _flat_call(f, len(a), avals)
             self.new_shapes = True
-            hit = _AVALS[key] = (jax.jit(flat), out_def, tuple(map(_shaped, out_leaves)))
         flat_f, out_def, out_avals = hit
         n = len(self.nodes)
         self.nodes.append((flat_f, tuple(wiring), 0, len(out_avals)))
         # (a compiled backward can hold host kernels' rules: its line, when any exist)
         self.sites.append(_call_site() if HOST_OPS and CALL_SITES[0] else None)
-        refs = tuple(LazyRef(a, self, n, i) for i, a in enumerate(out_avals))
+        refs = tuple([LazyRef(x, self, n, i) for i, x in enumerate(out_avals)])
         self.refs.append(refs)
-        return jax.tree_util.tree_unflatten(out_def, list(map(_new_lazy, refs)))
+        if not tensors:
+            return refs
+        return jax.tree_util.tree_unflatten(out_def, [*map(_new_lazy, refs)])
 
     def add_host(self, host: np.ndarray) -> LazyRef:
         """The pending value of a new tensor's host data (a private copy): an input of the
@@ -392,6 +422,7 @@ class Segment:
         of its own)."""
         k = len(self.inputs)
         self.inputs.append(host)
+        self.in_avals.append((host.shape, host.dtype))
         n = len(self.nodes)
         self.nodes.append((host_to_device, (k,), 0, 1))
         self.sites.append(None)
@@ -433,9 +464,7 @@ class Segment:
         nodes, refs = self.nodes, self.refs
         live = _live(refs)
         # (input shapes are in the key: a shape seen once runs op by op, compiling nothing)
-        avals = tuple([(v.shape, v.dtype) if v.__class__ is np.ndarray else v.aval
-                       for v in self.inputs])
-        f = _compiled((tuple(nodes), live, avals), self.new_shapes)
+        f = _compiled((tuple(nodes), live, tuple(self.in_avals)), self.new_shapes)
         try:
             if f is None:
                 _STATS["eager_flushes"] += 1
@@ -443,11 +472,9 @@ class Segment:
                     for r, v in zip(rs, vals):
                         r.array = v
             else:
-                it = iter(f(self.inputs, self.dvs))
-                for rs, ls in zip(refs, live):
-                    for r, keep in zip(rs, ls):
-                        if keep:
-                            r.array = next(it)
+                run, kept = f
+                for (i, j), v in zip(kept, run(self.inputs, self.dvs)):
+                    refs[i][j].array = v
         except _NodeFailed as e:
             self._fail(e.node, e.cause, e.outs)
         except Exception as e:  # noqa: BLE001  (the compiled run failed: find the node)
@@ -548,8 +575,9 @@ _CACHE: OrderedDict[tuple, Any] = OrderedDict()
 
 
 def _compiled(key: tuple, new_shapes: bool) -> Any:
-    """The jitted replay of a segment key (returning its live outputs, flat), or None when
-    it runs node by node (see :data:`COMPILE_ON_SIGHTING`)."""
+    """The jitted replay of a segment key (returning its live outputs, flat) and where
+    they go (``(node, output)`` each), or None when it runs node by node (see
+    :data:`COMPILE_ON_SIGHTING`)."""
     hit = _CACHE.get(key, _FIRST)
     if hit is _FIRST and (COMPILE_ON_SIGHTING == 2 or (
             COMPILE_ON_SIGHTING == "adaptive" and not new_shapes)):
@@ -561,7 +589,8 @@ def _compiled(key: tuple, new_shapes: bool) -> Any:
         def run(inputs: list, dvs: list) -> list[Any]:
             outs = _replay(structure, inputs, dvs)
             return [v for vals, ls in zip(outs, live) for v, keep in zip(vals, ls) if keep]
-        hit = _CACHE[key] = jax.jit(run)
+        kept = tuple((i, j) for i, ls in enumerate(live) for j, keep in enumerate(ls) if keep)
+        hit = _CACHE[key] = (jax.jit(run), kept)
         _STATS["compiles"] += 1
         _note_compile(key, first)
     if hit is None or hit is not _MRU[0]:  # (a loop hitting one key: no reordering)
@@ -637,12 +666,20 @@ def _aval_str(a: Any) -> str:
 
 
 _FIRST = object()
-_LOCAL = threading.local()
+class _Local(threading.local):
+    """Per thread: ``segment`` (its pending calls), ``active`` (it, while the thread is
+    lazy). Class defaults: a read never misses (see grad_mode._State)."""
+
+    segment: Segment | None = None
+    active: Segment | None = None
+
+
+_LOCAL = _Local()
 
 
 def segment() -> Segment:
     """This thread's pending segment."""
-    s = getattr(_LOCAL, "segment", None)
+    s = _LOCAL.segment
     if s is None:
         s = _LOCAL.segment = Segment()
     return s
@@ -650,12 +687,12 @@ def segment() -> Segment:
 
 def active() -> Segment | None:
     """This thread's segment while it is in lazy mode, else None."""
-    return getattr(_LOCAL, "active", None)
+    return _LOCAL.active
 
 
 def flush() -> None:
     """Run this thread's pending ops."""
-    s = getattr(_LOCAL, "segment", None)
+    s = _LOCAL.segment
     if s is not None:
         s.flush()
 
@@ -684,7 +721,7 @@ def add_global(fn: Any, ins: list, dyn: tuple, single: bool, plc: Any, nds: tupl
     lazy: the pending segment then runs as one ``jax.jit`` over the ops' sharded programs.
     NotImplemented when not lazy, traced, or the placement spans processes (there each
     executable is waited for, to keep collectives in step: see Placement.wait_if_shared)."""
-    seg = getattr(_LOCAL, "active", None)
+    seg = _LOCAL.active
     if seg is None or seg.flushing or len(
             {d.process_index for d in plc.mesh.devices.flat}) > 1:
         return NotImplemented
@@ -695,7 +732,7 @@ def add_global(fn: Any, ins: list, dyn: tuple, single: bool, plc: Any, nds: tupl
 def host_data(host: np.ndarray) -> LazyRef | None:
     """``tensor.HOST_DATA``'s hook: a pending value for a new tensor's host data when this
     thread is lazy, else None."""
-    seg = getattr(_LOCAL, "active", None)
+    seg = _LOCAL.active
     if seg is None or seg.flushing:
         return None
     return seg.add_host(host)
@@ -706,7 +743,7 @@ def defer_check(reduce: Any, ins: tuple, check: Any) -> bool:
     ``reduce(*ins)`` and run ``check(*its values)`` when the segment runs (see
     :meth:`Segment.add_check`); True. False when the values are at hand or lazy mode is off:
     the caller checks now, as eagerly."""
-    seg = getattr(_LOCAL, "active", None)
+    seg = _LOCAL.active
     if seg is None:
         return False
     for t in ins:

@@ -108,12 +108,14 @@ def _binary_functors(op_name: str, style: str) -> None:
     is_sub = op_name == "sub"
     is_pow = op_name == "pow"
     int_div = op_name in _INT_DIVISION
+    logical = style == "logical"
 
     # same dtypes need no promotion, except where the op's dtype differs from the inputs'
     same_ok = style == "arith" and not is_sub and not int_div
 
     def tensor_tensor(input: Tensor, other: Tensor) -> Tensor:
-        if same_ok and input._meta.dtype == other._meta.dtype:  # the hot path
+        d = input._meta.dtype
+        if d == other._meta.dtype and (same_ok or (is_sub and d != _BOOL)):  # the hot path
             return apply(input, other)
         if is_sub:
             _sub_check(input, other)
@@ -127,6 +129,9 @@ def _binary_functors(op_name: str, style: str) -> None:
         return apply(a, b)
 
     def tensor_scalar(input: Tensor, other: Any) -> Tensor:
+        d = input._meta.dtype
+        if other.__class__ is float and d.kind == "f" and not logical:  # the hot path: a
+            return apply(input, scalar_tensor(other, d))  # float never promotes a float tensor
         if is_sub:
             _sub_check(input, other)
         elif is_pow:
@@ -137,6 +142,9 @@ def _binary_functors(op_name: str, style: str) -> None:
         return apply(cast(input, d), scalar_tensor(other, d))
 
     def scalar_tensor_(input: Any, other: Tensor) -> Tensor:
+        d = other._meta.dtype
+        if input.__class__ is float and d.kind == "f" and not logical:  # (as tensor_scalar)
+            return apply(scalar_tensor(input, d), other)
         if is_sub:
             _sub_check(input, other)
         d = _scalar_dtype(style, other, input)

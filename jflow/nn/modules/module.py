@@ -117,6 +117,15 @@ class Module:
                                   f'"forward" function')
 
     def __call__(self, *args: Any, **kwargs: Any) -> Any:
+        d = self.__dict__
+        # (a missing store, a module whose __init__ did not run, takes the hooked path,
+        # which raises the AttributeError)
+        if not (d.get("_forward_pre_hooks", 1) or d.get("_forward_hooks", 1)
+                or d.get("_backward_hooks") or d.get("_backward_pre_hooks")):
+            return self.forward(*args, **kwargs)  # (no hooks: the common call, no tuples)
+        return self._call_hooked(args, kwargs)
+
+    def _call_hooked(self, args: tuple, kwargs: dict) -> Any:
         for hook in tuple(self._forward_pre_hooks.values()):
             res = hook(self, args)
             if res is not None:
