@@ -16,7 +16,6 @@ Three ways to run the rules, same rules:
 from __future__ import annotations
 
 import math
-
 import operator
 import weakref
 from collections.abc import Sequence

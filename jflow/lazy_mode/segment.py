@@ -32,7 +32,7 @@ import numpy as np
 from jax.core import Tracer
 
 from ..recompile import RecompileWarning
-from ..tensor import Tensor, _flatten, _unflatten, _wrap
+from ..tensor import Tensor, _flatten, _unflatten
 
 __all__ = ["LazyRef", "LazyTensor", "Segment", "active", "flush", "stats", "raw", "HOOK",
            "MAX_NODES", "MAX_HOST_BYTES", "CACHE_SIZE"]
