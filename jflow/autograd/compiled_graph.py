@@ -21,6 +21,7 @@ import jax
 import jax.numpy as jnp
 from jax.core import Tracer
 
+from ..lazy_mode.segment import LazyRef
 from ..tensor import _wrap
 from .grad_mode import no_grad
 from .graph import LEAF, Node, version_error
@@ -143,28 +144,32 @@ class GraphCache:
         leaf_slot: dict[int, int] = {}
         leaves: list[Any] = []
         parts: list[Any] = []
+        part = parts.append
         saved: list[Any] = []
         keep = saved.append
         for n in order:
-            if n.__class__ is not Node or n.hooks or n.retained or n.saved is None \
-                    or n.op.grad_rule is None:
+            if n.__class__ is not Node or n.hooks or n.retained:
                 return None
-            for value, ref, version, nr in n.saved:
-                if isinstance(value, Tracer):
-                    return None
+            values = n.saved
+            if values is None or n.op.grad_rule is None:
+                return None
+            for value, ref, version, nr in values:
                 if ref is not None:
                     t = ref if nr == LEAF else ref()
                     if t is not None and t._version != version:
                         raise version_error(n, value, nr, t._version, version)
+                if value.__class__ is not LazyRef and isinstance(value, Tracer):
+                    return None
                 keep(value)
             if n.dyn:
                 if any(isinstance(v, Tracer) for v in n.dyn):
                     return None
                 saved.extend(n.dyn)  # runtime values: the key holds the static params only
             es = []
+            edge = es.append
             for e in n.next_edges:
                 if e is None:
-                    es.append(None)
+                    edge(None)
                 elif e[1] == LEAF:
                     t = e[0]
                     s = leaf_slot.get(id(t))
@@ -173,11 +178,11 @@ class GraphCache:
                             return None
                         s = leaf_slot[id(t)] = len(leaves)
                         leaves.append(t)
-                    es.append(-1 - s)
+                    edge(-1 - s)
                 else:
-                    es.append((index[e[0]], e[1]))
-            parts.append((n.op, id(n.params), n.needs, n.in_avals, n.out_avals, tuple(es),
-                          needed is None or n in needed))
+                    edge((index[e[0]], e[1]))
+            part((n.op, id(n.params), n.needs, n.in_avals, n.out_avals, tuple(es),
+                  needed is None or n in needed))
         rk = tuple((index[t], nr, g._meta.aval) for t, nr, g in roots)
         tk = tuple((index[t], nr) for t, nr in targets if t in index)
         return (tuple(parts), rk, tk), index, leaf_slot, leaves, saved

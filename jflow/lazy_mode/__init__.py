@@ -14,7 +14,6 @@ from __future__ import annotations
 
 import contextlib
 import threading
-from collections.abc import Iterator
 
 from .. import tensor as _tensor
 from . import segment as _segment
@@ -73,29 +72,40 @@ def set_lazy(flag: bool) -> bool:
     return old
 
 
-@contextlib.contextmanager
-def lazy(enabled: bool = True, *, explain: bool = False) -> Iterator[None]:
+class lazy(contextlib.ContextDecorator):
     """Record op calls in this block and run them when a value is needed (see the module
     docstring); leaving the block flushes. ``explain=True``: warn (``RecompileWarning``)
-    with the reason whenever a segment compiles (:func:`recompile_reasons` keeps them)."""
-    if explain:
-        was, _segment.EXPLAIN[0] = _segment.EXPLAIN[0], True
+    with the reason whenever a segment compiles (:func:`recompile_reasons` keeps them).
+    Also a function decorator. (A class, not a generator context manager: entering and
+    leaving is part of every lazy training step.)"""
+
+    __slots__ = ("_enabled", "_explain", "_old", "_was")
+
+    def __init__(self, enabled: bool = True, *, explain: bool = False) -> None:
+        self._enabled, self._explain = enabled, explain
+
+    def __enter__(self) -> None:
+        if self._explain:
+            self._was, _segment.EXPLAIN[0] = _segment.EXPLAIN[0], True
         try:
-            with lazy(enabled):
-                yield
+            self._old = set_lazy(self._enabled)
+        except BaseException:
+            if self._explain:
+                _segment.EXPLAIN[0] = self._was
+            raise
+
+    def __exit__(self, kind: object, error: object, tb: object) -> None:
+        try:
+            if kind is None:
+                set_lazy(self._old)
+            else:
+                try:
+                    set_lazy(self._old)
+                except Exception:  # noqa: BLE001, S110  (the block's own error is the one to
+                    pass           # see; the pending values that failed raise when read)
         finally:
-            _segment.EXPLAIN[0] = was
-        return
-    old = set_lazy(enabled)
-    try:
-        yield
-    except BaseException:
-        try:
-            set_lazy(old)
-        except Exception:  # noqa: BLE001, S110  (the block's own error is the one to see;
-            pass           # the pending values that failed raise when read)
-        raise
-    set_lazy(old)
+            if self._explain:
+                _segment.EXPLAIN[0] = self._was
 
 
 def set_call_sites(flag: bool) -> bool:
