@@ -92,7 +92,7 @@ def _run(lib, base_np, chain, write, src_np, grad):
     return info, values, grads
 
 
-def _case(seed: int, grad: bool) -> None:
+def _case(seed: int, grad: bool, lazy: bool = False) -> None:
     rng = np.random.RandomState(seed)
     shape = SHAPES[seed % len(SHAPES)]
     base_np = rng.randn(*shape).astype(np.float32)
@@ -121,7 +121,8 @@ def _case(seed: int, grad: bool) -> None:
         with pytest.raises(RuntimeError):
             _run(flow, base_np, chain, write, src_np, grad)
         return
-    got = _run(flow, base_np, chain, write, src_np, grad)
+    with flow.lazy(lazy):  # (lazy: the views, the write, the backward record; reads run them)
+        got = _run(flow, base_np, chain, write, src_np, grad)
     assert got[0] == want[0], f"{names}: layouts {got[0]} != torch {want[0]}"
     for g, w in zip(got[1], want[1]):
         np.testing.assert_allclose(g, w, rtol=1e-5, atol=1e-6, err_msg=names)
@@ -141,3 +142,10 @@ def test_random_view_writes_match_torch(seed):
 @pytest.mark.parametrize("seed", range(60, 100))
 def test_random_view_writes_with_autograd_match_torch(seed):
     _case(seed, grad=True)
+
+
+@pytest.mark.parametrize("seed", range(0, 100, 3))
+def test_random_view_writes_in_lazy_mode_match_torch(seed):
+    """The same chains in ``flow.lazy()``: writes through views of pending values record
+    (a scatter into the base) instead of running."""
+    _case(seed, grad=seed >= 60, lazy=True)

@@ -173,7 +173,7 @@ def record_single(op: Any, params: dict[str, Any], ins: Any, out: Any,
         for kind, start, count, _ in rule.saved_slots(params.get("_layout"), 1):
             if kind == "in":
                 for t in ins[start:start + count]:
-                    saved.append((t._value if t._aliases else t._meta, t, t._version, LEAF))
+                    saved.append((raw(t), t, t._version, LEAF))
             else:
                 saved.append((out._meta, _ref(out), 0, 0))
     if _DIFF.get(oa.dtype) or _differentiable(oa.dtype):
@@ -236,7 +236,7 @@ def _save(node: Node, rule: Any, ins: tuple[Any, ...], out: Any) -> None:
     needs = node.needs
     for is_out, i, needed_for in rule.flat_save:
         if is_out:
-            keep((out._value if out._aliases else out._meta, _ref(out), 0, 0))
+            keep((out._meta, _ref(out), 0, 0))
             continue
         t = ins[i]
         if needed_for is not None:
@@ -244,9 +244,10 @@ def _save(node: Node, rule: Any, ins: tuple[Any, ...], out: Any) -> None:
                 if needs[j]:
                     break
             else:  # unused by the gradients this node computes: not version-checked
-                keep((t._value if t._aliases else t._meta, None, 0, LEAF))
+                keep((t._pending_or_value() if t._aliases else t._meta, None, 0, LEAF))
                 continue
-        keep((t._value if t._aliases else t._meta, t, t._version, LEAF))  # (raw(t), inlined)
+        v = t._pending_or_value() if t._aliases else t._meta  # (raw(t), inlined)
+        keep((v, t, t._version, LEAF))
 
 
 def record1(op: Any, params: dict[str, Any], x: Any, out: Any, dyn: tuple = ()) -> Any:

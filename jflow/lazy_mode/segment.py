@@ -146,7 +146,7 @@ def register_lazy_class(cls: type, unflatten: Any) -> type:
 def raw(t: Tensor) -> Any:
     """``t``'s array, or its :class:`LazyRef` while pending (no flush): for metadata and for
     moving a value between tensors."""
-    return t._value if t._aliases else t._meta
+    return t._pending_or_value() if t._aliases else t._meta
 
 
 def set_raw(t: Tensor, v: Any) -> bool:
@@ -301,8 +301,13 @@ class Segment:
             if t._global is not None and glob is None:
                 self._drop_inputs(n_in)
                 return NotImplemented
-            # (a view: its current value, still pending when its base was not written since)
-            v = t._pending_or_value() if t._aliases else t._meta
+            if t._aliases:  # a view: its current value, pending when its base is
+                k = len(self.nodes)
+                v = t._pending_or_value()
+                if len(self.nodes) != k:  # (its replay from the base recorded ops: again,
+                    return self.add(f, ins, dv, single, glob)  # so a drop drops ours only)
+            else:
+                v = t._meta
             if v.__class__ is LazyRef:
                 a = v.array
                 if a is None:

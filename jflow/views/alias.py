@@ -114,7 +114,7 @@ def _sync(v: View, m: Alias) -> None:
         x = _replay(base, m.steps)
     finally:
         _set_grad(prev)
-    _VALUE.__set__(v, x._value)
+    _VALUE.__set__(v, x._meta)  # (x is a plain tensor; in lazy mode still pending)
     _GLOBAL.__set__(v, x._global)
     node = x.grad_fn
     if node is not None:
@@ -224,7 +224,9 @@ class View(Tensor):
         own slot while the base has not been written since (a lazy value stays pending),
         else the value replayed from the base."""
         m = _ALIAS.__get__(self)
-        return _VALUE.__get__(self) if m.seen == m.base._version else _get_value(self)
+        if m.seen != m.base._version:
+            _sync(self, m)  # (its replay ops record in lazy mode: nothing runs)
+        return _VALUE.__get__(self)
 
     def __reduce_ex__(self, protocol: Any) -> Any:
         """Pickled / deep-copied as a plain tensor holding the view's current value (the
@@ -514,7 +516,7 @@ def write(v: View, result: Tensor, fname: str) -> Tensor:
     finally:
         _set_grad(enabled)
     if _GLOBAL.__get__(v) is None and result._global is None:  # no replay needed
-        _VALUE.__set__(v, result._value)
+        _VALUE.__set__(v, result._pending_or_value() if result._aliases else result._meta)
         m.seen = base._version
     return v
 
