@@ -6,6 +6,7 @@ Named methods forward to ``flow._C`` with the tensor as first argument.
 
 from __future__ import annotations
 
+import types
 from typing import Any
 
 import jax
@@ -156,6 +157,8 @@ for _m in ["__ifloordiv__", "__imod__", "__ipow__", "__iand__", "__ior__", "__ix
 
 def _method(fname: str):
     fn = getattr(F, fname)
+    if isinstance(fn, types.FunctionType) and fn.__name__ == fname:
+        return fn  # (the function itself: ``self`` is its first argument; no forwarding frame)
 
     def method(self: Tensor, *args: Any, **kwargs: Any) -> Any:
         return fn(self, *args, **kwargs)

@@ -30,7 +30,6 @@ from jax.core import Tracer
 from jax.extend.core import jaxpr_as_fun
 
 from ..autograd.grad_mode import no_grad
-from ..device import device_scalar
 from ..tensor import Tensor, _wrap
 from . import segment as _segment
 from .segment import _LAZY_OF, _PLAIN_OF, raw, set_raw
@@ -74,7 +73,9 @@ def _gather(opt: Any) -> tuple[list[Tensor], tuple, list[Any]] | None:
         if not params:
             return None
         dt = params[0]._meta.dtype
-        lrs.append(device_scalar(lr, dt if dt.kind == "f" else np.float32))
+        # (host data: the run's call transfers it; a scheduler's new value every step costs
+        # no device_put of its own)
+        lrs.append(np.asarray(lr, dt if dt.kind == "f" else np.float32))
         parts.append(tuple([(k, v) for k, v in group.items() if k not in _NOT_HYPER]))
         for p in params:
             g = p._grad
