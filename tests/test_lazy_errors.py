@@ -88,6 +88,32 @@ def test_good_values_pass_the_deferred_checks():
             np.testing.assert_array_equal(a.numpy(), b.numpy())
 
 
+def test_checks_of_new_host_data_run_at_the_call():
+    """A value check whose input is a new tensor's host data (a batch from a data loader), or
+    a reshape of one, runs at the call on the host copy, as eagerly: a bad value raises
+    there, a good one records no check into the run (nothing for the run to wait for)."""
+    x = flow.tensor(np.arange(12).reshape(3, 4))
+    logits = flow.tensor(np.zeros((3, 4), np.float32))
+    with flow.lazy():
+        before = seg.stats()["flushes"]
+        bad = flow.tensor(np.array([[0, 4, 1]]))
+        assert seg.active().nodes  # (pending: its host copy goes with the next run)
+        with pytest.raises(IndexError, match="out of bounds"):
+            F.cross_entropy(logits, bad.reshape(-1))
+        with pytest.raises(ZeroDivisionError):
+            x // flow.tensor(np.array([1, 0, 2, 3]))
+        good = flow.tensor(np.array([[3, 0, 2]]))
+        loss = F.cross_entropy(logits, good.reshape(-1))
+        picked = flow.index_select(x, 1, good.squeeze(0))
+        assert not seg.active().checks
+        assert seg.stats()["flushes"] == before
+        window = flow.tensor(np.array([[0, 9]]))  # (a slice keeps only some elements: a
+        assert flow.index_select(x, 1, window[0, :1]) is not None  # deferred check)
+        assert seg.active().checks
+    np.testing.assert_allclose(loss.item(), np.log(4.0), rtol=1e-6)
+    np.testing.assert_array_equal(picked.numpy(), np.arange(12).reshape(3, 4)[:, [3, 0, 2]])
+
+
 _ids = itertools.count()
 
 

@@ -25,7 +25,7 @@ import numpy as np
 from jax.core import Tracer
 
 from ... import dtypes as _dt
-from ...lazy_mode.segment import defer_check
+from ...lazy_mode.segment import defer_check, host_value
 from ...ops import get
 from ...tensor import Tensor, _wrap
 from ..promotion import cast, scalar_result_dtype, scalar_tensor
@@ -63,7 +63,12 @@ def _min_max(x: jax.Array) -> tuple[jax.Array, jax.Array]:
 
 def host_min_max(t: Tensor) -> tuple[int, int] | None:
     """(min, max) of a concrete, non-empty integer tensor; None when traced or empty. Runs
-    eagerly even inside a trace (a concrete tensor made while tracing jax.jit)."""
+    eagerly even inside a trace (a concrete tensor made while tracing jax.jit). A new
+    tensor's host data pending in lazy mode (a batch from a data loader) is read from its
+    host copy: nothing runs."""
+    h = host_value(t)
+    if h is not None:
+        return (int(h.min()), int(h.max())) if h.size else None
     v = t._value
     if isinstance(v, Tracer) or v.size == 0:
         return None
@@ -76,8 +81,11 @@ def checked_min_max(t: Tensor, check: Any) -> tuple[int, int] | None:
     """:func:`host_min_max` passed through ``check(lo, hi)`` (which raises on bad values);
     None when the values are not known now: traced, or pending in lazy mode — then the
     check runs when the pending ops run (jflow.lazy_mode: no flush for a bounds check), and
-    the caller takes the path that is right for any values, as under a trace."""
-    if t._meta.size and defer_check(_min_max, (t,), lambda lo, hi: check(int(lo), int(hi))):
+    the caller takes the path that is right for any values, as under a trace. A new tensor's
+    host data is checked now, as eagerly (:func:`host_min_max`): the run has no check to
+    wait for."""
+    if t._meta.size and host_value(t) is None and defer_check(
+            _min_max, (t,), lambda lo, hi: check(int(lo), int(hi))):
         return None
     mm = host_min_max(t)
     if mm is not None:

@@ -17,6 +17,7 @@ from typing import Any
 import jax
 import numpy as np
 
+from ...lazy_mode.segment import host_value
 from ...ops import get
 from ...tensor import Tensor, _wrap
 from ..promotion import cast, scalar_tensor
@@ -97,8 +98,10 @@ def _check_targets(fname: str, target: Tensor, c: int, ignore_index: int) -> Non
     def check(lo: int, hi: int) -> None:
         if lo >= 0 and hi < c:
             return
-        with jax.ensure_compile_time_eval():
-            t = np.asarray(target._value)
+        t = host_value(target)  # (lazy mode: a batch's host copy, nothing runs)
+        if t is None:
+            with jax.ensure_compile_time_eval():
+                t = np.asarray(target._value)
         bad = t[((t < 0) | (t >= c)) & (t != ignore_index)]
         if bad.size:
             raise IndexError(f"{fname}(): target {int(bad[0])} is out of bounds (classes: {c})")

@@ -79,7 +79,8 @@ def _check_int_divisor(op_name: str, divisor: Tensor) -> None:
     def check(nonzero: Any) -> None:
         if not nonzero:
             raise ZeroDivisionError(f"{op_name}: integer division by zero")
-    if defer_check(_all_nonzero, (divisor,), check):  # (lazy mode: checked when it runs)
+    if defer_check(_all_nonzero, (divisor,), check,  # (lazy mode: checked when it runs)
+                   lambda a: (np.all(a != 0),)):
         return
     v = divisor._value
     if not isinstance(v, Tracer):
