@@ -1,6 +1,6 @@
 """Whole training steps: jflow compiled (``nn.Graph``) vs the same step written by hand in
-pure JAX, and jflow eager vs PyTorch CPU eager (when installed) — median ms per step, in one
-run.
+pure JAX, and jflow eager and lazy (``flow.lazy()``: the same eager step recorded and run as
+one executable) vs PyTorch CPU eager (when installed) — median ms per step, in one run.
 
     python benchmarks/train_step.py [--repeat 7] [--number 10]
 
@@ -322,7 +322,7 @@ def check_same_math(kind: str, init: dict[str, np.ndarray], x_np: np.ndarray,
     s = adam_init(p)
     fx, fy = flow.tensor(x_np), flow.tensor(y_np)
     runs = {}
-    for mode in ("eager", "graph") if hasattr(flow.nn, "Graph") else ("eager",):
+    for mode in ("eager", "lazy", "graph") if hasattr(flow.nn, "Graph") else ("eager",):
         model = jflow_model(kind, init)
         opt, sched = jflow_opt(kind, model)
         graph = jflow_graph_step(kind, model, opt, sched) if mode == "graph" else None
@@ -330,7 +330,8 @@ def check_same_math(kind: str, init: dict[str, np.ndarray], x_np: np.ndarray,
             if graph is not None:
                 graph(fx, fy)
             else:
-                jflow_eager_step(kind, model, opt, sched, fx, fy)
+                with flow.lazy(mode == "lazy"):
+                    jflow_eager_step(kind, model, opt, sched, fx, fy)
         runs[mode] = model
     for _ in range(steps):
         p, s, _ = jstep(p, s, jnp.asarray(x_np), jnp.asarray(y_np), *extra)
@@ -381,6 +382,15 @@ def run_case(kind: str, number: int, repeat: int) -> dict[str, float]:
     first["jflow eager"] = jflow_eager_step(kind, model, opt, sched, fx, fy).item()
     fns["jflow eager"] = (lambda: jflow_eager_step(kind, model, opt, sched, fx, fy),
                           max(2, number * scale // 4), wait)
+    if hasattr(flow, "lazy"):  # the same eager step, recorded and run as one executable
+        lmodel = jflow_model(kind, init)
+        lopt, lsched = jflow_opt(kind, lmodel)
+
+        def lazy_step() -> Any:
+            with flow.lazy():
+                return jflow_eager_step(kind, lmodel, lopt, lsched, fx, fy)
+        first["jflow lazy"] = lazy_step().item()
+        fns["jflow lazy"] = (lazy_step, max(2, number * scale // 2), wait)
 
     tc = torch_case(kind, init)
     if tc is not None:
@@ -505,9 +515,10 @@ def main() -> None:
     print(f"jflow {flow.__version__}, jax {jax.__version__}, {tinfo}, {cpu} x "
           f"{os.cpu_count()}, load average {load}, backend {jax.default_backend()}; "
           f"median ms per training step")
-    cols = ["jflow graph", "jax", "jflow eager", "torch eager"]
+    cols = ["jflow graph", "jax", "jflow eager", "jflow lazy", "torch eager"]
     header = (f"{'case':22s} " + " ".join(f"{c:>12s}" for c in cols)
-              + f"   {'graph/jax':>9s} {'eager/torch':>11s}")
+              + f"   {'graph/jax':>9s} {'eager/torch':>11s} {'lazy/eager':>10s} "
+                f"{'lazy/torch':>10s}")
     print(header)
     print("-" * len(header))
     cases = () if args.overhead_only else (("mlp", "digits MLP (64)"),
@@ -518,7 +529,11 @@ def main() -> None:
         g = f"{r['jflow graph'] / r['jax']:9.2f}" if "jflow graph" in r else f"{'-':>9s}"
         t = (f"{r['jflow eager'] / r['torch eager']:11.2f}" if "torch eager" in r
              else f"{'-':>11s}")
-        print(f"{name:22s} {cells}   {g} {t}", flush=True)
+        le = (f"{r['jflow lazy'] / r['jflow eager']:10.2f}" if "jflow lazy" in r
+              else f"{'-':>10s}")
+        lt = (f"{r['jflow lazy'] / r['torch eager']:10.2f}"
+              if "jflow lazy" in r and "torch eager" in r else f"{'-':>10s}")
+        print(f"{name:22s} {cells}   {g} {t} {le} {lt}", flush=True)
     sync = subprocess.run([sys.executable, __file__, "--sync-overhead-line"], check=True,
                           capture_output=True, text=True)
     print(sync.stdout.strip().splitlines()[-1], flush=True)
