@@ -36,6 +36,7 @@ from .autograd.graph import rebase_inplace
 from .functional import F
 from .functional.functors.index import checked_min_max
 from .functional.promotion import cast, scalar_tensor
+from .lazy_mode.segment import discard_checks_on_error
 from .ops import get as _get_op
 from .ops.subscript import value_fits
 from .tensor import Size, Tensor, _wrap
@@ -273,6 +274,12 @@ def getitem(self: Tensor, index: Any) -> Tensor:
         spec = _basic_spec(index)
         if spec is not None:
             return alias(_basic.get(self, spec), self, "index", (spec,))
+    return _indexed(self, index)
+
+
+@discard_checks_on_error  # (a bounds check of a pending index tensor is deferred in lazy mode)
+def _indexed(self: Tensor, index: Any) -> Tensor:
+    """``x[index]`` for any other index (tensors among them: advanced indexing)."""
     spec, tensors = _compile(self, index, "Tensor.__getitem__")
     if tensors:  # advanced indexing: a copy, as in PyTorch
         return _getitem(self, tensors, spec=spec)
@@ -331,6 +338,7 @@ def _single_mask(index: Any) -> Any:
     return None
 
 
+@discard_checks_on_error  # (as _indexed)
 def setitem(self: Tensor, index: Any, value: Any) -> None:
     """``x[index] = value``: ``value`` is cast to x's dtype and broadcast to the indexed shape;
     x's value is replaced and its version bumped."""

@@ -181,7 +181,7 @@ def test_bad_indices():
         x[1.5:]
     with pytest.raises(IndexError, match="the shape of the mask \\[3\\] at index 0 does not match"):
         x[flow.tensor([True, False, True])]
-    with pytest.raises(ValueError, match="could not be broadcast"):
+    with pytest.raises(IndexError, match="could not be broadcast"):
         x[[0, 1], [0, 1, 2]]
 
 

@@ -365,3 +365,20 @@ def test_hooks_run_and_match_eager():
     _close(s1, s2)
     _close(g1, g2)
     _close(w1, w2)
+
+
+@pytest.mark.parametrize("name", ["hardshrink", "softshrink"])
+def test_a_backward_whose_rule_computes_on_constants(name):
+    """The shrink rules compute ``neg(lambd)`` on a constant while the compiled backward is
+    traced: that op runs, it is not recorded into the segment the backward is being added
+    to (a later read in the same trace would flush the segment halfway through the call)."""
+    def run(lazy):
+        x = flow.tensor(XN, requires_grad=True)
+        with flow.lazy(lazy):
+            y = getattr(F, name)(x, lambd=0.7)
+            first = y.numpy()  # (a flush: the backward starts a new segment)
+            (y * y).sum().backward()
+        return first, x.grad.numpy()
+
+    for a, b in zip(run(True), run(False)):
+        _close(a, b)

@@ -168,3 +168,35 @@ def test_call_sites_can_be_turned_off():
         flow.config.set_lazy_call_sites(old)
     with pytest.raises(TypeError, match="set_lazy_call_sites"):
         flow.config.set_lazy_call_sites(1)
+
+
+@pytest.mark.parametrize("case", ["int_div", "nll_loss", "getitem", "embedding"])
+def test_a_call_that_raises_after_deferring_its_check_leaves_no_check(case):
+    """A functor defers the bound check of a pending index, then finds another error (a
+    shape that does not broadcast) and raises at the call: its op was never recorded, so the
+    bad index must not raise again when the pending ops run (eagerly the call raised once
+    and nothing else)."""
+    x = flow.tensor(np.arange(12).reshape(3, 4))
+    logp = flow.tensor(np.zeros((3, 4), np.float32))
+    emb = flow.nn.Embedding(5, 2, max_norm=1.0)
+
+    def bad(idx):  # idx holds 0 (a zero divisor) and 7 (out of bounds everywhere)
+        if case == "int_div":
+            return x // idx[:2]                    # (3, 4) // (2,): no broadcast
+        if case == "nll_loss":
+            return F.nll_loss(logp, idx)           # 4 targets for 3 rows
+        if case == "getitem":
+            return x[idx, idx[:3]]                 # index shapes (4,) and (3,)
+        return F.embedding(idx, emb.weight, max_norm=1.0, norm_type=float("nan"))
+
+    expected = {"int_div": Exception, "nll_loss": ValueError, "getitem": IndexError,
+                "embedding": Exception}[case]
+    with flow.lazy():
+        idx = flow.tensor(np.array([0, 7, 1, 2])) * 1  # (pending: its values unknown)
+        with pytest.raises(expected) as info:
+            bad(idx)
+        assert not isinstance(info.value, ZeroDivisionError)
+        assert "out of" not in str(info.value)  # (not the bounds check's error)
+        assert not seg.active().checks   # the failed call's check is gone
+        after = x + 1
+    np.testing.assert_array_equal(after.numpy(), np.arange(12).reshape(3, 4) + 1)

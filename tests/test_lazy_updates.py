@@ -317,3 +317,30 @@ def test_a_compiled_training_step_inside_a_lazy_block():
     _close(l1, l2)
     for a, b in zip(p1, p2):
         _close(a, b)
+
+
+@pytest.mark.parametrize("name", ["sgd", "adam"])
+def test_a_group_of_float64_and_float32_parameters_updates_as_eagerly(name):
+    """One group holding a float64 and a float32 parameter, the learning rate changing every
+    step: the fused step takes the lr in float64 (a float32-rounded lr would move the
+    float64 parameter off the eager result by ~1e-10), the float32 one rounds it as eagerly."""
+    rng = np.random.default_rng(7)
+    w0, v0, x = rng.standard_normal(4), rng.standard_normal(3), rng.standard_normal(4)
+
+    def train(lazy):
+        w = flow.nn.Parameter(flow.tensor(w0, dtype=flow.float64))
+        v = flow.nn.Parameter(flow.tensor(v0, dtype=flow.float32))
+        opt = OPTIMIZERS[name]([v, w])  # (the float32 one first)
+        xt = flow.tensor(x)
+        with flow.lazy(lazy):
+            for k in range(5):
+                opt.param_groups[0]["lr"] = 0.1 / (k + 1)
+                opt.zero_grad()
+                loss = (flow.sin(w * xt)).sum() + (v * v).sum().to(flow.float64)
+                loss.backward()
+                opt.step()
+        return w.numpy(), v.numpy()
+
+    (w_lazy, v_lazy), (w_eager, v_eager) = train(True), train(False)
+    np.testing.assert_allclose(w_lazy, w_eager, rtol=1e-14, atol=1e-15)
+    np.testing.assert_allclose(v_lazy, v_eager, rtol=1e-6, atol=1e-7)

@@ -128,6 +128,37 @@ def test_optimizer_matches_torch(name, kw, ref):
         np.testing.assert_allclose(a, tp.detach().numpy(), rtol=1e-9, atol=1e-12)
 
 
+@pytest.mark.parametrize("name", ["Adam", "AdamW"])
+def test_adam_with_a_learning_rate_that_changes_between_steps(name):
+    """A scheduler's learning rate: new values (passed to the update as host data), values
+    seen before (a cached device scalar), one group holding float32 and float64 parameters
+    (one learning-rate tensor per dtype) — every step equals the formula with that step's
+    lr."""
+    rng = np.random.default_rng(4)
+    p0s = [rng.standard_normal((3, 4)), rng.standard_normal(5)]
+    dts = [flow.float32, flow.float64]
+    ps = [nn.Parameter(flow.tensor(p0, dtype=dt)) for p0, dt in zip(p0s, dts)]
+    opt = getattr(optim, name)(ps, lr=0.01)
+    lrs = [0.01, 0.01, 0.005, 0.005, 0.002, 0.03, 0.005]
+    wd = 0.01 if name == "AdamW" else 0.0
+    ref = [dict(p=p0.copy(), m=0 * p0, v=0 * p0) for p0 in p0s]
+    b1, b2, eps = 0.9, 0.999, 1e-8
+    for t, lr in enumerate(lrs, 1):
+        opt.param_groups[0]["lr"] = lr
+        grads = [rng.standard_normal(p0.shape) for p0 in p0s]
+        for p, g, dt in zip(ps, grads, dts):
+            p.grad = flow.tensor(g, dtype=dt)
+        opt.step()
+        for r, g, p, dt in zip(ref, grads, ps, dts):
+            r["p"] = r["p"] * (1 - lr * wd)
+            r["m"] = b1 * r["m"] + (1 - b1) * g
+            r["v"] = b2 * r["v"] + (1 - b2) * g * g
+            denom = np.sqrt(r["v"]) / math.sqrt(1 - b2 ** t) + eps
+            r["p"] = r["p"] - lr / (1 - b1 ** t) * r["m"] / denom
+            tol = 1e-5 if dt == flow.float32 else 1e-12
+            np.testing.assert_allclose(p.numpy(), r["p"], rtol=tol, atol=tol)
+
+
 def test_parameters_stay_the_same_objects_and_none_grads_skipped():
     lin = nn.Linear(3, 2)
     w, b = lin.weight, lin.bias

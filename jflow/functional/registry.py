@@ -12,6 +12,7 @@ from typing import Any
 
 import yaml
 
+from ..lazy_mode.segment import discard_checks_on_error
 from .codegen import generate
 from .opbind import bind_op
 from .signature import ApiYamlError, Entry, parse_entries
@@ -31,12 +32,18 @@ def api() -> Any:
     return _API[0]
 
 
-def functor(name: str) -> Callable[[Callable[..., Any]], Callable[..., Any]]:
-    """Register a functor under ``name`` (the name after ``=>`` in yaml signatures)."""
+def functor(name: str, *, checks: bool = False
+            ) -> Callable[[Callable[..., Any]], Callable[..., Any]]:
+    """Register a functor under ``name`` (the name after ``=>`` in yaml signatures).
+    ``checks``: it may defer a value check in lazy mode (an index bound, an integer
+    divisor): registered so that the check is dropped when the call raises after deferring
+    it (``lazy_mode.segment.discard_checks_on_error``)."""
     if not isinstance(name, str) or not name.isidentifier():
         raise ValueError(f"functor name must be an identifier, got {name!r}")
 
     def deco(fn: Callable[..., Any]) -> Callable[..., Any]:
+        if checks:
+            fn = discard_checks_on_error(fn)
         if name in FUNCTORS and FUNCTORS[name] is not fn:
             raise KeyError(f"a functor named '{name}' is already registered")
         FUNCTORS[name] = fn

@@ -20,6 +20,7 @@ Version counters of the updated tensors move as the eager step moves them.
 
 from __future__ import annotations
 
+import operator
 import weakref
 from collections import OrderedDict
 from typing import Any
@@ -34,7 +35,7 @@ from ..tensor import Tensor, _wrap
 from . import segment as _segment
 from .segment import _LAZY_OF, _PLAIN_OF, raw, set_raw
 
-__all__ = ["record_step", "traced_steps", "KEEP"]
+__all__ = ["record_step", "traced_steps", "lr_value", "KEEP"]
 
 #: traced step structures kept per optimizer (least recently used dropped beyond it)
 KEEP = 8
@@ -61,7 +62,7 @@ class _Traced:
 _LRS: dict[tuple[float, Any], Any] = {}
 
 
-def _lr_value(lr: float, dtype: Any) -> Any:
+def lr_value(lr: float, dtype: Any) -> Any:
     """A learning rate as a step's input. A value seen before is a cached device array (a
     constant learning rate: the run's call passes it as is); a new one is host data (a
     scheduler's new value every step: the call's transfer costs ~14 µs, a ``device_put`` of
@@ -95,8 +96,11 @@ def _gather(opt: Any) -> tuple[list[Tensor], tuple, list[Any]] | None:
         params = group["params"]
         if not params:
             return None
-        dt = params[0]._meta.dtype
-        lrs.append(_lr_value(lr, dt if dt.kind == "f" else np.dtype(np.float32)))
+        # (the lr in the widest float dtype of the group: a float64 parameter must not be
+        # updated with a float32-rounded lr; a float32 one casts it, as eagerly)
+        dt = max((p._meta.dtype for p in params if p._meta.dtype.kind == "f"),
+                 key=_ITEMSIZE, default=_F32)
+        lrs.append(lr_value(lr, dt))
         parts.append(tuple([(k, v) for k, v in group.items() if k not in _NOT_HYPER]))
         for p in params:
             g = p._grad
@@ -121,6 +125,10 @@ def _gather(opt: Any) -> tuple[list[Tensor], tuple, list[Any]] | None:
                 isinstance(t._meta, Tracer):  # (flow.jit / nn.Graph tracing the step)
             return None
     return tensors, tuple(parts), lrs
+
+
+_F32 = np.dtype(np.float32)
+_ITEMSIZE = operator.attrgetter("itemsize")
 
 
 def _snapshot(opt: Any) -> tuple:

@@ -21,6 +21,7 @@ a value stays bounded.
 from __future__ import annotations
 
 import contextlib
+import functools
 import sys
 import threading
 import warnings
@@ -35,7 +36,8 @@ from ..recompile import RecompileWarning
 from ..tensor import Tensor, _flatten, _unflatten
 
 __all__ = ["LazyRef", "LazyTensor", "Segment", "active", "flush", "stats", "raw", "HOOK",
-           "MAX_NODES", "MAX_HOST_BYTES", "CACHE_SIZE"]
+           "MAX_NODES", "MAX_HOST_BYTES", "CACHE_SIZE", "defer_check",
+           "discard_checks_on_error"]
 
 #: ``[fn or None]``: set while some thread is in lazy mode (:mod:`jflow.lazy_mode`); an op's eager
 #: dispatch calls ``fn(executable, inputs, dynamic values, single)``, which records the call
@@ -208,10 +210,24 @@ def _out_avals(f: Any, avals: tuple, dv: tuple) -> Any:
     if len(_AVALS) >= 4096:
         _AVALS.clear()
     structs = [jax.ShapeDtypeStruct(a.shape, a.dtype, weak_type=a.weak_type) for a in avals]
-    shapes = jax.eval_shape(f, *structs, *dv)
+    shapes = _not_recording(jax.eval_shape, f, *structs, *dv)
     out = tuple(map(_shaped, shapes if isinstance(shapes, (tuple, list)) else (shapes,)))
     _AVALS[(f, avals, *map(type, dv)) if dv else (f, avals)] = out
     return out
+
+
+def _not_recording(fn: Any, *args: Any) -> Any:
+    """``fn(*args)`` with this thread's recording off: a trace that lazy mode runs (an op's
+    abstract evaluation, a compiled backward's rules, a segment's compile) may run jflow ops
+    on concrete constants (a rule's ``neg(lambd)``); they must run, not record into the
+    segment being built — a later read would flush it halfway through a call."""
+    local = _LOCAL
+    was = local.active
+    local.active = None
+    try:
+        return fn(*args)
+    finally:
+        local.active = was
 
 
 def _flat_call(f: Any, na: int, avals: tuple) -> tuple[Any, Any, tuple]:
@@ -219,7 +235,7 @@ def _flat_call(f: Any, na: int, avals: tuple) -> tuple[Any, Any, tuple]:
     returning its result's leaves; the result's tree structure and abstract leaves."""
     structs = [jax.ShapeDtypeStruct(a.shape, a.dtype, weak_type=a.weak_type) for a in avals]
     out_leaves, out_def = jax.tree_util.tree_flatten(
-        jax.eval_shape(f, structs[:na], structs[na:]))
+        _not_recording(jax.eval_shape, f, structs[:na], structs[na:]))
 
     def flat(*xs: Any) -> list[Any]:
         return jax.tree_util.tree_leaves(f(list(xs[:na]), list(xs[na:])))
@@ -329,9 +345,12 @@ class Segment:
             if k is None:
                 k = self.input_ids[id(v)] = len(self.inputs)
                 self.inputs.append(v)
-                self.in_avals.append(v.aval)
+                try:
+                    self.in_avals.append(v.aval)
+                except AttributeError:  # (host data: a tensor made by _wrap(ndarray))
+                    self.in_avals.append(jax.typeof(v))
             wiring.append(k)
-            avals.append(v.aval)
+            avals.append(self.in_avals[k])
         if glob is None:
             avals = tuple(avals)
             out_avals = _AVALS.get((f, avals, *map(type, dv)) if dv else (f, avals))
@@ -461,7 +480,7 @@ class Segment:
             return
         self.flushing = True
         try:
-            self._run()
+            _not_recording(self._run)
         finally:
             self.__init__()
 
@@ -805,8 +824,26 @@ def defer_check(reduce: Any, ins: tuple, check: Any, host: Any = None) -> bool:
             check(*host(*arrays))
             return True
     return seg.add_check(reduce, ins, check)
-    for t in ins:
-        v = t._meta
-        if v.__class__ is LazyRef and v.array is None and v.segment is seg:
-            return seg.add_check(reduce, ins, check)
-    return False
+
+
+def discard_checks_on_error(fn: Any) -> Any:
+    """``fn`` (a functor that may defer a value check, :func:`defer_check`) whose deferred
+    checks are dropped when it raises after deferring them (a shape error found after the
+    bounds check was recorded): its op was never recorded, so its check must not fire at the
+    next run, long after the call already raised. Costs one frame per call."""
+    local = _LOCAL
+
+    @functools.wraps(fn)
+    def call(*args: Any, **kwargs: Any) -> Any:
+        seg = local.active
+        if seg is None:
+            return fn(*args, **kwargs)
+        checks = seg.checks
+        n = len(checks)
+        try:
+            return fn(*args, **kwargs)
+        except BaseException:
+            if seg.checks is checks:  # (not flushed in between: these are the call's)
+                del checks[n:]
+            raise
+    return call

@@ -212,7 +212,7 @@ def index_plan(spec: str, shape: tuple[int, ...], idx_shapes: tuple[tuple[int, .
         try:
             adv_shape = broadcast_shapes(*adv_shapes)
         except ValueError:
-            raise ValueError("shape mismatch: indexing tensors could not be broadcast together "
+            raise IndexError("shape mismatch: indexing tensors could not be broadcast together "
                              "with shapes " + ", ".join(dims_str(s) for s in adv_shapes)) from None
         axes = [a for a, _ in adv]
         adjacent = axes == list(range(axes[0], axes[0] + len(axes)))

@@ -1,7 +1,7 @@
 """Real model code with the import changed: the PyTorch-idiom models of compat_models.py,
 run with identical weights in PyTorch and jflow (forward outputs and every parameter's
-gradient equal), then trained a few steps eagerly, under ``flow.jit`` and as an ``nn.Graph``
-(the loss falls, and compiled equals eager)."""
+gradient equal), then trained a few steps eagerly, under ``flow.jit``, as an ``nn.Graph``
+and in lazy mode (the loss falls; compiled and lazy steps equal eager ones)."""
 
 from __future__ import annotations
 
@@ -59,6 +59,8 @@ def _train(model, loss_fn, opt, mode):
         loss.backward()
         opt.step()
         return loss
+    if mode == "lazy":  # the eager step unchanged, recorded and run fused (flow.lazy)
+        return flow.lazy()(step)
     return flow.jit(step) if mode == "jit" else step
 
 
@@ -127,15 +129,16 @@ def test_forward_and_gradients_match_pytorch(name):
 
 
 _TRAINING = {  # model, batch, loss, compiled modes checked step by step against eager
-    "gpt": (gpt, lambda: (flow.tensor(IDX), flow.tensor(TGT)), _gpt_loss, ("jit", "graph")),
+    "gpt": (gpt, lambda: (flow.tensor(IDX), flow.tensor(TGT)), _gpt_loss,
+            ("jit", "graph", "lazy")),
     "resnet": (resnet, lambda: (flow.tensor(IMG), flow.tensor(LBL)), _cls_loss(flow),
-               ("graph",)),
+               ("graph", "lazy")),
     "mnist": (mnist_cnn, lambda: (flow.tensor(IMG), flow.tensor(LBL)),
-              lambda m, x, y: flow.nn.functional.nll_loss(m(x), y), ("jit", "graph")),
-    "vae": (vae, lambda: (flow.tensor(PIX),), _vae_loss, ("graph",)),
+              lambda m, x, y: flow.nn.functional.nll_loss(m(x), y), ("jit", "graph", "lazy")),
+    "vae": (vae, lambda: (flow.tensor(PIX),), _vae_loss, ("graph", "lazy")),
     "lstm_lm": (lstm_lm, lambda: (flow.tensor(LM_IN), flow.tensor(LM_TGT)), _lm_loss,
-                ("graph",)),
-    "dcgan": (dcgan, lambda: (flow.tensor(Z),), _gan_loss, ("graph",)),
+                ("graph", "lazy")),
+    "dcgan": (dcgan, lambda: (flow.tensor(Z),), _gan_loss, ("graph", "lazy")),
 }
 
 

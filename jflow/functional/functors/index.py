@@ -134,7 +134,7 @@ def scalar_as(fname: str, value: Any, np_dtype: np.dtype) -> Tensor:
 
 # -- gather / scatter / index_select -----------------------------------------------------------
 
-@functor("DimGather")
+@functor("DimGather", checks=True)
 def gather(input: Tensor, dim: int, index: Tensor, sparse_grad: bool) -> Tensor:
     """torch.gather: ``out[i][j][k] = input[i][index[i][j][k]][k]`` for dim 1."""
     if sparse_grad:
@@ -167,7 +167,7 @@ def _scatter_impl(fname: str, input: Tensor, dim: int, index: Tensor, src: Tenso
     return _scatter(input, index, src, dim=d, reduce=reduce)
 
 
-@functor("DimScatter")
+@functor("DimScatter", checks=True)
 def scatter(input: Tensor, dim: int, index: Tensor, src: Tensor, reduce: Any) -> Tensor:
     """torch.scatter with a src tensor: ``out[index[i][j]][j] = src[i][j]`` for dim 0 (the
     input is not modified). With duplicate indices and no reduce, which src value lands is
@@ -179,7 +179,7 @@ def scatter(input: Tensor, dim: int, index: Tensor, src: Tensor, reduce: Any) ->
     return _scatter_impl("scatter", input, dim, index, src, r)
 
 
-@functor("DimScatterScalar")
+@functor("DimScatterScalar", checks=True)
 def scatter_value(input: Tensor, dim: int, index: Tensor, value: Any, reduce: Any) -> Tensor:
     """torch.scatter with a scalar ``value`` written at every index position."""
     r = _reduce("scatter", reduce)
@@ -187,7 +187,7 @@ def scatter_value(input: Tensor, dim: int, index: Tensor, value: Any, reduce: An
     return _scatter_impl("scatter", input, dim, index, v, r)
 
 
-@functor("ScatterAdd")
+@functor("ScatterAdd", checks=True)
 def scatter_add(input: Tensor, dim: int, index: Tensor, src: Tensor) -> Tensor:
     """torch.scatter_add: ``out[index[i][j]][j] += src[i][j]`` for dim 0."""
     if src._meta.dtype != input._meta.dtype:
@@ -196,7 +196,7 @@ def scatter_add(input: Tensor, dim: int, index: Tensor, src: Tensor) -> Tensor:
     return _scatter_impl("scatter_add", input, dim, index, src, "add")
 
 
-@functor("IndexSelect")
+@functor("IndexSelect", checks=True)
 def index_select(input: Tensor, dim: int, index: Tensor) -> Tensor:
     """torch.index_select: the entries at positions ``index`` (0-d or 1-D) along ``dim``."""
     _int_index("index_select", index)
@@ -233,7 +233,7 @@ def masked_fill_tensor(input: Tensor, mask: Tensor, value: Tensor) -> Tensor:
     return _masked_fill(input, mask, cast(value, input._meta.dtype))
 
 
-@functor("OneHot")
+@functor("OneHot", checks=True)
 def one_hot(input: Tensor, num_classes: int) -> Tensor:
     """torch.nn.functional.one_hot: int64 tensor of shape ``input.shape + (num_classes,)``.
 
@@ -472,7 +472,7 @@ def _index_scatter(fname: str, input: Tensor, dim: int, index: Tensor, src: Tens
     return _as_nd(out, shape)
 
 
-@functor("IndexAdd")
+@functor("IndexAdd", checks=True)
 def index_add(input: Tensor, dim: int, index: Tensor, source: Tensor, alpha: Any) -> Tensor:
     """torch.index_add: ``out[..., index[i], ...] += alpha * source[..., i, ...]`` along dim;
     duplicate indices accumulate. A scatter-add with the index expanded over source."""
@@ -485,7 +485,7 @@ def index_add(input: Tensor, dim: int, index: Tensor, source: Tensor, alpha: Any
     return _index_scatter("index_add", input, dim, index, source, "add")
 
 
-@functor("IndexCopy")
+@functor("IndexCopy", checks=True)
 def index_copy(input: Tensor, dim: int, index: Tensor, source: Tensor) -> Tensor:
     """torch.index_copy: ``out[..., index[i], ...] = source[..., i, ...]`` along dim (with
     duplicate indices, which one lands is unspecified, as in PyTorch)."""
@@ -493,7 +493,7 @@ def index_copy(input: Tensor, dim: int, index: Tensor, source: Tensor) -> Tensor
     return _index_scatter("index_copy", input, dim, index, source, "none")
 
 
-@functor("IndexFill")
+@functor("IndexFill", checks=True)
 def index_fill(input: Tensor, dim: int, index: Tensor, value: Any) -> Tensor:
     """torch.index_fill: ``value`` at positions ``index`` along dim."""
     v = scalar_as("index_fill", value, input._meta.dtype)
@@ -502,7 +502,7 @@ def index_fill(input: Tensor, dim: int, index: Tensor, value: Any) -> Tensor:
     return _as_nd(_scatter(_as_nd(input, shape or (1,)), idx, v, dim=d, reduce="none"), shape)
 
 
-@functor("IndexFillTensor")
+@functor("IndexFillTensor", checks=True)
 def index_fill_tensor(input: Tensor, dim: int, index: Tensor, value: Tensor) -> Tensor:
     """index_fill with a 0-d tensor value (cast to input's dtype; differentiable in it)."""
     if value._meta.ndim != 0:
@@ -592,7 +592,7 @@ def index_put_impl(fname: str, input: Tensor, indices: Any, values: Tensor,
     return _rs(out, shape)
 
 
-@functor("IndexPut")
+@functor("IndexPut", checks=True)
 def index_put(input: Tensor, indices: Any, values: Tensor, accumulate: bool) -> Tensor:
     """torch.index_put: ``input[indices] = values`` out of place (``accumulate=True``:
     ``+=``, duplicate indices accumulate; without it, which duplicate lands is unspecified)."""
@@ -601,7 +601,7 @@ def index_put(input: Tensor, indices: Any, values: Tensor, accumulate: bool) -> 
 
 # -- take / take_along_dim ---------------------------------------------------------------------
 
-@functor("Take")
+@functor("Take", checks=True)
 def take(input: Tensor, index: Tensor) -> Tensor:
     """torch.take: ``input.flatten()[index]`` in index's shape; negative indices count from
     the end."""
@@ -668,7 +668,7 @@ def _identity(reduce: str, dtype: np.dtype) -> Any:
     return small if reduce == "amax" else big
 
 
-@functor("ScatterReduce")
+@functor("ScatterReduce", checks=True)
 def scatter_reduce(input: Tensor, dim: int, index: Tensor, src: Tensor, reduce: str,
                    include_self: bool) -> Tensor:
     """torch.scatter_reduce: ``src`` reduced into ``input`` at ``index`` along dim with

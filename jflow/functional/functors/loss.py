@@ -124,7 +124,7 @@ def _nll_reduced(loss: Tensor, wt: Tensor, reduction: str) -> Tensor:
     return _div(total, _sum(wt, axis=(), keepdim=False))
 
 
-@functor("NllLoss")
+@functor("NllLoss", checks=True)
 def nll_loss(input: Tensor, target: Tensor, weight: Any, ignore_index: int,
              reduction: str) -> Tensor:
     """-weight[t] input[t] per element (class axis 1, or 0 for a 1-d input); "mean" divides
@@ -154,7 +154,7 @@ def _plain_cross_entropy(input: Tensor, target: Tensor, c: int, ignore_index: in
     return _div(total, _sum(valid, axis=(), keepdim=False))
 
 
-@functor("CrossEntropy")
+@functor("CrossEntropy", checks=True)
 def cross_entropy(input: Tensor, target: Tensor, weight: Any, ignore_index: int, reduction: str,
                   label_smoothing: float) -> Tensor:
     """log_softmax over the class axis + nll_loss (class indices), or -sum_c weight[c] t_c
@@ -378,7 +378,7 @@ def gaussian_nll_loss(input: Tensor, target: Tensor, var: Any, full: bool, eps: 
     return _reduce(loss, reduction)
 
 
-@functor("MultiMarginLoss")
+@functor("MultiMarginLoss", checks=True)
 def multi_margin_loss(input: Tensor, target: Tensor, p: int, margin: float, weight: Any,
                       reduction: str) -> Tensor:
     """sum over i != y of weight[y] max(0, margin - x[y] + x[i])^p, divided by the number of

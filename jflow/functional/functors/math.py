@@ -156,9 +156,9 @@ def _binary_functors(op_name: str, style: str) -> None:
 
     tensor_tensor.__name__, tensor_scalar.__name__ = name, f"Scalar{name}"
     scalar_tensor_.__name__ = f"ScalarR{name}"
-    functor(name)(tensor_tensor)
+    functor(name, checks=int_div)(tensor_tensor)
     functor(f"Scalar{name}")(tensor_scalar)
-    functor(f"ScalarR{name}")(scalar_tensor_)
+    functor(f"ScalarR{name}", checks=int_div)(scalar_tensor_)
 
 
 for _op, _style in [("mul", "arith"), ("floor_divide", "arith"), ("trunc_divide", "arith"),

@@ -92,7 +92,7 @@ def _check_indices(fname: str, input: Tensor, weight: Tensor, padding_idx: Any) 
     return padding_idx
 
 
-@functor("Embedding")
+@functor("Embedding", checks=True)
 def embedding(input: Tensor, weight: Tensor, padding_idx: Any, max_norm: Any, norm_type: float,
               scale_grad_by_freq: bool, sparse: bool) -> Tensor:
     """weight[input]; the ``padding_idx`` row gets no gradient. ``max_norm``: the looked-up
@@ -110,7 +110,7 @@ def embedding(input: Tensor, weight: Tensor, padding_idx: Any, max_norm: Any, no
 _BAG_MODES = ("sum", "mean", "max")
 
 
-@functor("EmbeddingBag")
+@functor("EmbeddingBag", checks=True)
 def embedding_bag(input: Tensor, weight: Tensor, offsets: Any, max_norm: Any, norm_type: float,
                   scale_grad_by_freq: bool, mode: str, sparse: bool, per_sample_weights: Any,
                   include_last_offset: bool, padding_idx: Any) -> Tensor:
