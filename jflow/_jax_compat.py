@@ -141,3 +141,14 @@ def is_tracing() -> bool:
     except ImportError:  # a JAX without it: the budget is then enforced only at top level
         return True
     return not trace_state_clean()
+
+
+def trace_state_clean_fn() -> Any:
+    """JAX's ``trace_state_clean`` (no trace active: a bind runs eagerly) or None when this
+    JAX lacks it (callers then assume a trace may be active). Private, as :func:`is_tracing`:
+    returned once so a hot path calls it without the import."""
+    try:
+        from jax._src.core import trace_state_clean
+    except ImportError:
+        return None
+    return trace_state_clean

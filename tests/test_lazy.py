@@ -273,9 +273,9 @@ def test_compiled_segments_are_bounded_by_the_cache_limit():
             for _ in range(2):  # (the second sighting compiles)
                 with flow.lazy():
                     y = x
-                    for _ in range(k + 1):
+                    for _ in range(k + 2):  # (two ops at least: one op never compiles)
                         y = y * 1.5
-                _close(y.numpy(), XN * 1.5 ** (k + 1), tol=1e-4)
+                _close(y.numpy(), XN * 1.5 ** (k + 2), tol=1e-4)
             assert len(seg._CACHE) <= 2
     finally:
         flow.config.set_cache_limit("lazy_segments", old)
@@ -382,3 +382,35 @@ def test_a_backward_whose_rule_computes_on_constants(name):
 
     for a, b in zip(run(True), run(False)):
         _close(a, b)
+
+
+def test_host_data_and_single_ops_never_compile_a_segment():
+    """A transfer is not a computation, and a segment of one op has nothing to fuse: new
+    tensors of varying shapes read at once, and one op read at once, compile nothing, on
+    the first sighting or any later one (a compile per shape would be a storm)."""
+    x = flow.tensor(XN)
+    before = seg.stats()["compiles"]
+    for _ in range(2):
+        for n in range(2, 6):
+            with flow.lazy():
+                a = np.arange(n * 3, dtype=np.float32).reshape(n, 3)
+                t = flow.tensor(a)
+                a[0, 0] = -1.0  # (the tensor holds a copy)
+                assert t.numpy()[0, 0] == 0.0
+                _close((x * float(n)).numpy(), XN * n)
+    assert seg.stats()["compiles"] == before
+
+
+@pytest.mark.parametrize("ops", [1, 3])
+def test_a_pending_value_read_inside_a_compiled_function(ops):
+    """A pending tensor captured by ``flow.jit`` is read while the function is traced: the
+    segment runs (node by node or compiled) as computation, not staged into that trace."""
+    x = flow.tensor(XN)
+    with flow.lazy():
+        c = flow.tensor(np.ones(5, np.float32))
+        for _ in range(ops):
+            c = c * 2.0
+        f = flow.jit(lambda t: t + c)
+        out = f(x)
+        _close(out.numpy(), XN + 2.0 ** ops)
+        _close(c.numpy(), np.full(5, 2.0 ** ops))

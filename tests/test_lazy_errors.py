@@ -14,6 +14,7 @@ import pytest
 
 import jflow as flow
 from jflow.kernels import register_kernel
+from jflow.kernels.registry import KernelNotFoundError
 from jflow.lazy_mode import segment as seg
 from jflow.ops import define_op
 from jflow.ops.infer import desc
@@ -200,3 +201,26 @@ def test_a_call_that_raises_after_deferring_its_check_leaves_no_check(case):
         assert not seg.active().checks   # the failed call's check is gone
         after = x + 1
     np.testing.assert_array_equal(after.numpy(), np.arange(12).reshape(3, 4) + 1)
+
+
+def test_no_kernel_for_the_dtypes_raises_at_the_call():
+    """An op whose only kernel takes float32: a float64 call finds no kernel. Eagerly that
+    raises at the call; in lazy mode too (its kernel is selected when the call records,
+    once per shape), without running what is pending."""
+    op = define_op(f"test_lazy_f32_only_{next(_ids)}", inputs=["x"],
+                   infer=lambda x, **_: desc(x.shape, x.dtype))
+    register_kernel(op.name, lambda x: x * 2, backend="python", dtypes={"x": ["float32"]})
+    x32 = flow.tensor(np.ones(3, np.float32))
+    x64 = flow.tensor(np.ones(3, np.float64))
+    with pytest.raises(KernelNotFoundError) as eager:
+        op(x64)
+    with flow.lazy():
+        before = seg.stats()["flushes"]
+        pending = x64 + 1.0
+        with pytest.raises(KernelNotFoundError) as lazy:
+            op(pending)
+        ok = op(x32)
+        assert seg.stats()["flushes"] == before
+    assert str(lazy.value) == str(eager.value)
+    np.testing.assert_allclose(ok.numpy(), [2.0, 2.0, 2.0])
+    np.testing.assert_allclose(pending.numpy(), [2.0, 2.0, 2.0])

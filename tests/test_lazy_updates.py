@@ -344,3 +344,29 @@ def test_a_group_of_float64_and_float32_parameters_updates_as_eagerly(name):
     (w_lazy, v_lazy), (w_eager, v_eager) = train(True), train(False)
     np.testing.assert_allclose(w_lazy, w_eager, rtol=1e-14, atol=1e-15)
     np.testing.assert_allclose(v_lazy, v_eager, rtol=1e-6, atol=1e-7)
+
+
+def test_a_step_after_the_state_was_cleared_matches_eager():
+    """``opt.state.clear()`` between steps: the structure without state is seen a second
+    time, so it is traced — and that trace creates the moments. It must leave no traced
+    state behind (the step then runs as code, creating real moments), and later steps equal
+    eager ones."""
+    def train(lazy):
+        model, x, y = _model_and_data()
+        opt = flow.optim.Adam(model.parameters(), lr=1e-2)
+        losses = []
+        with flow.lazy(lazy):
+            for k in range(6):
+                if k == 3:
+                    opt.state.clear()
+                opt.zero_grad()
+                loss = F.mse_loss(model(x), y)
+                loss.backward()
+                opt.step()
+                losses.append(loss)
+        return [loss.item() for loss in losses], [p.numpy() for p in model.parameters()]
+
+    (l_lazy, p_lazy), (l_eager, p_eager) = train(True), train(False)
+    _close(l_lazy, l_eager, tol=2e-5)
+    for a, b in zip(p_lazy, p_eager):
+        _close(a, b, tol=2e-5)

@@ -23,7 +23,7 @@ from jax.interpreters import mlir
 
 from .._jax_compat import plain_lowering_ctx
 from ..dtypes import as_dtype
-from ..lazy_mode.segment import HOST_ERROR, HOST_OPS
+from ..lazy_mode.segment import HOST_ERROR, HOST_OPS, SELECTIVE_OPS
 from ..ops.registry import get as _get_op
 from ..ops.registry import strip_batch
 
@@ -178,6 +178,13 @@ def register_kernel(
     _KERNELS.setdefault(op_name, []).append(k)
     if backend not in _DEVICE_BACKENDS:
         HOST_OPS.add(op_name)
+    # (an op whose every kernel is restricted — dtypes, a condition, platforms — can find no
+    # kernel for a call: lazy mode selects its kernel at the call, see SELECTIVE_OPS)
+    if any(not (x.dtypes or x.condition) and x.platforms == frozenset(PLATFORMS)
+           for x in _KERNELS[op_name]):
+        SELECTIVE_OPS.discard(op_name)
+    else:
+        SELECTIVE_OPS.add(op_name)
     if op_name in _LOWERED:
         _LOWERED.clear()
         jax.clear_caches()

@@ -20,7 +20,6 @@ Version counters of the updated tensors move as the eager step moves them.
 
 from __future__ import annotations
 
-import operator
 import weakref
 from collections import OrderedDict
 from typing import Any
@@ -96,13 +95,14 @@ def _gather(opt: Any) -> tuple[list[Tensor], tuple, list[Any]] | None:
         params = group["params"]
         if not params:
             return None
+        parts.append(tuple([(k, v) for k, v in group.items() if k not in _NOT_HYPER]))
         # (the lr in the widest float dtype of the group: a float64 parameter must not be
         # updated with a float32-rounded lr; a float32 one casts it, as eagerly)
-        dt = max((p._meta.dtype for p in params if p._meta.dtype.kind == "f"),
-                 key=_ITEMSIZE, default=_F32)
-        lrs.append(lr_value(lr, dt))
-        parts.append(tuple([(k, v) for k, v in group.items() if k not in _NOT_HYPER]))
+        dt = _F32
         for p in params:
+            pd = p._meta.dtype
+            if pd is not dt and pd.kind == "f" and pd.itemsize > dt.itemsize:
+                dt = pd
             g = p._grad
             if g is None:
                 parts.append(None)
@@ -119,6 +119,7 @@ def _gather(opt: Any) -> tuple[list[Tensor], tuple, list[Any]] | None:
             tensors.append(p)
             tensors.append(g)
             parts.append((p._meta.aval, g._meta.aval, tuple(entries)))
+        lrs.append(lr_value(lr, dt))
     for t in tensors:
         if t._global is not None or t._aliases or t.grad_fn is not None or (
                 t.__class__ not in _LAZY_OF and t.__class__ not in _PLAIN_OF) or \
@@ -128,7 +129,6 @@ def _gather(opt: Any) -> tuple[list[Tensor], tuple, list[Any]] | None:
 
 
 _F32 = np.dtype(np.float32)
-_ITEMSIZE = operator.attrgetter("itemsize")
 
 
 def _snapshot(opt: Any) -> tuple:
@@ -149,6 +149,9 @@ def _trace(opt: Any, step: Any, tensors: list[Tensor], lrs: list[Any]) -> _Trace
     groups = opt.param_groups
     old_lrs = [g["lr"] for g in groups]
     snap = _snapshot(opt)
+    # (the state as it was: a step that creates entries — moments after ``state.clear()`` —
+    # must not leave them holding the trace's tracers)
+    state_before = [(p, s, dict(s)) for p, s in opt.state.items()]
     record: dict[str, Any] = {}
 
     def pure(vals: list[Any], lr_vals: list[Any]) -> list[Any]:
@@ -182,6 +185,13 @@ def _trace(opt: Any, step: Any, tensors: list[Tensor], lrs: list[Any]) -> _Trace
             t._version = ver
         for g, lr in zip(groups, old_lrs):
             g["lr"] = lr
+        known = {id(p) for p, _, _ in state_before}
+        for p in [p for p in opt.state if id(p) not in known]:
+            del opt.state[p]
+        for p, st, items in state_before:
+            st.clear()
+            st.update(items)
+            opt.state[p] = st
     if not ok or "changed" not in record:
         return None
     flat = jaxpr_as_fun(closed)

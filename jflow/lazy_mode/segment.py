@@ -32,6 +32,7 @@ import jax
 import numpy as np
 from jax.core import Tracer
 
+from .._jax_compat import trace_state_clean_fn
 from ..recompile import RecompileWarning
 from ..tensor import Tensor, _flatten, _unflatten
 
@@ -182,10 +183,11 @@ def _new_lazy(ref: LazyRef) -> LazyTensor:
 _new = object.__new__
 
 
-@jax.jit
 def host_to_device(x: Any) -> Any:
-    """Host data as a device array (inlined into a compiled run: the call's transfer)."""
-    return x
+    """Host data as a device array: inside a compiled run the call's own transfer (the
+    ``device_put`` of a traced value is the identity), in a node-by-node run a plain
+    ``device_put`` (never a compile per shape: a transfer is not a computation)."""
+    return jax.device_put(x)
 
 _STATS = {"recorded": 0, "flushes": 0, "compiles": 0, "eager_flushes": 0}
 
@@ -211,6 +213,8 @@ def _out_avals(f: Any, avals: tuple, dv: tuple) -> Any:
         _AVALS.clear()
     structs = [jax.ShapeDtypeStruct(a.shape, a.dtype, weak_type=a.weak_type) for a in avals]
     shapes = _not_recording(jax.eval_shape, f, *structs, *dv)
+    if SELECTIVE_OPS and getattr(f, "__name__", None) in SELECTIVE_OPS:
+        _not_recording(f.lower, *structs, *dv)  # (its kernel is chosen now: see SELECTIVE_OPS)
     out = tuple(map(_shaped, shapes if isinstance(shapes, (tuple, list)) else (shapes,)))
     _AVALS[(f, avals, *map(type, dv)) if dv else (f, avals)] = out
     return out
@@ -264,6 +268,12 @@ class _NodeFailed(Exception):
 #: such a call can fail while the segment runs, so the line that recorded it is kept
 HOST_OPS: set[str] = set()
 
+#: names of ops with a kernel chosen by dtype, condition or platform (kernels.registry adds
+#: them): a call on avals not seen before is lowered at record time, which selects the
+#: kernel, so "no kernel for these dtypes" raises at the call, as eagerly (once per
+#: executable and avals: the abstract values are cached)
+SELECTIVE_OPS: set[str] = set()
+
 #: ``[fn]``: kernels.registry.take_host_error (installed by the registry, which imports this
 #: module): the error a python kernel raised, behind JAX's runtime-error wrapper
 HOST_ERROR: list[Any] = [None]
@@ -304,6 +314,7 @@ class Segment:
         #: whether a call was recorded on shapes its op was not seen with before (its eager
         #: executable would compile too: see COMPILE_ON_SIGHTING)
         self.new_shapes = False
+        self.n_host = 0                      # nodes that are host data (add_host)
         self.flushing = False
 
     def add(self, f: Any, ins: tuple, dv: tuple, single: bool, glob: Any = None) -> Any:
@@ -453,6 +464,7 @@ class Segment:
         r = LazyRef(jax.core.ShapedArray(host.shape, host.dtype), self, n, 0)
         self.refs.append((r,))
         self.host_bytes += host.nbytes
+        self.n_host += 1
         if self.host_bytes > MAX_HOST_BYTES or n + 1 >= MAX_NODES:
             self.flush()  # (bounded: a loop making tensors it never reads)
         return r
@@ -480,15 +492,21 @@ class Segment:
             return
         self.flushing = True
         try:
-            _not_recording(self._run)
+            if _TRACE_CLEAN is not None and _TRACE_CLEAN():
+                _not_recording(self._run)
+            else:  # (a read inside a trace — flow.jit, jax.jit — must compute, not stage)
+                with jax.ensure_compile_time_eval():
+                    _not_recording(self._run)
         finally:
             self.__init__()
 
     def _run(self) -> None:
         nodes, refs = self.nodes, self.refs
-        live = _live(refs)
-        # (input shapes are in the key: a shape seen once runs op by op, compiling nothing)
-        f = _compiled((tuple(nodes), live, tuple(self.in_avals)), self.new_shapes)
+        if len(nodes) - self.n_host <= 1:  # (one op and host data: nothing to fuse, and a
+            f = None                        # compile would cost what the op's executable did)
+        else:
+            # (input shapes are in the key: a shape seen once runs op by op, compiling nothing)
+            f = _compiled((tuple(nodes), _live(refs), tuple(self.in_avals)), self.new_shapes)
         try:
             if f is None:
                 _STATS["eager_flushes"] += 1
@@ -690,6 +708,9 @@ def _aval_str(a: Any) -> str:
 
 
 _FIRST = object()
+_TRACE_CLEAN = trace_state_clean_fn()
+
+
 class _Local(threading.local):
     """Per thread: ``segment`` (its pending calls), ``active`` (it, while the thread is
     lazy). Class defaults: a read never misses (see grad_mode._State)."""
