@@ -131,24 +131,23 @@ def vary_together(values: Sequence[Any]) -> list[Any]:
     return out
 
 
-def is_tracing() -> bool:
-    """True while JAX traces something (jit, grad, vmap...): not a moment to clear its caches.
-
-    JAX has no public query for this; ``trace_state_clean`` is what ``jax.clear_caches``
-    callers inside JAX use. Without it, assume tracing (never clear at an unsafe time)."""
-    try:
-        from jax._src.core import trace_state_clean
-    except ImportError:  # a JAX without it: the budget is then enforced only at top level
-        return True
-    return not trace_state_clean()
-
-
 def trace_state_clean_fn() -> Any:
     """JAX's ``trace_state_clean`` (no trace active: a bind runs eagerly) or None when this
-    JAX lacks it (callers then assume a trace may be active). Private, as :func:`is_tracing`:
-    returned once so a hot path calls it without the import."""
+    JAX lacks it (callers then assume a trace may be active). JAX has no public query for
+    this; it is what ``jax.clear_caches`` callers inside JAX use. Returned once, so a hot
+    path (a lazy segment's flush) calls it without the import."""
     try:
         from jax._src.core import trace_state_clean
     except ImportError:
         return None
     return trace_state_clean
+
+
+_TRACE_STATE_CLEAN = trace_state_clean_fn()
+
+
+def is_tracing() -> bool:
+    """True while JAX traces something (jit, grad, vmap...): not a moment to clear its caches.
+    Without JAX's query (:func:`trace_state_clean_fn`), assume tracing (never clear at an
+    unsafe time: the budget is then enforced only at top level)."""
+    return _TRACE_STATE_CLEAN is None or not _TRACE_STATE_CLEAN()

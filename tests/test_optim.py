@@ -159,6 +159,33 @@ def test_adam_with_a_learning_rate_that_changes_between_steps(name):
             np.testing.assert_allclose(p.numpy(), r["p"], rtol=tol, atol=tol)
 
 
+@pytest.mark.parametrize("name", ["Adam", "AdamW"])
+@pytest.mark.parametrize("seed", [0, 1, 2])
+def test_adam_with_a_scheduler_matches_torch(name, seed):
+    """Random parameters and gradients, float32 and float64 parameters in one group, a
+    learning rate drawn anew each step (some values repeated): every step equals
+    torch.optim on the same inputs."""
+    torch = pytest.importorskip("torch")
+    rng = np.random.default_rng(10 + seed)
+    p0s = [rng.standard_normal((3, 4)).astype(np.float32), rng.standard_normal(5)]
+    ps = [nn.Parameter(flow.tensor(p0)) for p0 in p0s]
+    tps = [torch.nn.Parameter(torch.tensor(p0)) for p0 in p0s]
+    kw = dict(lr=0.01, betas=(0.85, 0.99), weight_decay=0.05)
+    opt, topt = getattr(optim, name)(ps, **kw), getattr(torch.optim, name)(tps, **kw)
+    pool = rng.uniform(1e-3, 5e-2, size=4)
+    for _ in range(6):
+        lr = float(rng.choice(pool))
+        opt.param_groups[0]["lr"] = topt.param_groups[0]["lr"] = lr
+        for p, tp, p0 in zip(ps, tps, p0s):
+            g = rng.standard_normal(p0.shape).astype(p0.dtype)
+            p.grad, tp.grad = flow.tensor(g), torch.tensor(g)
+        opt.step()
+        topt.step()
+        for p, tp in zip(ps, tps):
+            tol = 1e-6 if p.dtype == flow.float32 else 1e-12
+            np.testing.assert_allclose(p.numpy(), tp.detach().numpy(), rtol=tol, atol=tol)
+
+
 def test_parameters_stay_the_same_objects_and_none_grads_skipped():
     lin = nn.Linear(3, 2)
     w, b = lin.weight, lin.bias
