@@ -204,6 +204,106 @@ def test_lazy_mode_is_per_thread():
     _close(out["value"], XN * 2)
 
 
+def test_a_pending_value_read_from_another_thread_while_its_owner_runs_the_segment():
+    """Reader B reads a value of owner A's segment while A is running it: B computes it
+    itself (before: B's flush saw the run in progress, returned, and B got None)."""
+    x = flow.tensor(XN)
+    started, go, box = threading.Event(), threading.Event(), {}
+
+    def owner():
+        with flow.lazy():
+            z = (x * 2.0) + 1.0
+            s = seg.active()
+            f, *rest = s.nodes[-1]
+            me = threading.current_thread()
+
+            def held(*a):  # (the owner's run waits here until the reader has its value)
+                if threading.current_thread() is me:
+                    started.set()
+                    go.wait(30)
+                return f(*a)
+            s.nodes[-1] = (held, *rest)
+            box["z"] = z
+            box["owner"] = z.numpy()
+
+    w = threading.Thread(target=owner)
+    w.start()
+    try:
+        assert started.wait(30)
+        box["reader"] = box["z"].numpy()
+    finally:
+        go.set()
+        w.join()
+    _close(box["reader"], XN * 2 + 1)
+    _close(box["owner"], XN * 2 + 1)
+
+
+def test_pending_values_read_by_another_thread_while_the_owner_records():
+    """A logging thread reads the values an owner thread records in lazy mode, concurrently
+    (before: its flush reset the segment under the owner's feet; most reads were wrong)."""
+    import queue
+    xn = RS.randn(64).astype(np.float32)
+    q: queue.Queue = queue.Queue()
+    bad: list = []
+
+    def owner():
+        with flow.lazy():
+            x = flow.tensor(xn)
+            for k in range(400):
+                q.put((k, (x * 0.5 + float(k % 7)).tanh() * 2.0 - float(k % 5)))
+        q.put(None)
+
+    def reader():
+        while (item := q.get()) is not None:
+            k, y = item
+            try:
+                v = y.numpy()
+                ok = v.shape == xn.shape and np.allclose(
+                    v, np.tanh(xn * 0.5 + k % 7) * 2.0 - k % 5, atol=1e-5)
+            except Exception as e:  # noqa: BLE001
+                ok = repr(e)
+            if ok is not True:
+                bad.append((k, ok))
+
+    ts = [threading.Thread(target=owner), threading.Thread(target=reader)]
+    for t in ts:
+        t.start()
+    for t in ts:
+        t.join()
+    assert not bad, bad[:3]
+
+
+def test_a_failing_check_raises_for_a_reader_on_another_thread():
+    """A value check of the owner's pending segment fails for a reader on another thread as
+    it fails for the owner: the functor's error, with the line that recorded it."""
+    recorded, done, box = threading.Event(), threading.Event(), {}
+    with pytest.raises(IndexError) as eager:
+        flow.tensor(XN)[flow.tensor(np.array([0, 9]))]
+
+    def owner():
+        try:
+            with flow.lazy():
+                idx = flow.tensor(np.array([0, 9])) + 0  # (pending: the check is deferred)
+                box["y"] = flow.tensor(XN)[idx] * 1.0
+                recorded.set()
+                done.wait(30)  # (the segment stays pending until the reader has read)
+        except IndexError as e:
+            box["owner"] = e
+
+    w = threading.Thread(target=owner)
+    w.start()
+    try:
+        assert recorded.wait(30)
+        with pytest.raises(IndexError) as reader:
+            box["y"].numpy()
+    finally:
+        done.set()
+        w.join()
+    assert str(eager.value) in str(reader.value)
+    assert "test_lazy.py" in "".join(getattr(reader.value, "__notes__", []))
+    assert isinstance(box.get("owner"), IndexError)
+
+
 def test_compiled_function_inside_lazy_block_traces_as_usual():
     flow.manual_seed(0)
     m = flow.nn.Linear(5, 2)

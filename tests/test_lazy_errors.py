@@ -16,8 +16,9 @@ import jflow as flow
 from jflow.kernels import register_kernel
 from jflow.kernels.registry import KernelNotFoundError
 from jflow.lazy_mode import segment as seg
-from jflow.ops import define_op
+from jflow.ops import Attr, Input, define_op
 from jflow.ops.infer import desc
+from jflow.sharding.sbp import B, S, Signature
 
 F = flow.nn.functional
 HERE = __file__
@@ -224,3 +225,83 @@ def test_no_kernel_for_the_dtypes_raises_at_the_call():
     assert str(lazy.value) == str(eager.value)
     np.testing.assert_allclose(ok.numpy(), [2.0, 2.0, 2.0])
     np.testing.assert_allclose(pending.numpy(), [2.0, 2.0, 2.0])
+
+
+def test_a_user_kernel_rejecting_an_attr_when_traced_raises_at_the_call():
+    """A kernel written outside jflow that raises when traced (an attr value it rejects)
+    raises at the call in lazy mode too — the call is lowered when it records — without
+    running what is pending (before: at the read that ran the segment)."""
+    op = define_op(f"test_lazy_scale_{next(_ids)}", inputs=["x"],
+                   attrs=[Attr("k", "int64", 1)], infer=lambda x, **_: desc(x.shape, x.dtype))
+
+    def kernel(x, k):
+        if k < 0:
+            raise ValueError("k must be >= 0")
+        return x * k
+    register_kernel(op.name, kernel)
+    x = flow.tensor(np.ones(3, np.float32))
+    with pytest.raises(ValueError, match="k must be >= 0"):
+        op(x, k=-1)
+    with flow.lazy():
+        before = seg.stats()["flushes"]
+        pending = x + 1.0
+        with pytest.raises(ValueError, match="k must be >= 0"):
+            op(pending, k=-2)
+        ok = op(pending, k=3)
+        assert seg.stats()["flushes"] == before
+    np.testing.assert_allclose(ok.numpy(), [6.0, 6.0, 6.0])
+
+
+def test_a_global_op_whose_sbp_signature_cannot_trace_raises_at_the_call():
+    """A user op declaring (S(1)) -> (B) for a sum over the split axis: its sharded program
+    does not trace (the result is not replicated). Eagerly that raises at the call; in lazy
+    mode too (a sharded executable is traced when first recorded), not at the read."""
+    def sbp(in_shapes, n_out=1, **_):
+        return [Signature((S(1),), (B,))]
+    op = define_op(f"test_lazy_badsbp_{next(_ids)}", inputs=["x"],
+                   infer=lambda x: desc(x.shape[:1], x.dtype), sbp=sbp)
+    register_kernel(op.name, lambda x: x.sum(axis=1))
+    plc = flow.placement("cpu", ranks=list(range(4)))
+    gx = flow.tensor(np.ones((4, 8), np.float32)).to_global(plc, S(1))
+    with pytest.raises(ValueError, match="out_specs") as eager:
+        op(gx)
+    with flow.lazy():
+        before = seg.stats()["flushes"]
+        pending = gx * 2.0
+        with pytest.raises(ValueError, match="out_specs") as lazy:
+            op(pending)
+        assert seg.stats()["flushes"] == before
+    assert str(lazy.value).splitlines()[0] == str(eager.value).splitlines()[0]
+    np.testing.assert_allclose(pending.numpy(), np.full((4, 8), 2.0))
+
+
+def test_an_op_without_any_kernel_raises_at_the_call():
+    """An op defined with no kernel yet: eagerly the call raises KernelNotFoundError; in lazy
+    mode too, at the call (before: at the read)."""
+    op = define_op(f"test_lazy_nokernel_{next(_ids)}", inputs=["x"],
+                   infer=lambda x, **_: desc(x.shape, x.dtype))
+    x = flow.tensor(np.ones(3, np.float32))
+    with pytest.raises(KernelNotFoundError) as eager:
+        op(x)
+    with flow.lazy():
+        pending = x + 1.0
+        with pytest.raises(KernelNotFoundError) as lazy:
+            op(pending)
+    assert str(lazy.value) == str(eager.value)
+    np.testing.assert_allclose(pending.numpy(), [2.0, 2.0, 2.0])
+
+
+def test_errors_name_a_pending_tensor_as_a_tensor():
+    """An error that names the type of what was passed says ``Tensor`` for a pending tensor
+    too (its class is lazy mode's pending twin; before, messages said ``LazyTensor``)."""
+    op = define_op(f"test_lazy_variadic_{next(_ids)}", inputs=[Input("xs", variadic=True)],
+                   infer=lambda xs: desc(xs[0].shape, xs[0].dtype))
+    x = flow.tensor(np.ones(3, np.float32))
+    with pytest.raises(TypeError) as eager:
+        op(x)
+    with flow.lazy():
+        pending = x + 1.0
+        with pytest.raises(TypeError) as lazy:
+            op(pending)
+        assert type(pending).__name__ == "Tensor"
+    assert str(lazy.value) == str(eager.value) and str(eager.value).endswith("got Tensor")

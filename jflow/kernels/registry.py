@@ -23,7 +23,7 @@ from jax.interpreters import mlir
 
 from .._jax_compat import plain_lowering_ctx
 from ..dtypes import as_dtype
-from ..lazy_mode.segment import HOST_ERROR, HOST_OPS, SELECTIVE_OPS
+from ..lazy_mode.segment import HOST_ERROR, HOST_OPS, TRUSTED_OPS
 from ..ops.registry import get as _get_op
 from ..ops.registry import strip_batch
 
@@ -179,16 +179,26 @@ def register_kernel(
     if backend not in _DEVICE_BACKENDS:
         HOST_OPS.add(op_name)
     # (an op whose every kernel is restricted — dtypes, a condition, platforms — can find no
-    # kernel for a call: lazy mode selects its kernel at the call, see SELECTIVE_OPS)
-    if any(not (x.dtypes or x.condition) and x.platforms == frozenset(PLATFORMS)
-           for x in _KERNELS[op_name]):
-        SELECTIVE_OPS.discard(op_name)
+    # kernel for a call, and a kernel written outside jflow may reject a call when it is
+    # traced: lazy mode lowers such an op's calls when it records them, see TRUSTED_OPS)
+    ks = _KERNELS[op_name]
+    if not any(_from_user(x) for x in ks) and any(
+            not (x.dtypes or x.condition) and x.platforms == frozenset(PLATFORMS) for x in ks):
+        TRUSTED_OPS.add(op_name)
     else:
-        SELECTIVE_OPS.add(op_name)
+        TRUSTED_OPS.discard(op_name)
     if op_name in _LOWERED:
         _LOWERED.clear()
         jax.clear_caches()
     return fn
+
+
+def _from_user(k: Kernel) -> bool:
+    """Whether ``k`` is a device kernel written outside jflow (its trace may raise: on an
+    attr value, on shapes its op's inference accepts); jflow's own kernels check their calls
+    in the op's inference and functor instead."""
+    return k.backend in _DEVICE_BACKENDS and not (getattr(k.fn, "__module__", None) or "") \
+        .startswith("jflow.")
 
 
 def kernels_for(op_name: str) -> list[Kernel]:

@@ -90,10 +90,19 @@ class LazyRef:
         return self.aval.weak_type
 
     def get(self) -> Any:
-        """The array (flushing the segment that computes it)."""
-        if self.array is None:
-            self.segment.flush()
+        """The array: this thread's segment is flushed; another thread's is left alone (its
+        owner may be recording into it or running it right now) and the value is computed
+        here (:meth:`Segment.compute_elsewhere`)."""
         a = self.array
+        if a is None:
+            seg = self.segment
+            if seg is not _LOCAL.segment:
+                return seg.compute_elsewhere(self)
+            seg.flush()
+            a = self.array
+            if a is None:  # (read from inside the segment's own run: there is no value yet)
+                raise RuntimeError("lazy mode: a pending value was read while the segment "
+                                   "that computes it was running")
         if a.__class__ is _Failure:
             raise RuntimeError("this lazy value was never computed: running the segment that "
                                "computes it failed") from a.error
@@ -111,7 +120,8 @@ class LazyTensor(Tensor):
         if v.__class__ is LazyRef:
             v = v.get()
             self._meta = v
-            self.__class__ = _PLAIN_OF[self.__class__]
+            cls = self.__class__  # (plain already when another thread read it meanwhile)
+            self.__class__ = _PLAIN_OF.get(cls, cls)
         return v
 
     def _set_value(self, v: Any) -> None:
@@ -121,6 +131,10 @@ class LazyTensor(Tensor):
 
     _value = property(_get_value, _set_value)
 
+
+# (what error messages print for a pending tensor's type — ``type(x).__name__`` — is the class
+# the user knows, as for the twins of register_lazy_class; ``repr(LazyTensor)`` still says it)
+LazyTensor.__name__ = "Tensor"
 
 #: tensor class -> its pending twin (same slots, ``_value`` a flushing property) and back: an
 #: in-place op in lazy mode makes its target (a tensor, a module's Parameter) pending without
@@ -213,8 +227,8 @@ def _out_avals(f: Any, avals: tuple, dv: tuple) -> Any:
         _AVALS.clear()
     structs = [jax.ShapeDtypeStruct(a.shape, a.dtype, weak_type=a.weak_type) for a in avals]
     shapes = _not_recording(jax.eval_shape, f, *structs, *dv)
-    if SELECTIVE_OPS and getattr(f, "__name__", None) in SELECTIVE_OPS:
-        _not_recording(f.lower, *structs, *dv)  # (its kernel is chosen now: see SELECTIVE_OPS)
+    if getattr(f, "__name__", None) not in TRUSTED_OPS:
+        _not_recording(f.lower, *structs, *dv)  # (its kernel is chosen now: see TRUSTED_OPS)
     out = tuple(map(_shaped, shapes if isinstance(shapes, (tuple, list)) else (shapes,)))
     _AVALS[(f, avals, *map(type, dv)) if dv else (f, avals)] = out
     return out
@@ -268,11 +282,14 @@ class _NodeFailed(Exception):
 #: such a call can fail while the segment runs, so the line that recorded it is kept
 HOST_OPS: set[str] = set()
 
-#: names of ops with a kernel chosen by dtype, condition or platform (kernels.registry adds
-#: them): a call on avals not seen before is lowered at record time, which selects the
-#: kernel, so "no kernel for these dtypes" raises at the call, as eagerly (once per
+#: names of ops whose calls need no lowering when they record: an unrestricted jflow kernel
+#: (any dtype, no condition, every platform) and no device kernel written outside jflow
+#: (kernels.registry keeps the set). A call of any other op — or of a value check's
+#: reduction — on avals not seen before is lowered when it records, which selects its kernel
+#: and traces it: "no kernel for these dtypes" (or none at all) and what a user's kernel
+#: raises when traced (an attr it rejects) raise at the call, as eagerly (once per
 #: executable and avals: the abstract values are cached)
-SELECTIVE_OPS: set[str] = set()
+TRUSTED_OPS: set[str] = set()
 
 #: ``[fn]``: kernels.registry.take_host_error (installed by the registry, which imports this
 #: module): the error a python kernel raised, behind JAX's runtime-error wrapper
@@ -371,9 +388,9 @@ class Segment:
         else:
             out_avals = glob[2]  # (a sharded executable's logical results, from its plan)
         n = len(self.nodes)
-        self.nodes.append((f, tuple(wiring), len(dv), len(out_avals)))
-        if dv:
+        if dv:  # (before the node: a reader on another thread replays nodes with their dvs)
             self.dvs.extend(dv)
+        self.nodes.append((f, tuple(wiring), len(dv), len(out_avals)))
         # (the user's line, kept for ops whose kernels can fail while running: host code)
         self.sites.append(_call_site() if HOST_OPS and CALL_SITES[0] and getattr(
             f, "__name__", None) in HOST_OPS else None)
@@ -492,11 +509,7 @@ class Segment:
             return
         self.flushing = True
         try:
-            if _TRACE_CLEAN is not None and _TRACE_CLEAN():
-                _not_recording(self._run)
-            else:  # (a read inside a trace — flow.jit, jax.jit — must compute, not stage)
-                with jax.ensure_compile_time_eval():
-                    _not_recording(self._run)
+            _computing(self._run)
         finally:
             self.__init__()
 
@@ -533,19 +546,40 @@ class Segment:
             except Exception as e:  # noqa: BLE001  (the functor's own error, now)
                 self._fail(n, e, None)
 
+    def compute_elsewhere(self, ref: LazyRef) -> Any:
+        """``ref``'s array, read by a thread that does not own this segment. The owner may be
+        recording into it or running it at this moment, so nothing here changes it: the
+        nodes up to ``ref``'s are replayed one by one on this thread (with their value
+        checks), from the segment's append-only lists. (The value may differ from what the
+        owner's fused run gives in the last bit, as eager and fused runs do.)"""
+        nodes, inputs, dvs = self.nodes, self.inputs, self.dvs
+        refs, sites, checks = self.refs, self.sites, self.checks
+        i, j = ref.wire
+        if not (self.nodes is nodes and self.refs is refs and self.checks is checks
+                and i < len(refs) and refs[i][j] is ref):  # (the owner ran it meanwhile)
+            a = ref.array
+            if a is None:
+                raise RuntimeError("lazy mode: a pending value of another thread was never "
+                                   "computed (its segment's run was interrupted)")
+            return ref.get()
+        node = len(nodes)  # (the failing node, when a value check fails)
+        try:
+            outs = _computing(_replay, nodes[:i + 1], inputs, dvs)
+            for n, check_refs, check in list(checks):
+                if n <= i:
+                    node = n
+                    check(*jax.device_get(outs[n][:len(check_refs)]))
+        except _NodeFailed as e:
+            raise _annotated(e.cause, e.node, nodes, sites, checks) from None
+        except Exception as e:  # noqa: BLE001  (a value check's own error)
+            raise _annotated(e, node, nodes, sites, checks) from None
+        return outs[i][j]
+
     def _fail(self, node: int, cause: BaseException, outs: list[list[Any]] | None) -> None:
         """Node ``node`` failed with ``cause``: the nodes before it keep their values (from
         ``outs`` when given), it and every later node's values raise; raise ``cause``, with
         the op's recording line in a note."""
-        if isinstance(cause, jax.errors.JaxRuntimeError) and HOST_ERROR[0] is not None:
-            cause = HOST_ERROR[0]() or cause  # (a python kernel's own error)
-        if node < len(self.nodes):
-            site = self.sites[node]
-            what = "value check" if any(n == node for n, _, _ in self.checks) else \
-                f"op '{getattr(self.nodes[node][0], '__name__', '?')}'"
-            cause.add_note(f"(lazy mode: raised when the pending ops ran; the failing {what} "
-                           + (f"was recorded at {site[0]}:{site[1]})" if site else
-                              "has no recorded line)"))
+        cause = _annotated(cause, node, self.nodes, self.sites, self.checks)
         if outs is not None:
             for rs, vals in zip(self.refs, outs):
                 for r, v in zip(rs, vals):
@@ -555,6 +589,32 @@ class Segment:
             for r in rs:
                 r.array = failed
         raise cause.with_traceback(None) from None
+
+
+def _annotated(cause: BaseException, node: int, nodes: list, sites: list, checks: list
+               ) -> BaseException:
+    """``cause`` (a python kernel's own error for JAX's wrapper of it) with a note naming the
+    failing node ``node`` and the user's line that recorded it."""
+    if isinstance(cause, jax.errors.JaxRuntimeError) and HOST_ERROR[0] is not None:
+        cause = HOST_ERROR[0]() or cause  # (a python kernel's own error)
+    if node < len(nodes):
+        site = sites[node]
+        what = "value check" if any(n == node for n, _, _ in checks) else \
+            f"op '{getattr(nodes[node][0], '__name__', '?')}'"
+        cause.add_note(f"(lazy mode: raised when the pending ops ran; the failing {what} "
+                       + (f"was recorded at {site[0]}:{site[1]})" if site else
+                          "has no recorded line)"))
+    return cause
+
+
+def _computing(fn: Any, *args: Any) -> Any:
+    """``fn(*args)`` computing values on this thread, recording off: under
+    ``jax.ensure_compile_time_eval`` while a trace is active (a read inside ``flow.jit`` /
+    ``jax.jit`` must compute, not stage into the trace)."""
+    if _TRACE_CLEAN is not None and _TRACE_CLEAN():
+        return _not_recording(fn, *args)
+    with jax.ensure_compile_time_eval():
+        return _not_recording(fn, *args)
 
 
 def _live(refs: list[tuple[LazyRef, ...]]) -> tuple[tuple[bool, ...], ...]:
@@ -637,7 +697,7 @@ def _compiled(key: tuple, new_shapes: bool) -> Any:
         _note_compile(key, first)
     if hit is None or hit is not _MRU[0]:  # (a loop hitting one key: no reordering)
         _MRU[0] = hit
-        _CACHE.move_to_end(key)
+        _CACHE[key] = _CACHE.pop(key, hit)  # (to the end; another thread may have evicted it)
         while len(_CACHE) > CACHE_SIZE:
             _CACHE.popitem(last=False)
     return hit
@@ -761,15 +821,21 @@ _calibrate()
 
 
 def add_global(fn: Any, ins: list, dyn: tuple, single: bool, plc: Any, nds: tuple,
-               out_avals: Any) -> Any:
+               out_avals: Any, trace: Any) -> Any:
     """Record a global op's sharded executable (jflow.sharding.execute) when this thread is
     lazy: the pending segment then runs as one ``jax.jit`` over the ops' sharded programs.
     NotImplemented when not lazy, traced, or the placement spans processes (there each
-    executable is waited for, to keep collectives in step: see Placement.wait_if_shared)."""
+    executable is waited for, to keep collectives in step: see Placement.wait_if_shared).
+    ``trace()``: trace ``fn`` abstractly on its inputs' shardings — run on an executable's
+    first recording, so what its trace rejects (a bad SBP signature of a user op) raises at
+    the call, as eagerly, not when the segment runs."""
     seg = _LOCAL.active
     if seg is None or seg.flushing or len(
             {d.process_index for d in plc.mesh.devices.flat}) > 1:
         return NotImplemented
+    if (fn, "traced") not in _AVALS:
+        _not_recording(trace)
+        _AVALS[(fn, "traced")] = ()
     return seg.add(fn, tuple(ins), tuple(dyn), single,
                    (plc, nds, tuple(jax.core.ShapedArray(a.shape, a.dtype) for a in out_avals)))
 

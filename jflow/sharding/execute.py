@@ -36,7 +36,7 @@ from .boxing_plan import greedy_rank
 from .global_tensor import box_value, make_global, make_local, to_global
 from .placement import placement as Placement
 from .sbp import SbpParallel, Signature, _Broadcast, _PartialSum, signatures_of
-from .spec import divisible, local_shape, partition_spec
+from .spec import divisible, local_shape, named_sharding, partition_spec
 
 __all__ = ["global_apply", "NdSignature", "choose_signature", "SbpInferenceError",
            "last_choices"]
@@ -272,6 +272,13 @@ def _cached_plan(key: Any, *args: Any, forced: NdSignature | None = None) -> tup
     return plan
 
 
+def _abstract_call(fn: Any, plc: Any, in_nds: tuple, in_avals: Any, dyn: tuple) -> Any:
+    """``fn`` traced on abstract inputs laid out as the call's (its trace-time errors)."""
+    return jax.eval_shape(fn, *[
+        jax.ShapeDtypeStruct(a.shape, a.dtype, sharding=named_sharding(plc, nd, len(a.shape)))
+        for a, nd in zip(in_avals, in_nds)], *dyn)
+
+
 def global_apply(op: Any, params: dict[str, Any], ins: list[Tensor], single: bool,
                  dyn: tuple = ()) -> Any:
     """Run ``op`` on global tensors (see the module docstring); records on the tape.
@@ -306,7 +313,8 @@ def global_apply(op: Any, params: dict[str, Any], ins: list[Tensor], single: boo
             plan = _cached_plan(key, op, params, plc, in_nds, ins, len(dyn), forced=forced)
     fn, sig, in_avals, out_avals, sigs = plan
     if step is None and not _RECORDING[0] and _lazy.USED[0]:  # lazy mode: record the call
-        out = _lazy.add_global(fn, ins, dyn, single, plc, sig.outputs, out_avals)
+        out = _lazy.add_global(fn, ins, dyn, single, plc, sig.outputs, out_avals,
+                               lambda: _abstract_call(fn, plc, in_nds, in_avals, dyn))
         if out is not NotImplemented:
             return record(op, params, ins, out, dyn) if any(
                 t._requires_grad for t in ins) else out
