@@ -275,20 +275,28 @@ def test_a_global_op_whose_sbp_signature_cannot_trace_raises_at_the_call():
     np.testing.assert_allclose(pending.numpy(), np.full((4, 8), 2.0))
 
 
-def test_an_op_without_any_kernel_raises_at_the_call():
-    """An op defined with no kernel yet: eagerly the call raises KernelNotFoundError; in lazy
-    mode too, at the call (before: at the read)."""
-    op = define_op(f"test_lazy_nokernel_{next(_ids)}", inputs=["x"],
-                   infer=lambda x, **_: desc(x.shape, x.dtype))
+def _same_error_at_the_call(op, exc):
+    """``op`` raises ``exc`` at the call eagerly, and in lazy mode on a pending input at the
+    call too, with the same message, leaving what is pending intact; the error."""
     x = flow.tensor(np.ones(3, np.float32))
-    with pytest.raises(KernelNotFoundError) as eager:
+    with pytest.raises(exc) as eager:
         op(x)
     with flow.lazy():
         pending = x + 1.0
-        with pytest.raises(KernelNotFoundError) as lazy:
+        with pytest.raises(exc) as lazy:
             op(pending)
+        assert type(pending).__name__ == "Tensor"
     assert str(lazy.value) == str(eager.value)
     np.testing.assert_allclose(pending.numpy(), [2.0, 2.0, 2.0])
+    return lazy.value
+
+
+def test_an_op_without_any_kernel_raises_at_the_call():
+    """An op defined with no kernel yet: eagerly the call raises KernelNotFoundError; in lazy
+    mode too, at the call (before: at the read)."""
+    _same_error_at_the_call(define_op(f"test_lazy_nokernel_{next(_ids)}", inputs=["x"],
+                                      infer=lambda x, **_: desc(x.shape, x.dtype)),
+                            KernelNotFoundError)
 
 
 def test_errors_name_a_pending_tensor_as_a_tensor():
@@ -296,12 +304,4 @@ def test_errors_name_a_pending_tensor_as_a_tensor():
     too (its class is lazy mode's pending twin; before, messages said ``LazyTensor``)."""
     op = define_op(f"test_lazy_variadic_{next(_ids)}", inputs=[Input("xs", variadic=True)],
                    infer=lambda xs: desc(xs[0].shape, xs[0].dtype))
-    x = flow.tensor(np.ones(3, np.float32))
-    with pytest.raises(TypeError) as eager:
-        op(x)
-    with flow.lazy():
-        pending = x + 1.0
-        with pytest.raises(TypeError) as lazy:
-            op(pending)
-        assert type(pending).__name__ == "Tensor"
-    assert str(lazy.value) == str(eager.value) and str(eager.value).endswith("got Tensor")
+    assert str(_same_error_at_the_call(op, TypeError)).endswith("got Tensor")
