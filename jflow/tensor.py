@@ -225,6 +225,32 @@ class Tensor:
             return self._logical_value()  # attached by jflow.sharding.global_tensor
         return v
 
+    # -- copying and pickling, by PyTorch's rules ----------------------------------------------
+    def __reduce_ex__(self, protocol: Any) -> Any:
+        """Pickling, as PyTorch pickles a tensor: the value (computed first when pending), the
+        class (``nn.Parameter``), ``requires_grad`` and a global tensor's placement and SBP;
+        no ``.grad`` and no history (a result of ops comes back as a leaf that requires
+        grad). (A view pickles as a plain tensor: ``View.__reduce_ex__``.)"""
+        value = np.asarray(self._concrete("__reduce_ex__"))
+        return _unpickle, (_plain_class(self), value, self._requires_grad, self._global)
+
+    def __deepcopy__(self, memo: dict) -> Tensor:
+        """``copy.deepcopy``, as in PyTorch: graph leaves only (a result of ops raises); the
+        copy has the value, class, ``requires_grad``, ``.grad`` (copied) and placement and
+        SBP. Tensors that alias each other alias each other's copies (a view copied with its
+        base is a view of the base's copy); a view copied alone owns its elements."""
+        if id(self) in memo:
+            return memo[id(self)]
+        if self.grad_fn is not None:
+            raise RuntimeError("copy.deepcopy(): only tensors created explicitly by the user "
+                               "(graph leaves) can be deep-copied; this one is the result of "
+                               "an op that requires grad (deep-copy .detach() instead)")
+        out = _deep_copy(self, memo)
+        memo[id(self)] = out
+        if self._grad is not None:
+            out._grad = self._grad.__deepcopy__(memo)
+        return out
+
     # -- global tensors (placement + SBP; jflow.sharding) -------------------------------------
     @property
     def is_global(self) -> bool:
@@ -398,6 +424,40 @@ def _wrap(value: Any) -> Tensor:
     t._version = 0
     t._global = None
     return t
+
+
+def _unpickle(cls: type, value: np.ndarray, requires_grad: bool, glob: Any) -> Tensor:
+    """A pickled tensor (:meth:`Tensor.__reduce_ex__`) rebuilt."""
+    t = _wrap(jnp.asarray(value))
+    if glob is not None:
+        t = t.to_global(*glob)
+    t.__class__ = cls
+    t._requires_grad = requires_grad
+    return t
+
+
+def _plain_class(t: Tensor) -> type:
+    """``t``'s class without lazy mode's pending twin or the view class over it."""
+    cls = type(t)
+    while isinstance(cls.__dict__.get("_value"), property):
+        cls = cls.__base__
+    return cls
+
+
+#: ``[fn(t, memo)]``: a deep copy of view ``t`` (jflow.views installs it: a view of the
+#: copy of its base)
+DEEP_COPY_VIEW: list[Any] = [None]
+
+
+def _deep_copy(t: Tensor, memo: dict) -> Tensor:
+    """A copy of ``t``'s elements and metadata, without ``.grad``."""
+    if t._aliases:
+        return DEEP_COPY_VIEW[0](t, memo)
+    out = _wrap(t._value)  # (arrays are immutable: an in-place op re-points the copy)
+    out._global = t._global
+    out.__class__ = _plain_class(t)
+    out._requires_grad = t._requires_grad
+    return out
 
 
 def _flatten(t: Tensor) -> tuple[tuple[Any], Any]:

@@ -53,6 +53,10 @@ class placement:
         self._mesh = None
         self._spans: bool | None = None
 
+    def __reduce__(self) -> tuple:
+        """Pickled as its type and ranks (its mesh's devices are this process's: rebuilt)."""
+        return placement, (self.type, self.ranks)
+
     @classmethod
     def all(cls, type: str = "cpu") -> placement:  # noqa: A002
         """All devices of this type (as ``flow.placement.all``)."""

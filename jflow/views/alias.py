@@ -25,11 +25,13 @@ views made (a training loop makes thousands).
 
 from __future__ import annotations
 
+import copy
 from typing import Any
 
 import jax
 import numpy as np
 
+from .. import tensor as _tensor
 from ..autograd.grad_mode import _set as _set_grad
 from ..autograd.grad_mode import is_grad_enabled
 from ..autograd.graph import rebase_inplace
@@ -240,6 +242,37 @@ class View(Tensor):
         if _ALIAS.__get__(self).grad is not None:
             raise RuntimeError("detach_(): can't detach views in-place; use detach() instead")
         return Tensor.detach_(self)
+
+
+def _deep_copy_view(v: View, memo: dict) -> View:
+    """``copy.deepcopy`` of a view (not the result of an op that requires grad: Tensor's
+    ``__deepcopy__`` refused that): an alias, by the same steps, of the copy of its base —
+    the copy the base gets in the same deep copy (PyTorch copies a storage once per deep
+    copy, so tensors that alias each other alias each other's copies) — with no ``_base``
+    (PyTorch's copy is not a view either). A base that is the result of an op
+    (``y.detach()``'s base ``y``) is copied as elements only, for this view."""
+    m = _ALIAS.__get__(v)
+    base = m.base
+    if base.grad_fn is None:
+        base = copy.deepcopy(base, memo)
+    else:
+        key = ("jflow.views: the elements of", id(base))
+        if key not in memo:
+            memo[key] = _wrap(base._value)
+            memo[key]._global = base._global
+        base = memo[key]
+    out = object.__new__(View)
+    _VALUE.__set__(out, v._value)
+    _GLOBAL.__set__(out, v._global)
+    _REQ.__set__(out, v._requires_grad)
+    _GRAD_FN.__set__(out, None)
+    out._grad = None
+    # (no ``_base``, as PyTorch's copy: it shares a copied storage without being a view)
+    _ALIAS.__set__(out, Alias(base, m.steps, m.grad, m.multi, None))
+    return out
+
+
+_tensor.DEEP_COPY_VIEW[0] = _deep_copy_view
 
 
 def _same(t: Tensor) -> Tensor:
