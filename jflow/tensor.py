@@ -234,6 +234,18 @@ class Tensor:
         value = np.asarray(self._concrete("__reduce_ex__"))
         return _unpickle, (_plain_class(self), value, self._requires_grad, self._global)
 
+    def __copy__(self) -> Tensor:
+        """``copy.copy``, as in PyTorch: a leaf sharing this tensor's elements (a write into
+        either shows in the other), with its ``requires_grad`` and no ``.grad``. (A subclass
+        such as ``nn.Parameter`` is copied with values of its own: see Parameter.)"""
+        if _plain_class(self) is not Tensor:  # (a Parameter cannot be a view)
+            rebuild, args = self.__reduce_ex__(4)
+            return rebuild(*args)
+        out = self.detach()
+        if self._requires_grad:
+            out.requires_grad_(True)
+        return out
+
     def __deepcopy__(self, memo: dict) -> Tensor:
         """``copy.deepcopy``, as in PyTorch: graph leaves only (a result of ops raises); the
         copy has the value, class, ``requires_grad``, ``.grad`` (copied) and placement and
@@ -354,10 +366,15 @@ class Tensor:
     __str__ = __repr__
 
     def __format__(self, spec: str) -> str:
-        """``f"{t:.3f}"`` formats a 0-d tensor's value, as PyTorch; otherwise the repr."""
+        """``f"{t:.3f}"`` formats a 0-d tensor's value, as PyTorch; any other tensor formats
+        as its repr with an empty spec and raises TypeError with another (as PyTorch)."""
         if self._meta.ndim == 0 and not isinstance(self._meta, Tracer):
             return format(self.item(), spec)
-        return format(repr(self), spec)
+        if spec:
+            raise TypeError(f"unsupported format string {spec!r} passed to Tensor.__format__ "
+                            f"(only a 0-dim tensor's value takes one; this tensor has shape "
+                            f"{list(self._meta.shape)})")
+        return repr(self)
 
 
 #: Tensors jflow itself caches and never changes (cached scalar operands, implicit root

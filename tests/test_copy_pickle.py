@@ -108,3 +108,20 @@ def test_pending_tensors_pickle_and_deepcopy_as_computed_tensors():
         for c in (pickle.loads(pickle.dumps(y)), copy.deepcopy(y)):
             assert type(c) is flow.Tensor  # (not a pending twin holding a copied segment)
             np.testing.assert_allclose(c.numpy(), xn * 2 + 1, rtol=1e-6)
+
+
+def _shallow(lib):
+    x = lib.tensor(RS.randn(3).astype(np.float32))
+    before = x.numpy().copy()
+    c = copy.copy(x)
+    c.add_(1.0)  # (shares x's elements)
+    y = lib.tensor(RS.randn(2).astype(np.float32), requires_grad=True)
+    y.grad = lib.ones(2)
+    cy, cz = copy.copy(y), copy.copy(y * 2)
+    return (np.allclose(x.numpy(), before + 1), cy.requires_grad, cy.is_leaf, cy.grad is None,
+            cz.requires_grad, cz.is_leaf, cz.grad_fn is None)
+
+
+def test_copy_copy_shares_elements_as_pytorch():
+    for lib in _libs():
+        assert _shallow(lib) == (True,) * 7, lib.__name__

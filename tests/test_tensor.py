@@ -127,6 +127,8 @@ def test_repr():
     assert str(flow.tensor([1, 2])) == repr(flow.tensor([1, 2]))
     assert f"{flow.tensor(2.5):.3f}" == "2.500" and f"{flow.tensor(7):>3}" == "  7"
     assert f"{flow.tensor([1, 2])}" == repr(flow.tensor([1, 2]))
+    with pytest.raises(TypeError, match=r"Tensor.__format__.*shape \[2\]"):  # (as PyTorch;
+        f"{flow.tensor([1.5, 2.5]):.2f}"  # before: str's "Unknown format code 'f'")
 
 
 def test_copy_and_pickle():
