@@ -8,3 +8,10 @@ applied by jflow's factories, never by JAX's own defaults.
 import jax
 
 jax.config.update("jax_enable_x64", True)
+
+#: ``compiler_options`` of the executables that stand for a run of eager ops (a lazy segment,
+#: the whole-backward of the tape): XLA may otherwise keep a bfloat16 / float16 intermediate
+#: in float32 inside a fused program ("excess precision"), so a value would differ from the
+#: one the ops compute one by one — ``r.float()`` of a bfloat16 ``r`` would not be ``r``'s
+#: value. Eager semantics round every op's result to its dtype, as PyTorch does.
+EAGER_ROUNDING = {"xla_allow_excess_precision": False}

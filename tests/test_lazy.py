@@ -304,6 +304,23 @@ def test_a_failing_check_raises_for_a_reader_on_another_thread():
     assert isinstance(box.get("owner"), IndexError)
 
 
+def test_low_precision_values_are_rounded_as_eagerly():
+    """A fused segment rounds every bfloat16 result to bfloat16, as the eager ops do: the
+    float32 copy of a bfloat16 matmul is that matmul's value (before: XLA kept it in float32
+    inside the fused program, "excess precision", and the loss differed from eager's)."""
+    rs = np.random.RandomState(2)
+    xn, wn = rs.randn(16, 8).astype(np.float32), rs.randn(8, 8).astype(np.float32)
+
+    def program(x, w):
+        h = (x.bfloat16() @ w.bfloat16()).tanh()
+        return ((h * h + 1.0).float() * 3.0).sum()
+    eager = program(flow.tensor(xn), flow.tensor(wn)).numpy()
+    with flow.lazy():
+        for _ in range(2):  # (node by node, then compiled)
+            np.testing.assert_array_equal(program(flow.tensor(xn), flow.tensor(wn)).numpy(),
+                                          eager)
+
+
 def test_compiled_function_inside_lazy_block_traces_as_usual():
     flow.manual_seed(0)
     m = flow.nn.Linear(5, 2)

@@ -408,3 +408,42 @@ def test_optimizer_on_global_parameters():
             opt.step()
     assert glob.weight.is_global and glob.weight.sbp == (flow.sbp.split(0),)
     np.testing.assert_allclose(glob.weight.numpy(), local.weight.numpy(), rtol=1e-5, atol=1e-6)
+
+
+def _bf16_values(a):
+    """``a`` rounded to bfloat16, as float64 (what the NumPy references start from)."""
+    return flow.tensor(np.asarray(a, np.float32)).bfloat16().double().numpy()
+
+
+@pytest.mark.parametrize("name", ["adam", "adamw", "amsgrad", "rmsprop"])
+def test_low_precision_parameters_follow_the_reference(name):
+    """bfloat16 parameters update as the float64 reference (to bfloat16's precision): the
+    scalar state (step count, bias corrections) is float32 (before: bfloat16, where Adam's
+    beta2 = 0.999 is 1.0, the bias correction 0, and Adam / AdamW never moved a parameter)."""
+    lr = 1e-2
+    make, ref = {
+        "adam": (lambda ps: optim.Adam(ps, lr=lr), lambda p, g: ref_adam(p, g, lr)),
+        "adamw": (lambda ps: optim.AdamW(ps, lr=lr),
+                  lambda p, g: ref_adam(p, g, lr, weight_decay=1e-2, decoupled=True)),
+        "amsgrad": (lambda ps: optim.Adam(ps, lr=lr, amsgrad=True),
+                    lambda p, g: ref_adam(p, g, lr, amsgrad=True)),
+        "rmsprop": (lambda ps: optim.RMSprop(ps, lr=lr), lambda p, g: ref_rmsprop(p, g, lr)),
+    }[name]
+    p0 = _bf16_values(np.random.default_rng(4).standard_normal(32) * 0.3)
+    grads = [_bf16_values(g) for g in _grads(5, (32,), 4)]
+    p = nn.Parameter(flow.tensor(p0, dtype=flow.bfloat16))
+    opt = make([p])
+    for g in grads:
+        p.grad = flow.tensor(g, dtype=flow.bfloat16)
+        opt.step()
+    np.testing.assert_allclose(p.double().numpy(), ref(p0, grads)[-1], atol=8e-3)
+
+
+def test_a_low_precision_parameter_counts_its_steps_exactly():
+    """(A bfloat16 step count stopped at 256: 256 + 1 is 256 in bfloat16.)"""
+    p = nn.Parameter(flow.zeros(2, dtype=flow.bfloat16))
+    opt = optim.Adam([p], lr=1e-3)
+    for _ in range(300):
+        p.grad = flow.ones(2, dtype=flow.bfloat16)
+        opt.step()
+    assert opt.state[p]["step"].item() == 300

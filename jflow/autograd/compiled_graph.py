@@ -21,6 +21,7 @@ import jax
 import jax.numpy as jnp
 from jax.core import Tracer
 
+from .._jax_setup import EAGER_ROUNDING
 from ..lazy_mode.segment import LazyRef
 from ..tensor import _wrap
 from .grad_mode import no_grad
@@ -196,7 +197,7 @@ class GraphCache:
         parts, rk, tk = key
         plan = _Plan(order, index, leaf_slot, tuple((i, nr) for i, nr, _ in rk), tk,
                      tuple(p[-1] for p in parts))
-        f = jax.jit(plan.run)
+        f = jax.jit(plan.run, compiler_options=EAGER_ROUNDING)
         if len(self.compiled) >= self.size:
             del self.compiled[next(iter(self.compiled))]
         self.compiled[key] = (f, plan)

@@ -161,7 +161,10 @@ def _run_graph_compiled(order: list[Node], node_roots: list[tuple[Node, int, Any
     f, plan = graph_cache.lookup(key) or graph_cache.build(key, order, index, leaf_slot, needed)
     seg = _lazy.active() if _lazy.USED[0] else None
     if seg is not None:  # lazy mode: the backward is one more recorded call (jflow.lazy_mode)
-        leaf_grads, captured = seg.add_lists(f, saved, [_lazy.raw(g) for _, _, g in node_roots])
+        # (the plan's function itself: traced into the segment's executable, which has the
+        # compiler options — a nested jit may not)
+        leaf_grads, captured = seg.add_lists(plan.run, saved,
+                                             [_lazy.raw(g) for _, _, g in node_roots])
     else:
         try:
             leaf_grads, captured = f(saved, [g._value for _, _, g in node_roots])

@@ -198,7 +198,7 @@ def _trace(opt: Any, step: Any, tensors: list[Tensor], lrs: list[Any]) -> _Trace
 
     def fn(vals: list[Any], lr_vals: list[Any]) -> list[Any]:
         return flat(*vals, *lr_vals)
-    return _Traced(jax.jit(fn), record["changed"], record["bumps"])
+    return _Traced(fn, record["changed"], record["bumps"])  # (add_lists compiles it)
 
 
 def traced_steps(opt: Any) -> int:

@@ -33,6 +33,7 @@ import numpy as np
 from jax.core import Tracer
 
 from .._jax_compat import trace_state_clean_fn
+from .._jax_setup import EAGER_ROUNDING
 from ..recompile import RecompileWarning
 from ..tensor import Tensor, _flatten, _unflatten
 
@@ -257,7 +258,17 @@ def _flat_call(f: Any, na: int, avals: tuple) -> tuple[Any, Any, tuple]:
 
     def flat(*xs: Any) -> list[Any]:
         return jax.tree_util.tree_leaves(f(list(xs[:na]), list(xs[na:])))
-    return jax.jit(flat), out_def, tuple(map(_shaped, out_leaves))
+    return eager_jit(flat), out_def, tuple(map(_shaped, out_leaves))
+
+
+def eager_jit(fn: Any) -> Any:
+    """``jax.jit(fn)`` for one recorded node that stands for many eager ops (a backward, an
+    optimizer step): run alone (a segment replayed node by node) it compiles with
+    :data:`EAGER_ROUNDING`, as a segment does; traced into a segment's executable — which
+    has the options, and a nested jit may not — its plain twin (``_jflow_nested``) is."""
+    f = jax.jit(fn, compiler_options=EAGER_ROUNDING)
+    f._jflow_nested = jax.jit(fn)
+    return f
 
 
 class _Failure:
@@ -654,12 +665,15 @@ def _calibrate() -> None:
         raise RuntimeError("lazy_mode: cannot calibrate reference counts")
 
 
-def _replay(nodes: list, inputs: list, dvs: list) -> list[list[Any]]:
-    """Every node's outputs, computed in order (eagerly, or traced under ``jax.jit``); a
-    failing node raises :class:`_NodeFailed`."""
+def _replay(nodes: list, inputs: list, dvs: list, nested: bool = False) -> list[list[Any]]:
+    """Every node's outputs, computed in order (eagerly, or — ``nested`` — traced into a
+    segment's executable: see :func:`eager_jit`); a failing node raises
+    :class:`_NodeFailed`."""
     outs: list[list[Any]] = []
     pos = 0
     for k, (f, wiring, ndv, _) in enumerate(nodes):
+        if nested:
+            f = getattr(f, "_jflow_nested", f)
         args = [inputs[w] if w.__class__ is int else outs[w[0]][w[1]] for w in wiring]
         if ndv:
             args += dvs[pos:pos + ndv]
@@ -689,10 +703,10 @@ def _compiled(key: tuple, new_shapes: bool) -> Any:
         structure, live, _ = key
 
         def run(inputs: list, dvs: list) -> list[Any]:
-            outs = _replay(structure, inputs, dvs)
+            outs = _replay(structure, inputs, dvs, nested=True)
             return [v for vals, ls in zip(outs, live) for v, keep in zip(vals, ls) if keep]
         kept = tuple((i, j) for i, ls in enumerate(live) for j, keep in enumerate(ls) if keep)
-        hit = _CACHE[key] = (jax.jit(run), kept)
+        hit = _CACHE[key] = (jax.jit(run, compiler_options=EAGER_ROUNDING), kept)
         _STATS["compiles"] += 1
         _note_compile(key, first)
     if hit is None or hit is not _MRU[0]:  # (a loop hitting one key: no reordering)

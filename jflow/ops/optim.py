@@ -48,19 +48,26 @@ def _adam_infer(param: Any, grad: Any, exp_avg: Any, exp_avg_sq: Any, step: Any,
 def _adam_update(p: Any, g: Any, m: Any, v: Any, step: Any, lr: Any, beta1: float,
                  beta2: float, eps: float, weight_decay: float, decoupled: bool) -> Any:
     dt = p.dtype
+    # the scalars (bias corrections, step size) in the step count's dtype — float32 for a
+    # bfloat16 / float16 parameter (its beta2 = 0.999 is 1.0 in bfloat16: the correction
+    # would be 0 and nothing would update) — applied to the tensors in their own dtype, as
+    # PyTorch applies its Python-float corrections
+    w = jnp.promote_types(step.dtype, dt)
     lr_p = lr.astype(dt)
     if weight_decay != 0:
         if decoupled:
-            p = p * (1 - lr_p * weight_decay)
+            p = p * (1 - lr.astype(w) * weight_decay).astype(dt)
         else:
             g = g + p * weight_decay
     m = m * beta1 + g * (1 - beta1)
     v = v * beta2 + g * g * (1 - beta2)
-    s = step.astype(dt)
+    s = step.astype(w)
     bc1 = 1 - beta1 ** s
     bc2_sqrt = jnp.sqrt(1 - beta2 ** s)
-    p = p - m / (jnp.sqrt(v) / bc2_sqrt + eps) * (lr_p / bc1)
-    return p, m, v
+    if w == dt:  # (float32 / float64: the update as it always was)
+        return p - m / (jnp.sqrt(v) / bc2_sqrt + eps) * (lr_p / bc1), m, v
+    step_size = (lr.astype(w) / bc1).astype(dt)
+    return p - m / (jnp.sqrt(v) / bc2_sqrt.astype(dt) + eps) * step_size, m, v
 
 
 def _adam_sbp(in_shapes: Any, n_out: int = 3, **_: Any) -> list[Signature]:

@@ -15,7 +15,7 @@ from .. import _C
 from ..creation import zeros, zeros_like
 from ..dtypes import finfo, float64
 from ..tensor import Tensor
-from .optimizer import Optimizer
+from .optimizer import Optimizer, scalar_dtype
 
 __all__ = ["Adafactor"]
 
@@ -58,7 +58,7 @@ class Adafactor(Optimizer):
                                       maximize=maximize))
 
     def _initial_state(self, p: Tensor, group: dict[str, Any]) -> dict[str, Any]:
-        state: dict[str, Any] = {"step": zeros((), dtype=p.dtype)}
+        state: dict[str, Any] = {"step": zeros((), dtype=scalar_dtype(p))}
         if p.ndim >= 2:
             shape = tuple(p.shape)
             state["row_var"] = zeros(shape[:-1] + (1,), dtype=p.dtype)

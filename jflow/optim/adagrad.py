@@ -12,7 +12,7 @@ from typing import Any
 
 from ..creation import full_like, zeros, zeros_like
 from ..tensor import Tensor
-from .optimizer import Optimizer
+from .optimizer import Optimizer, scalar_dtype
 
 __all__ = ["Adagrad", "Adadelta"]
 
@@ -52,7 +52,7 @@ class Adagrad(Optimizer):
 
     def _initial_state(self, p: Tensor, group: dict[str, Any]) -> dict[str, Any]:
         # (PyTorch reads the accumulator's start from the defaults, not the group)
-        return {"step": zeros((), dtype=p.dtype),
+        return {"step": zeros((), dtype=scalar_dtype(p)),
                 "sum": full_like(p, self.defaults["initial_accumulator_value"])}
 
     def _update(self, p: Tensor, g: Tensor, state: dict[str, Any],
@@ -87,7 +87,7 @@ class Adadelta(Optimizer):
                                       maximize=maximize))
 
     def _initial_state(self, p: Tensor, group: dict[str, Any]) -> dict[str, Any]:
-        return {"step": zeros((), dtype=p.dtype), "square_avg": zeros_like(p),
+        return {"step": zeros((), dtype=scalar_dtype(p)), "square_avg": zeros_like(p),
                 "acc_delta": zeros_like(p)}
 
     def _update(self, p: Tensor, g: Tensor, state: dict[str, Any],

@@ -15,7 +15,7 @@ from ..lazy_mode.optimizer_step import lr_value
 from ..ops import get as _get_op
 from ..sharding.sbp import broadcast
 from ..tensor import Tensor, _wrap
-from .optimizer import Optimizer, assign_
+from .optimizer import Optimizer, assign_, scalar_dtype
 
 _ADAM = _get_op("adam_update").apply
 
@@ -58,7 +58,7 @@ class Adam(Optimizer):
                                       maximize=maximize))
 
     def _init_state(self, p: Tensor, amsgrad: bool) -> dict[str, Any]:
-        state = {"step": zeros((), dtype=p.dtype), "exp_avg": zeros_like(p),
+        state = {"step": zeros((), dtype=scalar_dtype(p)), "exp_avg": zeros_like(p),
                  "exp_avg_sq": zeros_like(p)}
         if amsgrad:
             state["max_exp_avg_sq"] = zeros_like(p)

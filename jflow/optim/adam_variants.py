@@ -15,7 +15,7 @@ from ..creation import ones, zeros, zeros_like
 from ..dtypes import float64
 from ..tensor import Tensor
 from .adam import _check
-from .optimizer import Optimizer
+from .optimizer import Optimizer, scalar_dtype
 
 __all__ = ["Adamax", "NAdam", "RAdam"]
 
@@ -44,7 +44,7 @@ class Adamax(Optimizer):
                                       weight_decay=weight_decay, maximize=maximize))
 
     def _initial_state(self, p: Tensor, group: dict[str, Any]) -> dict[str, Any]:
-        return {"step": zeros((), dtype=p.dtype), "exp_avg": zeros_like(p),
+        return {"step": zeros((), dtype=scalar_dtype(p)), "exp_avg": zeros_like(p),
                 "exp_inf": zeros_like(p)}
 
     def _update(self, p: Tensor, g: Tensor, state: dict[str, Any],
@@ -84,7 +84,8 @@ class NAdam(Optimizer):
                                       maximize=maximize))
 
     def _initial_state(self, p: Tensor, group: dict[str, Any]) -> dict[str, Any]:
-        return {"step": zeros((), dtype=p.dtype), "mu_product": ones((), dtype=p.dtype),
+        d = scalar_dtype(p)
+        return {"step": zeros((), dtype=d), "mu_product": ones((), dtype=d),
                 "exp_avg": zeros_like(p), "exp_avg_sq": zeros_like(p)}
 
     def _update(self, p: Tensor, g: Tensor, state: dict[str, Any],
@@ -133,7 +134,7 @@ class RAdam(Optimizer):
                                       decoupled_weight_decay=decoupled_weight_decay))
 
     def _initial_state(self, p: Tensor, group: dict[str, Any]) -> dict[str, Any]:
-        return {"step": zeros((), dtype=p.dtype), "exp_avg": zeros_like(p),
+        return {"step": zeros((), dtype=scalar_dtype(p)), "exp_avg": zeros_like(p),
                 "exp_avg_sq": zeros_like(p)}
 
     def _update(self, p: Tensor, g: Tensor, state: dict[str, Any],

@@ -10,7 +10,7 @@ from .. import _C
 from ..creation import full_like, ones, ones_like, zeros, zeros_like
 from ..dtypes import float64
 from ..tensor import Tensor
-from .optimizer import Optimizer
+from .optimizer import Optimizer, scalar_dtype
 
 __all__ = ["ASGD", "Rprop"]
 
@@ -45,9 +45,9 @@ class ASGD(Optimizer):
                                       weight_decay=weight_decay, maximize=maximize))
 
     def _initial_state(self, p: Tensor, group: dict[str, Any]) -> dict[str, Any]:
-        return {"step": zeros((), dtype=p.dtype),
-                "eta": _filled(zeros((), dtype=p.dtype), group["lr"]),
-                "mu": ones((), dtype=p.dtype), "ax": zeros_like(p)}
+        return {"step": zeros((), dtype=scalar_dtype(p)),
+                "eta": _filled(zeros((), dtype=scalar_dtype(p)), group["lr"]),
+                "mu": ones((), dtype=scalar_dtype(p)), "ax": zeros_like(p)}
 
     def _update(self, p: Tensor, g: Tensor, state: dict[str, Any],
                 group: dict[str, Any]) -> None:
@@ -89,7 +89,7 @@ class Rprop(Optimizer):
                                       maximize=maximize))
 
     def _initial_state(self, p: Tensor, group: dict[str, Any]) -> dict[str, Any]:
-        return {"step": zeros((), dtype=p.dtype), "prev": zeros_like(p),
+        return {"step": zeros((), dtype=scalar_dtype(p)), "prev": zeros_like(p),
                 "step_size": _filled(p, group["lr"])}
 
     def _update(self, p: Tensor, g: Tensor, state: dict[str, Any],

@@ -7,6 +7,7 @@ from collections.abc import Callable, Iterable
 from typing import Any
 
 from ..autograd import enable_grad, no_grad
+from ..dtypes import float32 as _F32
 from ..lazy_mode import segment as _lazy
 from ..lazy_mode.optimizer_step import record_step
 from ..nn.utils import zero_grads
@@ -40,6 +41,15 @@ def _running_pending(step: Callable[..., Any]) -> Callable[..., Any]:
         return out
     run._runs_pending = True  # type: ignore[attr-defined]
     return run
+
+
+def scalar_dtype(p: Tensor) -> Any:
+    """The dtype of a parameter's scalar state (step counts, running products, ASGD's eta and
+    mu): float32 for a float16 / bfloat16 parameter — a bfloat16 count stops at 256 and
+    Adam's beta2 = 0.999 rounds to 1, so a bias correction would be 0 and nothing would
+    update — else the parameter's (PyTorch keeps them in float32 or wider too)."""
+    d = p.dtype
+    return _F32 if d.is_floating_point and d.itemsize < 4 else d
 
 
 class _Required:

@@ -9,7 +9,7 @@ from .. import _C
 from ..autograd import no_grad
 from ..creation import zeros, zeros_like
 from ..tensor import Tensor
-from .optimizer import Optimizer
+from .optimizer import Optimizer, scalar_dtype
 
 __all__ = ["RMSprop"]
 
@@ -34,7 +34,7 @@ class RMSprop(Optimizer):
                                       momentum=momentum, centered=centered, maximize=maximize))
 
     def _initial_state(self, p: Tensor, group: dict[str, Any]) -> dict[str, Any]:
-        state = {"step": zeros((), dtype=p.dtype), "square_avg": zeros_like(p)}
+        state = {"step": zeros((), dtype=scalar_dtype(p)), "square_avg": zeros_like(p)}
         if group["momentum"] > 0:
             state["momentum_buffer"] = zeros_like(p)
         if group["centered"]:
@@ -51,7 +51,7 @@ class RMSprop(Optimizer):
                 for p, g in self._grads(group):
                     state = self.state.get(p)
                     if not state:
-                        state = self.state[p] = {"step": zeros((), dtype=p.dtype),
+                        state = self.state[p] = {"step": zeros((), dtype=scalar_dtype(p)),
                                                  "square_avg": zeros_like(p)}
                     if mom > 0 and "momentum_buffer" not in state:
                         state["momentum_buffer"] = zeros_like(p)

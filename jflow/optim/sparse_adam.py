@@ -17,7 +17,7 @@ from .. import _C
 from ..creation import zeros, zeros_like
 from ..dtypes import float64
 from ..tensor import Tensor
-from .optimizer import Optimizer
+from .optimizer import Optimizer, scalar_dtype
 
 __all__ = ["SparseAdam"]
 
@@ -49,7 +49,7 @@ class SparseAdam(Optimizer):
         super().__init__(params, dict(lr=lr, betas=tuple(betas), eps=eps, maximize=maximize))
 
     def _initial_state(self, p: Tensor, group: dict[str, Any]) -> dict[str, Any]:
-        return {"step": zeros((), dtype=p.dtype), "exp_avg": zeros_like(p),
+        return {"step": zeros((), dtype=scalar_dtype(p)), "exp_avg": zeros_like(p),
                 "exp_avg_sq": zeros_like(p)}
 
     def _update(self, p: Tensor, g: Tensor, state: dict[str, Any],
@@ -76,4 +76,4 @@ class SparseAdam(Optimizer):
         super().load_state_dict(state_dict)
         for p, s in self.state.items():
             if "step" in s and not isinstance(s["step"], Tensor):
-                s["step"] = zeros((), dtype=p.dtype) + float(s["step"])
+                s["step"] = zeros((), dtype=scalar_dtype(p)) + float(s["step"])
