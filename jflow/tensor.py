@@ -11,6 +11,7 @@ by :mod:`jflow.sharding.global_tensor`, operators and op-backed methods by
 
 from __future__ import annotations
 
+import copy
 import weakref
 from collections.abc import Iterator
 from typing import Any
@@ -232,7 +233,8 @@ class Tensor:
         no ``.grad`` and no history (a result of ops comes back as a leaf that requires
         grad). (A view pickles as a plain tensor: ``View.__reduce_ex__``.)"""
         value = np.asarray(self._concrete("__reduce_ex__"))
-        return _unpickle, (_plain_class(self), value, self._requires_grad, self._global)
+        return _unpickle, (_plain_class(self), value, self._requires_grad, self._global,
+                           getattr(self, "__dict__", None) or None)
 
     def __copy__(self) -> Tensor:
         """``copy.copy``, as in PyTorch: a leaf sharing this tensor's elements (a write into
@@ -443,14 +445,31 @@ def _wrap(value: Any) -> Tensor:
     return t
 
 
-def _unpickle(cls: type, value: np.ndarray, requires_grad: bool, glob: Any) -> Tensor:
+def _unpickle(cls: type, value: np.ndarray, requires_grad: bool, glob: Any,
+              state: dict | None = None) -> Tensor:
     """A pickled tensor (:meth:`Tensor.__reduce_ex__`) rebuilt."""
     t = _wrap(jnp.asarray(value))
     if glob is not None:
         t = t.to_global(*glob)
-    t.__class__ = cls
     t._requires_grad = requires_grad
-    return t
+    return _as_class(t, cls, state)
+
+
+_FIELDS = ("_value", "_requires_grad", "_grad", "grad_fn", "_version", "_global")
+
+
+def _as_class(t: Tensor, cls: type, state: dict | None) -> Tensor:
+    """Plain tensor ``t``'s fields in a new instance of ``cls`` (a subclass: ``nn.Parameter``,
+    a user's class with attributes of its own, ``state``)."""
+    if cls is Tensor:
+        return t
+    out = _new(cls)
+    for name in _FIELDS:
+        slot = Tensor.__dict__[name]
+        slot.__set__(out, slot.__get__(t))
+    if state:
+        out.__dict__.update(state)
+    return out
 
 
 def _plain_class(t: Tensor) -> type:
@@ -472,9 +491,9 @@ def _deep_copy(t: Tensor, memo: dict) -> Tensor:
         return DEEP_COPY_VIEW[0](t, memo)
     out = _wrap(t._value)  # (arrays are immutable: an in-place op re-points the copy)
     out._global = t._global
-    out.__class__ = _plain_class(t)
     out._requires_grad = t._requires_grad
-    return out
+    state = getattr(t, "__dict__", None)
+    return _as_class(out, _plain_class(t), copy.deepcopy(state, memo) if state else None)
 
 
 def _flatten(t: Tensor) -> tuple[tuple[Any], Any]:

@@ -125,3 +125,15 @@ def _shallow(lib):
 def test_copy_copy_shares_elements_as_pytorch():
     for lib in _libs():
         assert _shallow(lib) == (True,) * 7, lib.__name__
+
+
+class _Tagged(flow.Tensor):
+    """A user's tensor subclass with attributes of its own."""
+
+
+def test_a_user_subclass_keeps_its_class_and_attributes():
+    t = _Tagged([1.0, 2.0])
+    t.tags = ["a"]
+    for c in (pickle.loads(pickle.dumps(t)), copy.deepcopy(t), copy.copy(t)):
+        assert type(c) is _Tagged and c.tags == ["a"] and c.tolist() == [1.0, 2.0]
+    assert copy.deepcopy(t).tags is not t.tags  # (deep: its attributes are copied too)
