@@ -492,8 +492,12 @@ def _deep_copy(t: Tensor, memo: dict) -> Tensor:
     out = _wrap(t._value)  # (arrays are immutable: an in-place op re-points the copy)
     out._global = t._global
     out._requires_grad = t._requires_grad
+    out = _as_class(out, _plain_class(t), None)
     state = getattr(t, "__dict__", None)
-    return _as_class(out, _plain_class(t), copy.deepcopy(state, memo) if state else None)
+    if state:
+        memo[id(t)] = out  # (its attributes may refer back to it)
+        out.__dict__.update(copy.deepcopy(state, memo))
+    return out
 
 
 def _flatten(t: Tensor) -> tuple[tuple[Any], Any]:

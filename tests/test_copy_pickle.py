@@ -137,3 +137,6 @@ def test_a_user_subclass_keeps_its_class_and_attributes():
     for c in (pickle.loads(pickle.dumps(t)), copy.deepcopy(t), copy.copy(t)):
         assert type(c) is _Tagged and c.tags == ["a"] and c.tolist() == [1.0, 2.0]
     assert copy.deepcopy(t).tags is not t.tags  # (deep: its attributes are copied too)
+    t.me = t  # (an attribute that refers back to the tensor: copied once)
+    d = copy.deepcopy(t)
+    assert d.me is d
