@@ -565,14 +565,14 @@ class Segment:
         owner's fused run gives in the last bit, as eager and fused runs do.)"""
         nodes, inputs, dvs = self.nodes, self.inputs, self.dvs
         refs, sites, checks = self.refs, self.sites, self.checks
-        i, j = ref.wire
-        if not (self.nodes is nodes and self.refs is refs and self.checks is checks
-                and i < len(refs) and refs[i][j] is ref):  # (the owner ran it meanwhile)
-            a = ref.array
-            if a is None:
-                raise RuntimeError("lazy mode: a pending value of another thread was never "
-                                   "computed (its segment's run was interrupted)")
+        # (the owner gives every value its array before it starts a new segment: with none
+        # yet, the lists just read are all of ref's segment)
+        if ref.array is not None:  # (the owner ran it meanwhile)
             return ref.get()
+        i, j = ref.wire
+        if not (i < len(refs) and refs[i][j] is ref):
+            raise RuntimeError("lazy mode: a pending value of another thread was never "
+                               "computed (its segment's run was interrupted)")
         node = len(nodes)  # (the failing node, when a value check fails)
         try:
             outs = _computing(_replay, nodes[:i + 1], inputs, dvs)
