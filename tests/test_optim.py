@@ -447,3 +447,19 @@ def test_a_low_precision_parameter_counts_its_steps_exactly():
         p.grad = flow.ones(2, dtype=flow.bfloat16)
         opt.step()
     assert opt.state[p]["step"].item() == 300
+
+
+def test_a_low_precision_step_count_from_an_older_checkpoint_is_widened():
+    """A state dict whose step count is bfloat16 (as jflow saved it before) loads as float32:
+    the count goes on past 256 and Adam moves the parameter."""
+    p = nn.Parameter(flow.zeros(2, dtype=flow.bfloat16))
+    opt = optim.Adam([p], lr=1e-2)
+    p.grad = flow.ones(2, dtype=flow.bfloat16)
+    opt.step()
+    sd = opt.state_dict()
+    sd["state"][0]["step"] = flow.tensor(256.0, dtype=flow.bfloat16)
+    opt.load_state_dict(sd)
+    assert opt.state[p]["step"].dtype == flow.float32
+    before = p.float().numpy().copy()
+    opt.step()
+    assert opt.state[p]["step"].item() == 257 and (p.float().numpy() < before).all()

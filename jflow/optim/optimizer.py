@@ -251,6 +251,9 @@ class Optimizer:
                                              f"has shape {list(val.shape)}, the parameter "
                                              f"{list(p.shape)}")
                         val = val.to(p.dtype)
+                    elif name == "step" and val.is_floating_point() and \
+                            val.dtype.itemsize < scalar_dtype(p).itemsize:
+                        val = val.to(scalar_dtype(p))  # (a bfloat16 count: older jflow saved one)
                     val = val.to(copy=True)
                 entry[name] = val
             state[p] = entry
