@@ -321,6 +321,40 @@ def test_low_precision_values_are_rounded_as_eagerly():
                                           eager)
 
 
+def test_threads_training_their_own_models_lazily_at_once_match_eager():
+    """Four threads, each training its own model lazily (forward, backward, fused Adam
+    step) at the same time, through the shared caches of segments, backward graphs and
+    optimizer steps: each gets its eager losses."""
+    def train(seed, out, lazy):
+        g = np.random.RandomState(seed)
+        m = flow.nn.Sequential(flow.nn.Linear(8, 16), flow.nn.Tanh(), flow.nn.Linear(16, 1))
+        with flow.no_grad():
+            for p in m.parameters():
+                p.copy_(flow.tensor(g.randn(*p.shape).astype(np.float32) * 0.3))
+        opt = flow.optim.Adam(m.parameters(), lr=1e-2)
+        x = flow.tensor(g.randn(32, 8).astype(np.float32))
+        y = flow.tensor(g.randn(32, 1).astype(np.float32))
+        losses = []
+        for _ in range(15):
+            with flow.lazy(lazy):
+                opt.zero_grad()
+                loss = F.mse_loss(m(x), y)
+                loss.backward()
+                opt.step()
+            losses.append(loss.item())
+        out[seed] = losses
+    want, got = {}, {}
+    for s in range(4):
+        train(s, want, False)
+    ts = [threading.Thread(target=train, args=(s, got, True)) for s in range(4)]
+    for t in ts:
+        t.start()
+    for t in ts:
+        t.join()
+    for s in range(4):
+        _close(got[s], want[s])
+
+
 def test_compiled_function_inside_lazy_block_traces_as_usual():
     flow.manual_seed(0)
     m = flow.nn.Linear(5, 2)
