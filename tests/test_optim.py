@@ -437,6 +437,20 @@ def test_low_precision_parameters_follow_the_reference(name):
         p.grad = flow.tensor(g, dtype=flow.bfloat16)
         opt.step()
     np.testing.assert_allclose(p.double().numpy(), ref(p0, grads)[-1], atol=8e-3)
+    try:  # (and as PyTorch's bfloat16 run, when it is installed)
+        import torch
+    except ImportError:
+        return
+    tp = torch.nn.Parameter(torch.tensor(p0).bfloat16())
+    topt = {
+        "adam": lambda: torch.optim.Adam([tp], lr=lr),
+        "adamw": lambda: torch.optim.AdamW([tp], lr=lr),
+        "amsgrad": lambda: torch.optim.Adam([tp], lr=lr, amsgrad=True),
+        "rmsprop": lambda: torch.optim.RMSprop([tp], lr=lr)}[name]()
+    for g in grads:
+        tp.grad = torch.tensor(g).bfloat16()
+        topt.step()
+    np.testing.assert_allclose(p.double().numpy(), tp.detach().double().numpy(), atol=8e-3)
 
 
 def test_a_low_precision_parameter_counts_its_steps_exactly():

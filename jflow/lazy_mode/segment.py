@@ -834,6 +834,10 @@ def resolve_saved(nodes: Any) -> None:
 _calibrate()
 
 
+#: sharded executables traced abstractly once (:func:`add_global`; bounded)
+_TRACED_GLOBAL: set[Any] = set()
+
+
 def add_global(fn: Any, ins: list, dyn: tuple, single: bool, plc: Any, nds: tuple,
                out_avals: Any, trace: Any) -> Any:
     """Record a global op's sharded executable (jflow.sharding.execute) when this thread is
@@ -847,9 +851,11 @@ def add_global(fn: Any, ins: list, dyn: tuple, single: bool, plc: Any, nds: tupl
     if seg is None or seg.flushing or len(
             {d.process_index for d in plc.mesh.devices.flat}) > 1:
         return NotImplemented
-    if (fn, "traced") not in _AVALS:
+    if fn not in _TRACED_GLOBAL:
         _not_recording(trace)
-        _AVALS[(fn, "traced")] = ()
+        if len(_TRACED_GLOBAL) >= 4096:
+            _TRACED_GLOBAL.clear()
+        _TRACED_GLOBAL.add(fn)
     return seg.add(fn, tuple(ins), tuple(dyn), single,
                    (plc, nds, tuple(jax.core.ShapedArray(a.shape, a.dtype) for a in out_avals)))
 

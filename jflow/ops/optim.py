@@ -53,21 +53,18 @@ def _adam_update(p: Any, g: Any, m: Any, v: Any, step: Any, lr: Any, beta1: floa
     # would be 0 and nothing would update) — applied to the tensors in their own dtype, as
     # PyTorch applies its Python-float corrections
     w = jnp.promote_types(step.dtype, dt)
-    lr_p = lr.astype(dt)
+    lr_w = lr.astype(w)
     if weight_decay != 0:
         if decoupled:
-            p = p * (1 - lr.astype(w) * weight_decay).astype(dt)
+            p = p * (1 - lr_w * weight_decay).astype(dt)
         else:
             g = g + p * weight_decay
     m = m * beta1 + g * (1 - beta1)
     v = v * beta2 + g * g * (1 - beta2)
     s = step.astype(w)
     bc1 = 1 - beta1 ** s
-    bc2_sqrt = jnp.sqrt(1 - beta2 ** s)
-    if w == dt:  # (float32 / float64: the update as it always was)
-        return p - m / (jnp.sqrt(v) / bc2_sqrt + eps) * (lr_p / bc1), m, v
-    step_size = (lr.astype(w) / bc1).astype(dt)
-    return p - m / (jnp.sqrt(v) / bc2_sqrt.astype(dt) + eps) * step_size, m, v
+    bc2_sqrt = jnp.sqrt(1 - beta2 ** s).astype(dt)
+    return p - m / (jnp.sqrt(v) / bc2_sqrt + eps) * (lr_w / bc1).astype(dt), m, v
 
 
 def _adam_sbp(in_shapes: Any, n_out: int = 3, **_: Any) -> list[Signature]:

@@ -45,9 +45,9 @@ class ASGD(Optimizer):
                                       weight_decay=weight_decay, maximize=maximize))
 
     def _initial_state(self, p: Tensor, group: dict[str, Any]) -> dict[str, Any]:
-        return {"step": zeros((), dtype=scalar_dtype(p)),
-                "eta": _filled(zeros((), dtype=scalar_dtype(p)), group["lr"]),
-                "mu": ones((), dtype=scalar_dtype(p)), "ax": zeros_like(p)}
+        d = scalar_dtype(p)
+        return {"step": zeros((), dtype=d), "eta": _filled(zeros((), dtype=d), group["lr"]),
+                "mu": ones((), dtype=d), "ax": zeros_like(p)}
 
     def _update(self, p: Tensor, g: Tensor, state: dict[str, Any],
                 group: dict[str, Any]) -> None:
