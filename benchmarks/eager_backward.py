@@ -8,7 +8,10 @@ step of a 3-layer MLP (batch 32, width 128), one SGD training step of that MLP w
 as eager code (``zero_grad``, forward, MSE, ``backward``, ``step``; the JAX column is
 ``jax.jit(value_and_grad)`` + the update in one executable), and ten such steps of which
 only the last is waited for (a loop that reads its loss now and then: asynchronous dispatch
-overlaps a step's Python with the previous step's computation). Target: jflow within 2x of
+overlaps a step's Python with the previous step's computation), and that training step on
+a 1x1 MLP (batch 1, width 1): no computation to speak of, so each column is what its
+framework costs per step around the arithmetic (Python, dispatch, autograd, the optimizer's
+bookkeeping, waiting for the result). Target: jflow within 2x of
 PyTorch eager for the chain; lazy mode (``flow.lazy()``, issue 21) <= 0.5x PyTorch for the
 chain, <= 0.7x PyTorch and <= 1.5x JAX for the training step.
 
@@ -83,9 +86,62 @@ def train_step(model: Any, opt: Any, data: Any, target: Any, mse: Callable[..., 
     return loss
 
 
-def _mlp(nn: Any) -> Any:
-    return nn.Sequential(nn.Linear(128, 128), nn.ReLU(), nn.Linear(128, 128), nn.ReLU(),
-                         nn.Linear(128, 128))
+def _mlp(nn: Any, width: int = 128) -> Any:
+    return nn.Sequential(nn.Linear(width, width), nn.ReLU(), nn.Linear(width, width), nn.ReLU(),
+                         nn.Linear(width, width))
+
+
+def _mse_jnp(params: Any, data: Any, target: Any) -> Any:
+    h = data
+    for i, (w, b) in enumerate(params):
+        h = h @ w.T + b
+        if i < 2:
+            h = jax.nn.relu(h)
+    return jnp.mean((h - target) ** 2)
+
+
+@jax.jit
+def _jit_train(params: Any, data: Any, target: Any) -> Any:
+    loss, grads = jax.value_and_grad(_mse_jnp)(params, data, target)
+    return loss, jax.tree.map(lambda p, g: p - 0.01 * g, params, grads)
+
+
+def training(batch: np.ndarray, lazily: Callable[[Callable[[], Any]], Callable[[], Any]]
+             ) -> dict[str, Callable[[], Any]]:
+    """The MLP SGD training step of width ``batch.shape[1]`` in every column (the same
+    initial weights; torch when installed)."""
+    width = batch.shape[1]
+    fmodel = _mlp(flow.nn, width)
+    fopt = flow.optim.SGD(fmodel.parameters(), lr=0.01)
+    fdata, ftarget = flow.tensor(batch), flow.tensor(batch[::-1].copy())
+
+    def jflow_train() -> Any:
+        return train_step(fmodel, fopt, fdata, ftarget, flow.nn.functional.mse_loss)
+
+    jtrain = [[(jnp.asarray(m.weight.numpy()), jnp.asarray(m.bias.numpy()))
+               for m in fmodel if hasattr(m, "weight")]]
+    jdata, jtarget = jnp.asarray(batch), jnp.asarray(batch[::-1].copy())
+
+    def jax_train() -> Any:
+        loss, jtrain[0] = _jit_train(jtrain[0], jdata, jtarget)
+        return loss
+
+    out = {JFLOW: jflow_train, LAZY: lazily(jflow_train), JIT: jax_train}
+    try:
+        import torch
+    except ImportError:
+        return out
+    torch.set_num_threads(1)
+    tmodel = _mlp(torch.nn, width)
+    with torch.no_grad():
+        for tm, fm in zip(tmodel, fmodel):
+            if hasattr(tm, "weight"):
+                tm.weight.copy_(torch.tensor(fm.weight.numpy()))
+                tm.bias.copy_(torch.tensor(fm.bias.numpy()))
+    topt = torch.optim.SGD(tmodel.parameters(), lr=0.01)
+    tdata, ttarget = torch.tensor(batch), torch.tensor(batch[::-1].copy())
+    out[TORCH] = lambda: train_step(tmodel, topt, tdata, ttarget, torch.nn.functional.mse_loss)
+    return out
 
 
 def ten(step: Callable[[], Any]) -> Callable[[], Any]:
@@ -148,33 +204,8 @@ def cases() -> list[tuple[str, dict[str, Callable[[], Any]]]]:
                 return fn()
         return run
 
-    fmodel = _mlp(flow.nn)
-    fopt = flow.optim.SGD(fmodel.parameters(), lr=0.01)
-    ftarget = flow.tensor(batch[::-1].copy())
-
-    def jflow_train() -> Any:
-        return train_step(fmodel, fopt, fdata, ftarget, flow.nn.functional.mse_loss)
-
-    def mse_jnp(params: Any, data: Any, target: Any) -> Any:
-        h = data
-        for i, (w, b) in enumerate(params):
-            h = h @ w.T + b
-            if i < 2:
-                h = jax.nn.relu(h)
-        return jnp.mean((h - target) ** 2)
-
-    @jax.jit
-    def jit_train(params: Any, data: Any, target: Any) -> Any:
-        loss, grads = jax.value_and_grad(mse_jnp)(params, data, target)
-        return loss, jax.tree.map(lambda p, g: p - 0.01 * g, params, grads)
-
-    jtrain = [[(jnp.asarray(m.weight.numpy()), jnp.asarray(m.bias.numpy()))
-               for m in fmodel if hasattr(m, "weight")]]
-    jtarget = jnp.asarray(batch[::-1].copy())
-
-    def jax_train() -> Any:
-        loss, jtrain[0] = jit_train(jtrain[0], jdata, jtarget)
-        return loss
+    train = training(batch, lazily)
+    tiny = training(rng.standard_normal((1, 1)).astype(np.float32), lazily)
 
     out = [
         ("chain of 10 ops + sum (16)", {
@@ -183,12 +214,10 @@ def cases() -> list[tuple[str, dict[str, Callable[[], Any]]]]:
         ("3-layer MLP step (32x128)", {
             JFLOW: jflow_mlp, LAZY: lazily(jflow_mlp), JIT: lambda: jit_mlp(jparams, jdata),
         }),
-        ("MLP SGD train step (32x128)", {
-            JFLOW: jflow_train, LAZY: lazily(jflow_train), JIT: jax_train,
-        }),
-        ("10 SGD steps, 1 read (32x128)", {
-            JFLOW: ten(jflow_train), LAZY: lazily(ten(jflow_train)), JIT: ten(jax_train),
-        }),
+        ("MLP SGD train step (32x128)", train),
+        ("10 SGD steps, 1 read (32x128)", {k: ten(f) for k, f in train.items()
+                                           if k != LAZY} | {LAZY: lazily(ten(train[JFLOW]))}),
+        ("MLP SGD step, 1x1 (overhead)", tiny),
     ]
     try:
         import torch
@@ -208,22 +237,8 @@ def cases() -> list[tuple[str, dict[str, Callable[[], Any]]]]:
         def torch_mlp() -> list[Any]:
             return mlp_step(tdata, tws, tbs, torch.relu)
 
-        tmodel = _mlp(torch.nn)
-        with torch.no_grad():
-            for tm, fm in zip(tmodel, fmodel):
-                if hasattr(tm, "weight"):
-                    tm.weight.copy_(torch.tensor(fm.weight.numpy()))
-                    tm.bias.copy_(torch.tensor(fm.bias.numpy()))
-        topt = torch.optim.SGD(tmodel.parameters(), lr=0.01)
-        ttarget = torch.tensor(batch[::-1].copy())
-
-        def torch_train() -> Any:
-            return train_step(tmodel, topt, tdata, ttarget, torch.nn.functional.mse_loss)
-
         out[0][1][TORCH] = torch_chain
         out[1][1][TORCH] = torch_mlp
-        out[2][1][TORCH] = torch_train
-        out[3][1][TORCH] = ten(torch_train)
     except ImportError:
         pass
     return out

@@ -13,7 +13,7 @@ import jax
 from jax import lax
 
 __all__ = ["all_gather_invariant", "manual_out_aval", "plain_lowering_ctx", "match_manual_type",
-           "vary_together", "is_tracing"]
+           "vary_together", "is_tracing", "cpu_async_dispatch"]
 
 
 def _all_gather_invariant() -> Any:
@@ -151,3 +151,14 @@ def is_tracing() -> bool:
     Without JAX's query (:func:`trace_state_clean_fn`), assume tracing (never clear at an
     unsafe time: the budget is then enforced only at top level)."""
     return _TRACE_STATE_CLEAN is None or not _TRACE_STATE_CLEAN()
+
+
+def cpu_async_dispatch() -> bool:
+    """Whether JAX runs CPU computations asynchronously (its default; the
+    ``jax_cpu_enable_async_dispatch`` flag). Flags have no attribute on ``jax.config`` in
+    0.10; ``jax.config.read`` is the config object's own reader. Unknown: True (the
+    default)."""
+    try:
+        return bool(jax.config.read("jax_cpu_enable_async_dispatch"))
+    except (AttributeError, KeyError):
+        return True

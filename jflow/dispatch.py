@@ -29,6 +29,7 @@ from jax.core import Tracer
 
 from .autograd.graph import record, record1, record2, record_single
 from .kernels.registry import reraise_host_error as _reraise_host_error
+from .lazy_mode.segment import _LOCAL as _LAZY_LOCAL
 from .lazy_mode.segment import HOOK as _LAZY_HOOK
 from .ops.attrs import DYNAMIC, REQUIRED
 from .sharding.execute import global_apply
@@ -201,6 +202,14 @@ def _check_inputs(op: Any, inputs: tuple) -> None:
                                 f"jflow.utils.from_jax)") from None
 
 
+#: lazy mode's test in a generated apply (jflow.lazy_mode): some thread is lazy (one list
+#: read, the only cost outside lazy mode), this one is, and flow.jit is not tracing (it
+#: records the call itself); then the call records into this thread's segment. (Inlined
+#: rather than a hook function: one frame less per recorded op.)
+_LAZY_HEAD = ["    if _lazy[0] is not None and (_seg := _lazy_local.active) is not None "
+              "and _watch[0] is None:"]
+
+
 def make_apply(op: Any) -> Callable[..., Any]:
     """Generate the op's eager/traced entry ``apply(*inputs, **attrs)``."""
     cache: dict[Any, Any] = {}
@@ -222,6 +231,7 @@ def make_apply(op: Any) -> Callable[..., Any]:
                           "_record_single": record_single,
                           "_global_apply": _global_apply,
                           "_watch": _WATCH, "_op": op, "_lazy": _LAZY_HOOK,
+                          "_lazy_local": _LAZY_LOCAL,
                           "_check_inputs": _check_inputs}
     attr_sig = []
     for a in op.attrs:
@@ -296,9 +306,9 @@ def make_apply(op: Any) -> Callable[..., Any]:
         if ins:  # lazy mode (jflow.lazy_mode): the call is recorded, not run
             dv_arg, dv_rec = ("_dv", ", _dv") if dyn else ("()", "")
             rec_s = "_record_single" if single else "_record"
-            lines += ["    if _lazy[0] is not None:",
-                      f"        _t = _lazy[0](_f, _tuple(_ins), {dv_arg}, {single})",
-                      "        if _t is not NotImplemented:"]
+            lines += _LAZY_HEAD + [
+                f"        _t = _seg.add(_f, _tuple(_ins), {dv_arg}, {single})",
+                "        if _t is not NotImplemented:"]
             if grad:
                 lines += [f"            if {structured_needs}:",
                           f"                return {rec_s}(_op, _params, _ins, _t{dv_rec})"]
@@ -320,9 +330,9 @@ def make_apply(op: Any) -> Callable[..., Any]:
     else:
         if ins:  # lazy mode (jflow.lazy_mode): the call is recorded, not run
             args = "".join(i.param + ", " for i in ins)
-            lines += ["    if _lazy[0] is not None:",
-                      f"        _t = _lazy[0](_f, ({args}), {'_dv' if dyn else '()'}, {single})",
-                      "        if _t is not NotImplemented:"]
+            lines += _LAZY_HEAD + [
+                f"        _t = _seg.add(_f, ({args}), {'_dv' if dyn else '()'}, {single})",
+                "        if _t is not NotImplemented:"]
             if grad:
                 lazy_needs = " or ".join(f"{i.param}._requires_grad" for i in ins)
                 if single and len(ins) in (1, 2):

@@ -126,6 +126,84 @@ def test_mlp_training_steps_match_eager():
         _close(a.numpy(), b.numpy())
 
 
+def _mlp_steps(width, batch, steps, lazy):
+    """``steps`` SGD steps (momentum) of a width-``width`` MLP; (losses, parameters, flushes
+    of the lazy segments per step)."""
+    flow.manual_seed(0)
+    m = flow.nn.Sequential(flow.nn.Linear(width, width), flow.nn.ReLU(),
+                           flow.nn.Linear(width, width))
+    opt = flow.optim.SGD(m.parameters(), lr=0.05, momentum=0.9)
+    rs = np.random.RandomState(1)
+    x = flow.tensor(rs.randn(batch, width).astype(np.float32))
+    t = flow.tensor(rs.randn(batch, width).astype(np.float32))
+    losses, flushes = [], []
+    for _ in range(steps):
+        before = seg.stats()["flushes"]
+        with flow.lazy(lazy):
+            opt.zero_grad()
+            loss = F.mse_loss(m(x), t)
+            loss.backward()
+            opt.step()
+        flushes.append(seg.stats()["flushes"] - before)
+        losses.append(loss.item())
+    return losses, [p.numpy() for p in m.parameters()], flushes
+
+
+def test_a_heavy_forward_runs_before_its_backward_is_recorded():
+    # width 32, batch 32: 2 x 32*32*32 = 65536 multiply-adds >= SPLIT_FLOPS: backward() runs
+    # the forward (one flush), the backward and the step run at step() (a second one)
+    assert 2 * 32 ** 3 >= seg.SPLIT_FLOPS > 2 * 8 * 8 * 8
+    le, pe, _ = _mlp_steps(32, 32, 4, lazy=False)
+    ll, pl, flushes = _mlp_steps(32, 32, 4, lazy=True)
+    assert flushes == [2, 2, 2, 2]
+    _close(ll, le)
+    for a, b in zip(pe, pl):
+        _close(a, b)
+    # below the threshold the whole step stays one run
+    le, pe, _ = _mlp_steps(8, 8, 3, lazy=False)
+    ll, pl, flushes = _mlp_steps(8, 8, 3, lazy=True)
+    assert flushes == [1, 1, 1]
+    _close(ll, le)
+    for a, b in zip(pe, pl):
+        _close(a, b)
+
+
+def test_no_split_with_synchronous_cpu_dispatch():
+    # a synchronous run computes on the calling thread: splitting would overlap nothing
+    import subprocess
+    import sys
+    code = (
+        "import jax; jax.config.update('jax_cpu_enable_async_dispatch', False)\n"
+        "import sys; sys.path.insert(0, {here!r})\n"
+        "import test_lazy as t; from jflow.lazy_mode import segment as seg\n"
+        "assert not seg.split_forward(10 ** 9)\n"
+        "_, _, flushes = t._mlp_steps(32, 32, 2, lazy=True)\n"
+        "assert flushes == [1, 1], flushes\n")
+    import os
+    here = os.path.dirname(__file__)
+    r = subprocess.run([sys.executable, "-c", code.format(here=here)], capture_output=True,
+                       text=True, timeout=300)
+    assert r.returncode == 0, r.stderr[-2000:]
+
+
+def test_dot_flops_estimates_the_heavy_ops():
+    import jax
+
+    def a(*shape):
+        return jax.core.ShapedArray(shape, np.float32)
+
+    assert seg.dot_flops("matmul", (a(4, 5), a(5, 6)), (a(4, 6),)) == 4 * 5 * 6
+    # a batched input against a shared weight (x @ w.T): exact too
+    assert seg.dot_flops("linear", (a(3, 4, 5), a(6, 5), a(6)), (a(3, 4, 6),)) == 3 * 4 * 5 * 6
+    # each output element reads in_channels/groups x kh x kw weights
+    assert seg.dot_flops("conv2d", (a(2, 3, 8, 8), a(4, 3, 3, 3)), (a(2, 4, 6, 6),)) == \
+        2 * 4 * 6 * 6 * 3 * 3 * 3
+    assert seg.dot_flops("scaled_dot_product_attention",
+                         (a(2, 4, 10, 8), a(2, 4, 12, 8), a(2, 4, 12, 8)),
+                         (a(2, 4, 10, 8),)) == 2 * (2 * 4 * 10 * 8) * 12
+    assert seg.dot_flops("add", (a(100, 100), a(100, 100)), (a(100, 100),)) == 0
+
+
 def test_in_place_and_views_keep_their_semantics():
     base = flow.tensor(XN.copy())
     ref = XN.copy()

@@ -161,6 +161,8 @@ def _run_graph_compiled(order: list[Node], node_roots: list[tuple[Node, int, Any
     f, plan = graph_cache.lookup(key) or graph_cache.build(key, order, index, leaf_slot, needed)
     seg = _lazy.active() if _lazy.USED[0] else None
     if seg is not None:  # lazy mode: the backward is one more recorded call (jflow.lazy_mode)
+        if _lazy.split_forward(plan.fwd_flops):  # (a heavy forward starts now, while the
+            seg.flush()                              # backward and the step are recorded)
         # (the plan's function itself: traced into the segment's executable, which has the
         # compiler options — a nested jit may not)
         leaf_grads, captured = seg.add_lists(plan.run, saved,

@@ -23,30 +23,13 @@ __all__ = ["lazy", "set_lazy", "is_lazy", "sync", "stats", "set_call_sites",
            "recompile_reasons", "LazyTensor"]
 
 _LOCAL = _segment._LOCAL  # per thread: ``segment`` (pending calls), ``active`` (it, while lazy)
-_ACTIVE = [0]            # threads in lazy mode (dispatch checks the hook only while > 0)
+_ACTIVE = [0]            # threads in lazy mode (segment.HOOK is set while > 0)
 _LOCK = threading.Lock()
 
 
 def is_lazy() -> bool:
     """Whether op calls on this thread record instead of running."""
     return _LOCAL.active is not None
-
-
-def _make_hook() -> object:
-    """The dispatch hook: record when this thread is lazy."""
-    # (dispatch imports the tape, which imports this package: imported when first used)
-    from ..dispatch import _WATCH as watch
-    local = _LOCAL
-
-    def hook(f: object, ins: tuple, dv: tuple, single: bool) -> object:
-        seg = local.active
-        if seg is None or watch[0] is not None:
-            return NotImplemented  # (not lazy here, or flow.jit is tracing: it records itself)
-        return seg.add(f, ins, dv, single)
-    return hook
-
-
-_HOOK: list[object] = []
 
 
 def set_lazy(flag: bool) -> bool:
@@ -59,9 +42,7 @@ def set_lazy(flag: bool) -> bool:
         return old
     with _LOCK:
         _ACTIVE[0] += 1 if flag else -1
-        if not _HOOK:
-            _HOOK.append(_make_hook())
-        _segment.HOOK[0] = _HOOK[0] if _ACTIVE[0] > 0 else None
+        _segment.HOOK[0] = True if _ACTIVE[0] > 0 else None
         _tensor.HOST_DATA[0] = _segment.host_data if _ACTIVE[0] > 0 else None
     if flag:
         _segment.USED[0] = True
