@@ -28,7 +28,8 @@ def assign_(t: Tensor, new: Tensor) -> None:
 
 def _running_pending(step: Callable[..., Any]) -> Callable[..., Any]:
     """``step`` that ends by running what lazy mode recorded (jflow.lazy_mode): an eager
-    training step — forward, backward, update — runs as one fused executable."""
+    training step — forward, backward, update — runs as one fused executable (two when its
+    forward is heavy: the backward ran it already, see lazy_mode.segment.SPLIT_FLOPS)."""
     @functools.wraps(step)
     def run(self: Optimizer, *args: Any, **kwargs: Any) -> Any:
         if not _lazy.USED[0] or _lazy.active() is None:
