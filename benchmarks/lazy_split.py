@@ -8,9 +8,9 @@ one executable — median µs per step, interleaved rounds, median of per-round 
 
 Cases: SGD steps (momentum 0) of a 3-layer MLP (``Linear-ReLU-Linear-ReLU-Linear``, MSE) at
 widths 1 to 128 (batch 32; width 1 with batch 1), and a chain of 10 elementwise ops + sum
-+ backward (no optimizer) of 16 and 100,000 floats. The estimate ``segment.dot_flops``
-gives each case's forward multiply-adds: the default threshold lies between the widths
-where splitting loses and where it wins.
++ backward (no optimizer) of 16 and 100,000 floats. The estimate the ops declare
+(``OpDef.flops``, jflow/ops/cost.py) gives each case's forward multiply-adds: the default
+threshold lies between the widths where splitting loses and where it wins.
 """
 
 from __future__ import annotations

@@ -217,22 +217,32 @@ def test_no_split_with_synchronous_cpu_dispatch():
     assert r.returncode == 0, r.stderr[-2000:]
 
 
-def test_dot_flops_estimates_the_heavy_ops():
+def test_ops_declare_the_flops_lazy_mode_weighs():
     import jax
+
+    from jflow.ops.registry import get
 
     def a(*shape):
         return jax.core.ShapedArray(shape, np.float32)
 
-    assert seg.dot_flops("matmul", (a(4, 5), a(5, 6)), (a(4, 6),)) == 4 * 5 * 6
+    def flops(name, ins, outs):
+        return get(name).flops(ins, outs)
+
+    assert flops("matmul", (a(4, 5), a(5, 6)), (a(4, 6),)) == 4 * 5 * 6
     # a batched input against a shared weight (x @ w.T): exact too
-    assert seg.dot_flops("linear", (a(3, 4, 5), a(6, 5), a(6)), (a(3, 4, 6),)) == 3 * 4 * 5 * 6
+    assert flops("linear", (a(3, 4, 5), a(6, 5), a(6)), (a(3, 4, 6),)) == 3 * 4 * 5 * 6
     # each output element reads in_channels/groups x kh x kw weights
-    assert seg.dot_flops("conv2d", (a(2, 3, 8, 8), a(4, 3, 3, 3)), (a(2, 4, 6, 6),)) == \
+    assert flops("conv2d", (a(2, 3, 8, 8), a(4, 3, 3, 3)), (a(2, 4, 6, 6),)) == \
         2 * 4 * 6 * 6 * 3 * 3 * 3
-    assert seg.dot_flops("scaled_dot_product_attention",
-                         (a(2, 4, 10, 8), a(2, 4, 12, 8), a(2, 4, 12, 8)),
-                         (a(2, 4, 10, 8),)) == 2 * (2 * 4 * 10 * 8) * 12
-    assert seg.dot_flops("add", (a(100, 100), a(100, 100)), (a(100, 100),)) == 0
+    # each input element scatters out_channels/groups x kh x kw weights
+    assert flops("conv_transpose2d", (a(2, 3, 6, 6), a(3, 4, 3, 3)), (a(2, 4, 8, 8),)) == \
+        2 * 3 * 6 * 6 * 4 * 3 * 3
+    assert flops("scaled_dot_product_attention",
+                 (a(2, 4, 10, 8), a(2, 4, 12, 8), a(2, 4, 12, 8)),
+                 (a(2, 4, 10, 8), a(2, 4, 10))) == 2 * (2 * 4 * 10 * 8) * 12
+    assert get("add").flops is None  # elementwise work is not weighed
+    with pytest.raises(ValueError, match="flops= must be a function"):
+        flow.ops.registry.declare_op("bad_flops", inputs=["x"], infer=lambda x: x, flops=3)
 
 
 def test_in_place_and_views_keep_their_semantics():

@@ -22,7 +22,6 @@ import jax.numpy as jnp
 from jax.core import Tracer
 
 from .._jax_setup import EAGER_ROUNDING
-from ..lazy_mode import segment as _segment
 from ..lazy_mode.segment import LazyRef
 from ..tensor import _wrap
 from .grad_mode import no_grad
@@ -83,10 +82,10 @@ class _Plan:
         self.roots = roots
         self.targets = targets
         self.needed = needed
-        #: the forward's multiply-adds in matrix products (lazy mode runs the pending
-        #: forward before recording the backward when they are worth it: segment.split_forward)
-        self.fwd_flops = sum(_segment.dot_flops(n.op.name, n.in_avals, n.out_avals)
-                             for n in nodes)
+        #: the forward's multiply-adds, as its ops estimate them (OpDef.flops; lazy mode runs
+        #: the pending forward before recording the backward when worth it: split_forward)
+        self.fwd_flops = sum(n.op.flops(n.in_avals, n.out_avals) for n in nodes
+                             if n.op.flops is not None)
 
     def run(self, saved_flat: Sequence[Any], root_grads: Sequence[Any]
             ) -> tuple[tuple[Any, ...], tuple[Any, ...]]:

@@ -40,7 +40,7 @@ from ..tensor import Tensor, _flatten, _unflatten
 
 __all__ = ["LazyRef", "LazyTensor", "Segment", "active", "flush", "stats", "raw", "HOOK",
            "MAX_NODES", "MAX_HOST_BYTES", "CACHE_SIZE", "SPLIT_FLOPS", "defer_check",
-           "discard_checks_on_error", "dot_flops", "split_forward"]
+           "discard_checks_on_error", "split_forward"]
 
 #: ``[True or None]``: set while some thread is in lazy mode (:mod:`jflow.lazy_mode`). An op's
 #: generated eager dispatch reads it first (one list read: all that lazy mode costs eager
@@ -54,7 +54,8 @@ MAX_NODES = 512
 #: bytes of host data (``flow.tensor(ndarray)`` copies) a segment holds before it is flushed
 MAX_HOST_BYTES = 64 << 20
 #: a lazy ``backward()`` whose graph's forward does at least this many multiply-adds (of
-#: matrix products, convolutions, attention: :func:`dot_flops`) first runs the pending forward
+#: matrix products, convolutions, attention: the ``flops`` estimate
+#: their ops declare, jflow.ops.cost) first runs the pending forward
 #: on its own — asynchronously — and records the backward into a new segment, which the
 #: optimizer step then joins: the Python that records the backward and the step overlaps the
 #: forward's computation, where one fused run would start only after all of it (and wake
@@ -227,15 +228,6 @@ def stats() -> dict[str, int]:
     return dict(_STATS)
 
 
-#: ops whose cost :func:`dot_flops` estimates: contractions (the geometric mean of the
-#: operands' and result's sizes: exact for a matrix product, a batched operand against a
-#: shared one included), convolutions (each output element reads a filter's worth of
-#: weights) and attention (queries x keys x feature size, twice)
-_CONTRACTIONS = frozenset({"matmul", "batch_matmul", "linear", "dot", "einsum",
-                           "matrix_vector_product", "vector_matrix_product"})
-_CONVOLUTIONS = frozenset({"conv2d", "conv3d", "conv_transpose2d", "conv_transpose3d"})
-
-
 def split_forward(flops: int) -> bool:
     """Whether a lazy ``backward()`` whose forward does ``flops`` multiply-adds runs the
     forward first (:data:`SPLIT_FLOPS`): only where a run is asynchronous — an accelerator,
@@ -250,20 +242,6 @@ def split_forward(flops: int) -> bool:
 
 
 _ASYNC: list[bool] = []  # (whether runs are asynchronous: fixed once JAX's backend is up)
-
-
-def dot_flops(name: str, in_avals: Any, out_avals: Any) -> int:
-    """Multiply-adds of one op call, estimated from its avals for the heavy ops (0 for any
-    other: elementwise work is not what :data:`SPLIT_FLOPS` weighs)."""
-    if name in _CONTRACTIONS and len(in_avals) >= 2:
-        return int((in_avals[0].size * in_avals[1].size * out_avals[0].size) ** 0.5)
-    if name in _CONVOLUTIONS and len(in_avals) >= 2 and in_avals[1].ndim:
-        w = in_avals[1]
-        return out_avals[0].size * (w.size // max(w.shape[0], 1))
-    if name == "scaled_dot_product_attention" and len(in_avals) >= 2 \
-            and in_avals[1].ndim >= 2:
-        return 2 * in_avals[0].size * in_avals[1].shape[-2]
-    return 0
 
 
 _AVALS: dict[Any, Any] = {}

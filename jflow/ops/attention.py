@@ -41,6 +41,7 @@ from jax import lax
 
 from ..kernels.registry import register_kernel
 from ..sharding.sbp import B, P, S, Signature
+from . import cost
 from .infer import FLOAT, check_dtype, desc, kind
 from .primitive import define_op
 from .registry import Attr, Input
@@ -212,6 +213,7 @@ _ATTRS = [Attr("is_causal", "bool", False), Attr("scale", "double", static=True)
 define_op("scaled_dot_product_attention",
           inputs=["query", "key", "value", Input("attn_mask", optional=True)],
           outputs=["out", "lse"], attrs=_ATTRS, infer=_infer, sbp=_sdpa_sbp,
+          flops=cost.attention,
           doc="softmax(scale * query @ key^T + mask) @ value, and the rows' log-sum-exp")
 register_kernel("scaled_dot_product_attention", _sdpa, name="scaled_dot_product_attention_xla")
 

@@ -23,6 +23,7 @@ from jax import lax
 
 from ..kernels.registry import register_kernel
 from ..sharding.sbp import B, P, S, Signature
+from . import cost
 from .infer import FLOAT, check_dtype, desc
 from .primitive import define_op
 from .registry import Attr
@@ -189,7 +190,7 @@ def _define_conv(nd: int, size_attr: str) -> None:
                   Attr("dilation", "int64_list"), Attr("groups", "int64", 1)]
     layout = "NCHW input, OIHW weight" if nd == 2 else "NCDHW input, OIDHW weight"
     define_op(name, inputs=["x", "weight"], outputs=["y"], attrs=conv_attrs,
-              infer=conv_infer, sbp=_conv_sbp,
+              infer=conv_infer, sbp=_conv_sbp, flops=cost.convolution,
               doc=f"{nd}-d cross-correlation, {layout} (no bias)")
     register_kernel(name, _conv, name=f"{name}_xla")
     define_op(f"{name}_input_grad", inputs=["dy", "weight"], outputs=["dx"],
@@ -288,6 +289,7 @@ for _nd in (2, 3):
                      Attr("output_padding", "int64_list"), Attr("dilation", "int64_list"),
                      Attr("groups", "int64", 1)],
               infer=_conv_t_infer(_nd), sbp=_input_grad_sbp,
+              flops=cost.transposed_convolution,
               doc=f"{_nd}-d transposed convolution, {('NCHW', 'NCDHW')[_nd - 2]} input, "
                   f"(Cin, Cout/groups, {('kH, kW', 'kD, kH, kW')[_nd - 2]}) weight (no bias)")
     register_kernel(f"conv_transpose{_nd}d", _conv_t, name=f"conv_transpose{_nd}d_xla")

@@ -34,6 +34,7 @@ from jax import lax
 
 from ..kernels.registry import register_kernel
 from ..sharding.sbp import B, P, S, Signature
+from . import cost
 from .infer import desc
 from .primitive import define_op
 from .registry import Attr, Input
@@ -274,6 +275,7 @@ def _einsum_kernel(operands: Any, equation: str) -> Any:
 
 define_op("einsum", inputs=[Input("operands", variadic=True, min=1)], outputs=["out"],
           attrs=[Attr("equation", "string")], infer=_einsum_infer, sbp=_einsum_sbp,
+          flops=cost.contraction,
           doc="Einstein summation over an explicit equation of single letters")
 register_kernel("einsum", _einsum_kernel, name="einsum_xla")
 

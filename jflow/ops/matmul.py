@@ -32,6 +32,7 @@ from jax import lax
 
 from ..kernels.registry import register_kernel
 from ..sharding.sbp import B, P, S, Signature
+from . import cost
 from .infer import ANY, NUMBER_C, broadcast_shapes, check_dtype, desc, kind
 from .primitive import define_op
 from .registry import Attr
@@ -118,7 +119,8 @@ _MM_ATTRS = [Attr("transpose_a", "bool", False), Attr("transpose_b", "bool", Fal
              Attr("alpha", "double", 1.0, static=True)]  # inference reads it; matmul's hot path
 
 define_op("matmul", inputs=["a", "b"], outputs=["out"], attrs=_MM_ATTRS, infer=_matmul_infer,
-          sbp=_matmul_sbp, doc="alpha * op(a) @ op(b) for 2-D a and b (op = optional transpose)")
+          sbp=_matmul_sbp, flops=cost.contraction,
+          doc="alpha * op(a) @ op(b) for 2-D a and b (op = optional transpose)")
 register_kernel("matmul", _matmul_kernel, name="matmul_xla")
 
 
@@ -178,7 +180,7 @@ def _batch_matmul_sbp(in_shapes: Any, n_out: int = 1, transpose_a: bool = False,
 
 
 define_op("batch_matmul", inputs=["a", "b"], outputs=["out"], attrs=_MM_ATTRS,
-          infer=_batch_matmul_infer, sbp=_batch_matmul_sbp,
+          infer=_batch_matmul_infer, sbp=_batch_matmul_sbp, flops=cost.contraction,
           doc="alpha * op(a) @ op(b) over broadcast batch dims (torch.matmul for N-d inputs)")
 register_kernel("batch_matmul", _matmul_kernel, name="batch_matmul_xla")
 
@@ -213,6 +215,7 @@ def _mv_kernel(a: Any, b: Any, transpose_a: bool) -> Any:
 
 define_op("matrix_vector_product", inputs=["a", "b"], outputs=["out"],
           attrs=[Attr("transpose_a", "bool", False)], infer=_mv_infer, sbp=_mv_sbp,
+          flops=cost.contraction,
           doc="op(a) @ b for a (..., m, k) and a vector b (k,): (..., m)")
 register_kernel("matrix_vector_product", _mv_kernel, name="matrix_vector_product_xla")
 
@@ -245,6 +248,7 @@ def _vm_kernel(a: Any, b: Any, transpose_b: bool) -> Any:
 
 define_op("vector_matrix_product", inputs=["a", "b"], outputs=["out"],
           attrs=[Attr("transpose_b", "bool", False)], infer=_vm_infer, sbp=_vm_sbp,
+          flops=cost.contraction,
           doc="a @ op(b) for a vector a (k,) and b (..., k, n): (..., n)")
 register_kernel("vector_matrix_product", _vm_kernel, name="vector_matrix_product_xla")
 
@@ -269,6 +273,7 @@ def _dot_sbp(in_shapes: Any, n_out: int = 1, **_: Any) -> list[Signature]:
 
 
 define_op("dot", inputs=["a", "b"], outputs=["out"], infer=_dot_infer, sbp=_dot_sbp,
+          flops=cost.contraction,
           doc="sum(a * b) of two vectors")
 register_kernel("dot", lambda a, b: jnp.dot(a, b, precision=_HIGHEST), name="dot_xla")
 

@@ -21,6 +21,7 @@ from jax import lax
 
 from ..kernels.registry import register_kernel
 from ..sharding.sbp import B, P, S, Signature
+from . import cost
 from .infer import FLOAT, INT, check_dtype, desc, normalize_axis
 from .primitive import define_op
 from .registry import Attr, Input
@@ -183,7 +184,8 @@ def _linear(x: Any, weight: Any, bias: Any) -> Any:
 
 
 define_op("linear", inputs=["x", "weight", Input("bias", optional=True)], outputs=["y"],
-          infer=_linear_infer, sbp=_linear_sbp, doc="x @ weight^T + bias")
+          infer=_linear_infer, sbp=_linear_sbp, flops=cost.contraction,
+          doc="x @ weight^T + bias")
 register_kernel("linear", _linear, name="linear_xla")
 
 

@@ -165,6 +165,9 @@ class OpDef:
     linear_primitive: Primitive = field(repr=False, default=None)  # type: ignore[assignment]
     #: Names of the dynamic attrs (runtime scalar operands; see :class:`Attr`), in order.
     dynamic_attrs: tuple[str, ...] = ()
+    #: ``flops(in_avals, out_avals)``: multiply-adds of one call (:mod:`jflow.ops.cost`), for
+    #: the heavy ops that declare it; lazy mode weighs a forward by it (SPLIT_FLOPS).
+    flops: Callable[..., int] | None = field(repr=False, default=None)
 
     # -- introspection ---------------------------------------------------------------
     def signature(self) -> str:
@@ -504,6 +507,7 @@ def declare_op(
     sbp: Any = None,
     doc: str = "",
     module: str = "",
+    flops: Callable[..., int] | None = None,
 ) -> OpDef:
     """Validate a declaration and return its :class:`OpDef` (not yet registered, no primitive).
 
@@ -512,7 +516,12 @@ def declare_op(
     ``.shape`` and ``.dtype`` per output (a list for a variadic output), e.g.
     ``jax.ShapeDtypeStruct``. ``check(**attrs)`` raises ``ValueError`` for bad attr values.
     ``sbp`` holds the op's SBP signatures (a list, or a function of the inputs' ndims).
+    ``flops(in_avals, out_avals)`` estimates one call's multiply-adds (:mod:`jflow.ops.cost`;
+    matrix products, convolutions, attention declare one).
     """
+    if flops is not None and not callable(flops):
+        raise OpDefinitionError(f"cannot define op '{name}': flops= must be a function of "
+                                f"(input avals, output avals), got {type(flops).__name__}")
     for what, v in (("inputs", inputs), ("outputs", outputs), ("attrs", attrs),
                     ("traits", traits)):
         if isinstance(v, str):
@@ -527,7 +536,7 @@ def declare_op(
                  traits=traits_f, check=check, sbp=sbp, doc=doc,
                  structured=any(i.optional or i.variadic for i in ins),
                  builtin=_defining_builtins, module=module,
-                 dynamic_attrs=tuple(a.name for a in attrs_t if a.dynamic))
+                 dynamic_attrs=tuple(a.name for a in attrs_t if a.dynamic), flops=flops)
 
 
 def register(op: OpDef) -> OpDef:
