@@ -31,9 +31,11 @@ from ..ops.registry import get as _get_op
 from ..sharding.sbp import broadcast
 from ..tensor import Tensor, mark_constant
 from ..tensor import _wrap as _wrap_value
+from . import lazy_backward as _lazy_backward
 from .compiled_graph import GraphCache, traced_rule
 from .grad_mode import set_grad_enabled
 from .graph import LEAF, Node
+from .lazy_backward import lazy_backward
 from .rule import get_rule, is_differentiable_dtype, run_rule, structure_saved
 from .saved import saved_tensors, wrap_saved
 
@@ -484,6 +486,10 @@ def _tensor_backward(self: Tensor, gradient: Tensor | None = None,
     unless this tensor has one element). ``inputs`` restricts which leaves get it."""
     retain = create_graph if retain_graph is None else retain_graph
     if inputs is None:
+        if gradient is None and not create_graph and _lazy.USED[0] and \
+                (seg := _lazy._LOCAL.active) is not None and self.grad_fn is not None and \
+                lazy_backward(self, seg, retain, _leaf_hooks):
+            return  # (lazy mode, a graph seen before: jflow.autograd.lazy_backward)
         run_backward([self], [gradient], retain, create_graph)
         return
     ins = [inputs] if isinstance(inputs, Tensor) else list(inputs)
@@ -531,3 +537,4 @@ _tensor_backward.__name__ = _tensor_backward.__qualname__ = "backward"
 _tensor_register_hook.__name__ = _tensor_register_hook.__qualname__ = "register_hook"
 Tensor.backward = _tensor_backward  # type: ignore[method-assign]
 Tensor.register_hook = _tensor_register_hook  # type: ignore[attr-defined]
+_lazy_backward._ENGINE[:] = [_ones, _topological, graph_cache]

@@ -429,17 +429,23 @@ class Segment:
                 self.new_shapes = True
         else:
             out_avals = glob[2]  # (a sharded executable's logical results, from its plan)
-        n = len(self.nodes)
+        nodes = self.nodes
+        n = len(nodes)
         if dv:  # (before the node: a reader on another thread replays nodes with their dvs)
             self.dvs.extend(dv)
-        self.nodes.append((f, tuple(wiring), len(dv), len(out_avals)))
+        nodes.append((f, tuple(wiring), len(dv), len(out_avals)))
         # (the user's line, kept for ops whose kernels can fail while running: host code)
         self.sites.append(_call_site() if HOST_OPS and CALL_SITES[0] and getattr(
             f, "__name__", None) in HOST_OPS else None)
-        if single:
-            r = LazyRef(out_avals[0], self, n, 0)
+        if single:  # (LazyRef and _new_lazy inlined: the hot path of every recorded op)
+            a = out_avals[0]
+            r = _new(LazyRef)
+            r.aval, r.shape, r.dtype, r.segment, r.wire, r.array = \
+                a, a.shape, a.dtype, self, (n, 0), None
             self.refs.append((r,))
-            out = _new_lazy(r)
+            out = _new(LazyTensor)
+            out._meta, out._requires_grad, out._grad, out.grad_fn, out._version, \
+                out._global = r, False, None, None, 0, None
         else:
             refs = tuple(LazyRef(a, self, n, i) for i, a in enumerate(out_avals))
             self.refs.append(refs)
@@ -510,6 +516,43 @@ class Segment:
             return refs
         return jax.tree_util.tree_unflatten(out_def, [*map(_new_lazy, refs)])
 
+    def add_wired(self, f: Any, values: list, out_avals: tuple) -> tuple[LazyRef, ...]:
+        """Record a call of jitted ``f`` on ``values`` (arrays, pending values, Python
+        numbers) whose result avals are known (``out_avals``: a compiled backward's, from its
+        template, jflow.autograd.lazy_backward); the pending values of its flat result."""
+        wiring = []
+        wire = wiring.append
+        ids, inputs, in_avals = self.input_ids, self.inputs, self.in_avals
+        for v in values:
+            if v.__class__ is LazyRef:
+                x = v.array
+                if x is None:
+                    if v.segment is self:
+                        wire(v.wire)
+                        continue
+                    x = v.get()
+                elif x.__class__ is _Failure:
+                    raise x.error
+                v = x
+            k = ids.get(id(v))
+            if k is None:
+                k = ids[id(v)] = len(inputs)
+                inputs.append(v)
+                try:
+                    in_avals.append(v.aval)
+                except AttributeError:  # (a Python number)
+                    in_avals.append(jax.typeof(v))
+            wire(k)
+        n = len(self.nodes)
+        self.nodes.append((f, tuple(wiring), 0, len(out_avals)))
+        self.sites.append(_call_site() if HOST_OPS and CALL_SITES[0] else None)
+        refs = (LazyRef(out_avals[0], self, n, 0),) if len(out_avals) == 1 else \
+            tuple([LazyRef(a, self, n, i) for i, a in enumerate(out_avals)])
+        self.refs.append(refs)
+        if n + 1 >= MAX_NODES:
+            self.flush()
+        return refs
+
     def add_host(self, host: np.ndarray) -> LazyRef:
         """The pending value of a new tensor's host data (a private copy): an input of the
         next run, transferred by that one call (``flow.tensor(ndarray)`` pays no transfer
@@ -561,7 +604,16 @@ class Segment:
             f = None                        # compile would cost what the op's executable did)
         else:
             # (input shapes are in the key: a shape seen once runs op by op, compiling nothing)
-            f = _compiled((tuple(nodes), _live(refs), tuple(self.in_avals)), self.new_shapes)
+            live, last = _live(refs), _LAST_RUN[0]  # (one read: a tuple, replaced whole)
+            # (a loop running one structure: compared with the last run's lists — mostly
+            # identical objects — instead of building and hashing the key; only _compiled,
+            # called here, evicts a key from the cache, and after another key ran ``last``
+            # is that one's)
+            if last[0] == nodes and last[1] == live and last[2] == self.in_avals:
+                f = last[3]
+            else:
+                f = _compiled((tuple(nodes), live, tuple(self.in_avals)), self.new_shapes)
+                _LAST_RUN[0] = (nodes, live, self.in_avals, f) if f is not None else _NO_RUN
         try:
             if f is None:
                 _STATS["eager_flushes"] += 1
@@ -749,6 +801,10 @@ def _compiled(key: tuple, new_shapes: bool) -> Any:
 
 
 _MRU: list[Any] = [None]  # the executable most recently returned (its key is last in _CACHE)
+#: ``[(nodes, live, in_avals, executable)]`` of the last compiled run (its lists are the
+#: flushed segment's own: a segment starts new lists after a flush, so they never change)
+_NO_RUN = (None, None, None, None)
+_LAST_RUN: list[Any] = [_NO_RUN]
 
 
 #: why the recent compiles happened (newest last; :func:`recompile_reasons`)

@@ -1,0 +1,226 @@
+"""``loss.backward()`` in lazy mode without re-deriving the backward plan every step.
+
+A training loop records the same graph every step. The general path
+(:func:`jflow.autograd.engine.run_backward`) finds the graph's topological order, builds its
+structural key (op, attrs, needs, avals and edges of every node), looks the compiled plan up
+and records its call: about 2 µs of Python per node, every step, for an answer that is the
+same as last step's. Here the answer is kept as a :class:`_Template` — the plan's node order
+with, per node, what it must be (op, attrs, needs, avals, where each edge goes) — and a step
+only *checks* that the new graph is that one: the nodes are found by following the edges in
+the plan's order and compared by identity and equality (no key is built or hashed), the saved
+values are version-checked, and the plan's call is recorded with its inputs wired directly.
+Any difference (another structure, a hook, a retained gradient, a freed or traced node, a
+leaf reached twice, a modified saved tensor) takes the general path, which then raises
+what it raises or leaves a new template; the result is the general path's bit for bit: the
+same compiled plan runs.
+
+Only the plain call takes this path: ``loss.backward()`` on a one-element loss recorded in
+this thread's pending segment, no ``gradient`` / ``inputs`` / ``create_graph``.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import jax
+from jax.core import Tracer
+
+from ..lazy_mode import segment as _lazy
+from ..lazy_mode.segment import LazyRef, _flat_call, _new_lazy
+from .compiled_graph import GraphCache
+from .grad_mode import set_grad_enabled
+from .graph import LEAF, Node
+
+__all__ = ["lazy_backward", "TEMPLATES", "ENABLED", "stats"]
+
+#: templates kept per root (op attrs, input avals); roots kept (the oldest dropped beyond)
+PER_ROOT, ROOTS = 4, 256
+#: ``[bool]``: whether lazy backwards use templates (off: every one takes the general path)
+ENABLED = [True]
+_STATS = {"matched": 0, "built": 0, "declined": 0}
+
+
+def stats() -> dict[str, int]:
+    """Counters: backwards run by a template, templates built, plain lazy backwards left to
+    the general path (another structure that cannot be a template, a hook, an error...)."""
+    return dict(_STATS)
+
+
+class _Template:
+    """One compiled backward plan and the graph it was built for, as checks."""
+
+    __slots__ = ("specs", "n_leaves", "fwd_flops", "call", "n_saved", "grad_slots", "root_nr",
+                 "root_aval")
+
+    def __init__(self, order: list[Node], index: dict[Node, int], leaf_slot: dict[int, int],
+                 plan: Any, saved: list[Any], root_nr: int, root_aval: Any) -> None:
+        specs = []
+        for n in order:
+            # (per edge with a gradient: its position, then the plan index of the node it
+            # leads to, or -1 - the slot of the leaf, and the output number)
+            edges = tuple((p, -1 - leaf_slot[id(e[0])], LEAF) if e[1] == LEAF else
+                          (p, index[e[0]], e[1])
+                          for p, e in enumerate(n.next_edges) if e is not None)
+            specs.append((n.op, n.params, n.needs, n.in_avals, n.out_avals, edges,
+                          len(n.dyn)))
+        self.specs = tuple(specs)
+        self.n_leaves = len(leaf_slot)
+        self.fwd_flops = plan.fwd_flops
+        self.root_nr, self.root_aval = root_nr, root_aval
+        avals = [v.aval if v.__class__ is LazyRef else jax.typeof(v) for v in saved]
+        avals.append(root_aval)
+        self.n_saved = len(saved)
+        # (the plan's call as one flat jitted function of the saved values and the root
+        # gradient: what Segment.add_lists records, built once here)
+        flat_f, out_def, out_avals = _flat_call(plan.run, len(saved), tuple(avals))
+        self.call = (flat_f, out_avals)
+        # which flat output is which leaf's gradient (a leaf whose rule gives none has none)
+        leaf_grads, _ = jax.tree_util.tree_unflatten(out_def, list(range(len(out_avals))))
+        self.grad_slots = tuple((s, k) for s, k in enumerate(leaf_grads) if k is not None)
+
+    def match(self, root: Node) -> tuple[list[Node], list[Any], list[Any]] | None:
+        """The nodes (plan order), leaves (slot order) and saved values (the plan's flat
+        order) of the graph under ``root`` when it is this template's graph, else None."""
+        specs = self.specs
+        nodes: list[Any] = [None] * len(specs)
+        nodes[0] = root
+        leaves: list[Any] = [None] * self.n_leaves
+        saved: list[Any] = []
+        keep = saved.append
+        k = 0
+        last = root.seq + 1
+        for op, params, needs, in_avals, out_avals, edges, n_dyn in specs:
+            n = nodes[k]
+            k += 1
+            # (recorded in the plan's order — decreasing ``seq``, as the general path sorts
+            # — which also means no node was reached as two)
+            if n.__class__ is not Node or n.op is not op or n.params is not params or \
+                    n.seq >= last or n.hooks or n.retained or n.needs != needs or \
+                    n.in_avals != in_avals or n.out_avals != out_avals:
+                return None
+            last = n.seq
+            values = n.saved
+            if values is None:  # (freed: the general path raises PyTorch's error)
+                return None
+            for value, ref, version, nr in values:
+                if ref is not None:
+                    t = ref if nr == LEAF else ref()
+                    if t is not None and t._version != version:
+                        return None  # (the general path raises the version error)
+                if value.__class__ is not LazyRef and isinstance(value, Tracer):
+                    return None
+                keep(value)
+            if n_dyn:
+                dyn = n.dyn
+                if len(dyn) != n_dyn or any(isinstance(v, Tracer) for v in dyn):
+                    return None
+                saved.extend(dyn)
+            ne = n.next_edges
+            for p, j, nr in edges:
+                e = ne[p]
+                if e[1] != nr:
+                    return None
+                if j < 0:
+                    have = leaves[-1 - j]
+                    if have is None:
+                        leaves[-1 - j] = e[0]
+                    elif have is not e[0]:
+                        return None
+                else:
+                    have = nodes[j]
+                    if have is None:
+                        nodes[j] = e[0]
+                    elif have is not e[0]:
+                        return None
+        if len(saved) != self.n_saved or (len(leaves) > 1 and
+                                          len(set(map(id, leaves))) != len(leaves)):
+            return None  # (a leaf reached as two: another graph)
+        return nodes, leaves, saved
+
+
+#: (root params id, root input avals) -> templates, most recently used first
+TEMPLATES: dict[Any, list[_Template]] = {}
+
+
+def _remember(key: Any, tpl: _Template) -> None:
+    found = TEMPLATES.get(key)
+    if found is None:
+        if len(TEMPLATES) >= ROOTS:
+            del TEMPLATES[next(iter(TEMPLATES))]
+        found = TEMPLATES[key] = []
+    found.insert(0, tpl)
+    del found[PER_ROOT:]
+
+
+def _build(root: Node, nr: int, aval: Any, leaf_hooks: dict) -> _Template | None:
+    """A new template for the graph under ``root`` (the general path's scan and plan), or
+    None when that graph is not one the compiled backward takes."""
+    _ones, _topological, graph_cache = _ENGINE
+    order = _topological([root])
+    made = GraphCache.scan(order, [(root, nr, _ones(aval))], (), None, leaf_hooks)
+    if made is None:
+        return None
+    key, index, leaf_slot, leaves, saved = made
+    if any(t._meta.dtype.kind == "c" for t in leaves):  # (complex leaves: conjugated by the
+        return None                                       # general path's delivery)
+    _, plan = graph_cache.lookup(key) or graph_cache.build(key, order, index, leaf_slot, None)
+    return _Template(order, index, leaf_slot, plan, saved, nr, aval)
+
+
+def lazy_backward(loss: Any, seg: Any, retain: bool, leaf_hooks: dict) -> bool:
+    """Run ``loss.backward()`` (implicit gradient, no ``inputs`` / ``create_graph``) by a
+    template when ``loss``'s graph matches one: True when done, False to take the general
+    path (which also covers every error)."""
+    root = loss.grad_fn
+    if root.__class__ is not Node or loss._global is not None or loss._aliases or \
+            not ENABLED[0]:
+        return False
+    m = loss._meta
+    if m.__class__ is not LazyRef or m.segment is not seg or m.array is not None:
+        return False
+    aval, nr = m.aval, loss._output_nr
+    key = (id(root.params), root.in_avals)
+    found = None
+    for tpl in TEMPLATES.get(key, ()):
+        if tpl.root_nr == nr and tpl.root_aval == aval:
+            found = tpl.match(root)
+            if found is not None:
+                break
+    else:
+        if aval.size != 1:
+            return False  # (the general path's error: no implicit gradient)
+        tpl = _build(root, nr, aval, leaf_hooks)
+        found = None if tpl is None else tpl.match(root)
+        if found is None:
+            _STATS["declined"] += 1
+            return False
+        _remember(key, tpl)
+        _STATS["built"] += 1
+    nodes, leaves, saved = found
+    for leaf in leaves:
+        if id(leaf) in leaf_hooks:
+            _STATS["declined"] += 1
+            return False
+    _STATS["matched"] += 1
+    if _lazy.split_forward(tpl.fwd_flops):  # (a heavy forward starts now: see split_forward)
+        seg.flush()
+    saved.append(_ENGINE[0](aval)._meta)
+    refs = seg.add_wired(tpl.call[0], saved, tpl.call[1])
+    if not retain:
+        for n in nodes:
+            n.saved = None
+    for s, k in tpl.grad_slots:
+        g = _new_lazy(refs[k])
+        leaf = leaves[s]
+        if leaf._grad is None:
+            leaf._grad = g
+        else:
+            with set_grad_enabled(False):
+                leaf._grad = leaf._grad + g
+    return True
+
+
+#: ``[_ones, _topological, graph_cache]`` of jflow.autograd.engine, which imports this module
+#: and sets them (the engine's implicit root gradient, graph order and compiled plans)
+_ENGINE: list[Any] = []
+
