@@ -234,7 +234,7 @@ def _save(node: Node, rule: Any, ins: tuple[Any, ...], out: Any) -> None:
     saved = node.saved
     keep = saved.append
     needs = node.needs
-    for is_out, i, needed_for in rule.flat_save:
+    for is_out, i, needed_for in rule._flat_save:
         if is_out:
             keep((out._meta, _ref(out), 0, 0))
             continue
@@ -265,11 +265,23 @@ def record1(op: Any, params: dict[str, Any], x: Any, out: Any, dyn: tuple = ()) 
     oa = out._meta.aval
     node.out_avals = (oa,)
     node.hooks = node.retained = None
-    node.saved = []
     node.seq = next(_SEQ)
     rule = op.grad_rule
-    if rule is not None and rule.flat_save:
-        _save(node, rule, (x,), out)
+    fs = None if rule is None else rule._flat_save
+    if fs and len(fs) == 1:  # (one saved value, the common unary rule: _save inlined)
+        is_out, _, needed_for = fs[0]
+        if is_out:
+            node.saved = [(out._meta, _ref(out), 0, 0)]
+        elif needed_for is None or needed_for:  # (x's own gradient reads it: checked)
+            node.saved = [(x._pending_or_value() if x._aliases else x._meta, x, x._version,
+                           LEAF)]
+        else:
+            node.saved = []
+            _save(node, rule, (x,), out)
+    else:
+        node.saved = []
+        if fs:
+            _save(node, rule, (x,), out)
     if _DIFF.get(oa.dtype) or _differentiable(oa.dtype):
         out._requires_grad = True
         out.grad_fn = node
@@ -295,7 +307,7 @@ def record2(op: Any, params: dict[str, Any], x: Any, y: Any, out: Any, dyn: tupl
     node.saved = []
     node.seq = next(_SEQ)
     rule = op.grad_rule
-    if rule is not None and rule.flat_save:
+    if rule is not None and rule._flat_save:
         _save(node, rule, (x, y), out)
     if _DIFF.get(oa.dtype) or _differentiable(oa.dtype):
         out._requires_grad = True

@@ -37,7 +37,7 @@ def set_lazy(flag: bool) -> bool:
     previous setting."""
     if not isinstance(flag, bool):
         raise TypeError(f"flow.lazy.set_lazy(): flag must be a bool, got {type(flag).__name__}")
-    old = is_lazy()
+    old = _LOCAL.active is not None  # (is_lazy, inlined: every lazy block's entry and exit)
     if flag == old:
         return old
     with _LOCK:

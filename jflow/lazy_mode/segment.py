@@ -594,7 +594,16 @@ class Segment:
             return
         self.flushing = True
         try:
-            _computing(self._run)
+            if _TRACE_CLEAN is not None and _TRACE_CLEAN():  # (_computing, inlined: no
+                local = _LOCAL                                 # trace is active)
+                was = local.active
+                local.active = None
+                try:
+                    self._run()
+                finally:
+                    local.active = was
+            else:
+                _computing(self._run)
         finally:
             self.__init__()
 
