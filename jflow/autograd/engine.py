@@ -35,7 +35,6 @@ from . import lazy_backward as _lazy_backward
 from .compiled_graph import GraphCache, traced_rule
 from .grad_mode import set_grad_enabled
 from .graph import LEAF, Node
-from .lazy_backward import lazy_backward
 from .rule import get_rule, is_differentiable_dtype, run_rule, structure_saved
 from .saved import saved_tensors, wrap_saved
 
@@ -488,7 +487,7 @@ def _tensor_backward(self: Tensor, gradient: Tensor | None = None,
     if inputs is None:
         if gradient is None and not create_graph and _lazy.USED[0] and \
                 (seg := _lazy._LOCAL.active) is not None and self.grad_fn is not None and \
-                lazy_backward(self, seg, retain, _leaf_hooks):
+                _lazy_backward.lazy_backward(self, seg, retain, _leaf_hooks):
             return  # (lazy mode, a graph seen before: jflow.autograd.lazy_backward)
         run_backward([self], [gradient], retain, create_graph)
         return

@@ -267,20 +267,14 @@ def record1(op: Any, params: dict[str, Any], x: Any, out: Any, dyn: tuple = ()) 
     node.hooks = node.retained = None
     node.seq = next(_SEQ)
     rule = op.grad_rule
-    fs = None if rule is None else rule._flat_save
-    if fs and len(fs) == 1:  # (one saved value, the common unary rule: _save inlined)
-        is_out, _, needed_for = fs[0]
-        if is_out:
-            node.saved = [(out._meta, _ref(out), 0, 0)]
-        elif needed_for is None or needed_for:  # (x's own gradient reads it: checked)
-            node.saved = [(x._pending_or_value() if x._aliases else x._meta, x, x._version,
-                           LEAF)]
-        else:
-            node.saved = []
-            _save(node, rule, (x,), out)
+    one = None if rule is None else rule._save1  # (BackwardRule: decided at definition)
+    if one == "out":
+        node.saved = [(out._meta, _ref(out), 0, 0)]
+    elif one == "in":
+        node.saved = [(x._pending_or_value() if x._aliases else x._meta, x, x._version, LEAF)]
     else:
         node.saved = []
-        if fs:
+        if rule is not None and rule._flat_save:
             _save(node, rule, (x,), out)
     if _DIFF.get(oa.dtype) or _differentiable(oa.dtype):
         out._requires_grad = True

@@ -64,8 +64,19 @@ class BackwardRule:
 
     def __post_init__(self) -> None:
         fors = self.save_for or (None,) * len(self.save)
-        object.__setattr__(self, "_flat_save",
-                           tuple((kind == "out", i, f) for (kind, i), f in zip(self.save, fors)))
+        flat = tuple((kind == "out", i, f) for (kind, i), f in zip(self.save, fors))
+        object.__setattr__(self, "_flat_save", flat)
+        # what a one-input op's recording saves, decided here rather than per call
+        # (graph.record1): "out" its output, "in" its input (version-checked: the input's own
+        # gradient reads it), None anything else (the general loop)
+        one = None
+        if len(flat) == 1 and flat[0][1] == 0:
+            is_out, _, needed_for = flat[0]
+            if is_out:
+                one = "out"
+            elif needed_for is None or 0 in needed_for:
+                one = "in"
+        object.__setattr__(self, "_save1", one)
 
     def saved_slots(self, layout: Any, n_flat_out: int) -> list[tuple[str, int, int, bool]]:
         """``(kind, flat_start, count, is_list)`` for each saved name, given the call's input

@@ -429,23 +429,17 @@ class Segment:
                 self.new_shapes = True
         else:
             out_avals = glob[2]  # (a sharded executable's logical results, from its plan)
-        nodes = self.nodes
-        n = len(nodes)
+        n = len(self.nodes)
         if dv:  # (before the node: a reader on another thread replays nodes with their dvs)
             self.dvs.extend(dv)
-        nodes.append((f, tuple(wiring), len(dv), len(out_avals)))
+        self.nodes.append((f, tuple(wiring), len(dv), len(out_avals)))
         # (the user's line, kept for ops whose kernels can fail while running: host code)
         self.sites.append(_call_site() if HOST_OPS and CALL_SITES[0] and getattr(
             f, "__name__", None) in HOST_OPS else None)
-        if single:  # (LazyRef and _new_lazy inlined: the hot path of every recorded op)
-            a = out_avals[0]
-            r = _new(LazyRef)
-            r.aval, r.shape, r.dtype, r.segment, r.wire, r.array = \
-                a, a.shape, a.dtype, self, (n, 0), None
+        if single:
+            r = LazyRef(out_avals[0], self, n, 0)
             self.refs.append((r,))
-            out = _new(LazyTensor)
-            out._meta, out._requires_grad, out._grad, out.grad_fn, out._version, \
-                out._global = r, False, None, None, 0, None
+            out = _new_lazy(r)
         else:
             refs = tuple(LazyRef(a, self, n, i) for i, a in enumerate(out_avals))
             self.refs.append(refs)
@@ -471,16 +465,43 @@ class Segment:
         compiled backward: saved values and root gradients), or (``tensors=False``) the
         pending values of its result's leaves, flat (an optimizer step: the values its
         tensors take)."""
-        wiring, avals = [], []
-        wire, aval = wiring.append, avals.append
+        avals: list[Any] = []
+        wiring = self._wire((*a, *b), avals)
+        avals = tuple(avals)
+        key = (f, len(a), avals)
+        hit = _AVALS.get(key)
+        if hit is None:
+            hit = _AVALS[key] = _flat_call(f, len(a), avals)
+            self.new_shapes = True
+        flat_f, out_def, out_avals = hit
+        refs = self._add_flat(flat_f, wiring, out_avals)
+        if not tensors:
+            return refs
+        return jax.tree_util.tree_unflatten(out_def, [*map(_new_lazy, refs)])
+
+    def add_wired(self, f: Any, values: list, out_avals: tuple) -> tuple[LazyRef, ...]:
+        """Record a call of jitted ``f`` on ``values`` (arrays, pending values, Python
+        numbers) whose result avals are known (``out_avals``: a compiled backward's, from its
+        template, jflow.autograd.lazy_backward); the pending values of its flat result."""
+        refs = self._add_flat(f, self._wire(values, None), out_avals)
+        if len(self.nodes) >= MAX_NODES:
+            self.flush()
+        return refs
+
+    def _wire(self, values: Any, avals: list | None) -> tuple:
+        """Where each of ``values`` comes from (a node output of this segment, or an input,
+        added when new); their avals appended to ``avals`` unless it is None."""
+        wiring: list[Any] = []
+        wire = wiring.append
         ids, inputs, in_avals = self.input_ids, self.inputs, self.in_avals
-        for v in (*a, *b):
+        for v in values:
             if v.__class__ is LazyRef:
                 x = v.array
                 if x is None:
                     if v.segment is self:
                         wire(v.wire)
-                        aval(v.aval)
+                        if avals is not None:
+                            avals.append(v.aval)
                         continue
                     x = v.get()
                 elif x.__class__ is _Failure:
@@ -495,62 +516,19 @@ class Segment:
                 k = ids[id(v)] = len(inputs)
                 inputs.append(v)
                 in_avals.append(av)
-            else:
-                av = in_avals[k]
             wire(k)
-            aval(av)
-        avals = tuple(avals)
-        key = (f, len(a), avals)
-        hit = _AVALS.get(key)
-        if hit is None:
-            hit = _AVALS[key] = _flat_call(f, len(a), avals)
-            self.new_shapes = True
-        flat_f, out_def, out_avals = hit
+            if avals is not None:
+                avals.append(in_avals[k])
+        return tuple(wiring)
+
+    def _add_flat(self, f: Any, wiring: tuple, out_avals: tuple) -> tuple[LazyRef, ...]:
+        """Append a node calling ``f`` (flat results ``out_avals``) wired as ``wiring``."""
         n = len(self.nodes)
-        self.nodes.append((flat_f, tuple(wiring), 0, len(out_avals)))
+        self.nodes.append((f, wiring, 0, len(out_avals)))
         # (a compiled backward can hold host kernels' rules: its line, when any exist)
         self.sites.append(_call_site() if HOST_OPS and CALL_SITES[0] else None)
         refs = tuple([LazyRef(x, self, n, i) for i, x in enumerate(out_avals)])
         self.refs.append(refs)
-        if not tensors:
-            return refs
-        return jax.tree_util.tree_unflatten(out_def, [*map(_new_lazy, refs)])
-
-    def add_wired(self, f: Any, values: list, out_avals: tuple) -> tuple[LazyRef, ...]:
-        """Record a call of jitted ``f`` on ``values`` (arrays, pending values, Python
-        numbers) whose result avals are known (``out_avals``: a compiled backward's, from its
-        template, jflow.autograd.lazy_backward); the pending values of its flat result."""
-        wiring = []
-        wire = wiring.append
-        ids, inputs, in_avals = self.input_ids, self.inputs, self.in_avals
-        for v in values:
-            if v.__class__ is LazyRef:
-                x = v.array
-                if x is None:
-                    if v.segment is self:
-                        wire(v.wire)
-                        continue
-                    x = v.get()
-                elif x.__class__ is _Failure:
-                    raise x.error
-                v = x
-            k = ids.get(id(v))
-            if k is None:
-                k = ids[id(v)] = len(inputs)
-                inputs.append(v)
-                try:
-                    in_avals.append(v.aval)
-                except AttributeError:  # (a Python number)
-                    in_avals.append(jax.typeof(v))
-            wire(k)
-        n = len(self.nodes)
-        self.nodes.append((f, tuple(wiring), 0, len(out_avals)))
-        self.sites.append(_call_site() if HOST_OPS and CALL_SITES[0] else None)
-        refs = (LazyRef(out_avals[0], self, n, 0),) if len(out_avals) == 1 else \
-            tuple([LazyRef(a, self, n, i) for i, a in enumerate(out_avals)])
-        self.refs.append(refs)
-        if n + 1 >= MAX_NODES:
-            self.flush()
         return refs
 
     def add_host(self, host: np.ndarray) -> LazyRef:
@@ -594,16 +572,7 @@ class Segment:
             return
         self.flushing = True
         try:
-            if _TRACE_CLEAN is not None and _TRACE_CLEAN():  # (_computing, inlined: no
-                local = _LOCAL                                 # trace is active)
-                was = local.active
-                local.active = None
-                try:
-                    self._run()
-                finally:
-                    local.active = was
-            else:
-                _computing(self._run)
+            _computing(self._run)
         finally:
             self.__init__()
 
