@@ -29,6 +29,7 @@ from jax.core import Tracer
 
 from .autograd.graph import record, record1, record2, record_single
 from .kernels.registry import reraise_host_error as _reraise_host_error
+from .lazy_mode.record import record_lazy1, record_lazy2
 from .lazy_mode.segment import _LOCAL as _LAZY_LOCAL
 from .lazy_mode.segment import HOOK as _LAZY_HOOK
 from .ops.attrs import DYNAMIC, REQUIRED
@@ -229,6 +230,7 @@ def make_apply(op: Any) -> Callable[..., Any]:
                           "_reraise_host_error": _reraise_host_error, "_record": record,
                           "_record1": record1, "_record2": record2,
                           "_record_single": record_single,
+                          "_record_lazy1": record_lazy1, "_record_lazy2": record_lazy2,
                           "_global_apply": _global_apply,
                           "_watch": _WATCH, "_op": op, "_lazy": _LAZY_HOOK,
                           "_lazy_local": _LAZY_LOCAL,
@@ -328,18 +330,20 @@ def make_apply(op: Any) -> Callable[..., Any]:
         needs_grad = structured_needs
         ins_expr = "_ins"
     else:
-        if ins:  # lazy mode (jflow.lazy_mode): the call is recorded, not run
+        if ins and single and len(ins) in (1, 2):  # lazy mode: recorded with its node,
+            args = "".join(i.param + ", " for i in ins)  # in one frame (lazy_mode.record)
+            lines += _LAZY_HEAD + [
+                f"        _t = _record_lazy{len(ins)}(_seg, _f, {args}{'_dv' if dyn else '()'}, "
+                f"{'_op' if grad else 'None'}, _params)",
+                "        if _t is not NotImplemented:", "            return _t"]
+        elif ins:  # lazy mode (jflow.lazy_mode): the call is recorded, not run
             args = "".join(i.param + ", " for i in ins)
             lines += _LAZY_HEAD + [
                 f"        _t = _seg.add(_f, ({args}), {'_dv' if dyn else '()'}, {single})",
                 "        if _t is not NotImplemented:"]
             if grad:
                 lazy_needs = " or ".join(f"{i.param}._requires_grad" for i in ins)
-                if single and len(ins) in (1, 2):
-                    lazy_rec = (f"_record{len(ins)}(_op, _params, "
-                                f"{', '.join(i.param for i in ins)}, _t{', _dv' if dyn else ''})")
-                else:
-                    lazy_rec = f"_record(_op, _params, ({args}), _t{', _dv' if dyn else ''})"
+                lazy_rec = f"_record(_op, _params, ({args}), _t{', _dv' if dyn else ''})"
                 lines += [f"            if {lazy_needs}:", f"                return {lazy_rec}"]
             lines.append("            return _t")
         if ins:  # global tensors (placement + SBP) run through the sharded executor

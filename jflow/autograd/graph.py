@@ -250,61 +250,115 @@ def _save(node: Node, rule: Any, ins: tuple[Any, ...], out: Any) -> None:
         keep((v, t, t._version, LEAF))
 
 
-def record1(op: Any, params: dict[str, Any], x: Any, out: Any, dyn: tuple = ()) -> Any:
-    """:func:`record` for a one-input, one-output op (x requires grad): no loops."""
-    if not _state.enabled:
-        return out
-    node = _new(Node)
-    node.op = op
-    node.params = params
-    node.dyn = dyn
-    node.needs = _TRUE
-    g = x.grad_fn
-    node.next_edges = ((g, x._output_nr) if g is not None else (x, LEAF),)  # (_edge, inlined)
-    node.in_avals = (x._meta.aval,)
-    oa = out._meta.aval
-    node.out_avals = (oa,)
-    node.hooks = node.retained = None
-    node.seq = next(_SEQ)
-    rule = op.grad_rule
-    one = None if rule is None else rule._save1  # (BackwardRule: decided at definition)
-    if one == "out":
-        node.saved = [(out._meta, _ref(out), 0, 0)]
-    elif one == "in":
-        node.saved = [(x._pending_or_value() if x._aliases else x._meta, x, x._version, LEAF)]
-    else:
-        node.saved = []
-        if rule is not None and rule._flat_save:
-            _save(node, rule, (x,), out)
-    if _DIFF.get(oa.dtype) or _differentiable(oa.dtype):
-        out._requires_grad = True
-        out.grad_fn = node
-        out._output_nr = 0
-    return out
+def _saver2(rule: Any, needs: tuple[bool, bool]) -> Callable[..., list]:
+    """What a two-input rule saves when its inputs need ``needs``: :func:`_save`'s choices
+    made once, as a function ``(x, y, out) -> saved`` (generated per rule and needs, kept in
+    ``rule._savers2``: at most three per rule)."""
+    parts = []
+    for is_out, i, needed_for in rule._flat_save:
+        if is_out:
+            parts.append("(out._meta, _ref(out), 0, 0)")
+            continue
+        t = "xy"[i]
+        v = f"{t}._pending_or_value() if {t}._aliases else {t}._meta"
+        if needed_for is None or any(needs[j] for j in needed_for):
+            parts.append(f"({v}, {t}, {t}._version, LEAF)")
+        else:  # (unused by the gradients this node computes: not version-checked)
+            parts.append(f"({v}, None, 0, LEAF)")
+    ns: dict[str, Any] = {"_ref": _ref, "LEAF": LEAF}
+    exec(f"def save(x, y, out):\n    return [{', '.join(parts)}]\n", ns)  # noqa: S102
+    rule._savers2[needs] = fn = ns["save"]
+    return fn
 
 
-def record2(op: Any, params: dict[str, Any], x: Any, y: Any, out: Any, dyn: tuple = ()) -> Any:
-    """:func:`record` for a two-input, one-output op (x or y requires grad): no loops."""
-    if not _state.enabled:
-        return out
-    node = _new(Node)
-    node.op = op
-    node.params = params
-    node.dyn = dyn
-    nx, ny = x._requires_grad, y._requires_grad
-    node.needs = (nx, ny)
-    node.next_edges = (_edge(x) if nx else None, _edge(y) if ny else None)
-    node.in_avals = (x._meta.aval, y._meta.aval)
-    oa = out._meta.aval
-    node.out_avals = (oa,)
-    node.hooks = node.retained = None
+#: The tape's record of a one-output call of an op with one input ``x`` or two inputs ``x``,
+#: ``y`` (some requiring grad) whose output is differentiable: the text of :func:`record1` /
+#: :func:`record2`'s body, which lazy mode's fused recorders (jflow.lazy_mode.record) inline
+#: too — generated from this one text, eager and lazy calls cannot record differently. Free
+#: names: ``op, params, dyn, x, y, out``; ``ia`` (the inputs' avals), ``oas`` (the output's,
+#: a 1-tuple). A rule's saved values are chosen by :class:`~jflow.autograd.rule.BackwardRule`
+#: when it is defined (``_save1``: a one-input rule saving its output or its input).
+TAPE_SRC = {1: """\
+node = _new(Node)
+node.op = op
+node.params = params
+node.dyn = dyn
+node.needs = _TRUE
+g = x.grad_fn
+node.next_edges = ((g, x._output_nr) if g is not None else (x, LEAF),)
+node.in_avals = ia
+node.out_avals = oas
+node.hooks = node.retained = None
+node.seq = next(_SEQ)
+rule = op.grad_rule
+one = None if rule is None else rule._save1
+if one == "out":
+    node.saved = [(out._meta, _ref(out), 0, 0)]
+elif one == "in":
+    node.saved = [(x._pending_or_value() if x._aliases else x._meta, x, x._version, LEAF)]
+else:
     node.saved = []
-    node.seq = next(_SEQ)
-    rule = op.grad_rule
     if rule is not None and rule._flat_save:
-        _save(node, rule, (x, y), out)
+        _save(node, rule, (x,), out)
+out._requires_grad = True
+out.grad_fn = node
+out._output_nr = 0
+""", 2: """\
+node = _new(Node)
+node.op = op
+node.params = params
+node.dyn = dyn
+nx, ny = x._requires_grad, y._requires_grad
+node.needs = needs = (nx, ny)
+g = x.grad_fn
+ex = ((g, x._output_nr) if g is not None else (x, LEAF)) if nx else None
+g = y.grad_fn
+node.next_edges = (ex, ((g, y._output_nr) if g is not None else (y, LEAF)) if ny else None)
+node.in_avals = ia
+node.out_avals = oas
+node.hooks = node.retained = None
+node.seq = next(_SEQ)
+rule = op.grad_rule
+if rule is None or not rule._flat_save:
+    node.saved = []
+else:
+    node.saved = (rule._savers2.get(needs) or _saver2(rule, needs))(x, y, out)
+out._requires_grad = True
+out.grad_fn = node
+out._output_nr = 0
+"""}
+
+#: the module names TAPE_SRC reads (a generated recorder's namespace takes them from here)
+TAPE_NAMES = ("Node", "LEAF", "_SEQ", "_ref", "_TRUE", "_save", "_saver2")
+
+_RECORD_SRC = """\
+def record{n}(op, params, {args}, out, dyn=()):
+    if not _state.enabled:
+        return out
+    oa = out._meta.aval
     if _DIFF.get(oa.dtype) or _differentiable(oa.dtype):
-        out._requires_grad = True
-        out.grad_fn = node
-        out._output_nr = 0
+        ia = ({avals})
+        oas = (oa,)
+{body}
     return out
+"""
+
+
+def _make_record(n: int) -> Callable[..., Any]:
+    args = ("x", "y")[:n]
+    src = _RECORD_SRC.format(n=n, args=", ".join(args), avals="".join(
+        f"{a}._meta.aval, " for a in args), body=_indent(TAPE_SRC[n], 8))
+    ns: dict[str, Any] = {}
+    exec(compile(src, f"<jflow tape record{n}>", "exec"), globals(), ns)  # noqa: S102
+    return ns[f"record{n}"]
+
+
+def _indent(text: str, n: int) -> str:
+    return "".join(" " * n + line + "\n" for line in text.splitlines())
+
+
+record1 = _make_record(1)
+record1.__doc__ = """:func:`record` for a one-input, one-output op (x requires grad): no loops."""
+record2 = _make_record(2)
+record2.__doc__ = """:func:`record` for a two-input, one-output op (x or y requires grad): no
+loops."""

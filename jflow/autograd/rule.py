@@ -77,6 +77,8 @@ class BackwardRule:
             elif needed_for is None or 0 in needed_for:
                 one = "in"
         object.__setattr__(self, "_save1", one)
+        # a two-input op's savers, per needs (graph._saver2 makes them on first use)
+        object.__setattr__(self, "_savers2", {})
 
     def saved_slots(self, layout: Any, n_flat_out: int) -> list[tuple[str, int, int, bool]]:
         """``(kind, flat_start, count, is_list)`` for each saved name, given the call's input

@@ -413,12 +413,7 @@ class Segment:
                 return NotImplemented
             k = self.input_ids.get(id(v))
             if k is None:
-                k = self.input_ids[id(v)] = len(self.inputs)
-                self.inputs.append(v)
-                try:
-                    self.in_avals.append(v.aval)
-                except AttributeError:  # (host data: a tensor made by _wrap(ndarray))
-                    self.in_avals.append(jax.typeof(v))
+                k = self.new_input(v)
             wiring.append(k)
             avals.append(self.in_avals[k])
         if glob is None:
@@ -451,6 +446,17 @@ class Segment:
         if n + 1 >= MAX_NODES:
             self.flush()
         return out
+
+    def new_input(self, v: Any) -> int:
+        """Add ``v`` (an array, host data of a tensor made by ``_wrap(ndarray)``, a Python
+        number) as an input read from outside the segment; its position."""
+        k = self.input_ids[id(v)] = len(self.inputs)
+        self.inputs.append(v)
+        try:
+            self.in_avals.append(v.aval)
+        except AttributeError:  # (host data, a Python number)
+            self.in_avals.append(jax.typeof(v))
+        return k
 
     def _drop_inputs(self, n: int) -> None:
         """Forget the inputs a call that is not recorded after all added (from ``n`` on)."""
@@ -493,7 +499,7 @@ class Segment:
         added when new); their avals appended to ``avals`` unless it is None."""
         wiring: list[Any] = []
         wire = wiring.append
-        ids, inputs, in_avals = self.input_ids, self.inputs, self.in_avals
+        ids, in_avals = self.input_ids, self.in_avals
         for v in values:
             if v.__class__ is LazyRef:
                 x = v.array
@@ -509,13 +515,7 @@ class Segment:
                 v = x
             k = ids.get(id(v))
             if k is None:
-                try:
-                    av = v.aval
-                except AttributeError:  # (a Python number)
-                    av = jax.typeof(v)
-                k = ids[id(v)] = len(inputs)
-                inputs.append(v)
-                in_avals.append(av)
+                k = self.new_input(v)
             wire(k)
             if avals is not None:
                 avals.append(in_avals[k])
