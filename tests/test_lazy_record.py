@@ -13,7 +13,7 @@ import numpy as np
 import pytest
 
 import jflow as flow
-from jflow.autograd import register_backward
+from jflow.autograd import lazy_backward, register_backward
 from jflow.autograd.graph import LEAF
 from jflow.kernels import register_kernel
 from jflow.lazy_mode import record as _record
@@ -232,3 +232,65 @@ def test_a_full_segment_flushes_and_gradients_still_equal_eager() -> None:
     eager, _, eager_grad = _graph(fn, lazy=False)
     assert lazy == eager
     np.testing.assert_allclose(lazy_grad, eager_grad, rtol=2e-6, atol=1e-6)
+
+
+_UNARY = ("tanh", "sigmoid", "exp", "sin")
+_BINARY = ("mul", "add", "sub", "truediv")
+
+
+@pytest.mark.parametrize("seed", range(6))
+def test_random_chains_recorded_lazily_match_pytorch(seed: int) -> None:
+    # random chains of the ops the fused recorder takes (one/two inputs, tensor and scalar
+    # operands, a reduction, float32 and float64, either input requiring grad), three steps
+    # in lazy mode (the second and third record by the fused path and backward by template):
+    # values and every gradient against PyTorch eager
+    torch = pytest.importorskip("torch")
+    rng = np.random.default_rng(seed)
+    dtype = (np.float32, np.float64)[seed % 2]
+    shape = tuple(int(n) for n in rng.integers(1, 5, size=int(rng.integers(1, 3))))
+    xs = rng.uniform(-1, 1, shape).astype(dtype)
+    cs = rng.uniform(0.5, 1.5, shape).astype(dtype)
+    grad_c = bool(seed % 3 == 0)
+    steps = []
+    for _ in range(8):
+        kind = rng.choice(["unary", "binary", "scalar"])
+        if kind == "unary":
+            steps.append(("unary", str(rng.choice(_UNARY)), None))
+        elif kind == "binary":
+            steps.append(("binary", str(rng.choice(_BINARY)), bool(rng.integers(2))))
+        else:
+            steps.append(("scalar", str(rng.choice(_BINARY)), float(rng.uniform(0.5, 2.0))))
+
+    def run(x, c):
+        y = x
+        for kind, name, arg in steps:
+            if kind == "unary":
+                y = getattr(y, name)()
+            elif kind == "binary":
+                a, b = (y, c) if arg else (c, y)
+                y = getattr(a, f"__{name}__")(b)
+                if name == "truediv":  # (keep values bounded)
+                    y = y.tanh()
+            else:
+                y = getattr(y, f"__{name}__")(arg)
+        return (y * y).sum()
+
+    tx = torch.tensor(xs, requires_grad=True)
+    tc = torch.tensor(cs, requires_grad=grad_c)
+    tloss = run(tx, tc)
+    tloss.backward()
+    x = flow.tensor(xs, requires_grad=True)
+    c = flow.tensor(cs, requires_grad=grad_c)
+    tol = dict(rtol=1e-5, atol=1e-6) if dtype == np.float32 else dict(rtol=1e-12, atol=1e-12)
+    matched = lazy_backward.stats()["matched"]
+    for _ in range(3):
+        x.grad = c.grad = None
+        with flow.lazy():
+            loss = run(x, c)
+            loss.backward()
+        np.testing.assert_allclose(loss.numpy(), tloss.detach().numpy(), **tol)
+        np.testing.assert_allclose(x.grad.numpy(), tx.grad.numpy(), **tol)
+        if grad_c:
+            np.testing.assert_allclose(c.grad.numpy(), tc.grad.numpy(), **tol)
+        assert loss.dtype == (flow.float32 if dtype == np.float32 else flow.float64)
+    assert lazy_backward.stats()["matched"] - matched >= 2  # (steps 2 and 3 by template)

@@ -226,10 +226,6 @@ _ref = weakref.ref
 _TRUE = (True,)
 
 
-def _edge(t: Any) -> tuple[Any, int]:
-    return (t.grad_fn, t._output_nr) if t.grad_fn is not None else (t, LEAF)
-
-
 def _save(node: Node, rule: Any, ins: tuple[Any, ...], out: Any) -> None:
     saved = node.saved
     keep = saved.append

@@ -226,8 +226,7 @@ def lazy_backward(loss: Any, seg: Any, retain: bool, leaf_hooks: dict) -> bool:
             _STATS["declined"] += 1
             return False
     _STATS["matched"] += 1
-    if tpl.fwd_flops >= _lazy.SPLIT_FLOPS and _lazy.split_forward(tpl.fwd_flops):
-        # (a heavy forward starts now: see split_forward)
+    if _lazy.split_forward(tpl.fwd_flops):  # (a heavy forward starts now: see split_forward)
         seg.flush()
     saved.append(_ENGINE[0](aval)._meta)
     refs = seg.add_wired(tpl.call[0], saved, tpl.call[1])

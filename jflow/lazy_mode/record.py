@@ -77,6 +77,8 @@ def record_lazy{n}(seg, f, {xs}, dv, op, params):
     seg.sites.append(_call_site() if HOST_OPS and CALL_SITES[0] and _getattr(
         f, "__name__", None) in HOST_OPS else None)
     oa = oas[0]
+    # (the fields of LazyRef.__init__ and segment._new_lazy, set here without their two
+    # calls: a third of what this function saves per op)
     r = _new(LazyRef)
     r.aval = oa
     r.shape = oa.shape
