@@ -1,0 +1,432 @@
+"""PyTorch's own op test database (OpInfo) run against jflow: a differential test.
+
+PyTorch keeps one entry per op in ``torch.testing._internal.common_methods_invocations.op_db``
+(sample inputs per dtype, whether the op has gradients, aliases). This module runs those
+samples through PyTorch and through jflow and compares the results:
+
+- **resolve**: an OpInfo's jflow callable comes from its name (``"linalg.solve"`` ->
+  ``flow.linalg.solve``, ``"__radd__"`` -> ``flow.Tensor.__radd__``); an op that PyTorch's
+  database wraps in a lambda (``lambda x, n: torch.polygamma(n, x)``) runs that lambda with
+  ``torch`` bound to jflow, so its argument shuffling is PyTorch's own.
+- **values**: float32 samples, outputs compared by shape, dtype and value (``RTOL``/``ATOL``);
+  ops that draw random numbers (jflow's generator is not PyTorch's) and ``empty`` factories
+  compare shape and dtype only (``SHAPE_ONLY``).
+- **gradients**: float64 samples with ``requires_grad``; a random real cotangent per
+  differentiable output, and the gradients of every leaf the sample holds compared.
+
+A sample PyTorch itself refuses is skipped. PyTorch is needed (it is a test-only reference:
+``tests/test_opinfo.py`` runs this where PyTorch is installed, ``benchmarks/opinfo_sweep.py``
+runs every sample and writes the report).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import types
+from collections.abc import Callable, Iterator
+from typing import Any
+
+import numpy as np
+
+import jflow as flow
+
+#: Value tolerances (float32 samples) and gradient tolerances (float64 samples).
+RTOL, ATOL = 1e-4, 1e-5
+GRAD_RTOL, GRAD_ATOL = 1e-5, 1e-7
+
+#: OpInfos whose values are random draws or uninitialized memory: only the outputs' shapes and
+#: dtypes are compared (jflow's generator is seeded like PyTorch's but draws other numbers).
+SHAPE_ONLY = frozenset({
+    "bernoulli", "cauchy", "exponential", "geometric", "log_normal", "normal", "uniform",
+    "multinomial", "rand_like", "randn", "randn_like", "randint", "randint_like",
+    "nn.functional.dropout", "nn.functional.dropout2d", "nn.functional.dropout3d",
+    "nn.functional.alpha_dropout", "nn.functional.feature_alpha_dropout",
+    "nn.functional.rrelu", "svd_lowrank", "pca_lowrank",
+    "empty", "empty_like", "empty_strided", "new_empty", "new_empty_strided",
+    "empty_permuted",
+})
+
+
+@dataclasses.dataclass
+class Outcome:
+    """One sample's result: ``kind`` is ``pass``, ``mismatch``, ``error`` (jflow raised where
+    PyTorch computed) or ``skip`` (PyTorch refused the sample)."""
+
+    kind: str
+    detail: str = ""
+
+
+def op_db() -> list[Any]:
+    """PyTorch's OpInfo list (imports PyTorch's testing internals: a few seconds)."""
+    from torch.testing._internal.common_methods_invocations import op_db as db
+    return list(db)
+
+
+def key(info: Any) -> str:
+    """``name`` or ``name.variant``: the id of an OpInfo in reports and allow-lists."""
+    return f"{info.name}.{info.variant_test_name}" if info.variant_test_name else info.name
+
+
+# -- resolving an OpInfo to a jflow callable --------------------------------------------------
+
+def _path(root: Any, dotted: str) -> Any:
+    obj = root
+    for part in dotted.split("."):
+        obj = getattr(obj, part, None)
+        if obj is None:
+            return None
+    return obj
+
+
+class _TorchAsFlow(types.ModuleType):
+    """``torch`` for a lambda from PyTorch's database: every name resolves on jflow."""
+
+    def __init__(self) -> None:
+        super().__init__("torch")
+
+    def __getattr__(self, name: str) -> Any:
+        value = getattr(flow, name, None)
+        if value is None:
+            raise AttributeError(f"jflow has no torch.{name}")
+        return value
+
+
+def _seeded(fn: Callable, *args: Any, **kwargs: Any) -> Any:
+    flow.manual_seed(42)
+    return fn(*args, **kwargs)
+
+
+def resolve(info: Any) -> Callable | None:
+    """The jflow callable an OpInfo tests, or None where jflow has none."""
+    import torch
+
+    op = info.op
+    if isinstance(op, types.FunctionType) and "torch.testing" in (op.__module__ or ""):
+        if op.__code__.co_freevars:
+            return None
+        names = dict(op.__globals__, torch=_TorchAsFlow(), wrapper_set_seed=_seeded)
+        fn = types.FunctionType(op.__code__, names, op.__name__, op.__defaults__)
+        fn.__kwdefaults__ = op.__kwdefaults__
+        target = _lambda_target(op)
+        return fn if target is None or _path(flow, target) is not None else None
+    if isinstance(op, (torch._ops.OpOverload, torch._ops.OpOverloadPacket)) or \
+            type(op).__name__ == "_JittedFunction":
+        return None  # ATen internals and CUDA jiterator kernels: no public Python API
+    if info.name.startswith("__") or type(op).__name__ in ("method_descriptor",
+                                                          "wrapper_descriptor"):
+        meth = getattr(flow.Tensor, getattr(op, "__name__", info.name), None)
+        return meth
+    found = _path(flow, info.name)
+    if found is None and not info.name.count("."):
+        found = getattr(flow.Tensor, info.name, None)  # method-only ops
+    return found if callable(found) else None
+
+
+def _lambda_target(op: Callable) -> str | None:
+    """The jflow attribute a database lambda reaches through ``torch`` (``Tensor.item``,
+    ``polygamma``), read from its code's names, so a lambda over a missing function counts
+    as missing rather than as an error."""
+    code = op.__code__
+    names = list(code.co_names)
+    if "torch" not in names:
+        return None
+    i = names.index("torch")
+    rest = [n for n in names[i + 1:] if n not in ("wrapper_set_seed",)]
+    if not rest:
+        return None
+    if rest[0] in ("Tensor", "nn", "linalg", "special", "fft") and len(rest) > 1:
+        return ".".join(rest[:2] if rest[0] != "nn" else rest[:3])
+    return rest[0]
+
+
+# -- converting samples and comparing results ------------------------------------------------
+
+def _dtype(d: Any) -> Any:
+    return getattr(flow, str(d).rsplit(".", 1)[1])
+
+
+class _Converter:
+    """Converts a sample's PyTorch values to jflow values, one jflow tensor per PyTorch
+    tensor (shared tensors stay shared; leaves keep ``requires_grad``)."""
+
+    def __init__(self) -> None:
+        self.tensors: dict[int, tuple[Any, Any]] = {}
+
+    def __call__(self, obj: Any) -> Any:
+        import torch
+
+        if isinstance(obj, torch.Tensor):
+            got = self.tensors.get(id(obj))
+            if got is None:
+                got = (obj, self._tensor(obj))
+                self.tensors[id(obj)] = got
+            return got[1]
+        if isinstance(obj, torch.dtype):
+            return _dtype(obj)
+        if isinstance(obj, torch.device):
+            return str(obj)
+        if isinstance(obj, torch.Size):
+            return tuple(obj)
+        if isinstance(obj, (torch.memory_format, torch.layout)):
+            name = str(obj).rsplit(".", 1)[1]
+            if not hasattr(flow, name):
+                raise AttributeError(f"jflow has no torch.{name}")
+            return getattr(flow, name)
+        if isinstance(obj, torch.Generator):
+            return None
+        if isinstance(obj, tuple) and hasattr(obj, "_fields"):
+            return type(obj)(*[self(v) for v in obj])
+        if isinstance(obj, (list, tuple)):
+            return type(obj)(self(v) for v in obj)
+        if isinstance(obj, dict):
+            return {k: self(v) for k, v in obj.items()}
+        if callable(obj) and (getattr(obj, "__module__", "") or "").startswith("torch"):
+            name = getattr(obj, "__name__", "")
+            module = obj.__module__.replace("torch", "", 1).lstrip(".")
+            found = _path(flow, f"{module}.{name}" if module else name) or getattr(flow, name,
+                                                                                   None)
+            if found is None:
+                raise AttributeError(f"jflow has no {obj.__module__}.{name}")
+            return found
+        return obj
+
+    @staticmethod
+    def _tensor(t: Any) -> Any:
+        import torch
+
+        src = t.detach().resolve_conj().resolve_neg().cpu()
+        if src.dtype == torch.bfloat16:
+            out = flow.tensor(src.float().numpy()).to(flow.bfloat16)
+        else:
+            out = flow.tensor(src.numpy(), dtype=_dtype(src.dtype))
+        if t.requires_grad:
+            out.requires_grad_(True)
+        return out
+
+
+def _np(t: Any) -> np.ndarray:
+    import torch
+
+    if isinstance(t, torch.Tensor):
+        if t._is_zerotensor():  # a gradient PyTorch knows is zero without storing it
+            return np.zeros(tuple(t.shape), str(t.dtype).rsplit(".", 1)[1])
+        t = t.detach().resolve_conj().resolve_neg().cpu()
+        return (t.float() if t.dtype == torch.bfloat16 else t).numpy()
+    t = t.detach()
+    return np.asarray((t.float() if t.dtype == flow.bfloat16 else t).numpy())
+
+
+def compare(want: Any, got: Any, rtol: float, atol: float, shape_only: bool = False,
+            where: str = "output") -> str:
+    """'' when ``got`` (jflow) equals ``want`` (PyTorch), else what differs."""
+    import torch
+
+    if isinstance(want, torch.Tensor):
+        if not isinstance(got, flow.Tensor):
+            return f"{where}: expected a tensor, got {type(got).__name__}"
+        if tuple(want.shape) != tuple(got.shape):
+            return f"{where}: shape {tuple(got.shape)}, PyTorch {tuple(want.shape)}"
+        if str(want.dtype).rsplit(".", 1)[1] != str(got.dtype).rsplit(".", 1)[1]:
+            return f"{where}: dtype {got.dtype}, PyTorch {want.dtype}"
+        if shape_only:
+            return ""
+        w, g = _np(want), _np(got)
+        if w.dtype.kind in "biu":
+            ok = np.array_equal(w, g)
+        else:
+            ok = np.allclose(g, w, rtol=rtol, atol=atol, equal_nan=True)
+        if not ok:
+            with np.errstate(all="ignore"):
+                err = np.nanmax(np.abs(g.astype(np.complex128) - w)) if w.size else 0.0
+            return f"{where}: values differ (max abs error {err:.3g})"
+        return ""
+    if isinstance(want, (list, tuple)):
+        if not isinstance(got, (list, tuple)) or len(got) != len(want):
+            return f"{where}: expected a sequence of {len(want)}, got {type(got).__name__}"
+        for i, (w, g) in enumerate(zip(want, got)):
+            why = compare(w, g, rtol, atol, shape_only, f"{where}[{i}]")
+            if why:
+                return why
+        return ""
+    if isinstance(want, (bool, int, float, complex)) and not isinstance(want, torch.Tensor):
+        if isinstance(got, flow.Tensor):
+            return f"{where}: expected a Python {type(want).__name__}, got a tensor"
+        if shape_only:
+            return ""
+        if isinstance(want, float) and np.isnan(want):
+            return "" if isinstance(got, float) and np.isnan(got) else f"{where}: {got} != nan"
+        return "" if np.isclose(got, want, rtol=rtol, atol=atol) else f"{where}: {got} != {want}"
+    if want is None:
+        return "" if got is None else f"{where}: expected None"
+    return ""
+
+
+def _leaves(sample: Any) -> list[Any]:
+    import torch
+
+    out: list[Any] = []
+
+    def walk(o: Any) -> None:
+        if isinstance(o, torch.Tensor):
+            if o.requires_grad and o.is_leaf and all(o is not x for x in out):
+                out.append(o)
+        elif isinstance(o, (list, tuple)):
+            for v in o:
+                walk(v)
+        elif isinstance(o, dict):
+            for v in o.values():
+                walk(v)
+
+    walk([sample.input, sample.args, sample.kwargs])
+    return out
+
+
+def _outputs(out: Any) -> list[Any]:
+    """The floating outputs of a result (tensors in nested sequences)."""
+    if isinstance(out, (list, tuple)):
+        return [t for o in out for t in _outputs(o)]
+    return [out] if hasattr(out, "dtype") and hasattr(out, "shape") else []
+
+
+def run_sample(info: Any, fn: Callable, sample: Any, grad: bool = False) -> Outcome:
+    """Runs one sample through PyTorch (``info.op``) and jflow (``fn``) and compares."""
+    import torch
+
+    name = info.name
+    torch.manual_seed(0)
+    try:
+        want = info.op(sample.input, *sample.args, **sample.kwargs)
+    except Exception as e:  # noqa: BLE001  (a sample PyTorch refuses is not ours to judge)
+        return Outcome("skip", f"PyTorch raised {type(e).__name__}")
+    conv = _Converter()
+    try:
+        args = conv([sample.input, list(sample.args), dict(sample.kwargs)])
+        got = fn(args[0], *args[1], **args[2])
+    except Exception as e:  # noqa: BLE001  (any jflow failure is the finding)
+        return Outcome("error", f"{type(e).__name__}: {str(e).splitlines()[0][:160]}"
+                       if str(e) else type(e).__name__)
+    shape_only = name in SHAPE_ONLY
+    try:
+        if not grad:
+            why = compare(want, got, RTOL, ATOL, shape_only)
+            return Outcome("mismatch", why) if why else Outcome("pass")
+        return _compare_grads(want, got, _leaves(sample), conv)
+    except Exception as e:  # noqa: BLE001  (a result that cannot even be compared)
+        return Outcome("error", f"comparing: {type(e).__name__}: {str(e)[:160]}")
+
+
+def _compare_grads(want: Any, got: Any, leaves: list[Any], conv: _Converter) -> Outcome:
+    import torch
+
+    outs_t = [o for o in _outputs(want) if o.requires_grad and (o.is_floating_point()
+                                                                 or o.is_complex())]
+    if not leaves or not outs_t:
+        return Outcome("skip", "no differentiable output")
+    got_outs = _outputs(got)
+    outs_w = _outputs(want)
+    if len(got_outs) != len(outs_w):
+        return Outcome("mismatch", f"{len(got_outs)} outputs, PyTorch {len(outs_w)}")
+    rng = np.random.default_rng(0)
+    loss_t, loss_f = 0, 0
+    for w, g in zip(outs_w, got_outs):
+        if not (w.requires_grad and (w.is_floating_point() or w.is_complex())):
+            continue
+        if not isinstance(g, flow.Tensor) or not g.requires_grad:
+            return Outcome("mismatch", "an output PyTorch differentiates does not require grad")
+        c = rng.standard_normal(tuple(w.shape))
+        if w.is_complex():
+            ci = rng.standard_normal(tuple(w.shape))
+            loss_t = loss_t + (w.real * torch.tensor(c) + w.imag * torch.tensor(ci)).sum()
+            loss_f = loss_f + (g.real * flow.tensor(c) + g.imag * flow.tensor(ci)).sum()
+        else:
+            loss_t = loss_t + (w * torch.tensor(c, dtype=w.dtype)).sum()
+            loss_f = loss_f + (g * flow.tensor(c, dtype=g.dtype)).sum()
+    try:
+        gt = torch.autograd.grad(loss_t, leaves, allow_unused=True)
+    except Exception as e:  # noqa: BLE001
+        return Outcome("skip", f"PyTorch's backward raised {type(e).__name__}")
+    mine = [conv.tensors[id(t)][1] for t in leaves]
+    try:
+        gf = flow.autograd.grad(loss_f, mine, allow_unused=True)
+    except Exception as e:  # noqa: BLE001
+        return Outcome("error", f"backward: {type(e).__name__}: {str(e).splitlines()[0][:160]}"
+                       if str(e) else type(e).__name__)
+    for i, (w, g) in enumerate(zip(gt, gf)):
+        if w is None:
+            if g is not None and np.any(_np(g) != 0):
+                return Outcome("mismatch", f"grad[{i}]: nonzero where PyTorch has none")
+            continue
+        if g is None:
+            if np.any(_np(w) != 0):
+                return Outcome("mismatch", f"grad[{i}]: None where PyTorch has one")
+            continue
+        why = compare(w, g, GRAD_RTOL, GRAD_ATOL, where=f"grad[{i}]")
+        if why:
+            return Outcome("mismatch", why)
+    return Outcome("pass")
+
+
+#: The dtype of value samples, in order of preference: the first one an OpInfo supports
+#: (integer-only ops such as ``gcd`` run their int64 samples).
+FORWARD_DTYPES = ("float32", "int64", "bool", "complex64", "float64")
+
+
+def samples(info: Any, dtype_name: str, limit: int, grad: bool) -> Iterator[Any]:
+    """The first ``limit`` samples of ``info`` for ``dtype_name`` (for values: the first of
+    ``FORWARD_DTYPES`` PyTorch's entry supports)."""
+    import torch
+
+    supported = info.supported_dtypes("cpu")
+    if not grad:
+        dtype_name = next((d for d in FORWARD_DTYPES if getattr(torch, d) in supported), "")
+        if not dtype_name:
+            return
+    dtype = getattr(torch, dtype_name)
+    if dtype not in supported:
+        return
+    if grad and not info.supports_autograd:
+        return
+    torch.manual_seed(0)  # the database draws its inputs from PyTorch's global generator
+    gen = info.sample_inputs("cpu", dtype, requires_grad=grad)
+    for i, s in enumerate(gen):
+        if i >= limit:
+            return
+        yield s
+
+
+@dataclasses.dataclass
+class OpReport:
+    """Every compared sample of one OpInfo."""
+
+    key: str
+    present: bool
+    forward: list[Outcome] = dataclasses.field(default_factory=list)
+    grads: list[Outcome] = dataclasses.field(default_factory=list)
+
+    def failures(self) -> list[str]:
+        return [f"forward: {o.kind}: {o.detail}" for o in self.forward
+                if o.kind in ("error", "mismatch")] + \
+               [f"gradient: {o.kind}: {o.detail}" for o in self.grads
+                if o.kind in ("error", "mismatch")]
+
+
+def check_opinfo(info: Any, forward_samples: int = 6, grad_samples: int = 3) -> OpReport:
+    """Runs an OpInfo's first float32 samples (values) and float64 samples (gradients)."""
+    import warnings
+
+    fn = resolve(info)
+    rep = OpReport(key(info), fn is not None)
+    if fn is None:
+        return rep
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        for s in samples(info, "float32", forward_samples, grad=False):
+            rep.forward.append(run_sample(info, fn, s))
+        for s in samples(info, "float64", grad_samples, grad=True):
+            rep.grads.append(run_sample(info, fn, s, grad=True))
+    return rep
+
+
+#: OpInfos that differ from PyTorch on purpose or through a known, tracked gap: name -> why.
+#: Each deliberate difference is documented in docs/porting.md ("What differs, and why").
+ALLOWED: dict[str, str] = {}

@@ -1,0 +1,53 @@
+"""PyTorch's own op test database against jflow: every OpInfo whose op jflow has runs its
+first value samples through PyTorch and jflow (values in float32, gradients in float64) and
+must agree (``jflow/testing/opinfo.py``). An op added to jflow is covered as soon as its name
+resolves. Deliberate differences and known gaps are listed, with their reasons, in
+``opinfo.ALLOWED``; an entry that starts passing fails here so the list stays true.
+
+The full sweep (more samples per op, the report of what is missing) is
+``benchmarks/opinfo_sweep.py``.
+"""
+
+from __future__ import annotations
+
+import pytest
+
+torch = pytest.importorskip("torch")
+pytest.importorskip("expecttest")  # PyTorch's testing internals import it
+
+from jflow.testing import opinfo  # noqa: E402
+
+#: Samples per OpInfo in the suite (the sweep runs 6 and 3): enough to meet each entry's
+#: main cases while keeping the XLA compiles of ~550 ops within the suite's budget.
+FORWARD_SAMPLES, GRAD_SAMPLES = 2, 1
+
+_DB = {opinfo.key(i): i for i in opinfo.op_db()}
+_PRESENT = sorted(k for k, i in _DB.items() if opinfo.resolve(i) is not None)
+
+
+@pytest.mark.parametrize("name", _PRESENT)
+def test_opinfo_matches_pytorch(name: str) -> None:
+    rep = opinfo.check_opinfo(_DB[name], FORWARD_SAMPLES, GRAD_SAMPLES)
+    failures = rep.failures()
+    if name in opinfo.ALLOWED:
+        assert failures, (f"{name} now matches PyTorch on the suite's samples: remove it from "
+                          f"jflow.testing.opinfo.ALLOWED ({opinfo.ALLOWED[name]})")
+        return
+    assert not failures, f"{name} differs from PyTorch:\n" + "\n".join(failures)
+
+
+def test_allowed_entries_name_real_opinfos() -> None:
+    stale = sorted(set(opinfo.ALLOWED) - set(_DB))
+    assert not stale, f"ALLOWED names OpInfos PyTorch's database does not have: {stale}"
+
+
+def test_harness_catches_a_wrong_op(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The comparison fails when jflow's result is wrong (values, then gradients)."""
+    import jflow as flow
+
+    info = _DB["sin"]
+    monkeypatch.setattr(opinfo, "resolve", lambda i: flow.cos)
+    rep = opinfo.check_opinfo(info, 1, 1)
+    assert any("values differ" in f for f in rep.failures()), rep.failures()
+    rep = opinfo.check_opinfo(_DB["exp"], 0, 1)  # cos's gradient is not exp's
+    assert any(f.startswith("gradient") for f in rep.failures()), rep.failures()
