@@ -37,6 +37,12 @@ __all__ = [
     "bitwise_and",
     "bitwise_or",
     "bitwise_xor",
+    "bitwise_left_shift",
+    "bitwise_right_shift",
+    "gcd",
+    "lcm",
+    "nextafter",
+    "frexp",
     "where",
     "abs",
     "neg",
@@ -191,6 +197,11 @@ __all__ = [
     "lp_pool1d",
     "lp_pool2d",
     "lp_pool3d",
+    "max_unpool1d",
+    "max_unpool2d",
+    "max_unpool3d",
+    "fractional_max_pool2d",
+    "fractional_max_pool3d",
     "interpolate",
     "grid_sample",
     "affine_grid",
@@ -279,6 +290,8 @@ __all__ = [
     "multi_margin_loss",
     "triplet_margin_loss",
     "multilabel_soft_margin_loss",
+    "multilabel_margin_loss",
+    "pdist",
     "pairwise_distance",
     "cosine_similarity",
     "addmm",
@@ -297,6 +310,15 @@ __all__ = [
     "det",
     "slogdet",
     "inverse",
+    "matrix_exp",
+    "svd",
+    "qr",
+    "cholesky",
+    "cholesky_solve",
+    "cholesky_inverse",
+    "triangular_solve",
+    "lu_unpack",
+    "lu_solve",
     "var_mean",
     "std_mean",
     "nansum",
@@ -325,6 +347,8 @@ __all__ = [
     "argwhere",
     "masked_select",
     "masked_scatter",
+    "put",
+    "index_reduce",
     "index_add",
     "index_copy",
     "index_fill",
@@ -396,8 +420,16 @@ __all__ = [
     "bartlett_window",
     "kaiser_window",
     "isin",
+    "stft",
+    "istft",
+    "igamma",
+    "igammac",
 ]
 
+
+class _frexp_result(NamedTuple):
+    mantissa: Tensor
+    exponent: Tensor
 
 class _sort_result(NamedTuple):
     values: Tensor
@@ -451,9 +483,35 @@ class _max_pool3d_with_indices_result(NamedTuple):
     output: Tensor
     indices: Tensor
 
+class _fractional_max_pool2d_result(NamedTuple):
+    output: Tensor
+    indices: Tensor
+
+class _fractional_max_pool3d_result(NamedTuple):
+    output: Tensor
+    indices: Tensor
+
 class _slogdet_result(NamedTuple):
     sign: Tensor
     logabsdet: Tensor
+
+class _svd_result(NamedTuple):
+    U: Tensor
+    S: Tensor
+    V: Tensor
+
+class _qr_result(NamedTuple):
+    Q: Tensor
+    R: Tensor
+
+class _triangular_solve_result(NamedTuple):
+    solution: Tensor
+    cloned_coefficient: Tensor
+
+class _lu_unpack_result(NamedTuple):
+    P: Tensor
+    L: Tensor
+    U: Tensor
 
 class _aminmax_result(NamedTuple):
     min: Tensor
@@ -518,7 +576,10 @@ def sub(
     inplace: bool = False,
 ) -> Tensor: ...
 
-def rsub(input: int | float, other: Tensor) -> Tensor: ...
+@overload
+def rsub(input: Tensor, other: Tensor, *, alpha: int | float = 1) -> Tensor: ...
+@overload
+def rsub(input: Tensor, other: int | float, alpha: int | float = 1) -> Tensor: ...
 
 @overload
 def mul(input: Tensor, other: Tensor, *, inplace: bool = False) -> Tensor: ...
@@ -643,6 +704,28 @@ def bitwise_or(input: Tensor, other: int | float) -> Tensor: ...
 def bitwise_xor(input: Tensor, other: Tensor) -> Tensor: ...
 @overload
 def bitwise_xor(input: Tensor, other: int | float) -> Tensor: ...
+
+@overload
+def bitwise_left_shift(input: Tensor, other: Tensor) -> Tensor: ...
+@overload
+def bitwise_left_shift(input: Tensor, other: int | float) -> Tensor: ...
+@overload
+def bitwise_left_shift(self: int | float, other: Tensor) -> Tensor: ...
+
+@overload
+def bitwise_right_shift(input: Tensor, other: Tensor) -> Tensor: ...
+@overload
+def bitwise_right_shift(input: Tensor, other: int | float) -> Tensor: ...
+@overload
+def bitwise_right_shift(self: int | float, other: Tensor) -> Tensor: ...
+
+def gcd(input: Tensor, other: Tensor) -> Tensor: ...
+
+def lcm(input: Tensor, other: Tensor) -> Tensor: ...
+
+def nextafter(input: Tensor, other: Tensor) -> Tensor: ...
+
+def frexp(input: Tensor) -> _frexp_result: ...
 
 @overload
 def where(condition: Tensor, input: Tensor, other: Tensor) -> Tensor: ...
@@ -1039,7 +1122,10 @@ def chunk(input: Tensor, chunks: int, dim: int = 0) -> tuple[Tensor, ...]: ...
 
 def unbind(input: Tensor, dim: int = 0) -> tuple[Tensor, ...]: ...
 
+@overload
 def narrow(input: Tensor, dim: int, start: int, length: int) -> Tensor: ...
+@overload
+def narrow(input: Tensor, dim: int, start: Tensor, length: int) -> Tensor: ...
 
 def slice(
     input: Tensor,
@@ -1503,6 +1589,47 @@ def lp_pool3d(
     ceil_mode: bool = False,
 ) -> Tensor: ...
 
+def max_unpool1d(
+    input: Tensor,
+    indices: Tensor,
+    kernel_size: int | Sequence[int],
+    stride: int | Sequence[int] | None = None,
+    padding: int | Sequence[int] = 0,
+    output_size: Sequence[int] | None = None,
+) -> Tensor: ...
+
+def max_unpool2d(
+    input: Tensor,
+    indices: Tensor,
+    kernel_size: int | Sequence[int],
+    stride: int | Sequence[int] | None = None,
+    padding: int | Sequence[int] = 0,
+    output_size: Sequence[int] | None = None,
+) -> Tensor: ...
+
+def max_unpool3d(
+    input: Tensor,
+    indices: Tensor,
+    kernel_size: int | Sequence[int],
+    stride: int | Sequence[int] | None = None,
+    padding: int | Sequence[int] = 0,
+    output_size: Sequence[int] | None = None,
+) -> Tensor: ...
+
+def fractional_max_pool2d(
+    input: Tensor,
+    kernel_size: int | Sequence[int],
+    output_size: int | Sequence[int],
+    random_samples: Tensor,
+) -> _fractional_max_pool2d_result: ...
+
+def fractional_max_pool3d(
+    input: Tensor,
+    kernel_size: int | Sequence[int],
+    output_size: int | Sequence[int],
+    random_samples: Tensor,
+) -> _fractional_max_pool3d_result: ...
+
 @overload
 def interpolate(
     input: Tensor,
@@ -1855,6 +1982,10 @@ def multilabel_soft_margin_loss(
     reduction: str = 'mean',
 ) -> Tensor: ...
 
+def multilabel_margin_loss(input: Tensor, target: Tensor, reduction: str = 'mean') -> Tensor: ...
+
+def pdist(input: Tensor, p: float = 2) -> Tensor: ...
+
 def pairwise_distance(
     x1: Tensor,
     x2: Tensor,
@@ -1924,6 +2055,35 @@ def det(input: Tensor) -> Tensor: ...
 def slogdet(input: Tensor) -> _slogdet_result: ...
 
 def inverse(input: Tensor) -> Tensor: ...
+
+def matrix_exp(input: Tensor) -> Tensor: ...
+
+def svd(input: Tensor, some: bool = True, compute_uv: bool = True) -> _svd_result: ...
+
+def qr(input: Tensor, some: bool = True) -> _qr_result: ...
+
+def cholesky(input: Tensor, upper: bool = False) -> Tensor: ...
+
+def cholesky_solve(input: Tensor, input2: Tensor, upper: bool = False) -> Tensor: ...
+
+def cholesky_inverse(input: Tensor, upper: bool = False) -> Tensor: ...
+
+def triangular_solve(
+    input: Tensor,
+    A: Tensor,
+    upper: bool = True,
+    transpose: bool = False,
+    unitriangular: bool = False,
+) -> _triangular_solve_result: ...
+
+def lu_unpack(
+    LU_data: Tensor,
+    LU_pivots: Tensor,
+    unpack_data: bool = True,
+    unpack_pivots: bool = True,
+) -> _lu_unpack_result: ...
+
+def lu_solve(input: Tensor, LU_data: Tensor, LU_pivots: Tensor) -> Tensor: ...
 
 @overload
 def var_mean(
@@ -2110,6 +2270,18 @@ def masked_select(input: Tensor, mask: Tensor) -> Tensor: ...
 
 def masked_scatter(input: Tensor, mask: Tensor, source: Tensor) -> Tensor: ...
 
+def put(input: Tensor, index: Tensor, source: Tensor, accumulate: bool = False) -> Tensor: ...
+
+def index_reduce(
+    input: Tensor,
+    dim: int,
+    index: Tensor,
+    source: Tensor,
+    reduce: str,
+    *,
+    include_self: bool = True,
+) -> Tensor: ...
+
 def index_add(
     input: Tensor,
     dim: int,
@@ -2285,6 +2457,12 @@ def msort(input: Tensor) -> Tensor: ...
 def tensor_split(input: Tensor, sections: int, dim: int = 0) -> tuple[Tensor, ...]: ...
 @overload
 def tensor_split(input: Tensor, indices: Sequence[int], dim: int = 0) -> tuple[Tensor, ...]: ...
+@overload
+def tensor_split(
+    input: Tensor,
+    tensor_indices_or_sections: Tensor,
+    dim: int = 0,
+) -> tuple[Tensor, ...]: ...
 
 @overload
 def hsplit(input: Tensor, sections: int) -> tuple[Tensor, ...]: ...
@@ -2465,3 +2643,33 @@ def isin(
     assume_unique: bool = False,
     invert: bool = False,
 ) -> Tensor: ...
+
+def stft(
+    input: Tensor,
+    n_fft: int,
+    hop_length: int | None = None,
+    win_length: int | None = None,
+    window: Tensor | None = None,
+    center: bool = True,
+    pad_mode: str = 'reflect',
+    normalized: bool = False,
+    onesided: bool | None = None,
+    return_complex: bool | None = None,
+) -> Tensor: ...
+
+def istft(
+    input: Tensor,
+    n_fft: int,
+    hop_length: int | None = None,
+    win_length: int | None = None,
+    window: Tensor | None = None,
+    center: bool = True,
+    normalized: bool = False,
+    onesided: bool | None = None,
+    length: int | None = None,
+    return_complex: bool = False,
+) -> Tensor: ...
+
+def igamma(input: Tensor, other: Tensor) -> Tensor: ...
+
+def igammac(input: Tensor, other: Tensor) -> Tensor: ...

@@ -42,6 +42,8 @@ from .creation import (arange, as_tensor, empty, empty_like, eye, from_numpy, fu
                        full_like, linspace, ones, ones_like, rand, rand_like, randint,
                        randint_like, randn, randn_like, tensor, zeros, zeros_like)
 from .creation import bernoulli, multinomial, randperm  # noqa: E402
+from .creation import empty_strided, logspace, normal  # noqa: E402  (0-d tensor bounds, overloads)
+from .tensor_methods import gradient, histogram, histogramdd, unravel_index  # noqa: E402
 from .tensor_methods import addcdiv, addcmul, lerp  # noqa: E402
 from .tensor_methods import (atleast_1d, atleast_2d, atleast_3d,  # noqa: E402  (issue 14,
                              broadcast_shapes, broadcast_tensors, can_cast,  # breadth 2)
@@ -50,6 +52,8 @@ from .tensor_methods import (atleast_1d, atleast_2d, atleast_3d,  # noqa: E402  
 from .tensor_methods import INPLACE_FUNCTIONS as _INPLACE  # noqa: E402  (torch.<op>_)
 globals().update(_INPLACE)
 from . import linalg  # noqa: E402  (flow.linalg, as torch.linalg)
+from . import special  # noqa: E402  (flow.special, as torch.special)
+from . import fft, signal  # noqa: E402  (flow.fft / flow.signal, as torch's)
 from .linalg import chain_matmul, einsum, tensordot  # noqa: E402  (varargs / nested dims)
 from .tensor_indexing import block_diag, cartesian_prod, meshgrid  # noqa: E402  (varargs)
 from .random import (Generator, default_generator, get_rng_state, initial_seed,  # noqa: E402
@@ -72,6 +76,33 @@ from .amp import (autocast, inference_mode, is_autocast_enabled,  # noqa: E402
 from .backends import get_float32_matmul_precision, set_float32_matmul_precision  # noqa: E402
 from .compiler import compile  # noqa: E402,A004  (flow.compile, as torch.compile)
 from .dtypes import finfo, iinfo  # noqa: E402
+
+# PyTorch-ecosystem surface (libraries that `import torch` reach for these; docs/porting.md
+# "Libraries"): constants, limited-support dtypes, legacy tensor types, the default device,
+# torch.hub / torch.distributions
+import math as _math  # noqa: E402
+pi = _math.pi
+e = _math.e
+inf = _math.inf
+nan = _math.nan
+del _math
+from .dtypes import (float8_e4m3fn, float8_e4m3fnuz, float8_e5m2,  # noqa: E402
+                     float8_e5m2fnuz, float8_e8m0fnu, uint16, uint32, uint64)
+from ._legacy_types import (BFloat16Tensor, BoolTensor, ByteTensor, CharTensor,  # noqa: E402
+                            DoubleTensor, FloatTensor, HalfTensor, IntTensor, LongTensor,
+                            ShortTensor)
+from .default_device import get_default_device, set_default_device  # noqa: E402
+from . import hub, distributions  # noqa: E402
+
+# Memory formats and layouts (accepted, values unchanged: jflow arrays are row-major), the
+# *_copy view variants and other compositions PyTorch's op database names
+from .memory_format import (channels_last, channels_last_3d,  # noqa: E402
+                            contiguous_format, layout, memory_format, preserve_format, strided)
+from .tensor_methods import clone  # noqa: E402  (torch.clone with memory_format=)
+from .view_copies import *  # noqa: E402,F401,F403  (alias_copy ... view_copy, unsafe_split)
+from .composites import (as_strided_scatter, constant_pad_nd, empty_permuted,  # noqa: E402
+                         native_batch_norm, native_group_norm, native_layer_norm,
+                         nonzero_static, pca_lowrank, svd_lowrank)
 
 # flow.<op>(...) for every public functional API function not shadowed above
 _g = globals()

@@ -14,12 +14,14 @@ from jax.core import Tracer
 from . import dtypes as _dt
 from .functional import F, api_default
 from .lazy_mode.segment import LazyRef, LazyTensor
+from .memory_format import check_layout, check_memory_format
 from .tensor import Tensor, _sizes, _tensor_value, _wrap
+from .views import as_strided
 
 __all__ = ["tensor", "from_numpy", "as_tensor", "zeros", "ones", "full", "empty", "arange",
            "linspace", "eye", "rand", "randn", "randint", "zeros_like", "ones_like",
            "full_like", "empty_like", "rand_like", "randn_like", "randint_like", "randperm",
-           "bernoulli", "multinomial"]
+           "bernoulli", "multinomial", "normal", "empty_strided", "logspace"]
 
 
 def tensor(data: Any, dtype: Any = None, device: Any = None,
@@ -113,6 +115,7 @@ def linspace(start: Any, end: Any, steps: int, *, dtype: Any = None, device: Any
              requires_grad: bool = False, placement: Any = None, sbp: Any = None) -> Tensor:
     """``steps`` evenly spaced values from ``start`` to ``end``, both included."""
     d = None if dtype is None else _dt.as_dtype(dtype)
+    start, end = _bound("linspace", "start", start), _bound("linspace", "end", end)
     return _finish(F.linspace(start, end, steps, dtype=d, device=device), requires_grad,
                    placement, sbp, "linspace")
 
@@ -155,12 +158,15 @@ def randint(low: int, high: Any = None, size: Any = None, *, generator: Any = No
                                 dtype=d, device=device), False, placement, sbp, "randint")
 
 
-def _like(input: Tensor, dtype: Any, placement: Any, sbp: Any
-          ) -> tuple[tuple[int, ...], Any, Any, Any]:
+def _like(input: Tensor, dtype: Any, placement: Any, sbp: Any, layout: Any = None,
+          memory_format: Any = None) -> tuple[tuple[int, ...], Any, Any, Any]:
     """Shape, dtype and layout of a ``*_like`` result: a global input's placement and SBP are
     kept unless others are given (as OneFlow)."""
     if not isinstance(input, Tensor):
         raise TypeError(f"expected a Tensor as input, got {type(input).__name__}")
+    # PyTorch's layout= / memory_format= pick strides, never values (jflow: dense, row-major)
+    check_layout("*_like", layout)
+    check_memory_format("*_like", memory_format, input.ndim)
     if input._global is not None and placement is None and sbp is None:
         placement, sbp = input._global
     return (tuple(input.shape), input.dtype if dtype is None else _dt.as_dtype(dtype),
@@ -168,59 +174,70 @@ def _like(input: Tensor, dtype: Any, placement: Any, sbp: Any
 
 
 def zeros_like(input: Tensor, *, dtype: Any = None, device: Any = None,
-               requires_grad: bool = False, placement: Any = None, sbp: Any = None) -> Tensor:
+               requires_grad: bool = False, placement: Any = None, sbp: Any = None,
+               layout: Any = None, memory_format: Any = None) -> Tensor:
     """Zeros of ``input``'s shape and dtype (unless ``dtype`` is given)."""
-    shape, d, placement, sbp = _like(input, dtype, placement, sbp)
+    shape, d, placement, sbp = _like(input, dtype, placement, sbp, layout, memory_format)
     return zeros(shape, dtype=d, device=device, requires_grad=requires_grad,
                  placement=placement, sbp=sbp)
 
 
 def ones_like(input: Tensor, *, dtype: Any = None, device: Any = None,
-              requires_grad: bool = False, placement: Any = None, sbp: Any = None) -> Tensor:
+              requires_grad: bool = False, placement: Any = None, sbp: Any = None,
+              layout: Any = None, memory_format: Any = None) -> Tensor:
     """Ones of ``input``'s shape and dtype (unless ``dtype`` is given)."""
-    shape, d, placement, sbp = _like(input, dtype, placement, sbp)
+    shape, d, placement, sbp = _like(input, dtype, placement, sbp, layout, memory_format)
     return ones(shape, dtype=d, device=device, requires_grad=requires_grad,
                 placement=placement, sbp=sbp)
 
 
 def empty_like(input: Tensor, *, dtype: Any = None, device: Any = None,
-               requires_grad: bool = False, placement: Any = None, sbp: Any = None) -> Tensor:
+               requires_grad: bool = False, placement: Any = None, sbp: Any = None,
+               layout: Any = None, memory_format: Any = None) -> Tensor:
     """``zeros_like``: JAX arrays have no uninitialised memory."""
     return zeros_like(input, dtype=dtype, device=device, requires_grad=requires_grad,
-                      placement=placement, sbp=sbp)
+                      placement=placement, sbp=sbp, layout=layout, memory_format=memory_format)
 
 
 def full_like(input: Tensor, fill_value: Any, *, dtype: Any = None, device: Any = None,
-              requires_grad: bool = False, placement: Any = None, sbp: Any = None) -> Tensor:
+              requires_grad: bool = False, placement: Any = None, sbp: Any = None,
+              layout: Any = None, memory_format: Any = None) -> Tensor:
     """``fill_value`` everywhere, of ``input``'s shape and dtype (unless ``dtype`` is given)."""
-    shape, d, placement, sbp = _like(input, dtype, placement, sbp)
+    shape, d, placement, sbp = _like(input, dtype, placement, sbp, layout, memory_format)
     return full(shape, fill_value, dtype=d, device=device, requires_grad=requires_grad,
                 placement=placement, sbp=sbp)
 
 
 def rand_like(input: Tensor, *, generator: Any = None, dtype: Any = None,
-              device: Any = None, placement: Any = None, sbp: Any = None) -> Tensor:
+              device: Any = None, placement: Any = None, sbp: Any = None,
+              layout: Any = None, memory_format: Any = None) -> Tensor:
     """Uniform [0, 1) samples of ``input``'s shape and dtype (unless ``dtype`` is given)."""
-    shape, d, placement, sbp = _like(input, dtype, placement, sbp)
+    shape, d, placement, sbp = _like(input, dtype, placement, sbp, layout, memory_format)
     return rand(shape, generator=generator, dtype=d, device=device, placement=placement,
                 sbp=sbp)
 
 
 def randn_like(input: Tensor, *, generator: Any = None, dtype: Any = None,
-               device: Any = None, placement: Any = None, sbp: Any = None) -> Tensor:
+               device: Any = None, placement: Any = None, sbp: Any = None,
+               layout: Any = None, memory_format: Any = None) -> Tensor:
     """Standard normal samples of ``input``'s shape and dtype (unless ``dtype`` is given)."""
-    shape, d, placement, sbp = _like(input, dtype, placement, sbp)
+    shape, d, placement, sbp = _like(input, dtype, placement, sbp, layout, memory_format)
     return randn(shape, generator=generator, dtype=d, device=device, placement=placement,
                  sbp=sbp)
 
 
 def randint_like(input: Tensor, low: int, high: Any = None, *, generator: Any = None,
                  dtype: Any = None, device: Any = None, placement: Any = None,
-                 sbp: Any = None) -> Tensor:
+                 sbp: Any = None,
+                 layout: Any = None, memory_format: Any = None) -> Tensor:
     """Integers uniform in ``[low, high)`` (``[0, low)`` if one bound), of ``input``'s shape."""
-    shape, d, placement, sbp = _like(input, dtype, placement, sbp)
+    shape, d, placement, sbp = _like(input, dtype, placement, sbp, layout, memory_format)
     if high is None:
         low, high = 0, low
+    if d.is_floating_point or d is _dt.bool_:  # PyTorch: integers held in the input's dtype
+        r = randint(low, high, shape, generator=generator, dtype=_dt.int64, device=device,
+                    placement=placement, sbp=sbp)
+        return F.cast(r, d)
     return randint(low, high, shape, generator=generator, dtype=d, device=device,
                    placement=placement, sbp=sbp)
 
@@ -339,3 +356,90 @@ def multinomial(input: Tensor, num_samples: int, replacement: bool = False, *,
     if not replacement:
         return F.topk(logw + gumbel, num_samples, dim=-1)[1]
     return F.argmax(F.unsqueeze(logw, -2) + gumbel, dim=-1).long()
+
+
+# -- normal, empty_strided, logspace -----------------------------------------------------------
+
+def _bound(fname: str, arg: str, v: Any) -> Any:
+    """A linspace / logspace bound: a number, or a 0-d tensor's value (as PyTorch)."""
+    if isinstance(v, Tensor):
+        if v.ndim != 0:
+            raise RuntimeError(f"{fname}(): argument '{arg}' must be a number or a 0-dimensional "
+                               f"tensor, got a tensor of shape {list(v.shape)}")
+        return v.item()
+    return v
+
+
+def logspace(start: Any, end: Any, steps: int, base: float = api_default("logspace", "base"),
+             *, dtype: Any = None, device: Any = None, requires_grad: bool = False) -> Tensor:
+    """``base ** linspace(start, end, steps)``; ``start`` / ``end`` numbers or 0-d tensors."""
+    d = None if dtype is None else _dt.as_dtype(dtype)
+    start, end = _bound("logspace", "start", start), _bound("logspace", "end", end)
+    return _finish(F.logspace(start, end, steps, base, dtype=d, device=device),
+                   requires_grad, None, None, "logspace")
+
+
+def _check_std(std: Any) -> None:
+    if isinstance(std, Tensor):
+        if std.numel() and not isinstance(std._meta, Tracer) and \
+                bool(F.lt(std.detach(), 0).any()):
+            raise RuntimeError("normal expects all elements of std >= 0.0")
+    elif std < 0:
+        raise RuntimeError(f"normal expects std >= 0.0, but found std {std}")
+
+
+def normal(mean: Any, std: Any = 1.0, size: Any = None, *, generator: Any = None,
+           dtype: Any = None, layout: Any = None, device: Any = None,
+           pin_memory: bool = False, requires_grad: bool = False) -> Tensor:
+    """torch.normal: draws from N(mean, std**2) element by element. ``mean`` / ``std`` are
+    tensors (broadcast together) or numbers; two numbers need ``size``. Reparameterised as
+    ``mean + std * z`` (z standard normal), so gradients reach tensor arguments: 1 for mean,
+    ``z = (out - mean) / std`` for std. Reproducible with ``flow.manual_seed``."""
+    if layout is not None and str(layout).rpartition(".")[2] != "strided":
+        raise ValueError(f"normal(): only the strided layout exists in jflow, got {layout!r}")
+    tm, ts = isinstance(mean, Tensor), isinstance(std, Tensor)
+    for arg, v in (("mean", mean), ("std", std)):
+        if isinstance(v, Tensor) and not (v.is_floating_point() or v.is_complex()):
+            raise RuntimeError(f"normal(): expected a floating point '{arg}' tensor, got "
+                               f"{v.dtype}")
+    _check_std(std)
+    if not tm and not ts:
+        if size is None:
+            raise TypeError("normal() with a number mean and std needs 'size'")
+        d = _dt.get_default_dtype() if dtype is None else _dt.as_dtype(dtype)
+        z = F.randn(_sizes((size,), "normal"), generator=generator, dtype=d, device=device)
+        out = F.add(F.mul(z, std), mean) if (std != 1 or mean != 0) else z
+        return _finish(out, requires_grad, None, None, "normal")
+    if size is not None:
+        raise TypeError("normal(): 'size' is only accepted with a number mean and std")
+    ref = [t for t in (mean, std) if isinstance(t, Tensor)]
+    shape = tuple(np.broadcast_shapes(*(tuple(t.shape) for t in ref)))
+    dts = [t.dtype for t in ref]
+    d = dts[0] if len(dts) == 1 else _dt.promote_types(dts[0], dts[1])
+    draw = _dt.float64 if d is _dt.float64 else _dt.float32
+    z = F.randn(shape, generator=generator, dtype=draw, device=ref[0].device)
+    if z.dtype != d:
+        z = F.cast(z, d)
+    return F.add(F.mul(z, std), mean)
+
+
+def empty_strided(size: Any, stride: Any, *, dtype: Any = None, device: Any = None,
+                  requires_grad: bool = False) -> Tensor:
+    """A tensor of ``size`` laid out with ``stride`` (``stride()`` reports it): zeros (jflow
+    has no uninitialised memory); a non-row-major ``stride`` makes it a strided view of a
+    zero storage just large enough, as PyTorch's."""
+    size, stride = tuple(int(v) for v in size), tuple(int(v) for v in stride)
+    if len(size) != len(stride):
+        raise RuntimeError(f"empty_strided(): mismatch in length of strides and shape "
+                           f"({len(stride)} strides for {len(size)} sizes)")
+    if any(v < 0 for v in size) or any(v < 0 for v in stride):
+        raise RuntimeError(f"empty_strided(): sizes and strides must be non-negative, got "
+                           f"size {list(size)} and stride {list(stride)}")
+    dense = tuple(int(np.prod(size[i + 1:], dtype=np.int64)) for i in range(len(size)))
+    if stride == dense or 0 in size or not any(n > 1 for n in size):
+        return zeros(size, dtype=dtype, device=device, requires_grad=requires_grad)
+    storage = 1 + sum((n - 1) * st for n, st in zip(size, stride))
+    out = as_strided(zeros(storage, dtype=dtype, device=device), size, stride, 0)
+    if requires_grad:
+        out.requires_grad_()
+    return out

@@ -25,7 +25,7 @@ class device:
         if not isinstance(type, str):
             raise TypeError(f"device: expected a string like 'cpu' or 'cuda:0', got {type!r}")
         name, _, idx = type.partition(":")
-        if name not in _JAX_PLATFORM:
+        if name not in _JAX_PLATFORM and name != "meta":
             raise ValueError(f"device: unknown device type '{name}'; expected one of "
                              f"{sorted(_JAX_PLATFORM)}")
         if idx:
@@ -51,6 +51,9 @@ class device:
 
     def jax_device(self) -> jax.Device:
         """The JAX device this names (a clear error when the platform is absent)."""
+        if self.type == "meta":  # a name only: comparing / printing it works, data does not
+            raise NotImplementedError("device 'meta': jflow has no meta tensors (shape and "
+                                      "dtype without data); create the tensor on 'cpu'")
         try:
             devs = jax.local_devices(backend=_JAX_PLATFORM[self.type])  # this process's
         except RuntimeError:

@@ -18,7 +18,10 @@ import numpy as np
 
 __all__ = [
     "dtype", "bool_", "uint8", "int8", "int16", "int32", "int64", "float16", "bfloat16",
-    "float32", "float64", "complex64", "complex128", "all_dtypes", "as_dtype", "promote_types",
+    "float32", "float64", "complex64", "complex128", "all_dtypes",
+    "uint16", "uint32", "uint64", "float8_e4m3fn", "float8_e5m2", "float8_e4m3fnuz",
+    "float8_e5m2fnuz", "float8_e8m0fnu", "limited_dtypes",
+    "as_dtype", "promote_types",
     "result_type",
     "get_default_dtype", "set_default_dtype", "scalar_category", "finfo", "iinfo",
 ]
@@ -51,7 +54,7 @@ class dtype:
     @property
     def is_signed(self) -> builtins.bool:
         """Whether values can be negative (False only for ``bool`` and ``uint8``)."""
-        return self.name not in ("bool", "uint8")
+        return self.name not in ("bool", "uint8", "uint16", "uint32", "uint64")
 
     def __repr__(self) -> str:
         return f"flow.{self.name}"
@@ -81,8 +84,24 @@ complex128 = dtype("complex128", np.complex128, _COMPLEX)
 
 all_dtypes = (bool_, uint8, int8, int16, int32, int64, float16, bfloat16, float32, float64,
               complex64, complex128)
-_BY_NP = {d.np: d for d in all_dtypes}
-_BY_NAME = {d.name: d for d in all_dtypes}
+
+# -- limited-support dtypes (PyTorch's "shell" dtypes) ------------------------------------------
+# uint16/32/64 and float8 exist, as in PyTorch, for creating, casting, storing and loading
+# tensors; like PyTorch they take no part in type promotion (mixing one with another dtype
+# raises). They are not in ``all_dtypes`` (the dtypes every op supports).
+uint16 = dtype("uint16", np.uint16, _INT)
+uint32 = dtype("uint32", np.uint32, _INT)
+uint64 = dtype("uint64", np.uint64, _INT)
+float8_e4m3fn = dtype("float8_e4m3fn", ml_dtypes.float8_e4m3fn, _FLOAT)
+float8_e5m2 = dtype("float8_e5m2", ml_dtypes.float8_e5m2, _FLOAT)
+float8_e4m3fnuz = dtype("float8_e4m3fnuz", ml_dtypes.float8_e4m3fnuz, _FLOAT)
+float8_e5m2fnuz = dtype("float8_e5m2fnuz", ml_dtypes.float8_e5m2fnuz, _FLOAT)
+float8_e8m0fnu = dtype("float8_e8m0fnu", ml_dtypes.float8_e8m0fnu, _FLOAT)
+limited_dtypes = (uint16, uint32, uint64, float8_e4m3fn, float8_e5m2, float8_e4m3fnuz,
+                  float8_e5m2fnuz, float8_e8m0fnu)
+
+_BY_NP = {d.np: d for d in all_dtypes + limited_dtypes}
+_BY_NAME = {d.name: d for d in all_dtypes + limited_dtypes}
 _ALIASES = {"float": float32, "double": float64, "half": float16, "long": int64, "int": int32,
             "short": int16, "char": int8, "byte": uint8, "cfloat": complex64,
             "cdouble": complex128}
@@ -185,7 +204,19 @@ def _promote_pair(a: dtype, b: dtype) -> dtype:
     return a if a.itemsize > b.itemsize else b
 
 
-_PROMOTE = {(a, b): _promote_pair(a, b) for a in all_dtypes for b in all_dtypes}
+class _PromoteTable(dict):
+    """(a, b) -> promoted dtype; a pair with a limited-support dtype raises as in PyTorch."""
+
+    def __missing__(self, key: tuple[dtype, dtype]) -> dtype:
+        a, b = key
+        if a is b:
+            return a
+        odd = a if a in limited_dtypes else b
+        raise TypeError(f"Promotion for {a} and {b} is not supported: {odd} is a "
+                        f"limited-support dtype (as in PyTorch); cast explicitly")
+
+
+_PROMOTE = _PromoteTable({(a, b): _promote_pair(a, b) for a in all_dtypes for b in all_dtypes})
 
 
 def promote_types(a: dtype, b: dtype) -> dtype:

@@ -13,12 +13,18 @@ from collections.abc import Sequence
 from typing import Any
 
 from .functional import F
+from .functional.functors import linalg as _fl
 from .tensor import Tensor
+from .views.methods import diagonal as _diagonal
 
 __all__ = ["norm", "vector_norm", "matrix_norm", "inv", "det", "slogdet", "solve", "cholesky",
            "qr", "svd", "svdvals", "eigh", "eigvalsh", "pinv", "lstsq", "matrix_rank", "cross",
            "multi_dot"]
 __all__ += ["matrix_power"]  # issue 14, breadth round 2
+__all__ += ["solve_triangular", "lu_factor", "lu_factor_ex", "lu", "lu_solve", "eig", "eigvals",
+            "vecdot", "cholesky_ex", "inv_ex", "solve_ex", "cond", "householder_product",
+            "tensorinv", "tensorsolve", "vander", "diagonal", "matmul", "matrix_exp",
+            "ldl_factor", "ldl_factor_ex", "ldl_solve"]
 
 norm = F.linalg_norm
 vector_norm = F.linalg_vector_norm
@@ -33,12 +39,59 @@ svd = F.linalg_svd
 svdvals = F.linalg_svdvals
 eigh = F.linalg_eigh
 eigvalsh = F.linalg_eigvalsh
-pinv = F.linalg_pinv
 lstsq = F.linalg_lstsq
-matrix_rank = F.linalg_matrix_rank
 cross = F.linalg_cross
 multi_dot = F.linalg_multi_dot
 matrix_power = F.linalg_matrix_power
+# LU, triangular solves, eig, the *_ex variants (functors/linalg.py)
+solve_triangular = F.linalg_solve_triangular
+lu_factor = F.linalg_lu_factor
+lu_factor_ex = F.linalg_lu_factor_ex
+lu = F.linalg_lu
+lu_solve = F.linalg_lu_solve
+eig = F.linalg_eig
+eigvals = F.linalg_eigvals
+vecdot = F.linalg_vecdot
+cholesky_ex = F.linalg_cholesky_ex
+inv_ex = F.linalg_inv_ex
+solve_ex = F.linalg_solve_ex
+cond = F.linalg_cond
+householder_product = F.linalg_householder_product
+tensorinv = F.linalg_tensorinv
+tensorsolve = F.linalg_tensorsolve
+vander = F.linalg_vander
+matrix_exp = F.linalg_matrix_exp
+matmul = F.matmul
+ldl_factor = F.linalg_ldl_factor
+ldl_factor_ex = F.linalg_ldl_factor_ex
+ldl_solve = F.linalg_ldl_solve
+
+
+def pinv(A: Tensor, rcond: Any = None, hermitian: bool = False, *, atol: Any = None,
+         rtol: Any = None) -> Tensor:
+    """torch.linalg.pinv(A, *, atol=None, rtol=None, hermitian=False) (and the older
+    ``pinv(A, rcond, hermitian)``): ``atol`` / ``rtol`` numbers or tensors."""
+    if rcond is not None:
+        rtol = rcond
+    if isinstance(atol, Tensor) or isinstance(rtol, Tensor):
+        return _fl.pinv_impl(A, atol, rtol, hermitian)
+    return F.linalg_pinv(A, atol=atol, rtol=rtol, hermitian=hermitian)
+
+
+def matrix_rank(A: Tensor, tol: Any = None, hermitian: bool = False, *, atol: Any = None,
+                rtol: Any = None) -> Tensor:
+    """torch.linalg.matrix_rank(A, *, atol=None, rtol=None, hermitian=False) (and the older
+    ``matrix_rank(A, tol, hermitian)``, tol = atol with rtol 0): numbers or tensors."""
+    if tol is not None:
+        atol, rtol = tol, 0.0
+    if isinstance(atol, Tensor) or isinstance(rtol, Tensor):
+        return _fl.matrix_rank_impl(A, atol, rtol, hermitian)
+    return F.linalg_matrix_rank(A, atol=atol, rtol=rtol, hermitian=hermitian)
+
+
+def diagonal(A: Tensor, *, offset: int = 0, dim1: int = -2, dim2: int = -1) -> Tensor:
+    """torch.linalg.diagonal: ``torch.diagonal`` with the matrix dims last by default."""
+    return _diagonal(A, offset=offset, dim1=dim1, dim2=dim2)
 
 
 def einsum(equation: str, *operands: Any) -> Tensor:

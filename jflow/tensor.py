@@ -140,6 +140,9 @@ class Tensor:
                              f"of [{-nd}, {nd - 1}], but got {dim})")
         return self._meta.shape[dim]
 
+    #: PyTorch's flag for Intel XPU devices: jflow has none (mock_torch libraries probe it)
+    is_xpu = False
+
     @property
     def device(self) -> _device:
         """The device holding the value (under a JAX trace: the first device)."""

@@ -84,8 +84,8 @@ def _is_neg(self: Tensor) -> bool:
 
 
 def _to(d: _dt.dtype, name: str) -> Any:
-    def method(self: Tensor) -> Tensor:
-        return self.to(d)
+    def method(self: Tensor, *, memory_format: Any = None) -> Tensor:
+        return self.to(d, memory_format=memory_format)
     method.__name__ = name
     method.__doc__ = f"``self.to({d})``"
     return method

@@ -447,6 +447,32 @@ Tensor.__getitem__ = getitem  # type: ignore[method-assign]
 Tensor.__setitem__ = setitem  # type: ignore[method-assign]
 Tensor.T = property(_T)  # type: ignore[attr-defined]
 Tensor.mT = property(_mT)  # type: ignore[attr-defined]
+
+
+# -- conjugate transposes (Tensor.H / Tensor.mH) -----------------------------------------------
+
+def _conj_if_complex(t: Tensor) -> Tensor:
+    return t.conj() if t.is_complex() else t
+
+
+def _H(self: Tensor) -> Tensor:
+    """The conjugate transpose of a matrix (a 0-d tensor is its own conjugate)."""
+    if self._meta.ndim not in (0, 2):
+        raise RuntimeError(f"tensor.H is only supported on matrices (2-D tensors). Got "
+                           f"{self._meta.ndim}-D tensor.")
+    return _conj_if_complex(_T(self) if self._meta.ndim else self)
+
+
+def _mH(self: Tensor) -> Tensor:
+    """The conjugate transpose of each matrix of a batch (the last two dims)."""
+    if self._meta.ndim < 2:
+        raise RuntimeError(f"tensor.mH is only supported on matrices or batches of matrices. "
+                           f"Got {self._meta.ndim}-D tensor.")
+    return _conj_if_complex(F.transpose(self, -2, -1))
+
+
+Tensor.H = property(_H)  # type: ignore[attr-defined]
+Tensor.mH = property(_mH)  # type: ignore[attr-defined]
 for _fn in (reshape, view, permute, expand, repeat, tile, flip, expand_as, view_as, reshape_as,
             select):
     setattr(Tensor, _fn.__name__, _fn)

@@ -7,6 +7,7 @@ Named methods forward to ``flow._C`` with the tensor as first argument.
 from __future__ import annotations
 
 import types
+from collections import namedtuple as _namedtuple
 from typing import Any
 
 import jax
@@ -15,6 +16,7 @@ from jax.core import Tracer
 
 from . import dtypes as _dt
 from .autograd.grad_mode import is_grad_enabled
+from .autograd.graph import rebase_inplace
 from .creation import (
     _draw_device,
     _draw_dtype,
@@ -32,9 +34,11 @@ from .functional import F
 from .functional.functors.math import tensor_alpha
 from .functional.promotion import assign_inplace, cast, result_dtype
 from .functional.registry import FUNCTORS as _FN
+from .memory_format import check_memory_format
 from .ops import get as _get_op
 from .sharding.sbp import broadcast as _broadcast
 from .tensor import Size, Tensor, _wrap
+from .views import as_strided, layout_of, unview
 
 _SCALARS = (bool, int, float, complex, np.bool_, np.integer, np.floating, np.complexfloating)
 _neg, _abs = _get_op("neg").apply, _get_op("abs").apply
@@ -67,6 +71,8 @@ def _binary(name: str, reflected: bool = False):
                 return tr(other.item() if isinstance(other, np.generic) else other, self)
             if isinstance(other, np.ndarray):
                 return tt(_operand(other), self)
+            if isinstance(other, Tensor):  # called directly: t.__radd__(u) is u + t
+                return tt(other, self)
             return NotImplemented
     return op
 
@@ -86,6 +92,7 @@ _OPERATORS = {
 }
 for _m, (_name, _refl) in _OPERATORS.items():
     setattr(Tensor, _m, _binary(_name, _refl))
+Tensor.__rdiv__ = Tensor.__rtruediv__  # PyTorch keeps the Python 2 name as an alias
 Tensor.__hash__ = object.__hash__  # defining __eq__ must not make tensors unhashable
 
 
@@ -99,7 +106,7 @@ def _matmul_ops() -> None:
         return fn(self, _operand(other))
 
     def rmatmul(self: Tensor, other: Any) -> Any:
-        if not isinstance(other, np.ndarray):
+        if not isinstance(other, (Tensor, np.ndarray)):  # a Tensor: called directly
             return NotImplemented
         return fn(_operand(other), self)
 
@@ -188,6 +195,16 @@ METHODS = [
 ]
 for _name in METHODS:
     setattr(Tensor, _name, _method(_name))
+def clone(input: Any, *, memory_format: Any = None) -> Any:  # noqa: A002  (PyTorch's names)
+    """``torch.clone``: a copy with the same values (and history); ``memory_format`` only
+    picks PyTorch's strides, which jflow's row-major arrays do not have."""
+    if not isinstance(input, Tensor):
+        raise TypeError(f"clone(): argument 'input' must be Tensor, not {type(input).__name__}")
+    check_memory_format("clone", memory_format, input.ndim)
+    return F.clone(input)
+
+
+Tensor.clone = clone  # memory_format= (checked; jflow arrays are row-major)
 
 
 def _alpha_method(fname: str, inplace: bool):
@@ -318,8 +335,21 @@ def to(self: Tensor, *args: Any, **kwargs: Any) -> Tensor:
     device = kwargs.pop("device", None)
     copy = bool(kwargs.pop("copy", False))
     kwargs.pop("non_blocking", None)
+    # memory_format changes PyTorch's strides, never the values; jflow's layout stays row-major
+    check_memory_format("Tensor.to", kwargs.pop("memory_format", None), self.ndim)
     if kwargs:
         raise TypeError(f"to() got unexpected keyword argument(s) {sorted(kwargs)}")
+    # PyTorch's positional flags after the target: to(device, dtype, non_blocking, copy),
+    # to(dtype, non_blocking, copy), to(other, non_blocking, copy)
+    flags = 0
+    while flags < len(args) and isinstance(args[len(args) - 1 - flags], (bool, np.bool_)):
+        flags += 1
+    if flags > 2:
+        raise TypeError(f"to(): at most two positional flags (non_blocking, copy), got {flags}")
+    if flags:
+        if flags == 2:
+            copy = bool(args[-1])
+        args = args[:len(args) - flags]
     for a in args:
         if isinstance(a, Tensor):
             dtype, device = a.dtype, a.device
@@ -341,8 +371,8 @@ def to(self: Tensor, *args: Any, **kwargs: Any) -> Tensor:
         v = out._value
         if not isinstance(v, Tracer) and target not in v.devices():
             out = _wrap(jax.device_put(v, target))
-    if copy and out is self:  # a new tensor; the immutable value itself needs no copy
-        out = _wrap(self._value)
+    if copy and out is self:  # a new tensor, with the history (PyTorch differentiates it)
+        out = F.clone(self)
     return out
 
 
@@ -351,7 +381,8 @@ Tensor.fill_ = fill_
 Tensor.copy_ = copy_
 Tensor.to = to
 def _caster(name: str, dtype: Any) -> Any:
-    def cast_to(self: Tensor) -> Tensor:
+    def cast_to(self: Tensor, *, memory_format: Any = None) -> Tensor:
+        check_memory_format(f"Tensor.{name}", memory_format, self.ndim)
         return F.cast(self, dtype)
     cast_to.__name__ = name
     cast_to.__doc__ = f"``x.{name}()`` is ``x.to({dtype})`` (a copy unless already {dtype})."
@@ -806,6 +837,10 @@ for _name in ("fmax", "fmin", "heaviside", "ldexp", "logit", "signbit", "dist", 
     setattr(Tensor, _name, _method(_name))
 for _name in ("heaviside", "ldexp", "logit", "addr", "renorm", "mvlgamma"):
     setattr(Tensor, f"{_name}_", _assign_result(_name))
+# linear algebra: PyTorch's older torch.* factorizations and solves as methods
+for _name in ("svd", "qr", "cholesky", "cholesky_solve", "cholesky_inverse", "triangular_solve",
+              "lu_solve", "matrix_exp"):
+    setattr(Tensor, _name, _method(_name))
 
 
 def ndimension(self: Tensor) -> int:
@@ -1080,7 +1115,449 @@ def fill(input: Tensor, value: Any) -> Tensor:
     """``torch.fill``: a new tensor of ``input``'s shape and dtype filled with ``value`` (a
     number or a 0-d tensor, which gets the gradient's sum)."""
     _tensors("fill", input)
-    return fill_(F.clone(input.detach()), value)
+    # the result requires grad when input does (a zero gradient reaches input, as PyTorch's
+    # FillBackward), and a 0-d value tensor gets the gradient's sum
+    out = fill_(F.clone(input.detach()), value)
+    if input.requires_grad and is_grad_enabled():
+        out = F.where(flow_true(), out, input)
+    return out
+
+
+def flow_true() -> Tensor:
+    """A 0-d bool True (a where() that keeps its first operand and joins the second's graph)."""
+    return tensor(True)
 
 
 INPLACE_FUNCTIONS.update(selu_=selu_, celu_=celu_, threshold_=threshold_, rrelu_=rrelu_)
+
+
+# -- shifts, gcd / lcm, nextafter, frexp, put, index_reduce: methods, in-place forms, operators
+for _name in ("bitwise_left_shift", "bitwise_right_shift", "gcd", "lcm", "nextafter", "frexp",
+              "put", "index_reduce"):
+    setattr(Tensor, _name, _method(_name))
+for _name in ("bitwise_left_shift", "bitwise_right_shift", "gcd", "lcm", "nextafter", "put",
+              "index_reduce"):
+    setattr(Tensor, f"{_name}_", _assign_result(_name))
+for _m, (_name, _refl) in {"__lshift__": ("BitwiseLeftShift", False),
+                           "__rlshift__": ("BitwiseLeftShift", True),
+                           "__rshift__": ("BitwiseRightShift", False),
+                           "__rrshift__": ("BitwiseRightShift", True)}.items():
+    setattr(Tensor, _m, _binary(_name, _refl))
+Tensor.__ilshift__ = _assign_result("bitwise_left_shift")
+Tensor.__irshift__ = _assign_result("bitwise_right_shift")
+INPLACE_FUNCTIONS.update({n: _top_inplace(n) for n in ("gcd_", "lcm_")})
+
+
+# -- more in-place random fills (as exponential_: uniform draws, then the inverse CDF) ----------
+
+def cauchy_(self: Tensor, median: Any = 0.0, sigma: Any = 1.0, *,
+            generator: Any = None) -> Tensor:
+    """Fill with draws from Cauchy(``median``, ``sigma``) in place (floating tensors):
+    ``median + sigma * tan(pi (u - 1/2))``."""
+    _check_floating(self, "cauchy_")
+    if isinstance(sigma, _SCALARS) and not sigma > 0:
+        raise RuntimeError(f"cauchy_ expects sigma > 0.0, but found sigma={sigma}")
+    u = _uniform_like(self, generator)
+    c = F.tan(F.mul(F.sub(u, 0.5), float(np.pi))) * sigma + median
+    return assign_inplace(self, cast(c, self._meta.dtype), "cauchy_")
+
+
+def log_normal_(self: Tensor, mean: Any = 1.0, std: Any = 2.0, *,
+                generator: Any = None) -> Tensor:
+    """Fill with ``exp(N(mean, std**2))`` draws in place (floating tensors)."""
+    _check_floating(self, "log_normal_")
+    if isinstance(std, _SCALARS) and not std > 0:
+        raise RuntimeError(f"log_normal_ expects std > 0.0, but found std={std}")
+    z = F.randn(tuple(self.shape), generator=generator, dtype=_draw_dtype(self),
+                device=_draw_device(self))
+    return assign_inplace(self, cast(F.exp(z * std + mean), self._meta.dtype), "log_normal_")
+
+
+def geometric_(self: Tensor, p: Any, *, generator: Any = None) -> Tensor:
+    """Fill with the number of Bernoulli(``p``) trials up to the first success (1, 2, ...) in
+    place: ``ceil(log(1 - u) / log(1 - p))``, at least 1. Any real dtype, as PyTorch."""
+    if isinstance(p, _SCALARS) and not 0 < p < 1:
+        raise RuntimeError(f"geometric_ expects p to be in (0, 1), but got p={p}")
+    if self.is_complex() or self.dtype is _dt.bool_:
+        raise RuntimeError(f"geometric_: not implemented for '{self.dtype}'")
+    u = _uniform_like(self, generator)
+    k = F.ceil(F.div(F.log1p(F.neg(u)), float(np.log1p(-p))))
+    k = F.clamp(k, 1.0, None)
+    return assign_inplace(self, cast(k, self._meta.dtype), "geometric_")
+
+
+Tensor.cauchy_, Tensor.log_normal_, Tensor.geometric_ = cauchy_, log_normal_, geometric_
+
+
+# -- in-place shape changes (squeeze_ / unsqueeze_ / t_ / transpose_), get_device, unfold -------
+
+def _rebase(self: Tensor, out: Tensor, fname: str) -> Tensor:
+    """``self`` takes ``out``'s value and history though its shape differs (``out`` is
+    first made a plain tensor: a view of ``self`` would replay from the changed base)."""
+    if out._aliases:
+        out = unview(out)
+    return rebase_inplace(self, out, fname)
+
+
+def _reshaped_inplace(fname: str, view_fn: Any):
+    def method(self: Tensor, *args: Any, **kwargs: Any) -> Tensor:
+        if self._aliases:
+            raise RuntimeError(f"{fname}(): changing the shape of a view in place is not "
+                               f"supported in jflow (the view aliases its base); call it on "
+                               f"a clone() or use the out-of-place form")
+        out = view_fn(self, *args, **kwargs)
+        return _rebase(self, out, fname)
+    method.__name__ = fname
+    method.__doc__ = (f"In place ``{fname[:-1]}``: this tensor takes the new shape (its "
+                      f"version bumps, its history continues as PyTorch's).")
+    return method
+
+
+Tensor.squeeze_ = _reshaped_inplace("squeeze_", lambda self, *a, **k: F.squeeze(self, *a, **k))
+Tensor.unsqueeze_ = _reshaped_inplace("unsqueeze_",
+                                      lambda self, *a, **k: F.unsqueeze(self, *a, **k))
+Tensor.transpose_ = _reshaped_inplace("transpose_",
+                                      lambda self, *a, **k: F.transpose(self, *a, **k))
+Tensor.t_ = _reshaped_inplace("t_", lambda self: F.t(self))
+
+
+def get_device(self: Tensor) -> int:
+    """The device index: -1 on the CPU (as PyTorch), the ordinal on an accelerator."""
+    d = self.device
+    return -1 if d.type == "cpu" else int(d.index or 0)
+
+
+def unfold(self: Tensor, dimension: int, size: int, step: int) -> Tensor:
+    """Every slice of ``size`` elements along ``dimension``, ``step`` apart, as a new last
+    dim: a view of this tensor (writes reach it), as ``Tensor.unfold``."""
+    nd = self._meta.ndim
+    if not (-max(nd, 1) <= dimension < max(nd, 1)):
+        raise IndexError(f"unfold(): dimension out of range (expected to be in range of "
+                         f"[{-max(nd, 1)}, {max(nd, 1) - 1}], but got {dimension})")
+    d = dimension % max(nd, 1)
+    lay = layout_of(self)
+    sizes, strides = list(lay.sizes), list(lay.strides)
+    n = sizes[d] if nd else 1
+    if size < 0:
+        raise RuntimeError(f"unfold(): size is {size} but must be >= 0")
+    if size > n:
+        raise RuntimeError(f"unfold(): maximum size for tensor at dimension {d} is {n} but "
+                           f"size is {size}")
+    if step <= 0:
+        raise RuntimeError(f"unfold(): step is {step} but must be > 0")
+    st = strides[d] if nd else 1
+    count = (n - size) // step + 1
+    if nd:
+        sizes[d], strides[d] = count, st * step
+    return as_strided(self, tuple(sizes) + (size,), tuple(strides) + (st,), lay.offset)
+
+
+Tensor.get_device, Tensor.unfold = get_device, unfold
+
+
+# -- histogram / histogramdd / unravel_index / gradient (compositions of ops) --------------------
+
+builtins_range = range  # (histogram's keyword ``range`` shadows the builtin inside it)
+_HISTOGRAM = _namedtuple("histogram", ["hist", "bin_edges"])
+_HISTOGRAMDD = _namedtuple("histogramdd", ["hist", "bin_edges"])
+
+def _hist_range(fname: str, x: Tensor, rng: Any) -> tuple[float, float]:
+    """The (leftmost, rightmost) edges: ``range`` or the data's extremes (eager), widened by
+    0.5 each way when equal ([0, 1] for no data), as PyTorch."""
+    if rng is not None:
+        lo, hi = (float(v) for v in rng)
+        if lo > hi:
+            raise ValueError(f"{fname}(): max must be larger than min, got range ({lo}, {hi})")
+    elif x.numel() == 0:
+        lo, hi = 0.0, 1.0
+    else:
+        if isinstance(x._meta, Tracer):
+            raise RuntimeError(f"{fname}(): without range= the edges come from the data, "
+                               f"which must be concrete (not traced)")
+        v = np.asarray(x.detach()._value)
+        lo, hi = float(v.min()), float(v.max())
+    if not (np.isfinite(lo) and np.isfinite(hi)):
+        raise ValueError(f"{fname}(): range of [{lo}, {hi}] is not finite")
+    if lo == hi:
+        lo, hi = lo - 0.5, hi + 0.5
+    return lo, hi
+
+
+def _bin_of(x: Tensor, edges: Tensor) -> tuple[Tensor, Tensor]:
+    """Each value's bin among sorted ``edges`` (the last bin closed on the right) and whether
+    it falls inside them."""
+    nb = edges.shape[0] - 1
+    pos = F.sub(F.searchsorted(edges, x, right=True), 1)
+    pos = F.clamp(pos, 0, max(nb - 1, 0))
+    inside = F.logical_and(F.ge(x, edges[0]), F.le(x, edges[-1]))
+    return pos, inside
+
+
+def _hist_edges(fname: str, x: Tensor, bins: Any, rng: Any) -> Tensor:
+    if isinstance(bins, Tensor):
+        if bins.ndim != 1 or bins.shape[0] < 1:
+            raise RuntimeError(f"{fname}(): bins tensor should have one dimension and at least "
+                               f"1 element, got shape {list(bins.shape)}")
+        if bins.dtype != x.dtype:
+            raise RuntimeError(f"{fname}(): input tensor and bins tensors should have the same "
+                               f"dtype, got {x.dtype} and {bins.dtype}")
+        return bins.detach()
+    if isinstance(bins, bool) or not isinstance(bins, (int, np.integer)) or bins <= 0:
+        raise RuntimeError(f"{fname}(): bins must be a positive int or a 1-d tensor of edges, "
+                           f"got {bins!r}")
+    lo, hi = _hist_range(fname, x, rng)
+    return F.linspace(lo, hi, int(bins) + 1, dtype=x.dtype, device=x.device)
+
+
+def _hist_input(fname: str, input: Tensor, weight: Any) -> None:
+    if not isinstance(input, Tensor):
+        raise TypeError(f"{fname}(): argument 'input' must be Tensor, not "
+                        f"{type(input).__name__}")
+    if not input.is_floating_point():
+        raise RuntimeError(f"{fname}(): \"{fname}\" not implemented for '{input.dtype}' (a "
+                           f"floating point input is expected)")
+    if weight is not None:
+        if not isinstance(weight, Tensor) or weight.dtype != input.dtype:
+            raise RuntimeError(f"{fname}(): weight must be a tensor of the input's dtype "
+                               f"({input.dtype})")
+
+
+def histogram(input: Tensor, bins: Any = 100, *, range: Any = None,  # noqa: A002
+              weight: Tensor | None = None, density: bool = False) -> Any:
+    """torch.histogram: counts (or summed ``weight``) of ``input``'s values in ``bins`` equal
+    bins over ``range`` (default: the data's extremes) or between the edges of a 1-d ``bins``
+    tensor; the last bin includes its right edge, values outside are left out. Returns
+    ``(hist, bin_edges)`` in the input's dtype; ``density`` divides by total times width."""
+    _hist_input("histogram", input, weight)
+    if isinstance(bins, Tensor) and range is not None:
+        raise TypeError("histogram(): range= is only accepted with an int number of bins")
+    if weight is not None and tuple(weight.shape) != tuple(input.shape):
+        raise RuntimeError(f"histogram(): weight should have the same shape as input, got "
+                           f"{list(weight.shape)} and {list(input.shape)}")
+    edges = _hist_edges("histogram", input, bins, range)
+    hist = _histdd([F.reshape(input.detach(), (-1,))], [edges],
+                   None if weight is None else F.reshape(weight, (-1,)), density, input.dtype)
+    return _HISTOGRAM(hist, edges)
+
+
+def _histdd(cols: list, edges: list, weight: Any, density: bool, dtype: Any) -> Tensor:
+    nbins = [e.shape[0] - 1 for e in edges]
+    total = int(np.prod(nbins))
+    lin, ok = None, None
+    for c, e, nb in zip(cols, edges, nbins):
+        pos, inside = _bin_of(c, e)
+        lin = pos if lin is None else F.add(F.mul(lin, nb), pos)
+        ok = inside if ok is None else F.logical_and(ok, inside)
+    n = cols[0].shape[0]
+    w = F.full((n,), 1, dtype=dtype) if weight is None else weight
+    w = F.where(ok, w, zeros((n,), dtype=dtype)) if n else w
+    hist = F.scatter_add(zeros((total,), dtype=dtype), 0, lin, w) if total \
+        else zeros((0,), dtype=dtype)
+    hist = F.reshape(hist, tuple(nbins))
+    if density:
+        widths = None
+        for k, e in enumerate(edges):
+            d = F.sub(e[1:], e[:-1])
+            shape = [1] * len(edges)
+            shape[k] = nbins[k]
+            d = F.reshape(d, tuple(shape))
+            widths = d if widths is None else F.mul(widths, d)
+        hist = F.div(hist, F.mul(F.sum(hist), widths))
+    return hist
+
+
+def histogramdd(input: Tensor, bins: Any = 10, *, range: Any = None,  # noqa: A002
+                weight: Tensor | None = None, density: bool = False) -> Any:
+    """torch.histogramdd: a D-dimensional histogram of the points in ``input``'s last dim
+    (``(..., D)``); ``bins`` an int, D ints or D 1-d edge tensors; ``range`` 2 D numbers
+    (min, max per dim). Returns ``(hist, bin_edges)`` with a list of D edge tensors."""
+    _hist_input("histogramdd", input, weight)
+    if input.ndim < 1:
+        raise RuntimeError("histogramdd(): input should have at least 1 dimension")
+    D = input.shape[-1]
+    pts = F.reshape(input.detach(), (-1, D))
+    if isinstance(bins, (int, np.integer)) and not isinstance(bins, bool):
+        bins = [int(bins)] * D
+    bins = list(bins)
+    if len(bins) != D:
+        raise RuntimeError(f"histogramdd(): expected {D} sequences of bin edges for each "
+                           f"dimension, but got {len(bins)}")
+    if range is not None:
+        range = list(range)
+        if len(range) != 2 * D:
+            raise RuntimeError(f"histogramdd(): expected range to have {2 * D} elements, got "
+                               f"{len(range)}")
+    cols = [pts[:, k] for k in builtins_range(D)]
+    edges = [_hist_edges("histogramdd", cols[k], bins[k],
+                         None if range is None else range[2 * k:2 * k + 2])
+             for k in builtins_range(D)]
+    w = None
+    if weight is not None:
+        if tuple(weight.shape) != tuple(input.shape[:-1]):
+            raise RuntimeError(f"histogramdd(): weight should have the shape of input without "
+                               f"its last dim, {list(input.shape[:-1])}, got "
+                               f"{list(weight.shape)}")
+        w = F.reshape(weight, (-1,))
+    hist = _histdd(cols, edges, w, density, input.dtype)
+    return _HISTOGRAMDD(hist, edges)
+
+
+def unravel_index(indices: Tensor, shape: Any) -> tuple[Tensor, ...]:
+    """torch.unravel_index: the coordinates in ``shape`` of flat (row-major) ``indices``, one
+    tensor per dim of ``shape``, each of ``indices``' shape (values taken modulo the size,
+    as PyTorch: ``-1`` is the last element)."""
+    if not isinstance(indices, Tensor):
+        raise TypeError(f"unravel_index(): argument 'indices' must be Tensor, not "
+                        f"{type(indices).__name__}")
+    if indices.dtype.is_floating_point or indices.is_complex() or indices.dtype is _dt.bool_:
+        raise TypeError(f"expected 'indices' to be integer dtype, but got {indices.dtype}")
+    if isinstance(shape, (int, np.integer)):
+        shape = (int(shape),)
+    shape = tuple(int(s) for s in shape)
+    if any(s < 0 for s in shape):
+        raise ValueError(f"unravel_index(): 'shape' cannot have negative values, but got "
+                         f"{shape}")
+    if any(s == 0 for s in shape) and indices.numel():
+        raise ValueError(f"unravel_index(): an index cannot be unravelled into shape {shape} "
+                         f"with no elements")
+    idx = cast(indices, np.dtype(np.int64))
+    out = []
+    for s in reversed(shape):
+        out.append(F.remainder(idx, s))
+        idx = F.floor_divide(idx, s)
+    return tuple(reversed(out))
+
+
+def _spacings(fname: str, input: Tensor, spacing: Any, dims: list) -> list:
+    """Per differentiated dim: a float step or a 1-d coordinate tensor."""
+    if isinstance(spacing, (int, float, np.integer, np.floating)) and \
+            not isinstance(spacing, bool):
+        return [float(spacing)] * len(dims)
+    if isinstance(spacing, Tensor) and spacing.ndim == 0:
+        return [spacing.item()] * len(dims)
+    sp = list(spacing)
+    if len(sp) == 1 and not isinstance(sp[0], Tensor) and len(dims) != 1:
+        return [float(sp[0])] * len(dims)
+    if len(sp) != len(dims):
+        raise RuntimeError(f"torch.gradient expected spacing to be unspecified, a scalar or "
+                           f"it's spacing and dim arguments to have the same length, but got "
+                           f"a spacing argument of length {len(sp)} and a dim argument of "
+                           f"length {len(dims)}.")
+    out = []
+    for s, d in zip(sp, dims):
+        if isinstance(s, Tensor) and s.ndim == 1:
+            if s.shape[0] != input.shape[d]:
+                raise RuntimeError(f"torch.gradient expected each tensor to be on the same "
+                                   f"device and of size {input.shape[d]} along dim {d}, got "
+                                   f"{s.shape[0]}")
+            out.append(s)
+        elif isinstance(s, Tensor):
+            out.append(s.item())
+        else:
+            out.append(float(s))
+    return out
+
+
+def gradient(input: Tensor, *, spacing: Any = 1, dim: Any = None,
+             edge_order: int = 1) -> tuple[Tensor, ...]:
+    """torch.gradient: the derivative along each of ``dim`` (all by default) by second-order
+    central differences inside and first- or second-order (``edge_order``) one-sided ones at
+    the ends; ``spacing`` a step (per dim) or the coordinates (1-d tensors, one per dim).
+    Integer inputs give the default float dtype. One tensor per dim."""
+    if not isinstance(input, Tensor):
+        raise TypeError(f"gradient(): argument 'input' must be Tensor, not "
+                        f"{type(input).__name__}")
+    if edge_order not in (1, 2):
+        raise RuntimeError(f"torch.gradient only supports edge_order=1 and edge_order=2, got "
+                           f"{edge_order}")
+    nd = input.ndim
+    if spacing is None:
+        spacing = 1
+    if dim is None:
+        dims = list(builtins_range(nd))
+        if not isinstance(spacing, (int, float, Tensor)) and len(list(spacing)) not in (1, nd):
+            raise RuntimeError(f"torch.gradient expected spacing to be unspecified, a scalar, "
+                               f"or a list of length equal to 'self.dim() = {nd}', since dim "
+                               f"argument was not given, but got a list of length "
+                               f"{len(list(spacing))}")
+    else:
+        dims = [dim] if isinstance(dim, (int, np.integer)) else list(dim)
+        dims = [d + nd if d < 0 else d for d in dims]
+        if any(not 0 <= d < nd for d in dims):
+            raise IndexError(f"gradient(): dim {dim} out of range for a {nd}-d tensor")
+    if dim is None and not isinstance(spacing, (int, float, Tensor)) and \
+            len(list(spacing)) == 1 and nd != 1:
+        spacing = [list(spacing)[0]] * nd if not isinstance(list(spacing)[0], Tensor) \
+            else spacing
+    x = input if input.is_floating_point() or input.is_complex() else \
+        cast(input, _dt.get_default_dtype().np)
+    steps = _spacings("gradient", input, spacing, dims)
+    return tuple(_grad_along(x, d, s, edge_order) for d, s in zip(dims, steps))
+
+
+def _grad_along(x: Tensor, d: int, h: Any, edge_order: int) -> Tensor:
+    n = x.shape[d]
+    if n < edge_order + 1:
+        raise RuntimeError("torch.gradient expected each dimension size to be at least "
+                           "edge_order+1")
+
+    def sl(a: int, b: int) -> Tensor:
+        return F.narrow(x, d, a, b - a)
+
+    def along(v: Tensor) -> Tensor:  # a 1-d coefficient tensor broadcast along dim d
+        shape = [1] * x.ndim
+        shape[d] = v.shape[0]
+        return F.reshape(cast(v, x._meta.dtype), tuple(shape))
+
+    if not isinstance(h, Tensor):  # uniform steps
+        mid = F.div(F.sub(sl(2, n), sl(0, n - 2)), 2.0 * h) if n > 2 else None
+        if edge_order == 1:
+            first = F.div(F.sub(sl(1, 2), sl(0, 1)), h)
+            last = F.div(F.sub(sl(n - 1, n), sl(n - 2, n - 1)), h)
+        else:
+            first = F.div(F.add(F.add(F.mul(sl(0, 1), -1.5), F.mul(sl(1, 2), 2.0)),
+                                F.mul(sl(2, 3), -0.5)), h)
+            last = F.div(F.add(F.add(F.mul(sl(n - 3, n - 2), 0.5),
+                                     F.mul(sl(n - 2, n - 1), -2.0)),
+                               F.mul(sl(n - 1, n), 1.5)), h)
+    else:  # coordinates: NumPy's / PyTorch's non-uniform formulas
+        c = h.detach()
+        dx = F.sub(c[1:], c[:-1])
+        mid = None
+        if n > 2:
+            hl, hr = dx[:-1], dx[1:]
+            a = F.neg(F.div(hr, F.mul(hl, F.add(hl, hr))))
+            b = F.div(F.sub(hr, hl), F.mul(hl, hr))
+            cc = F.div(hl, F.mul(hr, F.add(hl, hr)))
+            mid = F.add(F.add(F.mul(along(a), sl(0, n - 2)), F.mul(along(b), sl(1, n - 1))),
+                        F.mul(along(cc), sl(2, n)))
+        if edge_order == 1:
+            first = F.div(F.sub(sl(1, 2), sl(0, 1)), along(dx[:1]))
+            last = F.div(F.sub(sl(n - 1, n), sl(n - 2, n - 1)), along(dx[-1:]))
+        else:
+            h1, h2 = dx[0:1], dx[1:2]
+            a = F.neg(F.div(F.add(F.mul(h1, 2.0), h2), F.mul(h1, F.add(h1, h2))))
+            b = F.div(F.add(h1, h2), F.mul(h1, h2))
+            cc = F.neg(F.div(h1, F.mul(h2, F.add(h1, h2))))
+            first = F.add(F.add(F.mul(along(a), sl(0, 1)), F.mul(along(b), sl(1, 2))),
+                          F.mul(along(cc), sl(2, 3)))
+            h1, h2 = dx[-2:-1], dx[-1:]
+            a = F.div(h2, F.mul(h1, F.add(h1, h2)))
+            b = F.neg(F.div(F.add(h2, h1), F.mul(h1, h2)))
+            cc = F.div(F.add(F.mul(h2, 2.0), h1), F.mul(h2, F.add(h1, h2)))
+            last = F.add(F.add(F.mul(along(a), sl(n - 3, n - 2)),
+                               F.mul(along(b), sl(n - 2, n - 1))),
+                         F.mul(along(cc), sl(n - 1, n)))
+    parts = [first] + ([mid] if mid is not None else []) + [last]
+    return F.cat(parts, d)
+
+
+# -- short-time Fourier transforms (functors/fft.py): Tensor.stft / Tensor.istft -------------
+for _name in ("stft", "istft"):
+    setattr(Tensor, _name, _method(_name))
+
+
+# -- special functions (ops/special.py): the incomplete gamma methods, as PyTorch's ----------
+for _name in ("igamma", "igammac"):
+    setattr(Tensor, _name, _method(_name))
+    setattr(Tensor, f"{_name}_", _assign_result(_name))

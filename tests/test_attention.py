@@ -191,8 +191,8 @@ def test_mha_init_as_pytorch():
     m2 = nn.MultiheadAttention(8, 2, kdim=3, vdim=5, bias=False)
     assert m2.in_proj_weight is None and m2.in_proj_bias is None
     assert tuple(m2.k_proj_weight.shape) == (8, 3) and tuple(m2.v_proj_weight.shape) == (8, 5)
-    with pytest.raises(NotImplementedError, match="add_bias_kv"):
-        nn.MultiheadAttention(8, 2, add_bias_kv=True)
+    m3 = nn.MultiheadAttention(8, 2, add_bias_kv=True)     # bias_k / bias_v: (1, 1, E)
+    assert tuple(m3.bias_k.shape) == (1, 1, 8) and tuple(m3.bias_v.shape) == (1, 1, 8)
     with pytest.raises(ValueError, match="divisible"):
         nn.MultiheadAttention(8, 3)
 

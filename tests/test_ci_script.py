@@ -51,7 +51,7 @@ def _ran_pytest(calls: list[str]) -> bool:
     return any("-m pytest" in c for c in calls)
 
 
-@pytest.mark.parametrize("missing", ["torch==2.13.0", ".[examples]"])
+@pytest.mark.parametrize("missing", ["torch==2.13.0", ".[examples]", ".[ecosystem]"])
 def test_ci_fails_when_an_optional_reference_does_not_install(tmp_path: Path,
                                                               missing: str) -> None:
     rc, calls = _run(tmp_path, ci=True, fail_install=missing)
@@ -59,7 +59,7 @@ def test_ci_fails_when_an_optional_reference_does_not_install(tmp_path: Path,
     assert not _ran_pytest(calls)
 
 
-@pytest.mark.parametrize("missing", ["torch==2.13.0", ".[examples]"])
+@pytest.mark.parametrize("missing", ["torch==2.13.0", ".[examples]", ".[ecosystem]"])
 def test_outside_ci_a_missing_reference_only_skips(tmp_path: Path, missing: str) -> None:
     rc, calls = _run(tmp_path, ci=False, fail_install=missing)
     assert rc == 0
@@ -71,6 +71,7 @@ def test_ci_passes_when_everything_installs(tmp_path: Path) -> None:
     assert rc == 0
     assert any("torch==2.13.0" in c for c in calls)
     assert any(".[examples]" in c for c in calls)
+    assert any(".[ecosystem]" in c and "torch==2.13.0" in c for c in calls)  # torch kept
     assert _ran_pytest(calls)
 
 

@@ -112,20 +112,45 @@ def test_missing_names_strict_and_lazy(capsys):
             import torch.no_such  # noqa: F401
         with pytest.raises(AttributeError, match="jflow has no torch.no_such_fn"):
             torch.no_such_fn  # noqa: B018
+        with pytest.raises(AttributeError, match="torch.nn.init.no_such_init_"):
+            torch.nn.init.no_such_init_  # noqa: B018
     with mock.enable(lazy=True, verbose=True):
         import torch
-        from torch.no_such_pkg import Thing  # loads: a placeholder
-        assert not isinstance(flow.ones(1), Thing)
-        with pytest.raises(NotImplementedError, match="jflow has no torch.no_such_pkg.Thing"):
-            Thing(3)
+
+        # a module PyTorch has and jflow lacks loads as a placeholder module; its names
+        # PyTorch has are placeholders
+        from torch.nested import nested_tensor
+        assert not isinstance(flow.ones(1), nested_tensor)
+        with pytest.raises(NotImplementedError, match="jflow has no torch.nested.nested_tensor"):
+            nested_tensor([flow.ones(1)])
         with pytest.raises(NotImplementedError):
-            class Sub(Thing):  # subclassing a missing class is a use
+            class Sub(nested_tensor):  # subclassing a missing class is a use
                 pass
-        fn = torch.some_missing_fn
-        with pytest.raises(NotImplementedError, match="torch.some_missing_fn"):
-            fn(1)
-    assert "torch.some_missing_fn" in mock.touched()
-    assert "placeholder torch.some_missing_fn used" in capsys.readouterr().err
+        assert torch.nn.init.sparse_ is flow.nn.init.sparse_
+        # lazy mode is the same below the top level: a name PyTorch has and jflow lacks
+        # is a placeholder there too
+        ph = torch.nn.modules.module.register_module_forward_hook
+        with pytest.raises(NotImplementedError):
+            ph(print)
+    assert any(e.startswith("torch.nested.nested_tensor") for e in mock.touched())
+    assert "placeholder torch.nested.nested_tensor used" in capsys.readouterr().err
+
+
+def test_lazy_mode_refuses_what_pytorch_lacks():
+    """A probe PyTorch would refuse fails the same way in lazy mode (no placeholder that
+    only fails later); one PyTorch satisfies gets jflow's answer."""
+    with mock.enable(lazy=True):
+        import torch
+        with pytest.raises(ModuleNotFoundError, match="has no module torch.no_such_pkg either"):
+            import torch.no_such_pkg  # noqa: F401
+        with pytest.raises(AttributeError, match="has no torch.no_such_fn either"):
+            torch.no_such_fn  # noqa: B018
+        with pytest.raises(ImportError):
+            from torch._dynamo import no_such_name  # noqa: F401
+        from torch._dynamo import allow_in_graph  # PyTorch has it: jflow's equivalent
+        assert allow_in_graph(len) is len
+        assert not hasattr(torch.nn.init, "no_such_init_")
+        assert mock.torch_has("torch.nn.init.sparse_") and not mock.torch_has("torch.nope")
 
 
 def test_the_real_torch_is_hidden_then_restored():
@@ -155,8 +180,19 @@ def test_shell_lines_run_an_unmodified_script(tmp_path):
     assert f"PYTHONPATH={ROOT} LAZY=unset" in out.stdout  # disable removed the shim
 
 
+def mock_torch_fx():
+    """``torch.fx`` under the mock (its tracing raises)."""
+    import importlib
+    return importlib.import_module("jflow.mock_torch.overrides.fx")
+
+
+def mock_torch_quant():
+    """``torch.ao.quantization`` under the mock (every use raises)."""
+    import importlib
+    return importlib.import_module("jflow.mock_torch.overrides.ao.quantization")
+
+
 _UNSUPPORTED = {  # docs/porting.md "Not supported": each raises where used
-    "torch.fft": lambda: flow.fft,
     "complex32": lambda: flow.ones(2).chalf(),
     "complex relu": lambda: flow.relu(flow.tensor([1j])),
     "LSTM proj_size": lambda: flow.nn.LSTM(4, 8, proj_size=2),
@@ -165,8 +201,9 @@ _UNSUPPORTED = {  # docs/porting.md "Not supported": each raises where used
     "sparse tensors": lambda: flow.ones(2).to_sparse(),
     "storage": lambda: flow.ones(2).storage(),
     "view(dtype)": lambda: flow.ones(2).view(flow.int32),
-    "module pickling": lambda: flow.save(flow.nn.Linear(1, 1), os.devnull),
     "jit.script": lambda: flow.jit.script(lambda x: x),
+    "fx tracing": lambda: mock_torch_fx().symbolic_trace(flow.nn.Linear(1, 1)),
+    "quantization": lambda: mock_torch_quant().quantize_dynamic(flow.nn.Linear(1, 1)),
     "vmap different": lambda: flow.func.vmap(lambda t: t, randomness="different")(flow.ones(2)),
     "profiler schedule": lambda: flow.profiler.profile(schedule=object()),
 }
@@ -177,6 +214,253 @@ def test_porting_doc_unsupported_list_raises(what):
     with pytest.raises((AttributeError, TypeError, NotImplementedError)):
         _UNSUPPORTED[what]()
     with mock.enable():
-        for name in ("torch.fx", "torch.export", "torch.ao.quantization"):
-            with pytest.raises(ImportError):
-                __import__(name)
+        with pytest.raises(ImportError):
+            __import__("torch.export")
+
+
+# -- the torch internals libraries reach for (docs/porting.md "Libraries") --------------------
+
+def test_bare_no_grad_decorator():
+    @flow.no_grad
+    def f(x):
+        return x * 2
+
+    @flow.enable_grad
+    def g(x):
+        return x * 2
+
+    x = flow.ones(2, requires_grad=True)
+    assert not f(x).requires_grad and (x * 2).requires_grad
+    with flow.no_grad():
+        assert g(x).requires_grad
+    with pytest.raises(TypeError, match="no_grad"):
+        flow.no_grad(3)
+
+
+def test_pytree_matches_pytorch():
+    torch = pytest.importorskip("torch")
+    import collections
+
+    from jflow.utils import _pytree as jp
+    tp = torch.utils._pytree
+    Pt = collections.namedtuple("Pt", "a b")
+    tree = {"z": [1, (2, None)], "a": Pt(3, {"k": 4}),
+            "o": collections.OrderedDict(y=5, x=6)}
+    leaves, spec = jp.tree_flatten(tree)
+    assert leaves == tp.tree_flatten(tree)[0] == [1, 2, None, 3, 4, 5, 6]  # insertion order
+    assert jp.tree_unflatten([v and v * 10 for v in leaves], spec) == tp.tree_map(
+        lambda v: v and v * 10, tree)
+    add = lambda a, b: a and a + b  # noqa: E731
+    assert jp.tree_map(add, tree, tree) == tp.tree_map(add, tree, tree)
+    assert spec.num_leaves == 7 and jp.tree_structure(tree) == spec
+    assert jp.tree_map_only(int, lambda v: -v, [1, "s"]) == [-1, "s"]
+
+    class Box:
+        def __init__(self, v):
+            self.v = v
+
+    jp.register_pytree_node(Box, lambda b: ([b.v], None), lambda ch, ctx: Box(ch[0]))
+    assert jp.tree_map(lambda v: v + 1, [Box(1)])[0].v == 2
+
+
+def test_jit_fx_dynamo_compiler_equivalents():
+    with mock.enable():
+        import torch
+        import torch.fx
+        import torch.jit
+
+        def f(x):
+            return x + 1
+
+        assert torch.jit.script(f) is f and torch.jit.trace(f, (flow.ones(1),)) is f
+        assert torch.jit.ignore(f) is f and torch.jit.ignore(drop=True)(f) is f
+        assert not torch.jit.is_scripting() and not torch.jit.is_tracing()
+        assert torch.jit.fork(f, 1).wait() == 2
+        with pytest.raises(NotImplementedError, match="TorchScript"):
+            torch.jit.save(f, os.devnull)
+        assert torch.fx.wrap(f) is f and torch.fx.wrap("name") == "name"
+        with pytest.raises(NotImplementedError, match="no FX symbolic tracing"):
+            torch.fx.symbolic_trace(flow.nn.Linear(1, 1))
+        assert not isinstance(flow.ones(1), torch.fx.Proxy)
+        from torch._dynamo import allow_in_graph, mark_dynamic
+        assert allow_in_graph(f) is f and mark_dynamic(flow.ones(2), 0) is None
+        assert torch.compiler.disable(f) is f and torch.compiler.disable()(f) is f
+        assert not torch.compiler.is_compiling()
+        seen = []
+
+        @flow.jit
+        def step(x):
+            seen.append(torch.compiler.is_compiling())
+            return x * 2
+
+        step(flow.ones(2))
+        assert seen == [True]  # True while jflow traces a compiled step
+        assert torch.compiler.compile is flow.compile
+        assert mock.torch_has("torch.compiler.is_compiling")
+    names = mock.touched()
+    assert "torch.jit.script (equivalent)" in names and "torch.fx.wrap (equivalent)" in names
+
+
+def test_hub_is_offline(tmp_path, monkeypatch):
+    monkeypatch.setenv("TORCH_HOME", str(tmp_path))
+    url = "https://download.pytorch.org/models/resnet18-f37072fd.pth"
+    with mock.enable():
+        import torch.hub
+        from torch.utils import model_zoo
+        assert torch.hub._get_torch_home() == str(tmp_path)
+        assert torch.hub.get_dir() == str(tmp_path / "hub")
+        with pytest.raises(RuntimeError, match="resnet18-f37072fd.pth is not in the hub cache"):
+            torch.hub.load_state_dict_from_url(url)
+        with pytest.raises(RuntimeError, match="jflow does not download"):
+            model_zoo.load_url(url)
+    d = tmp_path / "hub" / "checkpoints"
+    d.mkdir(parents=True)
+    flow.save({"w": flow.ones(2)}, str(d / "resnet18-f37072fd.pth"))
+    assert flow.hub.load_state_dict_from_url(url)["w"].tolist() == [1.0, 1.0]
+
+
+def test_surface_names():
+    with mock.enable():
+        import torch
+        import torch.nn.modules.instancenorm as inorm
+        from torch.nn.modules.utils import _pair, _quadruple, _single, _triple
+        from torch.nn.utils.rnn import pad_sequence
+        assert inorm.InstanceNorm2d is flow.nn.InstanceNorm2d
+        assert _pair(3) == (3, 3) and _single(2) == (2,) and _triple((1, 2, 3)) == (1, 2, 3)
+        assert _quadruple(0) == (0, 0, 0, 0)
+        p = pad_sequence([flow.ones(2), flow.ones(3)], batch_first=True, padding_value=-1)
+        assert p.tolist() == [[1, 1, -1], [1, 1, 1]]
+        assert torch.version.cuda is None and torch.version.hip is None
+        assert torch.pi == __import__("math").pi
+        assert torch.LongTensor([1, 2]).dtype is torch.int64
+        assert isinstance(torch.ones(2).long(), torch.LongTensor)
+        assert not isinstance(torch.ones(2), torch.LongTensor)
+        assert torch.FloatTensor(2, 3).shape == (2, 3)
+        assert torch.zeros(2, dtype=torch.uint16).dtype is torch.uint16
+        x8 = torch.ones(2).to(torch.float8_e4m3fn)
+        assert x8.dtype is torch.float8_e4m3fn and x8.float().tolist() == [1.0, 1.0]
+        with pytest.raises(TypeError, match="Promotion"):
+            torch.promote_types(torch.uint32, torch.int64)
+        assert torch.get_default_device().type == "cpu"
+        assert not torch.ones(1).is_xpu
+        w = torch.empty(10, 4)
+        torch.nn.init.sparse_(w, 0.3)
+        assert (w == 0).sum(0).tolist() == [3, 3, 3, 3]
+        with torch.nn.attention.sdpa_kernel([torch.nn.attention.SDPBackend.MATH]):
+            pass
+        from torch.nn.attention.flex_attention import flex_attention
+        with pytest.raises(NotImplementedError, match="FlexAttention"):
+            flex_attention(None, None, None)
+        with torch.autograd.graph.save_on_cpu():
+            pass
+        with pytest.raises(NotImplementedError, match="pack / unpack"):
+            with torch.autograd.graph.saved_tensors_hooks(lambda t: t, lambda t: t):
+                pass
+        if not flow.cuda.is_available():
+            with pytest.raises(RuntimeError, match="not compiled with CUDA"):
+                torch.cuda.Stream()
+        with pytest.raises(NotImplementedError, match="no quantization"):
+            torch.ao.quantization.quantize_dynamic(flow.nn.Linear(1, 1))
+        from torch.onnx import symbolic_opset11
+        with pytest.raises(NotImplementedError, match="ONNX"):
+            symbolic_opset11.add(None)
+        with pytest.raises(OSError, match="libtorch"):
+            torch.ops.load_library(__file__)
+        with pytest.raises(AttributeError):
+            torch.ops.somelib.someop  # noqa: B018
+        assert not torch._C._dispatch_has_kernel_for_dispatch_key("x::y", "CPU")
+        assert torch._C.DispatchKey.AutocastXPU is not None
+        from torch.distributed.tensor import DTensor
+        assert torch.distributed.is_available() and not isinstance(torch.ones(1), DTensor)
+        from torch.utils.checkpoint import checkpoint
+        lin = flow.nn.Linear(3, 2)
+        x = flow.randn(4, 3)
+        checkpoint(lin, x, use_reentrant=False).sum().backward()
+        g1 = lin.weight.grad.clone()
+        lin.weight.grad = None
+        lin(x).sum().backward()
+        assert flow.allclose(g1, lin.weight.grad)
+
+
+def test_custom_op_runs_eagerly_with_its_backward():
+    with mock.enable():
+        import torch
+
+        @torch.library.custom_op("mylib::twice", mutates_args=())
+        def twice(x: torch.Tensor) -> torch.Tensor:
+            return x * 2
+
+        @twice.register_fake
+        def _(x):
+            return torch.empty_like(x)
+
+        def backward(ctx, g):
+            return g * 3  # deliberately not the true derivative: proves it is used
+
+        twice.register_autograd(backward)
+        x = torch.ones(2, requires_grad=True)
+        y = twice(x)
+        assert y.tolist() == [2.0, 2.0]
+        y.sum().backward()
+        assert x.grad.tolist() == [3.0, 3.0]
+
+
+def test_distributions_match_pytorch():
+    torch = pytest.importorskip("torch")
+    from jflow import distributions as D
+    g = __import__("numpy").random.default_rng(0)
+    loc, scale, v = (g.standard_normal(4).astype("float32") for _ in range(3))
+    scale = abs(scale) + 0.5
+    n, tn = D.Normal(flow.tensor(loc), flow.tensor(scale)), torch.distributions.Normal(
+        torch.tensor(loc), torch.tensor(scale))
+    for attr in ("log_prob", "cdf"):
+        assert flow.allclose(getattr(n, attr)(flow.tensor(v)),
+                             flow.tensor(getattr(tn, attr)(torch.tensor(v)).numpy()), atol=1e-6)
+    assert flow.allclose(n.entropy(), flow.tensor(tn.entropy().numpy()))
+    logits = g.standard_normal((3, 5)).astype("float32")
+    c = D.Categorical(logits=flow.tensor(logits))
+    tc = torch.distributions.Categorical(logits=torch.tensor(logits))
+    k = [0, 4, 2]
+    assert flow.allclose(c.log_prob(flow.tensor(k)), flow.tensor(tc.log_prob(
+        torch.tensor(k)).numpy()), atol=1e-6)
+    assert flow.allclose(c.entropy(), flow.tensor(tc.entropy().numpy()), atol=1e-6)
+    assert flow.allclose(c.probs, flow.tensor(tc.probs.numpy()), atol=1e-6)
+    assert tuple(c.sample((7,)).shape) == (7, 3)
+    c2 = D.Categorical(probs=flow.tensor([0.2, 0.8]))
+    tc2 = torch.distributions.Categorical(probs=torch.tensor([0.2, 0.8]))
+    kl = D.kl_divergence(c, D.Categorical(logits=flow.tensor(logits[::-1].copy())))
+    tkl = torch.distributions.kl_divergence(tc, torch.distributions.Categorical(
+        logits=torch.tensor(logits[::-1].copy())))
+    assert flow.allclose(kl, flow.tensor(tkl.numpy()), atol=1e-5)
+    assert abs(c2.entropy().item() - tc2.entropy().item()) < 1e-6
+    assert D.constraints.positive.check(flow.tensor([1.0, -1.0])).tolist() == [True, False]
+    with pytest.raises(ValueError, match="scale"):
+        D.Normal(flow.tensor([0.0]), flow.tensor([-1.0]), validate_args=True)
+    # reparameterised samples carry gradients to the parameters
+    mu = flow.zeros(3, requires_grad=True)
+    D.Normal(mu, 1.0).rsample().sum().backward()
+    assert mu.grad.tolist() == [1.0, 1.0, 1.0]
+
+
+def test_meta_device_is_a_name_without_data():
+    with mock.enable():
+        import torch
+        meta = torch.device("meta")
+        assert meta != torch.device("cpu") and str(meta) == "meta"
+        with pytest.raises(NotImplementedError, match="no meta tensors"):
+            torch.zeros(2, device="meta")
+
+
+def test_touched_lists_equivalents_and_placeholders():
+    mock._TOUCHED.clear()
+    mock._TOUCHED_SET.clear()
+    with mock.enable(lazy=True):
+        import torch
+        torch.jit.is_scripting()
+        torch.nn.modules.module.register_module_full_backward_hook  # noqa: B018
+        torch.ones(1)  # plain jflow: not listed
+    got = mock.touched()
+    assert "torch.jit (equivalent)" in got and "torch.jit.is_scripting (equivalent)" in got
+    assert ("torch.nn.modules.module.register_module_full_backward_hook (placeholder loaded)"
+            in got)
+    assert not any("torch.ones" in e for e in got)

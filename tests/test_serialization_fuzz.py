@@ -7,6 +7,9 @@
   one): SerializationError or an object built only of the loadable types.
 * Damage to a .safetensors file: SerializationError or a dict of tensors that the safetensors
   package reads identically (the format has no checksum, so damaged data loads as data).
+* Damage to a PyTorch-format file (torch.save's zip): SerializationError or the exact values;
+  damage to its pickle, re-zipped with valid CRCs (a crafted pickle): SerializationError or
+  data only (weights_only=True never returns, builds or calls anything else).
 
 Every load must stay within a small memory bound (the files are a few KB).
 """
@@ -259,3 +262,105 @@ def test_damaged_safetensors_files(ops):
         a = np.frombuffer(ref[k]["data"], dtype=_PACKAGE_DTYPES[ref[k]["dtype"]])
         assert list(t.shape) == list(ref[k]["shape"])
         assert np.asarray(t.numpy()).tobytes() == a.tobytes(), (ops, k)
+
+
+# -- damaged and crafted PyTorch-format files ---------------------------------------------------
+def _torch_format_bytes() -> bytes:
+    """A PyTorch checkpoint written by real PyTorch (views sharing a storage, a parameter,
+    bfloat16, bool, metadata), or by jflow's writer when PyTorch is missing."""
+    try:
+        import torch
+    except ImportError:
+        buf = io.BytesIO()
+        S.save({**{k: ORIGINAL[k] for k in ("w", "i", "bf", "mask")},
+                "meta": OrderedDict(epoch=3, name="run", lr=0.1, size=flow.Size([2]))},
+               buf, format="torch")
+        return buf.getvalue()
+    torch.manual_seed(0)
+    w = torch.nn.Parameter(torch.randn(3, 4))
+    obj = {"w": w, "col": w.data[:, 1], "t": w.data.t(),
+           "i": torch.tensor([1, -2], dtype=torch.int32),
+           "bf": torch.tensor([1.5, -2.0], dtype=torch.bfloat16),
+           "mask": torch.tensor([True, False]),
+           "meta": OrderedDict(epoch=3, name="run", lr=0.1, size=torch.Size([2]),
+                               dtype=torch.float16)}
+    buf = io.BytesIO()
+    torch.save(obj, buf)
+    return buf.getvalue()
+
+
+TORCH_BYTES = _torch_format_bytes()
+TORCH_REF = S.load(io.BytesIO(TORCH_BYTES))
+
+
+class _SmallExpansion:
+    """Views may add at most 64 KB over their storages (the default 1 GiB would let a
+    damaged stride-0 view allocate beyond this test's memory bound, legitimately)."""
+
+    def __enter__(self) -> None:
+        from jflow.serialization import _torchformat
+        self.mod, self.old = _torchformat, _torchformat.MAX_EXPANSION_BYTES
+        _torchformat.MAX_EXPANSION_BYTES = 64 << 10
+
+    def __exit__(self, *exc: Any) -> None:
+        self.mod.MAX_EXPANSION_BYTES = self.old
+
+
+@FUZZ
+@given(st.one_of(_damage(0, len(TORCH_BYTES)),
+                 _damage(_directory_start(TORCH_BYTES), len(TORCH_BYTES))))
+def test_damaged_torch_files(ops):
+    data = _apply(TORCH_BYTES, ops)
+    with _SmallExpansion():
+        out = _load_bounded(data)
+    assert isinstance(out, S.SerializationError) or _same(out, TORCH_REF), ops
+
+
+def _torch_pickle() -> tuple[str, bytes]:
+    with zipfile.ZipFile(io.BytesIO(TORCH_BYTES)) as zf:
+        name = next(n for n in zf.namelist() if n.endswith("/data.pkl"))
+        return name, zf.read(name)
+
+
+PKL_NAME, PKL = _torch_pickle()
+
+
+def _rezip_torch(pkl: bytes) -> bytes:
+    src = zipfile.ZipFile(io.BytesIO(TORCH_BYTES))
+    buf = io.BytesIO()
+    with src, zipfile.ZipFile(buf, "w") as zf:
+        for name in src.namelist():
+            zf.writestr(name, pkl if name == PKL_NAME else src.read(name))
+    return buf.getvalue()
+
+
+def _only_weights(x: Any) -> bool:
+    """Only what weights_only=True may return: tensors, containers, numbers, strings, bytes,
+    dtypes, sizes, devices."""
+    todo, seen = [x], set()
+    while todo:
+        y = todo.pop()
+        if y is None or isinstance(y, (bool, int, float, complex, str, bytes, bytearray,
+                                       flow.Tensor, flow.dtype, flow.device)):
+            continue
+        if id(y) in seen:
+            continue
+        seen.add(id(y))
+        if type(y) in (dict, OrderedDict):
+            todo += [*y.keys(), *y.values(), *vars(y).values()] if type(y) is OrderedDict \
+                else [*y.keys(), *y.values()]
+        elif type(y) in (list, tuple, set, flow.Size):
+            todo += list(y)
+        else:
+            return False
+    return True
+
+
+@FUZZ
+@given(_damage(0, len(PKL)))
+def test_crafted_torch_pickles(ops):
+    """A damaged pickle re-zipped with valid CRCs: what a crafted file looks like. It is
+    refused, or loads as data only; it never runs anything."""
+    with _SmallExpansion():
+        out = _load_bounded(_rezip_torch(_apply(PKL, ops)))
+    assert isinstance(out, S.SerializationError) or _only_weights(out), ops

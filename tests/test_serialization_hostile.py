@@ -4,8 +4,10 @@ save's temporary is cleaned up by the next save."""
 
 from __future__ import annotations
 
+import io
 import json
 import os
+import pickle
 import struct
 import subprocess
 import sys
@@ -375,3 +377,186 @@ def test_save_names_its_temporary_with_host_and_pid(tmp_path, monkeypatch):
     S.save(flow.ones(1), tmp_path / "a.jf")
     assert _atomic._temp_pattern("a.jf").fullmatch(seen[0])
     assert f".a.jf.{_atomic.HOST_TAG}-{os.getpid()}." in seen[0]
+
+
+# -- PyTorch's format (a pickle): what weights_only=True refuses --------------------------------
+from collections import OrderedDict  # noqa: E402
+
+from jflow.serialization import _torchformat  # noqa: E402
+
+
+class _Pid:
+    """A storage record written as its persistent id, with any values."""
+
+    def __init__(self, key: str = "0", numel: int = 4, stype: str = "FloatStorage") -> None:
+        self.key, self.numel, self.stype = key, numel, stype
+
+
+class _Call:
+    """Pickles as ``module.name(*args)`` (with ``state``: then a BUILD of it)."""
+
+    def __init__(self, module: str, name: str, *args: Any, state: Any = None) -> None:
+        self.module, self.name, self.args, self.state = module, name, args, state
+
+
+class _Craft(_torchformat._Pickler):
+    """jflow's PyTorch-format pickler, able to write any global, call and storage record."""
+
+    def persistent_id(self, obj: Any) -> Any:
+        if type(obj) is _Pid:
+            return ("storage", self.g("torch", obj.stype), obj.key, "cpu", obj.numel)
+        return super().persistent_id(obj)
+
+    def reducer_override(self, obj: Any) -> Any:
+        if type(obj) is _Call:
+            rv = (self.g(obj.module, obj.name), obj.args)
+            return rv if obj.state is None else (*rv, obj.state)
+        return super().reducer_override(obj)
+
+
+def _torch_file(path: Path, obj: Any = None, storages: dict[str, bytes] | None = None,
+                pkl: bytes | None = None, byteorder: str = "little") -> Path:
+    """A torch.save-layout zip holding ``obj`` pickled by :class:`_Craft` (or ``pkl``)."""
+    if pkl is None:
+        buf = io.BytesIO()
+        _Craft(buf, 2).dump(obj)
+        pkl = buf.getvalue()
+    with zipfile.ZipFile(path, "w") as zf:
+        zf.writestr("archive/data.pkl", pkl)
+        zf.writestr("archive/byteorder", byteorder)
+        for key, data in (storages or {}).items():
+            zf.writestr(f"archive/data/{key}", data)
+        zf.writestr("archive/version", "3\n")
+    return path
+
+
+def _tensor(pid: _Pid, offset: int = 0, size: tuple = (4,), stride: tuple = (1,)) -> _Call:
+    return _Call("torch._utils", "_rebuild_tensor_v2", pid, offset, size, stride, False,
+                 OrderedDict())
+
+
+class _Evil:
+    def __init__(self, marker: Path) -> None:
+        self.marker = marker
+
+    def __reduce__(self):
+        return (os.system, (f"touch {self.marker}",))
+
+
+def test_torch_reduce_calling_os_system_is_refused(tmp_path):
+    marker = tmp_path / "ran"
+    path = _torch_file(tmp_path / "evil.pt", {"w": _tensor(_Pid()), "x": _Evil(marker)},
+                       {"0": bytes(16)})
+    _expect_error(path, f"{os.system.__module__}.system", "weights_only=True")
+    with pytest.raises(S.SerializationError):
+        S.load(path, weights_only=True)
+    assert not marker.exists()
+
+
+@pytest.mark.parametrize("obj,fragment", [
+    (_Call("datetime", "date", 2020, 1, 1), "the global datetime.date"),      # unknown global
+    (_Call("torch", "Tensor", 10**9), "calling"),                            # allowed type, no call
+    (_Call("builtins", "bytearray", 10**12), "bytearray"),                   # no size to allocate
+    (_Call("_codecs", "encode", "x", "rot13"), "_codecs.encode"),
+    (_Call("torch", "Size", (2,), state={"x": 1}), "setting the state of a Size"),
+    (_Call("collections", "OrderedDict", state={1: 2}), "OrderedDict state"),
+    (_Call("torch", "device", "cpu" * 100), "torch.device"),
+    (_Call("torch.nn.modules.linear", "Linear", 2, 2), "torch.nn.modules.linear.Linear"),
+    (_Call("torch._utils", "_rebuild_tensor_v2", "not a storage", 0, (1,), (1,), False,
+           None), "not a storage"),
+    (_Call("torch._utils", "_rebuild_parameter", 1, True, None), "a Parameter of 1"),
+])
+def test_torch_globals_and_calls_weights_only_refuses(tmp_path, obj, fragment):
+    _expect_error(_torch_file(tmp_path / "x.pt", {"x": obj}), fragment)
+
+
+def test_torch_names_import_nothing_under_weights_only(tmp_path, monkeypatch):
+    def importing(*args: Any) -> None:
+        pytest.fail(f"weights_only=True looked up {args} by importing")
+
+    monkeypatch.setattr(_torchformat, "_jflow_equivalent", importing)
+    path = _torch_file(tmp_path / "x.pt", {"x": _Call("torch.mock_torch._gen_torch_names", "x")})
+    _expect_error(path, "the global torch.mock_torch._gen_torch_names.x")
+    with S.safe_globals([flow.nn.Linear]):
+        path = _torch_file(tmp_path / "l.pt", {"x": _Call("torch.nn.modules.linear", "Linear",
+                                                            2, 1)})
+        assert isinstance(S.load(path)["x"], flow.nn.Linear)
+
+
+@pytest.mark.parametrize("pkl,fragment", [
+    (b"\x80\x02ctorch\nfloat32\n}X\x04\x00\x00\x00nameX\x01\x00\x00\x00xsb.",
+     "setting the state of a dtype"),                                  # BUILD on a shared dtype
+    (b"(itorch\nSize\n.", "instance or extension-registry"),           # protocol 0 INST
+    (b"\x80\x02\x82\x01.", "instance or extension-registry"),          # EXT1
+    (b"\x80\x02X\x01\x00\x00\x00xQ.", "persistent id 'x'"),            # not a storage record
+    (b"\x80\x02(l" + b"(" * 10 + b".", "cannot be unpickled"),         # garbage
+])
+def test_torch_opcodes_weights_only_refuses(tmp_path, pkl, fragment):
+    _expect_error(_torch_file(tmp_path / "x.pt", pkl=pkl), fragment)
+    assert flow.float32.name == "float32"
+
+
+@pytest.mark.parametrize("obj,fragment", [
+    (_tensor(_Pid(numel=10**12)), "declares 1000000000000 elements"),  # far beyond the file
+    (_tensor(_Pid(numel=-1)), "bad storage record"),
+    (_tensor(_Pid(key="9")), "zip entry archive/data/9 is missing"),
+    (_tensor(_Pid(stype="QInt8Storage")), "torch.QInt8Storage"),
+    (_tensor(_Pid(), size=(5,)), "reaches past its 4 elements"),
+    (_tensor(_Pid(), offset=3, size=(2, 2), stride=(1, 1)), "reaches past"),
+    (_tensor(_Pid(), size=(2, -2), stride=(1, 1)), "non-negative ints"),
+    (_tensor(_Pid(), size=(2,), stride=(1, 1)), "bad view"),
+    (_tensor(_Pid(), size=[4]), "is not a tuple"),
+    (_Call("torch._utils", "_rebuild_tensor_v3", _Pid(stype="UntypedStorage", numel=16), 0,
+           (4,), (1,), False, OrderedDict(), "float32"), "untyped storage"),
+])
+def test_torch_bad_storages_and_views(tmp_path, obj, fragment):
+    path = _torch_file(tmp_path / "x.pt", {"w": obj}, {"0": bytes(16)})
+    peak = _peak_python_memory(lambda: _expect_error(path, fragment))
+    assert peak < 4 << 20                       # refused before anything was allocated
+
+
+def test_torch_untyped_storages_with_v3_dtypes(tmp_path):
+    data = np.array([1.5, -2, 0, 4], np.float32).tobytes()
+    v3 = _Call("torch._utils", "_rebuild_tensor_v3", _Pid(stype="UntypedStorage", numel=16), 1,
+               (2,), (2,), False, OrderedDict(), flow.float32)
+    path = _torch_file(tmp_path / "v3.pt", {"w": v3}, {"0": data})
+    assert S.load(path)["w"].numpy().tolist() == [-2, 4]   # offset and stride in float32s
+
+
+def test_torch_views_materializing_too_much_are_refused(tmp_path, monkeypatch):
+    expand = _tensor(_Pid(numel=1), size=(3, 2), stride=(0, 0))
+    ok = _torch_file(tmp_path / "ok.pt", {"w": expand}, {"0": bytes(4)})
+    assert S.load(ok)["w"].numpy().tolist() == [[0, 0]] * 3          # an expand loads
+    monkeypatch.setattr(_torchformat, "MAX_EXPANSION_BYTES", 1 << 10)
+    path = _torch_file(tmp_path / "x.pt", {"w": _tensor(_Pid(numel=1), size=(10**6,), stride=(0,))},
+                       {"0": bytes(4)})
+    _expect_error(path, "materialize more than")
+
+
+def test_torch_bool_bytes_and_byteorder(tmp_path):
+    two = _tensor(_Pid(stype="BoolStorage", numel=2), size=(2,))
+    b = _torch_file(tmp_path / "b.pt", {"w": two}, {"0": b"\x01\x02"})
+    _expect_error(b, "bytes other than 0 and 1")
+    _expect_error(_torch_file(tmp_path / "o.pt", {"w": 1}, byteorder="middle"),
+                  "byte order 'middle'")
+
+
+def test_truncated_torch_files(tmp_path):
+    path = tmp_path / "t.pt"
+    flow.save({"w": flow.randn(64), "b": flow.arange(10)}, path)
+    data = path.read_bytes()
+    for cut in (len(data) - 10, len(data) - 200, len(data) // 2, 100, 10):
+        path.write_bytes(data[:cut])
+        with pytest.raises(S.SerializationError):
+            S.load(path)
+
+
+def test_raw_pickle_is_refused_without_unpickling(tmp_path):
+    marker = tmp_path / "ran"
+    path = tmp_path / "raw.pt"
+    path.write_bytes(pickle.dumps({"x": _Evil(marker)}, protocol=2))
+    for wo in (True, False):
+        _expect_error(path, "raw pickle")
+        with pytest.raises(S.SerializationError, match="weights_only=False does not change"):
+            S.load(path, weights_only=wo)
+    assert not marker.exists()

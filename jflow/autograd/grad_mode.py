@@ -53,16 +53,34 @@ class _GradMode:
         return wrapper
 
 
+def _new_or_decorate(cls: type, orig_func: Callable[..., Any] | None) -> Any:
+    """``@no_grad`` without parentheses (PyTorch accepts it): the decorated function."""
+    if orig_func is None:
+        return object.__new__(cls)
+    if not callable(orig_func):
+        raise TypeError(f"{cls.__name__}() takes no arguments, or a function to decorate; got "
+                        f"{type(orig_func).__name__}")
+    return object.__new__(cls)(orig_func)
+
+
 class no_grad(_GradMode):
-    """Disable gradient recording inside the block (or the decorated function)."""
+    """Disable gradient recording inside the block (or the decorated function; ``@no_grad``
+    and ``@no_grad()`` both decorate)."""
 
     _mode = False
 
+    def __new__(cls, orig_func: Callable[..., Any] | None = None) -> Any:
+        return _new_or_decorate(cls, orig_func)
+
 
 class enable_grad(_GradMode):
-    """Enable gradient recording inside the block (e.g. within ``no_grad``)."""
+    """Enable gradient recording inside the block (e.g. within ``no_grad``); ``@enable_grad``
+    and ``@enable_grad()`` both decorate."""
 
     _mode = True
+
+    def __new__(cls, orig_func: Callable[..., Any] | None = None) -> Any:
+        return _new_or_decorate(cls, orig_func)
 
 
 class set_grad_enabled(_GradMode):

@@ -12,9 +12,11 @@ The autocast state is part of what a compiled call is specialized on (as torch.c
 on it): each autocast dtype (or none) gets its own ``flow.jit`` executable cache, since an
 executable bakes the casts in.
 
-The options map as follows: ``fullgraph`` -- flow.jit always compiles the whole call as one
-graph (there are no graph breaks: code that cannot be traced raises), so both values behave
-as ``True``; ``dynamic`` -- accepted; flow.jit specializes on shapes and traces again for a new
+The options map as follows: ``fullgraph`` -- flow.jit compiles the whole call as one graph;
+where the trace reads a traced value (``if x.sum() > 0:``, ``.item()``, ``int(t)``: a *graph
+break* in PyTorch) ``fullgraph=False`` (the default) runs calls with that signature eagerly,
+the reason in ``recompile_reasons``, and ``fullgraph=True`` raises an error naming the read,
+as PyTorch does; ``dynamic`` -- accepted; flow.jit specializes on shapes and traces again for a new
 one (``recompile_reasons`` says why); ``backend`` -- any name is accepted (XLA compiles
 everything) except ``"eager"``, which runs the original uncompiled, and callables (custom
 dynamo backends), which are refused; ``mode`` -- PyTorch's names are accepted, no effect;
@@ -32,7 +34,7 @@ import jax
 from ..amp.autocast_mode import state as _autocast
 from ..nn.modules.module import Module
 from ..tensor import Tensor
-from .jit import CompiledFunction, jit
+from .jit import CompiledFunction
 
 __all__ = ["compile", "CompiledModule", "CompiledCallable"]
 
@@ -50,16 +52,18 @@ def _tracing(args: tuple[Any, ...], kwargs: dict[str, Any]) -> bool:
 class _Compiled:
     """What both wrappers share: one ``flow.jit`` per autocast state, made on first use."""
 
-    def __init__(self, target: Callable[..., Any], eager: bool) -> None:
+    def __init__(self, target: Callable[..., Any], eager: bool, fullgraph: bool = False) -> None:
         object.__setattr__(self, "_target", target)
         object.__setattr__(self, "_eager", eager)
+        object.__setattr__(self, "_fullgraph", fullgraph)
         object.__setattr__(self, "_by_autocast", {})
 
     def _compiled_for(self) -> CompiledFunction:
         key = _autocast.dtype
         fn = self._by_autocast.get(key)
         if fn is None:
-            fn = self._by_autocast[key] = jit(self._target)
+            fn = self._by_autocast[key] = CompiledFunction(
+                self._target, graph_breaks=not self._fullgraph)
         return fn
 
     def __call__(self, *args: Any, **kwargs: Any) -> Any:
@@ -78,8 +82,8 @@ class CompiledModule(_Compiled):
     module's (attributes are read from and written to it). ``_orig_mod`` is the module, as
     PyTorch's ``OptimizedModule``."""
 
-    def __init__(self, module: Module, eager: bool = False) -> None:
-        super().__init__(module, eager)
+    def __init__(self, module: Module, eager: bool = False, fullgraph: bool = False) -> None:
+        super().__init__(module, eager, fullgraph)
         object.__setattr__(self, "_orig_mod", module)
 
     def __getattr__(self, name: str) -> Any:
@@ -113,8 +117,9 @@ class CompiledCallable(_Compiled):
     """``flow.compile(fn)``: calls run ``flow.jit(fn)`` (one per autocast state); attributes
     not its own are the current ``flow.jit`` function's (``cache_size``, ``trace_count``...)."""
 
-    def __init__(self, fn: Callable[..., Any], eager: bool = False) -> None:
-        super().__init__(fn, eager)
+    def __init__(self, fn: Callable[..., Any], eager: bool = False,
+                 fullgraph: bool = False) -> None:
+        super().__init__(fn, eager, fullgraph)
         functools.update_wrapper(self, fn, updated=())  # type: ignore[arg-type]
 
     def __getattr__(self, name: str) -> Any:
@@ -150,10 +155,10 @@ def compile(model: Callable[..., Any] | None = None, *, fullgraph: bool = False,
             return m
         eager = backend == "eager"
         if isinstance(m, Module):
-            return CompiledModule(m, eager)
+            return CompiledModule(m, eager, fullgraph)
         if not callable(m):
             raise RuntimeError(f"flow.compile: expected an nn.Module or a callable, got "
                                f"{type(m).__name__}")
-        return CompiledCallable(m, eager)
+        return CompiledCallable(m, eager, fullgraph)
 
     return wrap if model is None else wrap(model)

@@ -13,7 +13,11 @@ When a call needs a new trace, the reason (which argument or state changed, and 
 
 from __future__ import annotations
 
+import contextlib
 import functools
+import linecache
+import os
+import re
 import warnings
 import weakref
 from collections import OrderedDict, deque
@@ -31,6 +35,7 @@ from ..optim.optimizer import Optimizer
 from ..recompile import RecompileWarning
 from ..sharding import plan as step_plan
 from ..tensor import Tensor
+from .containers import from_tree, needs_tree, to_tree
 from .fast_path import FAST, FastMiss, FastPath
 from .reach import Opaque, describe_reach_change, discover
 from .state import (
@@ -87,8 +92,12 @@ def explain_change(old: tuple, new: tuple) -> str:
                                    f"{_describe_sig(('T',) + y)}")
         elif name == "grads":
             na, nb = sum(g is not None for g in a), sum(g is not None for g in b)
-            reasons.append(f"the set of existing .grad tensors changed ({na} -> {nb} tensors "
-                           f"with a gradient)")
+            if na != nb:
+                reasons.append(f"the set of existing .grad tensors changed ({na} -> {nb} "
+                               f"tensors with a gradient)")
+            elif len(a) != len(b):
+                reasons.append(f"the tensors whose .grad is carried changed ({len(a)} -> "
+                               f"{len(b)})")
         elif name == "optimizer hyper-parameters and state":
             reasons.append("optimizer hyper-parameters or state changed (e.g. the state the "
                            "first optimizer step creates)")
@@ -110,6 +119,10 @@ class _CapturedWrites(Exception):
         super().__init__(f"{len(tensors)} captured tensor(s) written in place")
         self.tensors = tensors
 
+
+#: graph breaks (distinct signatures) after which a function compiled by ``flow.compile``
+#: stops tracing and runs every call eagerly (``torch._dynamo.config.cache_size_limit``'s default)
+GRAPH_BREAK_LIMIT = 8
 
 #: ``[fn or None]``: the active profiler's ``fn(compiled, args, kwargs)`` (jflow.profiler)
 PROFILER: list[Any] = [None]
@@ -145,7 +158,7 @@ def _check_attrs(name: str, before: dict[tuple[int, str], Any], modules: Any) ->
 
 
 class _Entry:
-    __slots__ = ("jitted", "layout", "bwd", "guards", "sbp", "planned")
+    __slots__ = ("jitted", "layout", "bwd", "guards", "sbp", "planned", "fallback")
 
     def __init__(self, jitted: Any) -> None:
         self.jitted = jitted
@@ -158,6 +171,8 @@ class _Entry:
         #: tensors the trace read as constants: ``(weakref, value it had, description)``;
         #: None until the first call has traced
         self.guards: list[tuple[Any, Any, str]] | None = None
+        #: a graph break (``graph_breaks=True``): why calls with this key run eagerly
+        self.fallback: str | None = None
 
 
 class _CompiledCall:
@@ -198,8 +213,11 @@ class _CompiledVJP(Function):
 class CompiledFunction(Opaque):
     """A function compiled by :func:`jit` (call it like the original).
 
-    ``recompile_reasons``: one string per trace after the first, saying what changed.
-    ``cache_size``: executables kept (least recently used beyond ``max_cache_size`` dropped).
+    ``recompile_reasons``: one string per trace after the first, saying what changed, and one
+    per graph break. ``cache_size``: executables kept (least recently used beyond
+    ``max_cache_size`` dropped). ``graph_breaks``: a trace that reads a traced value
+    (``bool(t)``, ``t.item()``, ``int(t)``) makes calls with that signature run the function
+    eagerly (``flow.compile``'s behaviour) instead of raising (``flow.jit``, ``nn.Graph``).
     """
 
     def __init__(self, fn: Callable[..., Any], *, donate: bool = False, explain: bool = False,
@@ -207,17 +225,21 @@ class CompiledFunction(Opaque):
                  modules: list[Module] | None = None,
                  optimizers: list[Optimizer] | None = None, scan_closure: bool = True,
                  reach: tuple[Callable[..., Any], ...] | None = None,
-                 after: Callable[[], None] | None = None, name: str | None = None) -> None:
+                 after: Callable[[], None] | None = None, name: str | None = None,
+                 graph_breaks: bool = False) -> None:
         if not callable(fn):
             raise TypeError(f"flow.jit: expected a function, got {type(fn).__name__}")
         if max_cache_size < 1:
             raise ValueError(f"flow.jit: max_cache_size must be >= 1, got {max_cache_size}")
         self.fn = fn
         self.donate = donate
+        self.graph_breaks = graph_breaks
+        #: graph breaks so far; at :data:`GRAPH_BREAK_LIMIT` every later call runs eagerly
+        self.graph_break_count = 0
         self.explain = explain
         self.max_cache_size = max_cache_size
         self.track_grads = track_grads
-        self.name = name or getattr(fn, "__qualname__", repr(fn))
+        self.name = name or getattr(fn, "__qualname__", None) or type(fn).__name__
         self._modules = list(modules or [])
         self._optimizers = list(optimizers or [])
         #: where modules and optimizers are looked for on every call (see :func:`discover`)
@@ -256,6 +278,8 @@ class CompiledFunction(Opaque):
         return hook(self, args, kwargs)  # jflow.profiler: times the step, notes retraces
 
     def _call(self, *args: Any, **kwargs: Any) -> Any:
+        if self.graph_break_count >= GRAPH_BREAK_LIMIT:
+            return self.fn(*args, **kwargs)
         fast = self._fast
         if fast is not None:
             inputs = None if kwargs else fast.inputs(fast, self, args)
@@ -267,7 +291,43 @@ class CompiledFunction(Opaque):
         if found is None:
             return self._call(*args, **kwargs)  # the changed tensors are inputs now: a new key
         entry, key, state, leaves, slow = found
-        return self._run(entry, key, state, leaves, slow)
+        if entry.fallback is not None:  # a graph break: this signature runs eagerly
+            self._fast = None
+            return self.fn(*args, **kwargs)
+        try:
+            return self._run(entry, key, state, leaves, slow)
+        except Exception as e:
+            read = traced_read(e)
+            if read is None:
+                raise
+            return self._graph_break(entry, read, e, args, kwargs)
+
+    def _graph_break(self, entry: _Entry, read: str, error: Exception, args: tuple,
+                     kwargs: dict) -> Any:
+        """The trace of ``entry`` read a traced value: with ``graph_breaks``, remember that
+        this signature runs eagerly (with the reason) and run this call so; else raise a clear
+        error naming the read."""
+        self._fast = None
+        if not self.graph_breaks:
+            raise RuntimeError(
+                f"flow.jit({self.name}): {read}, but inside a compiled function tensors have "
+                f"no values yet (they are traced). Keep that code outside the compiled "
+                f"function, use flow.where / masks instead of Python branches on tensor values, "
+                f"or use flow.compile, which runs such a call eagerly (a graph break)"
+            ) from error
+        entry.fallback = reason = (f"graph break: {read}; calls with this signature run "
+                                   f"eagerly")
+        entry.jitted = entry.bwd = None
+        entry.guards = []
+        self.graph_break_count += 1
+        if self.graph_break_count >= GRAPH_BREAK_LIMIT:
+            reason += (f"; {GRAPH_BREAK_LIMIT} signatures broke the graph, so every later "
+                       f"call runs eagerly without tracing")
+            self._cache.clear()
+        self.recompile_reasons.append(reason)
+        if self.explain:
+            warnings.warn(f"flow.jit({self.name}): {reason}", RecompileWarning, stacklevel=4)
+        return self.fn(*args, **kwargs)
 
     def _disarm(self) -> None:
         """Leave the fast path: the next call computes its key (the donation record of the
@@ -292,7 +352,7 @@ class CompiledFunction(Opaque):
             self._after()
         if fast.attach:
             out = self._attach_backward(fast.entry, out, inputs, fast.current(args))
-        return out
+        return from_tree(out) if fast.entry.layout.out_nodes else out
 
     def lower(self, *args: Any, **kwargs: Any) -> Any:
         """JAX's ``Lowered`` for a call with these arguments, without running it (after the
@@ -314,6 +374,8 @@ class CompiledFunction(Opaque):
         """The cache entry for a call (made if new) and what running it needs; None when
         guarded constants changed (they were promoted to inputs: look up again)."""
         leaves, treedef = tree_flatten_stateful((args, kwargs))
+        if needs_tree(leaves):  # dataclasses, cache objects ... (see containers.py)
+            leaves, treedef = tree_flatten_stateful(to_tree((args, kwargs)))
         checks: list | None = [] if self._reach else None
         reach = discover(*self._reach, checks=checks) if self._reach else ()
         modules, optimizers = self._modules, self._optimizers
@@ -365,7 +427,7 @@ class CompiledFunction(Opaque):
                                     f"{[list(t.shape) for t in e.tensors]} are written in place "
                                     f"by the step (they are state now)")
             self._fast = None
-            args, kwargs = jax.tree_util.tree_unflatten(treedef, leaves)
+            args, kwargs = from_tree(jax.tree_util.tree_unflatten(treedef, leaves))
             return self._call(*args, **kwargs)
         finally:
             self._current = None
@@ -383,7 +445,7 @@ class CompiledFunction(Opaque):
             for x, slot in zip(out_leaves, layout.out_slots)])
         if grad_on and not self.donate and any(layout.out_diff) and not layout.ran_backward:
             out = self._attach_backward(entry, out, inputs, (state, leaves, treedef))
-        return out
+        return from_tree(out) if layout.out_nodes else out
 
     def _plan_sbp(self, entry: _Entry, state: StepState, inputs: tuple) -> None:
         """Once per entry whose step holds global tensors, choose the SBP signatures of the
@@ -477,8 +539,11 @@ class CompiledFunction(Opaque):
             planning = step_plan.following(choice)
             planning.__enter__()
             try:
-                a, kw = jax.tree_util.tree_unflatten(treedef, call_leaves)
+                a, kw = from_tree(jax.tree_util.tree_unflatten(treedef, call_leaves))
                 out = fn(*a, **kw)
+                converted = to_tree(out)  # (dataclasses, cache objects: containers.py)
+                layout.out_nodes = converted is not out
+                out = converted
                 if written:
                     raise _CapturedWrites([w[0] for w in written.values()])
                 _check_attrs(name, attrs, state.submodules)
@@ -492,6 +557,10 @@ class CompiledFunction(Opaque):
                 if isinstance(choice, step_plan.StepRecorder):
                     choice.pin(state.pins())
                     choice.pin_outputs(jax.tree_util.tree_leaves(out_vals))
+            except BaseException:  # (a failed trace: no tracer stays on a module either)
+                with contextlib.suppress(RuntimeError):
+                    _check_attrs(name, attrs, state.submodules)
+                raise
             finally:
                 planning.__exit__(None, None, None)
                 watch_inputs(previous)
@@ -562,6 +631,53 @@ class CompiledFunction(Opaque):
 
     def __repr__(self) -> str:
         return f"<flow.jit of {self.name}: {self.cache_size} executable(s)>"
+
+
+_CONCRETE_CODE = Tensor._concrete.__code__
+_JAX_READS = tuple(getattr(jax.errors, n) for n in (
+    "ConcretizationTypeError", "TracerBoolConversionError", "TracerIntegerConversionError",
+    "TracerArrayConversionError") if hasattr(jax.errors, n))
+#: what jflow's ops with a data-dependent result shape (boolean-mask indexing, ``nonzero``,
+#: ``masked_select``, ``unique``, ``repeat_interleave`` with tensor repeats) say when traced
+_SHAPE_READS = ("unknown while tracing", "cannot be traced (inside jax.jit",
+                "cannot run under tracing")
+_INTERNAL = tuple(os.path.dirname(os.path.abspath(p)) + os.sep for p in (
+    jax.__file__, np.__file__, os.path.dirname(os.path.abspath(__file__))))
+
+
+def traced_read(error: BaseException) -> str | None:
+    """When ``error`` is a trace reading a tensor's value (``Tensor.__bool__`` / ``item`` /
+    ``numpy`` ... on a tracer, or JAX's concretization errors): what was read and where in
+    the user's code (the innermost frame outside jflow, JAX and NumPy); else None."""
+    what = None
+    if isinstance(error, _JAX_READS):
+        what = f"a traced value is read ({type(error).__name__})"
+    user = None
+    tb = error.__traceback__
+    while tb is not None:
+        frame = tb.tb_frame
+        code = frame.f_code
+        if code is _CONCRETE_CODE and isinstance(error, RuntimeError):
+            op = frame.f_locals.get("what", "item")
+            what = {"__bool__": "bool() of a traced tensor (e.g. `if tensor:` or a comparison "
+                                "used as a condition)",
+                    "item": ".item() / int() / float() of a traced tensor"}.get(
+                op, f"Tensor.{op}() of a traced tensor")
+        elif not code.co_filename.startswith(_INTERNAL + ("<jflow",)):
+            user = (code.co_filename, tb.tb_lineno, code.co_name)
+        tb = tb.tb_next
+    if what is None and isinstance(error, (TypeError, RuntimeError)):
+        msg = str(error)
+        if any(m in msg for m in _SHAPE_READS):
+            first = re.split(r";|\. | \(inside|, which", msg)[0]
+            what = f"an op whose result shape depends on values ({first})"
+    if what is None:
+        return None
+    if user is None:
+        return what
+    line = linecache.getline(user[0], user[1]).strip()
+    return (f"{what} at {os.path.basename(user[0])}:{user[1]} in {user[2]}"
+            + (f" (`{line}`)" if line else ""))
 
 
 def _output_values(out: Any, name: str) -> Any:

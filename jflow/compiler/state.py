@@ -92,6 +92,7 @@ class Layout:
     ran_backward: bool = False                              # some .grad was (re)assigned
     out_diff: list[bool] = field(default_factory=list)      # per output leaf: requires grad
     out_slots: list[Any] = field(default_factory=list)      # per output leaf: TensorSlot|None
+    out_nodes: bool = False                                 # the result holds containers.Node
     #: tensors the trace read with a concrete value (not inputs): id -> (tensor, description)
     captured: dict[int, Any] = field(default_factory=dict)
 
@@ -294,7 +295,9 @@ class StepState:
                 undo.append((t, t._value, t._version, t.grad_fn, t.grad))
             t._value = v
             t.grad_fn = None
-            t._grad = None if g is None else wrap_like(g, t.grad._global)
+            # (a backward replaying the step may find the .grad cleared since the call)
+            t._grad = None if g is None else wrap_like(
+                g, (t._grad if t._grad is not None else t)._global)
             self._installed_grads.append((t.grad, g))
         self._globs_in = [t._global for t in self.tensors]
         self._opt_globs_in = {}

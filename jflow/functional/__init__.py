@@ -18,6 +18,7 @@ from .functors import (  # noqa: F401
     complex,
     conv,
     factory,
+    fft,
     fused,
     index,
     join,
@@ -31,6 +32,7 @@ from .functors import (  # noqa: F401
     rearrange,
     reduce,
     slicing,
+    special,
     upsample,
     view,
 )

@@ -10,6 +10,8 @@ run on jflow, as ``oneflow.mock_torch`` does for OneFlow.
     eval $(python -m jflow.mock_torch disable)
 
 While enabled, ``torch`` and every ``torch.<path>`` resolve to a module that forwards to
+``jflow.mock_torch.overrides.<path>`` (PyTorch's API where jflow's same-named module has
+another, or names only PyTorch programs use: ``torch.jit``, ``torch._dynamo``...) and then to
 ``jflow.<path>`` (``torch.nn.modules.conv`` -> ``jflow.nn.modules.conv``), so
 ``isinstance(x, torch.Tensor)`` holds for jflow tensors and ``class Net(torch.nn.Module)``
 is a jflow module. ``torch.__version__`` is :data:`TORCH_VERSION` (a PyTorch release string,
@@ -18,10 +20,11 @@ is jflow's own version). The real PyTorch cannot be imported meanwhile: an alrea
 one is taken out of ``sys.modules`` and put back by :func:`disable`.
 
 A name or module jflow lacks raises ``ImportError`` / ``AttributeError`` naming it — or,
-with ``lazy=True``, becomes a placeholder that loads fine and raises
-``NotImplementedError("jflow has no torch.xxx ...")`` only when used (called, subclassed,
-instantiated); ``isinstance(x, placeholder)`` is False. ``verbose=True`` prints each
-placeholder when first touched; :func:`touched` lists them.
+with ``lazy=True`` and if PyTorch has it (:func:`torch_has`), becomes a placeholder that loads
+fine and raises ``NotImplementedError("jflow has no torch.xxx ...")`` only when used (called,
+subclassed, instantiated); ``isinstance(x, placeholder)`` is False. A name PyTorch lacks
+fails as in PyTorch in both modes. ``verbose=True`` prints each equivalent and placeholder
+when first touched; :func:`touched` lists them.
 """
 
 from __future__ import annotations
@@ -34,7 +37,8 @@ import sys
 import types
 from typing import Any
 
-__all__ = ["enable", "disable", "is_enabled", "touched", "TORCH_VERSION"]
+__all__ = ["enable", "disable", "is_enabled", "touched", "torch_has", "TORCH_VERSION",
+           "OVERRIDES"]
 
 #: what ``torch.__version__`` reports while mocking (the PyTorch release whose API jflow
 #: follows)
@@ -45,16 +49,41 @@ _STATE: dict[str, Any] = {"on": False, "lazy": False, "verbose": False, "saved":
 _TOUCHED: list[str] = []
 
 
-def _jflow_name(name: str) -> str:
-    return "jflow" + name[len("torch"):]
+# -- what PyTorch itself has (lazy mode's guide) -------------------------------------------------
+
+_NAMES: dict[str, Any] = {}
+#: the package whose modules answer ``torch.<path>`` before ``jflow.<path>``: PyTorch's API
+#: where jflow's same-named module has another one (``torch.compiler``, ``torch._C``...) or
+#: where only PyTorch programs need the name (``torch.jit``, ``torch._dynamo``, ``torch.fx``)
+OVERRIDES = "jflow.mock_torch.overrides"
 
 
-def _jflow_has(name: str) -> bool:
-    """Whether ``torch.<path>`` has a jflow module ``jflow.<path>``."""
-    try:
-        return importlib.util.find_spec(_jflow_name(name)) is not None
-    except (ModuleNotFoundError, ValueError):  # a parent is not a package
-        return False
+def _torch_names() -> dict[str, Any]:
+    """PyTorch's module list and, for its public modules, their names (``torch_names.json.gz``,
+    written from PyTorch by ``_gen_torch_names.py``): with ``lazy=True`` a name PyTorch lacks
+    fails as it would in PyTorch instead of becoming a placeholder."""
+    if not _NAMES:
+        import gzip  # noqa: PLC0415
+        import json  # noqa: PLC0415
+        from pathlib import Path  # noqa: PLC0415
+        with gzip.open(Path(__file__).with_name("torch_names.json.gz"), "rt") as f:
+            data = json.load(f)
+        _NAMES.update(modules=frozenset(data["modules"]),
+                      attrs={k: frozenset(v) for k, v in data["attrs"].items()})
+    return _NAMES
+
+
+def torch_has(name: str) -> bool | None:
+    """Whether PyTorch (the release of :data:`TORCH_VERSION`) has ``name`` (a module or a
+    module's attribute): True / False, or None when unknown (a private module's names)."""
+    names = _torch_names()
+    if name in names["modules"]:
+        return True
+    parent, _, key = name.rpartition(".")
+    if not parent:
+        return name == "torch"
+    attrs = names["attrs"].get(parent)
+    return None if attrs is None else key in attrs
 
 
 # -- placeholders (lazy=True) --------------------------------------------------------------------
@@ -81,11 +110,16 @@ def _missing(name: str) -> NotImplementedError:
                                f"docs/porting.md for what is supported")
 
 
-def _touch(name: str) -> None:
-    if name not in _TOUCHED:
-        _TOUCHED.append(name)
+def _touch(name: str, kind: str = "placeholder") -> None:
+    entry = f"{name} ({kind})"
+    if entry not in _TOUCHED_SET:
+        _TOUCHED_SET.add(entry)
+        _TOUCHED.append(entry)
         if _STATE["verbose"]:
-            print(f"jflow.mock_torch: placeholder {name} used", file=sys.stderr)
+            print(f"jflow.mock_torch: {kind} {name} used", file=sys.stderr)
+
+
+_TOUCHED_SET: set[str] = set()
 
 
 def placeholder(name: str) -> Any:
@@ -98,49 +132,115 @@ def placeholder(name: str) -> Any:
           "__class_getitem__": classmethod(lambda c, item: c),  # type hints: x: torch.T[...]
           "__module__": name.rpartition(".")[0] or "torch",
           "__doc__": f"jflow.mock_torch placeholder for the missing {name}"}
+    _touch(name, "placeholder loaded")
     return _PlaceholderType(name.rpartition(".")[2] or name, (), ns)
 
 
 # -- forwarding modules ----------------------------------------------------------------------
 
-class _TorchModule(types.ModuleType):
-    """``torch.<path>``: attribute reads go to ``jflow.<path>``; writes stay local."""
+def _jflow_name(name: str) -> str:
+    return "jflow" + name[len("torch"):]
 
-    def __init__(self, name: str, target: types.ModuleType | None) -> None:
+
+def _override_name(name: str) -> str:
+    return OVERRIDES + name[len("torch"):]
+
+
+def _find(modname: str) -> bool:
+    try:
+        return importlib.util.find_spec(modname) is not None
+    except (ModuleNotFoundError, ValueError, ImportError):  # a parent is not a package
+        return False
+
+
+_OVERRIDE_SET: set[str] = set()
+
+
+def _overridden(name: str) -> bool:
+    """Whether ``torch.<path>`` has a module in :data:`OVERRIDES` (PyTorch's API for it)."""
+    if not _OVERRIDE_SET:
+        import pkgutil  # noqa: PLC0415
+        pkg = importlib.import_module(OVERRIDES)
+        _OVERRIDE_SET.add("torch")
+        for info in pkgutil.walk_packages(pkg.__path__, OVERRIDES + "."):
+            _OVERRIDE_SET.add("torch" + info.name[len(OVERRIDES):])
+    return name in _OVERRIDE_SET
+
+
+def _targets(name: str) -> list[types.ModuleType]:
+    """The modules ``torch.<path>`` reads from, first wins: its override (if any), then
+    ``jflow.<path>`` unless the override replaces jflow's module (``__mock_fallback__`` False)."""
+    out: list[types.ModuleType] = []
+    fallback = True
+    if _overridden(name):
+        ov = importlib.import_module(_override_name(name))
+        out.append(ov)
+        fallback = getattr(ov, "__mock_fallback__", True)
+    if fallback and _find(_jflow_name(name)):
+        out.append(importlib.import_module(_jflow_name(name)))
+    return out
+
+
+def _has(name: str) -> bool:
+    return _overridden(name) or _find(_jflow_name(name))
+
+
+class _TorchModule(types.ModuleType):
+    """``torch.<path>``: attribute reads go to its override, then to ``jflow.<path>``;
+    a submodule read is the ``torch.<path>.<sub>`` module; writes stay local."""
+
+    def __init__(self, name: str, targets: list[types.ModuleType]) -> None:
         super().__init__(name)
-        self.__dict__["_jflow_target"] = target
+        self.__dict__["_jflow_targets"] = targets
+        self.__dict__["_jflow_target"] = next(
+            (t for t in targets if not t.__name__.startswith(OVERRIDES)), None)
 
     def __getattr__(self, key: str) -> Any:
-        target = self.__dict__["_jflow_target"]
         if key.startswith("__"):  # module machinery (__path__, __spec__ ...): never forwarded
             raise AttributeError(key)
-        if target is not None:
+        sub = f"{self.__name__}.{key}"
+        if _overridden(sub):
+            return importlib.import_module(sub)
+        for target in self.__dict__["_jflow_targets"]:
             try:
-                return getattr(target, key)
+                value = getattr(target, key)
             except AttributeError:
-                pass
-            sub = f"{self.__name__}.{key}"  # a submodule not imported yet
-            if _jflow_has(sub):
-                return importlib.import_module(sub)
+                continue
+            if isinstance(value, types.ModuleType) and _has(sub):
+                return importlib.import_module(sub)  # torch.nn is the torch.nn module
+            if target.__name__.startswith(OVERRIDES) and not isinstance(value, types.ModuleType):
+                _touch(sub, "equivalent")
+            return value
+        if _has(sub):
+            return importlib.import_module(sub)
         if _STATE["lazy"]:
-            return placeholder(f"{self.__name__}.{key}")
-        raise AttributeError(f"jflow has no {self.__name__}.{key} (jflow.mock_torch forwards "
-                             f"torch to jflow); see docs/porting.md")
+            known = torch_has(sub)
+            if known is False:
+                raise AttributeError(f"module {self.__name__!r} has no attribute {key!r} "
+                                     f"(PyTorch {TORCH_VERSION} has no {sub} either)")
+            if known is True and sub in _torch_names()["modules"]:
+                return importlib.import_module(sub)  # a placeholder module
+            return placeholder(sub)
+        raise AttributeError(f"jflow has no {sub} (jflow.mock_torch forwards torch to jflow); "
+                             f"see docs/porting.md")
 
     def __dir__(self) -> list[str]:
-        target = self.__dict__["_jflow_target"]
-        return sorted(set(super().__dir__()) | set(dir(target) if target else ()))
+        names = set(super().__dir__())
+        for t in self.__dict__["_jflow_targets"]:
+            names |= set(dir(t))
+        return sorted(names)
 
 
 class _Loader(importlib.abc.Loader):
-    def __init__(self, target: types.ModuleType | None) -> None:
-        self.target = target
+    def __init__(self, targets: list[types.ModuleType]) -> None:
+        self.targets = targets
 
     def create_module(self, spec: importlib.machinery.ModuleSpec) -> types.ModuleType:
-        mod = _TorchModule(spec.name, self.target)
+        mod = _TorchModule(spec.name, self.targets)
         if spec.name == "torch":
+            jflow = mod.__dict__["_jflow_target"]
             mod.__dict__["__version__"] = TORCH_VERSION
-            mod.__dict__["__jflow__"] = getattr(self.target, "__version__", "")
+            mod.__dict__["__jflow__"] = getattr(jflow, "__version__", "")
         return mod
 
     def exec_module(self, module: types.ModuleType) -> None:
@@ -154,16 +254,20 @@ class _Finder(importlib.abc.MetaPathFinder):
                   ) -> importlib.machinery.ModuleSpec | None:
         if name != "torch" and not name.startswith("torch."):
             return None
-        if _jflow_has(name):
-            mod: types.ModuleType | None = importlib.import_module(_jflow_name(name))
-        elif _STATE["lazy"]:
-            _touch(name)
-            mod = None
+        if _has(name):
+            targets = _targets(name)
+            if (_overridden(name) and name != "torch"
+                    and not getattr(targets[0], "__mock_fallback__", True)):
+                _touch(name, "equivalent")  # PyTorch's module, not jflow's
+        elif _STATE["lazy"] and torch_has(name):
+            _touch(name, "placeholder loaded")
+            targets = []
         else:
+            why = (f"PyTorch {TORCH_VERSION} has no module {name} either" if not torch_has(name)
+                   else "enable(lazy=True) loads missing names as placeholders")
             raise ModuleNotFoundError(f"jflow has no module {name} (jflow.mock_torch forwards "
-                                      f"torch to jflow; enable(lazy=True) loads missing "
-                                      f"names as placeholders)", name=name)
-        spec = importlib.machinery.ModuleSpec(name, _Loader(mod), is_package=True)
+                                      f"torch to jflow; {why})", name=name)
+        spec = importlib.machinery.ModuleSpec(name, _Loader(targets), is_package=True)
         spec.submodule_search_locations = []
         return spec
 
@@ -215,5 +319,9 @@ def is_enabled() -> bool:
 
 
 def touched() -> list[str]:
-    """The placeholders used so far (``lazy=True``)."""
+    """What the program reached that is not plain jflow, in first-use order: each entry is
+    ``"torch.<name> (<kind>)"`` with kind ``equivalent`` (a PyTorch name answered by the
+    mock's own layer, :data:`OVERRIDES`: ``torch.jit.script`` runs eagerly, ...),
+    ``placeholder loaded`` (``lazy=True``: a missing name was looked up) or ``placeholder``
+    (a placeholder was used and raised)."""
     return list(_TOUCHED)

@@ -7,16 +7,22 @@ to api.yaml (``dropout``, ``layer_norm``, losses, ...) appear here without furth
 
 from __future__ import annotations
 
+import builtins
+import math
+import warnings
 from typing import Any
 
 import jax
 import jax.numpy as jnp
+import numpy as np
 from jax.core import Tracer
 
 from .. import _C
 from ..autograd.function import Function, FunctionCtx
+from ..creation import rand as _rand
 from ..functional import F as _F
 from ..functional import api_default as _default
+from ..functional.functors.attention import attention_math
 from ..tensor import Tensor
 from ._functional_layout import (
     channel_shuffle,
@@ -67,7 +73,10 @@ def gelu(input: Tensor, approximate: str = _default("gelu", "approximate")) -> T
 
 
 def silu(input: Tensor, inplace: bool = False) -> Tensor:
-    """``input * sigmoid(input)`` elementwise (a.k.a. swish)."""
+    """``input * sigmoid(input)`` elementwise (a.k.a. swish); complex inputs too, as
+    PyTorch (the composition: the op's kernel is real)."""
+    if isinstance(input, Tensor) and input.is_complex():
+        return _inplace(input, input * _C.sigmoid(input), inplace)
     return _inplace(input, _C.silu(input), inplace)
 
 
@@ -129,21 +138,37 @@ def threshold(input: Tensor, threshold: float, value: float, inplace: bool = Fal
     return _inplace(input, _C.threshold(input, threshold, value), inplace)
 
 
-def softmax(input: Tensor, dim: int | None = _default("softmax", "dim"),
+def _get_softmax_dim(name: str, ndim: int, stacklevel: int) -> int:
+    """PyTorch's legacy implicit dim (0 for 0-, 1- and 3-d inputs, else 1), with its warning."""
+    warnings.warn(f"Implicit dimension choice for {name} has been deprecated. Change the call "
+                  f"to include dim=X as an argument.", UserWarning, stacklevel=stacklevel)
+    return 0 if ndim in (0, 1, 3) else 1
+
+
+def softmax(input: Tensor, dim: int | None = _default("softmax", "dim"), _stacklevel: int = 3,
             dtype: Any = _default("softmax", "dtype")) -> Tensor:
-    """``exp(input)`` normalised to sum to 1 along ``dim``, computed in ``dtype`` if given."""
+    """``exp(input)`` normalised to sum to 1 along ``dim``, computed in ``dtype`` if given;
+    ``dim=None`` is PyTorch's deprecated implicit dim (with its warning)."""
+    if dim is None:
+        dim = _get_softmax_dim("softmax", input.dim(), _stacklevel)
     return _C.softmax(input, dim, dtype=dtype)
 
 
 def log_softmax(input: Tensor, dim: int | None = _default("log_softmax", "dim"),
-                dtype: Any = _default("log_softmax", "dtype")) -> Tensor:
-    """``log(softmax(input))`` along ``dim``, computed stably (in ``dtype`` if given)."""
+                _stacklevel: int = 3, dtype: Any = _default("log_softmax", "dtype")) -> Tensor:
+    """``log(softmax(input))`` along ``dim``, computed stably (in ``dtype`` if given);
+    ``dim=None`` is PyTorch's deprecated implicit dim (with its warning)."""
+    if dim is None:
+        dim = _get_softmax_dim("log_softmax", input.dim(), _stacklevel)
     return _C.log_softmax(input, dim, dtype=dtype)
 
 
-def softmin(input: Tensor, dim: int | None = _default("softmax", "dim"),
+def softmin(input: Tensor, dim: int | None = _default("softmax", "dim"), _stacklevel: int = 3,
             dtype: Any = _default("softmax", "dtype")) -> Tensor:
-    """``softmax(-input)`` along ``dim``."""
+    """``softmax(-input)`` along ``dim`` (in ``dtype`` if given); ``dim=None`` is PyTorch's
+    deprecated implicit dim (with its warning)."""
+    if dim is None:
+        dim = _get_softmax_dim("softmin", input.dim(), _stacklevel)
     return _C.softmax(-input, dim, dtype=dtype)
 
 
@@ -432,3 +457,293 @@ def _export_functional_api() -> None:
 
 
 _export_functional_api()
+
+
+# -- fractional max pooling, triplet loss with a distance function, multi-head attention ----------
+
+def _fractional_max_pool(nd: int, input: Tensor, kernel_size: Any, output_size: Any,
+                         output_ratio: Any, return_indices: bool, _random_samples: Any) -> Any:
+    fname = f"fractional_max_pool{nd}d"
+    if output_size is None and output_ratio is None:
+        raise ValueError(f"{fname} requires specifying either an output_size or an "
+                         f"output_ratio")
+    if output_size is None:
+        ratio = (output_ratio,) * nd if isinstance(output_ratio, (int, float)) else \
+            tuple(output_ratio)
+        if len(ratio) == 1:
+            ratio = ratio * nd
+        if len(ratio) != nd:
+            raise ValueError(f"{fname} requires output_ratio to either be a single Int or "
+                             f"tuple of {nd} Ints.")
+        output_size = [int(input.size(i - nd) * float(r)) for i, r in enumerate(ratio)]
+    if _random_samples is None:
+        n = 1 if input.dim() == nd + 1 else input.size(0)
+        _random_samples = _rand(n, input.size(-nd - 1), nd, dtype=input.dtype,
+                                      device=input.device)
+    out, idx = getattr(_C, fname)(input, kernel_size, output_size, _random_samples)
+    return (out, idx) if return_indices else out
+
+
+def fractional_max_pool2d(input: Tensor, kernel_size: Any, output_size: Any = None,
+                          output_ratio: Any = None, return_indices: bool = False,
+                          _random_samples: Any = None) -> Any:
+    """2-d fractional max pooling (Graham): windows of ``kernel_size`` at pseudo-random
+    starts, to ``output_size`` (or ``input size * output_ratio``); the starts come from
+    ``_random_samples`` (N, C, 2) in [0, 1), drawn from jflow's generator when not given
+    (with them given, results equal PyTorch's)."""
+    return _fractional_max_pool(2, input, kernel_size, output_size, output_ratio,
+                                return_indices, _random_samples)
+
+
+def fractional_max_pool3d(input: Tensor, kernel_size: Any, output_size: Any = None,
+                          output_ratio: Any = None, return_indices: bool = False,
+                          _random_samples: Any = None) -> Any:
+    """3-d fractional max pooling; ``_random_samples`` (N, C, 3) as in
+    :func:`fractional_max_pool2d`."""
+    return _fractional_max_pool(3, input, kernel_size, output_size, output_ratio,
+                                return_indices, _random_samples)
+
+
+def fractional_max_pool2d_with_indices(input: Tensor, kernel_size: Any, output_size: Any = None,
+                                       output_ratio: Any = None, return_indices: bool = False,
+                                       _random_samples: Any = None) -> Any:
+    """:func:`fractional_max_pool2d` returning ``(output, indices)``."""
+    return _fractional_max_pool(2, input, kernel_size, output_size, output_ratio, True,
+                                _random_samples)
+
+
+def fractional_max_pool3d_with_indices(input: Tensor, kernel_size: Any, output_size: Any = None,
+                                       output_ratio: Any = None, return_indices: bool = False,
+                                       _random_samples: Any = None) -> Any:
+    """:func:`fractional_max_pool3d` returning ``(output, indices)``."""
+    return _fractional_max_pool(3, input, kernel_size, output_size, output_ratio, True,
+                                _random_samples)
+
+
+def triplet_margin_with_distance_loss(anchor: Tensor, positive: Tensor, negative: Tensor, *,
+                                      distance_function: Any = None, margin: float = 1.0,
+                                      swap: bool = False, reduction: str = "mean") -> Tensor:
+    """``max(0, margin + d(a, p) - d(a, n))`` with any distance ``d`` (default
+    ``pairwise_distance``); ``swap`` uses ``min(d(a, n), d(p, n))``, reduced."""
+    fname = "triplet_margin_with_distance_loss"
+    if reduction not in ("none", "mean", "sum"):
+        raise ValueError(f"{fname}(): {reduction!r} is not a valid value for reduction")
+    if margin <= 0:
+        raise ValueError(f"{fname}(): margin must be greater than 0, got {margin}")
+    if not (anchor.dim() == positive.dim() == negative.dim()):
+        raise RuntimeError(f"{fname}(): the anchor, positive, and negative tensors are expected "
+                           f"to have the same number of dimensions, but got: anchor "
+                           f"{anchor.dim()}D, positive {positive.dim()}D, and negative "
+                           f"{negative.dim()}D inputs")
+    dist = distance_function if distance_function is not None else _C.pairwise_distance
+    d_pos = dist(anchor, positive)
+    d_neg = dist(anchor, negative)
+    if swap:
+        d_neg = _C.minimum(d_neg, dist(positive, negative))
+    loss = _C.clamp_min(margin + d_pos - d_neg, 0.0)
+    if reduction == "mean":
+        return loss.mean()
+    return loss.sum() if reduction == "sum" else loss
+
+
+def _mha_mask(fname: str, mask: Any, name: str, dtype: Any) -> Any:
+    if mask is None:
+        return None
+    if mask._meta.dtype != np.dtype(np.bool_) and not mask.is_floating_point():
+        raise TypeError(f"{fname}: only bool and floating types of {name} are supported, got "
+                        f"{mask.dtype}")
+    return mask
+
+
+def _as_float_mask(mask: Tensor, dtype: Any) -> Tensor:
+    """PyTorch's bool mask (True = masked) as an additive float mask (-inf where masked)."""
+    if mask.is_floating_point():
+        return mask.to(dtype)
+    return (mask.to(dtype) * 0.0).masked_fill(mask, -math.inf)
+
+
+def _pad_last(mask: Any) -> Any:
+    """One more key column (attended: False / 0.0), as PyTorch's ``pad(mask, (0, 1))``."""
+    return None if mask is None else _C.pad(mask, [0, 1])
+
+
+def multi_head_attention_forward(
+        query: Tensor, key: Tensor, value: Tensor, embed_dim_to_check: int, num_heads: int,
+        in_proj_weight: Any, in_proj_bias: Any, bias_k: Any, bias_v: Any, add_zero_attn: bool,
+        dropout_p: float, out_proj_weight: Tensor, out_proj_bias: Any, training: bool = True,
+        key_padding_mask: Any = None, need_weights: bool = True, attn_mask: Any = None,
+        use_separate_proj_weight: bool = False, q_proj_weight: Any = None,
+        k_proj_weight: Any = None, v_proj_weight: Any = None, static_k: Any = None,
+        static_v: Any = None, average_attn_weights: bool = True, is_causal: bool = False
+) -> tuple[Tensor, Any]:
+    """PyTorch's multi-head attention on (L, N, E) query and (S, N, E) key / value (or
+    unbatched (L, E) / (S, E)): projections, optional ``bias_k`` / ``bias_v`` rows and a zero
+    attention row, masks (bool: True = masked, or additive float), attention (the fused op
+    when the weights are not needed, else materialised), ``out_proj``. Returns
+    ``(output, weights or None)``, weights (N, L, S) averaged over heads or (N, H, L, S).
+    ``nn.MultiheadAttention`` runs this function. Differences from PyTorch: a query row with
+    every key masked gives zeros (PyTorch: NaN), and ``is_causal=True`` without
+    ``attn_mask`` applies the causal mask (PyTorch raises)."""
+    fname = "multi_head_attention_forward()"
+    if query.dim() not in (2, 3):
+        raise RuntimeError(f"{fname}: query should be unbatched 2D or batched 3D tensor but "
+                           f"received {query.dim()}-D query tensor")
+    batched = query.dim() == 3
+    if key.dim() != query.dim() or value.dim() != query.dim():
+        raise RuntimeError(f"{fname}: for {'batched' if batched else 'unbatched'} "
+                           f"({query.dim()}-D) query, expected key and value to be "
+                           f"{query.dim()}-D but found {key.dim()}-D and {value.dim()}-D "
+                           f"tensors respectively")
+    if not batched:
+        query, key, value = (t.unsqueeze(1) for t in (query, key, value))
+        if key_padding_mask is not None:
+            if key_padding_mask.dim() != 1:
+                raise RuntimeError(f"{fname}: for unbatched (2-D) query, expected "
+                                   f"key_padding_mask to be None or 1-D but found "
+                                   f"{key_padding_mask.dim()}-D tensor instead")
+            key_padding_mask = key_padding_mask.unsqueeze(0)
+    n_l, n, e = (int(v) for v in query.shape)
+    n_s = int(key.shape[0])
+    if e != embed_dim_to_check:
+        raise RuntimeError(f"{fname}: was expecting embedding dimension of "
+                           f"{embed_dim_to_check}, but got {e}")
+    h = int(num_heads)
+    d = e // h
+    if d * h != e:
+        raise RuntimeError(f"{fname}: embed_dim {e} not divisible by num_heads {h}")
+    if tuple(key.shape[:2]) != tuple(value.shape[:2]):
+        raise RuntimeError(f"{fname}: key shape {list(key.shape)} does not match value shape "
+                           f"{list(value.shape)}")
+    key_padding_mask = _mha_mask(fname, key_padding_mask, "key_padding_mask", query.dtype)
+    attn_mask = _mha_mask(fname, attn_mask, "attn_mask", query.dtype)
+    # projections
+    bq = bk = bv = None
+    if in_proj_bias is not None:
+        bq, bk, bv = in_proj_bias.chunk(3)
+    if use_separate_proj_weight:
+        if q_proj_weight is None or k_proj_weight is None or v_proj_weight is None:
+            raise RuntimeError(f"{fname}: use_separate_proj_weight is True but q_proj_weight, "
+                               f"k_proj_weight or v_proj_weight is None")
+        q = linear(query, q_proj_weight, bq)
+        k = linear(key, k_proj_weight, bk)
+        v = linear(value, v_proj_weight, bv)
+    else:
+        if in_proj_weight is None:
+            raise RuntimeError(f"{fname}: use_separate_proj_weight is False but "
+                               f"in_proj_weight is None")
+        if query is key and key is value:   # self-attention: one product
+            q, k, v = linear(query, in_proj_weight, in_proj_bias).chunk(3, dim=-1)
+        else:
+            wq, wk, wv = in_proj_weight.chunk(3)
+            q, k, v = linear(query, wq, bq), linear(key, wk, bk), linear(value, wv, bv)
+    # masks, (N, H, L, S)-broadcastable, PyTorch's convention (True / -inf = masked)
+    if attn_mask is not None:
+        if attn_mask.dim() == 2:
+            if tuple(attn_mask.shape) != (n_l, n_s):
+                raise RuntimeError(f"{fname}: the shape of the 2D attn_mask is "
+                                   f"{list(attn_mask.shape)}, but should be {[n_l, n_s]}.")
+        elif attn_mask.dim() == 3:
+            if tuple(attn_mask.shape) != (n * h, n_l, n_s):
+                raise RuntimeError(f"{fname}: the shape of the 3D attn_mask is "
+                                   f"{list(attn_mask.shape)}, but should be "
+                                   f"{[n * h, n_l, n_s]}.")
+        else:
+            raise RuntimeError(f"{fname}: attn_mask's dimension {attn_mask.dim()} is not "
+                               f"supported")
+    if bias_k is not None and bias_v is not None:
+        if static_k is not None or static_v is not None:
+            raise RuntimeError(f"{fname}: bias cannot be added to static key / value")
+        k = _C.cat([k, bias_k.reshape(1, 1, e).expand(1, n, e)], 0)
+        v = _C.cat([v, bias_v.reshape(1, 1, e).expand(1, n, e)], 0)
+        attn_mask, key_padding_mask = _pad_last(attn_mask), _pad_last(key_padding_mask)
+    elif bias_k is not None or bias_v is not None:
+        raise RuntimeError(f"{fname}: bias_k and bias_v must both be given or both be None")
+    q = q.reshape(n_l, n, h, d).permute(1, 2, 0, 3)
+    heads = []
+    for t, static, name in ((k, static_k, "static_k"), (v, static_v, "static_v")):
+        if static is None:
+            heads.append(t.reshape(t.shape[0], n, h, d).permute(1, 2, 0, 3))
+            continue
+        if static.dim() != 3 or static.shape[0] != n * h or static.shape[2] != d:
+            raise RuntimeError(f"{fname}: expected {name} of shape [{n * h}, S, {d}], got "
+                               f"{list(static.shape)}")
+        heads.append(static.reshape(n, h, static.shape[1], d))
+    k, v = heads
+    if add_zero_attn:
+        k = _C.cat([k, k.new_zeros((n, h, 1, d))], 2)
+        v = _C.cat([v, v.new_zeros((n, h, 1, d))], 2)
+        attn_mask, key_padding_mask = _pad_last(attn_mask), _pad_last(key_padding_mask)
+    n_s = int(k.shape[2])
+    masks = []
+    if attn_mask is not None:
+        masks.append(attn_mask if attn_mask.dim() == 2 else attn_mask.reshape(n, h, n_l, n_s))
+    if key_padding_mask is not None:
+        if tuple(key_padding_mask.shape) != (n, n_s):
+            raise RuntimeError(f"{fname}: expecting key_padding_mask shape of {[n, n_s]}, but "
+                               f"got {list(key_padding_mask.shape)}")
+        masks.append(key_padding_mask.reshape(n, 1, 1, n_s))
+    if is_causal and attn_mask is not None and key_padding_mask is None and not need_weights \
+            and not add_zero_attn and bias_k is None:
+        masks = []              # the hint: the fused op applies the causal mask itself
+    elif is_causal and attn_mask is not None:
+        is_causal = False       # the given mask is the causal one (PyTorch's reading)
+    mask = None
+    if masks and builtins.all(not m.is_floating_point() for m in masks):
+        mask = masks[0].logical_not()       # the op's convention: True = attend
+        for m in masks[1:]:
+            mask = mask & m.logical_not()
+    elif masks:
+        mask = _as_float_mask(masks[0], q.dtype)
+        for m in masks[1:]:
+            mask = mask + _as_float_mask(m, q.dtype)
+    p = float(dropout_p) if training else 0.0
+    weights = None
+    if need_weights:
+        out, weights = attention_math(q, k, v, mask, p, bool(is_causal), scale=None,
+                                      generator=None)
+    else:
+        out = _C.scaled_dot_product_attention(q, k, v, attn_mask=mask, dropout_p=p,
+                                              is_causal=bool(is_causal))
+    out = linear(out.permute(2, 0, 1, 3).reshape(n_l, n, e), out_proj_weight, out_proj_bias)
+    if weights is not None and average_attn_weights:
+        weights = weights.mean(dim=1)
+    if not batched:
+        out = out.squeeze(1)
+        weights = None if weights is None else weights.squeeze(0)
+    return out, weights
+
+
+__all__ += ["fractional_max_pool2d", "fractional_max_pool3d",
+            "fractional_max_pool2d_with_indices", "fractional_max_pool3d_with_indices",
+            "triplet_margin_with_distance_loss", "multi_head_attention_forward"]
+
+# linear + cross_entropy in one call
+def linear_cross_entropy(input: Tensor, linear_weight: Tensor, target: Tensor, *,  # noqa: A002
+                         linear_bias: Tensor | None = None, weight: Tensor | None = None,
+                         reduction: str = "mean", ignore_index: int | None = None,
+                         label_smoothing: float = 0.0, options: Any = None) -> Tensor:
+    """``torch.nn.functional.linear_cross_entropy``: ``cross_entropy(linear(input,
+    linear_weight, linear_bias), target, ...)``. ``linear_weight`` may be ``(C, d_1 ..., d_K,
+    in_features)`` (K-dimensional loss). ``options`` (PyTorch's ``LinearCrossEntropyOptions``:
+    chunking the batch to save memory) is accepted: the values and gradients are the same
+    either way, and jflow computes the reference path."""
+    for name, x in (("input", input), ("linear_weight", linear_weight)):
+        if not isinstance(x, Tensor):
+            raise TypeError(f"linear_cross_entropy(): argument '{name}' must be Tensor, not "
+                            f"{type(x).__name__}")
+    if options is not None and not hasattr(options, "batch_chunk_size"):
+        raise TypeError(f"linear_cross_entropy(): 'options' must be a "
+                        f"LinearCrossEntropyOptions or None, got {type(options).__name__}")
+    if input.shape[-1] != linear_weight.shape[-1]:
+        raise RuntimeError(f"linear_cross_entropy(): input's last dim ({input.shape[-1]}) and "
+                           f"linear_weight's ({linear_weight.shape[-1]}) differ")
+    out_features = tuple(linear_weight.shape[:-1])
+    logits = input @ linear_weight.reshape(-1, input.shape[-1]).t()
+    logits = logits.reshape(tuple(input.shape[:-1]) + out_features)
+    if linear_bias is not None:
+        logits = logits + linear_bias
+    return _C.cross_entropy(logits, target, weight=weight, reduction=reduction,
+                            ignore_index=-100 if ignore_index is None else ignore_index,
+                            label_smoothing=label_smoothing)
+
+__all__ += ["linear_cross_entropy"]

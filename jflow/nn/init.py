@@ -19,7 +19,8 @@ from ..tensor import Tensor, _wrap
 
 __all__ = ["calculate_gain", "uniform_", "normal_", "trunc_normal_", "constant_", "ones_",
            "zeros_", "eye_", "dirac_", "xavier_uniform_", "xavier_normal_", "kaiming_uniform_",
-           "kaiming_normal_", "orthogonal_", "_calculate_fan_in_and_fan_out"]
+           "kaiming_normal_", "orthogonal_", "_calculate_fan_in_and_fan_out", "sparse_",
+           "_calculate_correct_fan"]
 
 
 def calculate_gain(nonlinearity: str, param: Any = None) -> float:
@@ -193,6 +194,28 @@ def orthogonal_(tensor: Tensor, gain: float = 1.0, generator: Any = None) -> Ten
     if rows < cols:
         q = q.T
     return _fill(tensor, _wrap((q * gain).reshape(tuple(tensor.shape))))
+
+
+def sparse_(tensor: Tensor, sparsity: float, std: float = 0.01,
+            generator: Any = None) -> Tensor:
+    """A 2-D matrix drawn from N(0, std²) with ``ceil(sparsity * rows)`` entries of every
+    column set to zero (rows chosen at random per column), as ``torch.nn.init.sparse_``."""
+    _check(tensor, "sparse_")
+    if tensor.ndim != 2:
+        raise ValueError("Only tensors with 2 dimensions are supported")
+    rows, cols = tensor.shape
+    num_zeros = int(math.ceil(sparsity * rows))
+    n = _cr.randn(rows, cols, generator=generator, dtype=_draw_dtype(tensor))._value * std
+    if num_zeros:
+        keys = _cr.rand(rows, cols, generator=generator, dtype=_dt.float32)._value
+        order = jnp.argsort(keys, axis=0)[:num_zeros]  # a random permutation per column
+        n = n.at[order, jnp.arange(cols)[None, :]].set(0)
+    return _fill(tensor, _wrap(n))
+
+
+def _calculate_correct_fan(tensor: Tensor, mode: str) -> int:
+    """``fan_in`` or ``fan_out`` of a weight (PyTorch's private helper some libraries call)."""
+    return _fan(tensor, mode)
 
 
 def _draw_dtype(tensor: Tensor) -> Any:

@@ -28,7 +28,9 @@ from __future__ import annotations
 
 from typing import Any
 
+import jax
 import jax.numpy as jnp
+import jax.scipy.linalg as jsl
 import numpy as np
 from jax import lax
 
@@ -53,8 +55,10 @@ def _check_float(fname: str, arg: str, x: Any) -> None:
                         f"{np.dtype(x.dtype).name}")
 
 
-def _check_matrix(fname: str, arg: str, x: Any, square: bool) -> tuple[int, ...]:
-    _check_float(fname, arg, x)
+def _check_matrix(fname: str, arg: str, x: Any, square: bool,
+                  complex_ok: bool = False) -> tuple[int, ...]:
+    if not (complex_ok and np.dtype(x.dtype) in (np.complex64, np.complex128)):
+        _check_float(fname, arg, x)
     s = _shape(x)
     if len(s) < 2:
         raise ValueError(f"{fname}: argument '{arg}' must have at least 2 dimensions, got "
@@ -127,8 +131,9 @@ _linalg_op("linalg_det", ["a"], ["out"], _det_infer, lambda a: jnp.linalg.det(a)
 
 
 def _solve_infer(a: Any, b: Any) -> Any:
-    sa = _check_matrix("linalg.solve", "A", a, square=True)
-    sb = _check_matrix("linalg.solve", "B", b, square=False)
+    # complex too: the eig rule solves with complex eigenvectors
+    sa = _check_matrix("linalg.solve", "A", a, square=True, complex_ok=True)
+    sb = _check_matrix("linalg.solve", "B", b, square=False, complex_ok=True)
     if np.dtype(a.dtype) != np.dtype(b.dtype):
         raise TypeError(f"linalg.solve: A and B must have the same dtype, got "
                         f"{np.dtype(a.dtype).name} and {np.dtype(b.dtype).name}")
@@ -308,3 +313,218 @@ define_op("diag_embed", inputs=["x"], outputs=["y"], attrs=[Attr("offset", "int6
           infer=_diag_embed_infer, sbp=_diag_embed_sbp,
           doc="x's last dim placed on the offset diagonal of new last two dims")
 register_kernel("diag_embed", _diag_embed_kernel, name="diag_embed_xla")
+
+
+# -- LU, triangular solves, matrix exponential, eig, pinv ---------------------------------------
+# Kernels PyTorch's torch.linalg needs that no composition gives: the LU factorization (LAPACK
+# getrf's packed LU and 1-based int32 pivots), the pivots' permutation, triangular solves,
+# expm, the general (non-symmetric) eigendecomposition and the pseudo-inverse (an op of its
+# own so that its gradient is pinv's, not the SVD's: the SVD's is undefined at repeated
+# singular values where pinv's is not).
+
+_INT32 = np.dtype(np.int32)
+_COMPLEX = {np.dtype(np.float32): np.dtype(np.complex64),
+            np.dtype(np.float64): np.dtype(np.complex128)}
+
+
+def _lu_factor_infer(a: Any) -> Any:
+    s = _check_matrix("linalg.lu_factor", "A", a, square=False)
+    return desc(s, a.dtype), desc(s[:-2] + (min(s[-2:]),), _INT32)
+
+
+def _lu_factor_kernel(a: Any) -> Any:
+    lu, piv, _ = lax.linalg.lu(a)
+    return lu, (piv + 1).astype(jnp.int32)
+
+
+_linalg_op("linalg_lu_factor", ["a"], ["LU", "pivots"], _lu_factor_infer, _lu_factor_kernel,
+           doc="P A = L U packed as LAPACK's getrf (L unit lower below the diagonal, U on and "
+               "above), pivots 1-based int32 row swaps")
+
+
+def _piv_infer(pivots: Any, m: int) -> Any:
+    s = _shape(pivots)
+    if np.dtype(pivots.dtype) != _INT32 or len(s) < 1:
+        raise TypeError(f"lu_unpack: argument 'pivots' must be an int32 tensor of at least 1 "
+                        f"dimension, got {np.dtype(pivots.dtype).name} of shape {s}")
+    if s[-1] > m:
+        raise ValueError(f"lu_unpack: pivots of length {s[-1]} for {m} rows")
+    return desc(s[:-1] + (m,), _INT32)
+
+
+def _piv_kernel(pivots: Any, m: int) -> Any:
+    return lax.linalg.lu_pivots_to_permutation(pivots - 1, m)
+
+
+define_op("lu_pivots_to_permutation", inputs=["pivots"], outputs=["perm"],
+          attrs=[Attr("m", "int64")], infer=_piv_infer, sbp=_batch_sbp(1, 1, core=1),
+          traits=("NoSideEffect", "NoGrad"),
+          doc="the row permutation (0-based, length m) of sequential 1-based row swaps: row i "
+              "of P^T A is row perm[i] of A")
+register_kernel("lu_pivots_to_permutation", _piv_kernel, name="lu_pivots_to_permutation_xla")
+
+
+def _trisolve_infer(a: Any, b: Any, upper: bool, left: bool, unitriangular: bool) -> Any:
+    sa = _check_matrix("linalg.solve_triangular", "A", a, square=True)
+    sb = _check_matrix("linalg.solve_triangular", "B", b, square=False)
+    if np.dtype(a.dtype) != np.dtype(b.dtype):
+        raise TypeError(f"linalg.solve_triangular: A and B must have the same dtype, got "
+                        f"{np.dtype(a.dtype).name} and {np.dtype(b.dtype).name}")
+    if sb[:-2] != sa[:-2] or (sb[-2] if left else sb[-1]) != sa[-1]:
+        raise ValueError(f"linalg.solve_triangular: incompatible shapes of A {sa} and B {sb}")
+    return desc(sb, a.dtype)
+
+
+def _trisolve_kernel(a: Any, b: Any, upper: bool, left: bool, unitriangular: bool) -> Any:
+    return lax.linalg.triangular_solve(a, b, left_side=left, lower=not upper,
+                                       unit_diagonal=unitriangular)
+
+
+define_op("linalg_solve_triangular", inputs=["a", "b"], outputs=["x"],
+          attrs=[Attr("upper", "bool"), Attr("left", "bool", True),
+                 Attr("unitriangular", "bool", False)],
+          infer=_trisolve_infer, sbp=_batch_sbp(2, 1),
+          doc="x with a x = b (left) or x a = b, reading a's upper/lower triangle only")
+register_kernel("linalg_solve_triangular", _trisolve_kernel, name="linalg_solve_triangular_xla")
+
+
+def _expm_infer(a: Any) -> Any:
+    return desc(_check_matrix("linalg.matrix_exp", "A", a, square=True), a.dtype)
+
+
+def _expm_kernel(a: Any) -> Any:
+    if a.ndim == 2:
+        return jsl.expm(a)
+    flat = a.reshape((-1,) + a.shape[-2:])
+    return jax.vmap(jsl.expm)(flat).reshape(a.shape)
+
+
+_linalg_op("linalg_matrix_exp", ["a"], ["out"], _expm_infer, _expm_kernel,
+           doc="the matrix exponential (Pade approximation with scaling and squaring)")
+
+
+def _eig_infer(a: Any) -> Any:
+    s = _check_matrix("linalg.eig", "A", a, square=True)
+    c = _COMPLEX[np.dtype(a.dtype)]
+    return desc(s[:-1], c), desc(s, c)
+
+
+def _eig_kernel(a: Any) -> Any:
+    w, v = jnp.linalg.eig(a)
+    c = _COMPLEX[np.dtype(a.dtype)]
+    return w.astype(c), v.astype(c)
+
+
+define_op("linalg_eig", inputs=["a"], outputs=["eigenvalues", "eigenvectors"], infer=_eig_infer,
+          sbp=_batch_sbp(1, 2), doc="eigenvalues and unit-norm eigenvectors of a real square "
+          "matrix, complex (LAPACK geev: CPU only)")
+register_kernel("linalg_eig", _eig_kernel, name="linalg_eig_xla", platforms=("cpu",))
+
+
+def _pinv_infer(a: Any, tol: Any, hermitian: bool) -> Any:
+    s = _check_matrix("linalg.pinv", "A", a, square=hermitian)
+    if np.dtype(tol.dtype) != np.dtype(a.dtype) or _shape(tol) != s[:-2]:
+        raise ValueError(f"linalg.pinv: the tolerance must be a {np.dtype(a.dtype).name} "
+                         f"tensor of shape {s[:-2]}, got {_shape(tol)}")
+    return desc(s[:-2] + (s[-1], s[-2]), a.dtype)
+
+
+def _pinv_kernel(a: Any, tol: Any, hermitian: bool) -> Any:
+    if hermitian:    # A = V diag(w) V^T from the lower triangle; pinv = V diag(1/w) V^T
+        w, v = jnp.linalg.eigh(_sym_from_triangle(a, False), symmetrize_input=False)
+        keep = jnp.abs(w) > tol[..., None]
+        winv = jnp.where(keep, 1.0 / jnp.where(keep, w, 1.0), 0.0)
+        return jnp.matmul(v * winv[..., None, :], jnp.swapaxes(v, -1, -2), precision=_HIGHEST)
+    u, s, vh = jnp.linalg.svd(a, full_matrices=False)
+    keep = s > tol[..., None]
+    sinv = jnp.where(keep, 1.0 / jnp.where(keep, s, 1.0), 0.0)
+    return jnp.matmul(jnp.swapaxes(vh, -1, -2) * sinv[..., None, :], jnp.swapaxes(u, -1, -2),
+                      precision=_HIGHEST)
+
+
+define_op("linalg_pinv", inputs=["a", "tol"], outputs=["out"],
+          attrs=[Attr("hermitian", "bool", False)], infer=_pinv_infer,
+          sbp=_batch_sbp(2, 1),
+          doc="the pseudo-inverse over the singular values (|eigenvalues| when hermitian) "
+              "above tol (one per matrix)")
+register_kernel("linalg_pinv", _pinv_kernel, name="linalg_pinv_xla")
+
+
+# -- LDL (Bunch-Kaufman) ------------------------------------------------------------------------
+# LAPACK sytrf / sytrs through SciPy's LAPACK wrappers on the host (python kernels): PyTorch
+# returns sytrf's packed factor and its pivot encoding (negative entries mark 2x2 blocks), which
+# no XLA kernel produces. Not differentiable, as in PyTorch.
+
+def _lapack(name: str, dtype: Any) -> Any:
+    # imported here, not at module level: scipy.linalg costs ~0.6 s at `import jflow`, and only
+    # the LDL ops need it (SciPy is not a cycle risk: no jflow module is involved)
+    from scipy.linalg import lapack as _sp_lapack
+    return getattr(_sp_lapack, ("s" if np.dtype(dtype) == np.float32 else "d") + name)
+
+
+def _ldl_factor_infer(a: Any, hermitian: bool) -> Any:
+    s = _check_matrix("linalg.ldl_factor", "A", a, square=True)
+    return desc(s, a.dtype), desc(s[:-1], _INT32), desc(s[:-2], _INT32)
+
+
+def _ldl_factor_host(a: np.ndarray, hermitian: bool) -> Any:
+    sytrf = _lapack("sytrf", a.dtype)
+    flat = a.reshape((int(np.prod(a.shape[:-2])),) + a.shape[-2:])
+    lds, pivs, infos = [], [], []
+    for m in flat:
+        if m.shape[-1] == 0:
+            lds.append(m.copy())
+            pivs.append(np.zeros(0, np.int32))
+            infos.append(0)
+            continue
+        ld, piv, info = sytrf(m, lower=1)
+        lds.append(np.tril(ld))
+        pivs.append(np.asarray(piv, np.int32))
+        infos.append(max(int(info), 0))
+    if not lds:
+        return (a.copy(), np.zeros(a.shape[:-1], np.int32), np.zeros(a.shape[:-2], np.int32))
+    return (np.stack(lds).reshape(a.shape).astype(a.dtype),
+            np.stack(pivs).reshape(a.shape[:-1]).astype(np.int32),
+            np.asarray(infos, np.int32).reshape(a.shape[:-2]))
+
+
+define_op("linalg_ldl_factor", inputs=["a"], outputs=["LD", "pivots", "info"],
+          attrs=[Attr("hermitian", "bool", False)], infer=_ldl_factor_infer,
+          sbp=_batch_sbp(1, 3), traits=("NoSideEffect", "NoGrad"),
+          doc="LAPACK sytrf of the lower triangle: packed L and block-diagonal D, 1-based "
+              "pivots (negative: a 2x2 block), info > 0 where D is singular")
+register_kernel("linalg_ldl_factor", _ldl_factor_host, backend="python",
+                name="linalg_ldl_factor_sytrf")
+
+
+def _ldl_solve_infer(ld: Any, pivots: Any, b: Any, hermitian: bool) -> Any:
+    s = _check_matrix("linalg.ldl_solve", "LD", ld, square=True)
+    sb = _check_matrix("linalg.ldl_solve", "B", b, square=False)
+    if np.dtype(ld.dtype) != np.dtype(b.dtype):
+        raise TypeError(f"linalg.ldl_solve: LD and B must have the same dtype, got "
+                        f"{np.dtype(ld.dtype).name} and {np.dtype(b.dtype).name}")
+    if np.dtype(pivots.dtype) != _INT32 or _shape(pivots) != s[:-1]:
+        raise TypeError(f"linalg.ldl_solve: pivots must be int32 of shape {s[:-1]}, got "
+                        f"{np.dtype(pivots.dtype).name} of shape {_shape(pivots)}")
+    if sb[:-2] != s[:-2] or sb[-2] != s[-1]:
+        raise ValueError(f"linalg.ldl_solve: incompatible shapes of LD {s} and B {sb}")
+    return desc(sb, b.dtype)
+
+
+def _ldl_solve_host(ld: np.ndarray, pivots: np.ndarray, b: np.ndarray, hermitian: bool) -> Any:
+    sytrs = _lapack("sytrs", ld.dtype)
+    nb = int(np.prod(ld.shape[:-2]))
+    fl = ld.reshape((nb,) + ld.shape[-2:])
+    fp = pivots.reshape((nb,) + pivots.shape[-1:])
+    fb = b.reshape((nb,) + b.shape[-2:])
+    out = [fb[i] if fl[i].shape[-1] == 0 or fb[i].size == 0
+           else sytrs(fl[i], fp[i], fb[i], lower=1)[0] for i in range(fl.shape[0])]
+    return np.stack(out).reshape(b.shape).astype(b.dtype) if out else b.copy()
+
+
+define_op("linalg_ldl_solve", inputs=["ld", "pivots", "b"], outputs=["x"],
+          attrs=[Attr("hermitian", "bool", False)], infer=_ldl_solve_infer,
+          sbp=_batch_sbp(3, 1), traits=("NoSideEffect", "NoGrad"),
+          doc="x with A x = b from linalg_ldl_factor's LD and pivots (LAPACK sytrs)")
+register_kernel("linalg_ldl_solve", _ldl_solve_host, backend="python",
+                name="linalg_ldl_solve_sytrs")

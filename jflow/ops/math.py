@@ -22,6 +22,7 @@ from .infer import (
     BOOL,
     FLOAT,
     FLOAT_C,
+    INT,
     INTEGRAL,
     NUMBER,
     NUMBER_C,
@@ -219,12 +220,56 @@ def _digamma(x):
     return jnp.where(x == 0, pole, lax.digamma(x))
 
 
+def _cot_derivative_coefs(n: int) -> list[int]:
+    """Coefficients (lowest power first) of ``P_n`` with ``d^n/dy^n cot(y) = P_n(cot(y))``:
+    ``P_0(c) = c``, ``P_{k+1}(c) = -(1 + c^2) P_k'(c)`` (exact Python integers)."""
+    p = [0, 1]
+    for _ in range(n):
+        d = [i * p[i] for i in range(1, len(p))] + [0, 0]  # P'
+        p = [-(d[i] + (d[i - 2] if i >= 2 else 0)) for i in range(len(d))]
+    while len(p) > 1 and p[-1] == 0:
+        p.pop()
+    return p
+
+
+def _polygamma_pos(x, n):
+    """``psi^(n)(x) = (-1)^(n+1) n! zeta(n + 1, x)``: JAX's formula, right for x > 0 only."""
+    return jax.scipy.special.polygamma(n, x)
+
+
+def _polygamma_n(x, n):
+    """``psi^(n)(x)``, ``n >= 1``, for every real x. JAX's zeta-based value is wrong for
+    x < 0 (``polygamma(1, -12.3)`` gave -0.078, not 15.0), so x < 1/2 goes through the
+    reflection formula ``psi^(n)(x) = (-1)^n psi^(n)(1 - x) - pi^(n+1) P_n(cot(pi x))``
+    (differentiate ``psi(1 - x) - psi(x) = pi cot(pi x)`` n times), with ``cot(pi x)`` taken
+    at ``x - round(x)`` (exact, so large |x| keep their precision). Poles (x a non-positive
+    integer) give ``(-1)^(n+1) inf``; ``+inf`` gives 0 for n == 1 and nan above, ``-inf``
+    nan for n == 1 and ``(-1)^(n+1) inf`` above (PyTorch's values there)."""
+    dt = x.dtype
+    reflect = x < 0.5
+    one = jnp.asarray(1.0, dt)
+    pos = _polygamma_pos(jnp.where(reflect, one - x, x), n)
+    r = x - jnp.round(x)
+    pr = jnp.asarray(np.pi, dt) * r
+    cot = jnp.cos(pr) / jnp.sin(jnp.where(r == 0, one, pr))
+    poly = jnp.zeros_like(x)
+    for c in reversed(_cot_derivative_coefs(n)):  # Horner
+        poly = poly * cot + jnp.asarray(float(c), dt)
+    refl = (-1.0) ** n * pos - jnp.asarray(np.pi ** (n + 1), dt) * poly
+    y = jnp.where(reflect, refl, pos)
+    inf = jnp.asarray(np.inf, dt)
+    signed_inf = inf if n % 2 else -inf
+    y = jnp.where((x <= 0) & (r == 0), signed_inf, y)
+    y = jnp.where(jnp.isposinf(x), jnp.asarray(0.0 if n == 1 else np.nan, dt), y)
+    return jnp.where(jnp.isneginf(x), jnp.asarray(np.nan, dt) if n == 1 else signed_inf, y)
+
+
 def _polygamma(x, n):
     """The ``n``-th derivative of digamma (``n`` static); ``n == 0`` is digamma itself."""
     if n == 0:
         return _digamma(x)
-    return jax.scipy.special.polygamma(n, x.astype(jnp.float32) if x.dtype.itemsize < 4
-                                       else x).astype(x.dtype)
+    return _polygamma_n(x.astype(jnp.float32) if x.dtype.itemsize < 4 else x,
+                        n).astype(x.dtype)
 
 
 def _i1(x):
@@ -326,3 +371,76 @@ for _name, _fn, _sbp in [
     ("copysign", jnp.copysign, _ELEMENTWISE),
 ]:
     _binary(_name, _fn, FLOAT, _sbp)
+
+
+# -- integer shifts, gcd / lcm, nextafter, frexp (torch.bitwise_*_shift, gcd, lcm, ...) -------
+
+def _shift_amount(x, y):
+    """The shift counts as ``x``'s dtype and where they reach past the bit width (or are
+    negative): PyTorch's result there is defined (0, or -1 for a negative value shifted
+    right); XLA's is not."""
+    x, y = jnp.broadcast_arrays(x, y)
+    bits = np.dtype(x.dtype).itemsize * 8
+    out = (y >= bits) if jnp.issubdtype(y.dtype, jnp.unsignedinteger) else (y < 0) | (y >= bits)
+    return x, jnp.where(out, jnp.zeros_like(y), y), out
+
+
+def _shift_left(x, y):
+    x, n, out = _shift_amount(x, y)
+    return jnp.where(out, jnp.zeros_like(x), lax.shift_left(x, n))
+
+
+def _shift_right(x, y):
+    x, n, out = _shift_amount(x, y)
+    if jnp.issubdtype(x.dtype, jnp.signedinteger):
+        far = jnp.where(x < 0, -jnp.ones_like(x), jnp.zeros_like(x))
+        return jnp.where(out, far, lax.shift_right_arithmetic(x, n))
+    return jnp.where(out, jnp.zeros_like(x), lax.shift_right_logical(x, n))
+
+
+def _lcm(x, y):
+    """``|x / gcd(x, y) * y|`` (0 when either is 0), wrapping on overflow as PyTorch."""
+    x, y = jnp.broadcast_arrays(x, y)
+    g = jnp.gcd(x, y)
+    q = lax.div(x, jnp.where(g == 0, jnp.ones_like(g), g))
+    return jnp.where(g == 0, jnp.zeros_like(x), jnp.abs(q * y))
+
+
+for _name, _fn in [("bitwise_left_shift", _shift_left), ("bitwise_right_shift", _shift_right),
+                   ("gcd", jnp.gcd), ("lcm", _lcm)]:
+    _binary(_name, _fn, INT, _ELEMENTWISE, traits=_NOGRAD)
+
+_binary("nextafter", jnp.nextafter, FLOAT, _ELEMENTWISE)
+
+
+def _frexp_infer(x):
+    check_dtype(x, FLOAT, "input")
+    return desc(x.shape, x.dtype), desc(x.shape, np.int32)
+
+
+def _frexp(x):
+    """``x = mantissa * 2 ** exponent``, ``0.5 <= |mantissa| < 1``; zero, inf and nan give
+    themselves with exponent 0 (C's frexp, as PyTorch). Computed on the bits, so subnormal
+    inputs are exact where a float multiply would flush them to zero."""
+    fi = jnp.finfo(x.dtype)
+    width, p = np.dtype(x.dtype).itemsize * 8, int(fi.nmant)
+    bias = (1 << (width - p - 2)) - 1  # the exponent bias: 127 for float32
+    u = {16: jnp.uint16, 32: jnp.uint32, 64: jnp.uint64}[width]
+    one = u(1)
+    bits = lax.bitcast_convert_type(x, u)
+    frac_mask = (one << u(p)) - one
+    sign = bits & ~((one << u(width - 1)) - one)
+    ex = ((bits >> u(p)) & ((one << u(width - p - 1)) - one)).astype(jnp.int32)
+    frac = bits & frac_mask
+    sub = ex == 0  # subnormal (or zero): normalise the fraction
+    shift = lax.clz(frac).astype(jnp.int32) - (width - p) + 1
+    frac = jnp.where(sub, (frac << jnp.where(sub, shift, 0).astype(u)) & frac_mask, frac)
+    e = jnp.where(sub, -(bias - 2) - shift, ex - (bias - 1))
+    m = lax.bitcast_convert_type(sign | (u(bias - 1) << u(p)) | frac, x.dtype)
+    special = (x == 0) | ~jnp.isfinite(x)
+    return jnp.where(special, x, m), jnp.where(special, 0, e).astype(jnp.int32)
+
+
+define_op("frexp", inputs=["x"], outputs=["mantissa", "exponent"], infer=_frexp_infer,
+          sbp=_ELEMENTWISE)
+register_kernel("frexp", _frexp, name="frexp_xla")

@@ -31,7 +31,16 @@ def write_atomically(path: str, write: Callable[[str], None]) -> None:
 
     If anything fails (or is interrupted) the temporary is removed and ``path`` is untouched.
     The new file gets the old file's permission bits, or the umask's default for a new one.
+    A ``path`` that exists and is not a regular file (``/dev/null``, a FIFO) is written in
+    place: renaming over it would replace the device or pipe itself.
     """
+    try:
+        mode = os.stat(path).st_mode
+    except OSError:
+        mode = None
+    if mode is not None and not stat.S_ISREG(mode) and not stat.S_ISDIR(mode):
+        write(path)
+        return
     directory = os.path.dirname(os.path.abspath(path))
     base = os.path.basename(path)
     remove_stale_temps(directory, base)

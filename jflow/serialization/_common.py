@@ -1,8 +1,18 @@
-"""What both checkpoint formats share: the error, its message shape, and the checks that turn
-declared dtypes, shapes and bytes into arrays without trusting them.
+"""The hostile-file policy every checkpoint format follows, in one place: the error, its
+message shape, the size bounds, and the checks that turn declared dtypes, shapes and bytes
+into arrays without trusting them.
 
 Every message names the file and the entry inside it (a zip entry, a tensor, a place in the
-saved object, the header) so a user can tell *which* part of a large checkpoint is bad.
+saved object, the header, a pickle global) so a user can tell *which* part of a large
+checkpoint is bad, and what was refused. The bounds:
+
+* :data:`MAX_NDIM` dimensions per declared shape;
+* :data:`MAX_DEPTH` levels of nesting in a JSON object tree;
+* :data:`MAX_MANIFEST_BYTES` for a JSON manifest, :data:`MAX_PICKLE_BYTES` for a pickle;
+* a tensor's bytes must match the bytes its file holds for it, checked against the file's
+  headers before anything is read or allocated; views that materialize more elements than
+  their storages hold (a stride-0 expansion, overlapping views) may add at most
+  :data:`MAX_EXPANSION_BYTES` in all.
 """
 
 from __future__ import annotations
@@ -21,6 +31,16 @@ from ..tensor import Tensor, _wrap
 
 #: The most dimensions a declared shape may have (NumPy's own limit).
 MAX_NDIM = 64
+#: How deeply a JSON object tree may nest (decoding recurses once per level).
+MAX_DEPTH = 100
+#: The most a JSON manifest may inflate to.
+MAX_MANIFEST_BYTES = 64 << 20
+#: The most bytes a PyTorch checkpoint's pickle (``data.pkl``) may have: it holds the object
+#: tree and one short record per tensor; the tensors' data lives in other entries.
+MAX_PICKLE_BYTES = 256 << 20
+#: PyTorch tensors are views of storages: what views may materialize beyond the bytes of
+#: the storages in the file (a stride-0 ``expand``, overlapping views), all views together.
+MAX_EXPANSION_BYTES = 1 << 30
 
 _repr = reprlib.Repr()
 _repr.maxstring = _repr.maxother = 60
@@ -98,9 +118,18 @@ def array_from_bytes(data: bytes | bytearray | memoryview, d: _dt.dtype,
     return a
 
 
-def to_tensor(a: np.ndarray, map_location: Any) -> Tensor:
-    """A jflow tensor holding a copy of ``a``, on ``map_location`` if given."""
+def to_tensor(a: np.ndarray, map_location: Any, location: str = "cpu") -> Tensor:
+    """A jflow tensor holding a copy of ``a``, placed as PyTorch's ``map_location`` says:
+    ``None`` (the default device), a device or string, a dict from saved location (``location``,
+    e.g. ``"cuda:0"``) to device, or a callable ``(tensor, location)`` returning a tensor, a
+    device or ``None`` (keep it)."""
     t = _wrap(jnp.asarray(a))
-    if map_location is not None:
-        t = t.to(map_location)
-    return t
+    if map_location is None:
+        return t
+    if isinstance(map_location, dict):
+        target = map_location.get(location)
+        return t if target is None else t.to(target)
+    if callable(map_location):
+        out = map_location(t, location)
+        return t if out is None else out if isinstance(out, Tensor) else t.to(out)
+    return t.to(map_location)

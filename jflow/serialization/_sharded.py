@@ -86,7 +86,7 @@ from ..sharding.placement import placement as Placement
 from ..sharding.sbp import SbpParallel, _PartialSum, _Split, broadcast, split
 from ..sharding.spec import named_sharding, normalize_nd_sbp
 from ..tensor import Tensor
-from . import _atomic, _safetensors, _zipformat
+from . import _atomic, _common, _safetensors, _zipformat
 from ._common import (
     MAX_NDIM,
     SerializationError,
@@ -130,7 +130,7 @@ def holds_global(obj: Any, depth: int = 0) -> bool:
     """Whether ``obj`` (nested dicts / lists / tuples) holds a global tensor."""
     if isinstance(obj, Tensor):
         return obj._global is not None
-    if depth > _zipformat.MAX_DEPTH:
+    if depth > _common.MAX_DEPTH:
         return False
     if isinstance(obj, dict):
         return any(holds_global(v, depth + 1) for v in obj.values())

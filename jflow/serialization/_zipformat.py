@@ -34,6 +34,7 @@ import numpy as np
 from .. import dtypes as _dt
 from ..nn.parameter import Parameter
 from ..tensor import Tensor
+from . import _common
 from ._common import (
     SerializationError,
     array_from_bytes,
@@ -49,12 +50,12 @@ FORMAT = "jflow.save"
 VERSION = 1
 MANIFEST = "jflow.json"
 
-#: How deeply saved containers may nest. Decoding recurses once per level; the limit keeps a
-#: hostile manifest from reaching Python's recursion limit (and ``save`` refuses deeper
+#: How deeply saved containers may nest, and the most a compressed manifest may inflate to:
+#: the policy's bounds (``_common``). Decoding recurses once per level; the depth limit keeps
+#: a hostile manifest from reaching Python's recursion limit (and ``save`` refuses deeper
 #: objects, so nothing it writes is unreadable).
-MAX_DEPTH = 100
-#: The most a compressed manifest may inflate to (a stored one is bounded by the file).
-MAX_MANIFEST_BYTES = 64 << 20
+MAX_DEPTH = _common.MAX_DEPTH
+MAX_MANIFEST_BYTES = _common.MAX_MANIFEST_BYTES
 #: Deflate cannot expand data by more than ~1032x; a header claiming more is lying.
 _DEFLATE_MAX_RATIO = 1032
 #: Flag bits of entries we cannot read: encrypted (0x1), patched (0x20), strong crypto (0x40).

@@ -12,13 +12,21 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
+import jax
 import numpy as np
 
-from ..tensor import Tensor
+from ..autograd.grad_mode import is_grad_enabled, no_grad
+from ..memory_format import check_memory_format, is_contiguous_as
+from ..ops import get as _get_op
+from ..tensor import Tensor, _wrap, mark_constant
 from .alias import _ALIAS, _as_strided_read, alias, base_of, detach, layout_of, unview
-from .layout import is_contiguous
+from .layout import Layout, flat_index, is_contiguous
 
 __all__ = ["as_strided", "diagonal"]
+
+_reshape = _get_op("reshape").apply
+_getitem = _get_op("getitem").apply
+_where = _get_op("where").apply
 
 _INTS = (int, np.integer)
 
@@ -43,26 +51,23 @@ def _storage_offset(self: Tensor) -> int:
 
 
 def _is_contiguous(self: Tensor, memory_format: Any = None) -> bool:
-    """Row-major contiguity (PyTorch's rule: size-1 dims and empty tensors do not count).
-    Only ``memory_format=None`` / ``contiguous_format`` exists in jflow."""
-    _check_format("is_contiguous", memory_format)
-    return is_contiguous(layout_of(self))
+    """Contiguity in ``memory_format`` (PyTorch's rules: size-1 dims and empty tensors do not
+    count), judged from the strides jflow reports: row-major for every non-view tensor, so
+    ``channels_last`` holds only where the two orders coincide (docs/porting.md)."""
+    check_memory_format("Tensor.is_contiguous", memory_format)
+    lay = layout_of(self)
+    as_format = is_contiguous_as(lay.sizes, lay.strides, memory_format)
+    return is_contiguous(lay) if as_format is None else as_format
 
 
 def _contiguous(self: Tensor, memory_format: Any = None) -> Tensor:
     """``self`` when contiguous, else a new tensor with the same values and history that
-    aliases nothing (PyTorch copies; jflow's arrays are immutable, so no data moves)."""
-    _check_format("contiguous", memory_format)
+    aliases nothing (PyTorch copies; jflow's arrays are immutable, so no data moves). A
+    ``memory_format`` is checked as PyTorch checks it; the values never change with it."""
+    check_memory_format("Tensor.contiguous", memory_format, self.ndim)
     if not self._aliases or is_contiguous(layout_of(self)):
         return self
     return unview(self)
-
-
-def _check_format(fname: str, memory_format: Any) -> None:
-    if memory_format is not None and str(memory_format) not in ("contiguous_format",
-                                                                "torch.contiguous_format"):
-        raise ValueError(f"Tensor.{fname}(): memory_format {memory_format!r} is not supported "
-                         f"(jflow tensors are row-major: use None / contiguous_format)")
 
 
 def _is_view(self: Tensor) -> bool:
@@ -109,8 +114,35 @@ def as_strided(input: Tensor, size: Sequence[int], stride: Sequence[int],
         raise RuntimeError(f"as_strided(): input is a {input.dtype} view of a {base.dtype} "
                            f"tensor (view_as_real / real / imag ...); jflow's as_strided "
                            f"addresses the base's elements: call it on a clone() instead")
-    from_base = _as_strided_read(base, size, stride, offset)
+    if input._aliases and input.requires_grad and is_grad_enabled():
+        from_base = _through_input(input, base, size, stride, offset)
+    else:
+        from_base = _as_strided_read(base, size, stride, offset)
     return alias(from_base, input, "as_strided", (size, stride, offset))
+
+
+def _through_input(input: Tensor, base: Tensor, size: tuple, stride: tuple,  # noqa: A002
+                   offset: int) -> Tensor:
+    """``as_strided`` of a view that carries its own gradient (a view made a leaf with
+    ``requires_grad_``, or one whose graph differs from its base's): the elements that lie in
+    ``input`` are read from ``input`` (gradients reach it, as PyTorch's as_strided backward
+    over the input's geometry), the others from the base, without gradient (PyTorch gives the
+    storage outside the input none either)."""
+    with no_grad():
+        outside = _as_strided_read(base, size, stride, offset)
+    flat = flat_index(Layout(size, stride, offset))
+    mine = flat_index(layout_of(input)).reshape(-1)
+    where = np.full(int(np.prod(base._meta.shape, dtype=np.int64)), -1, np.int64)
+    where[mine[::-1]] = np.arange(mine.size, dtype=np.int64)[::-1]  # first position wins
+    pos = where[flat]
+    inside = pos >= 0
+    flat_input = _reshape(input, shape=(int(mine.size),))
+    taken = _getitem(flat_input, [_constant(np.where(inside, pos, 0))], spec="t")
+    return _where(_constant(inside), taken, outside)
+
+
+def _constant(a: np.ndarray) -> Tensor:
+    return mark_constant(_wrap(jax.device_put(a)))
 
 
 def diagonal(input: Tensor, offset: int = 0, dim1: int = 0, dim2: int = 1) -> Tensor:

@@ -227,7 +227,12 @@ def _svd(ctx, du, ds, dvh):
     uhgu = _mm(u, du, ta=True)
     vhgv = _mm(vh, dvh, tb=True)                                  # V^T dV with V = vh^T
     skew_u, skew_v = O.sub(uhgu, _mT(uhgu)), O.sub(vhgv, _mT(vhgv))
-    inner = O.div(O.add(O.mul(skew_u, _col(s)), O.mul(_row(s), skew_v)), e)
+    num = O.add(O.mul(skew_u, _col(s)), O.mul(_row(s), skew_v))
+    # exactly equal singular values (e == 0) with no gradient on the vectors (num == 0: a
+    # norm or svdvals) give 0, not 0/0
+    zero_e = O.eq(e, _scalar(0.0, e))
+    inner = O.where(zero_e, O.mul(num, _scalar(0.0, num)),
+                    O.div(num, O.where(zero_e, _ones((k, k), e), e)))
     ga = _mm(_mm(u, O.add(inner, O.diag_embed(ds))), vh)
     if m > k:    # (I - U U^T) dU S^{-1} V^T
         x = O.div(O.sub(du, _mm(u, uhgu)), _col(s))
@@ -236,3 +241,148 @@ def _svd(ctx, du, ds, dvh):
         x = O.div(O.sub(_mT(dvh), _mm(vh, vhgv, ta=True)), _col(s))
         ga = O.add(ga, _mm(u, x, tb=True))
     return ga
+
+
+# -- LU, triangular solves, matrix exponential, eig, pinv ---------------------------------------
+
+def _narrow(x, dim: int, start: int, length: int):
+    return O.narrow(x, dim=_nd(x) + dim if dim < 0 else dim, start=start, length=length)
+
+
+def _trisolve(a, b, upper: bool, left: bool = True, unit: bool = False):
+    return O.linalg_solve_triangular(a, b, upper=upper, left=left, unitriangular=unit)
+
+
+def _perm_matmul(perm, g, m: int):
+    """P @ g for the permutation matrix P[j, i] = (j == perm[i]) (A = P L U)."""
+    onehot = O.one_hot(perm, num_classes=m, dtype=g._meta.dtype)       # P^T
+    return _mm(onehot, g, ta=True)
+
+
+def lu_backward(l_grad, u_grad, perm, low, up, m: int, n: int):
+    """The gradient of A = P L U (L (m, k) unit lower, U (k, n) upper): PyTorch's
+    linalg_lu_backward for square and wide (m < n) inputs; for tall ones (m > n) derived from
+    A1 = L1 U, A2 = L2 U (only the strictly lower part of L's gradient counts, so the packed
+    gradient of lu_factor can be passed as is)."""
+    k = min(m, n)
+    if m == n:
+        g = O.add(O.tril(_mm(low, l_grad, ta=True), diagonal=-1),
+                  O.triu(_mm(u_grad, up, tb=True)))
+        g = _trisolve(_mT(up), g, upper=False, left=False)
+        g = _trisolve(_mT(low), g, upper=True, left=True, unit=True)
+    elif m < n:
+        u1, u1_grad = _narrow(up, -1, 0, k), _narrow(u_grad, -1, 0, k)
+        g = O.sub(_mm(low, l_grad, ta=True), _mm(O.triu(u_grad), up, tb=True))
+        g = _trisolve(_mT(u1), O.tril(g, diagonal=-1), upper=False, left=False)
+        g = O.cat([O.add(g, O.triu(u1_grad)), _narrow(u_grad, -1, k, n - k)], dim=_nd(g) - 1)
+        g = _trisolve(_mT(low), g, upper=True, left=True, unit=True)
+    else:
+        # A1 = L1 U, A2 = L2 U: gA1 = L1^{-T} (tril_(L1^T gL1) + triu(gU U^T - L2^T gL2))
+        # U^{-T}, gA2 = gL2 U^{-T} (only the strictly lower part of gL1 counts)
+        l1, l1_grad = _narrow(low, -2, 0, k), _narrow(l_grad, -2, 0, k)
+        l2, l2_grad = _narrow(low, -2, k, m - k), _narrow(l_grad, -2, k, m - k)
+        g = O.add(O.tril(_mm(l1, l1_grad, ta=True), diagonal=-1),
+                  O.triu(O.sub(_mm(u_grad, up, tb=True), _mm(l2, l2_grad, ta=True))))
+        g = _trisolve(_mT(l1), g, upper=True, left=True, unit=True)
+        g = O.cat([g, l2_grad], dim=_nd(g) - 2)
+        g = _trisolve(_mT(up), g, upper=False, left=False)
+    return _perm_matmul(perm, g, m)
+
+
+def unpack_lu(lu, m: int, n: int):
+    """(L, U) of a packed LU: L (m, k) unit lower, U (k, n) upper."""
+    k = min(m, n)
+    low = O.add(O.tril(_narrow(lu, -1, 0, k), diagonal=-1),
+                O.eye(n=m, m=k, dtype=lu._meta.dtype))
+    return low, O.triu(_narrow(lu, -2, 0, k))
+
+
+@register_backward("linalg_lu_factor", save=["LU", "pivots"])
+def _lu_factor(ctx, dlu, dpiv):
+    """PyTorch's lu_factor_ex_backward: the packed gradient's first k columns are L's, its
+    first k rows U's."""
+    lu, piv = ctx.saved_tensors
+    m, n = ctx.input_shapes[0][-2:]
+    k = min(m, n)
+    low, up = unpack_lu(lu, m, n)
+    perm = O.lu_pivots_to_permutation(piv, m=m)
+    return lu_backward(_narrow(dlu, -1, 0, k), _narrow(dlu, -2, 0, k), perm, low, up, m, n)
+
+
+@register_backward("linalg_solve_triangular", save=["a", "x"])
+def _solve_triangular(ctx, dx):
+    """left: X = A^{-1} B, dB = A^{-T} dX, dA = -dB X^T; right: X = B A^{-1}, dB = dX A^{-T},
+    dA = -X^T dB; dA kept on the triangle read (without the diagonal when unitriangular)."""
+    a, x = ctx.saved_tensors
+    up, left, unit = ctx.upper, ctx.left, ctx.unitriangular
+    db = _trisolve(_mT(a), dx, upper=not up, left=left, unit=unit)
+    da = None
+    if ctx.needs_input_grad[0]:
+        full = O.neg(_mm(db, x, tb=True) if left else _mm(x, db, ta=True))
+        off = 1 if unit else 0
+        da = O.triu(full, diagonal=off) if up else O.tril(full, diagonal=-off)
+    return da, db if ctx.needs_input_grad[1] else None
+
+
+@register_backward("linalg_matrix_exp", save=["a"])
+def _matrix_exp(ctx, dy):
+    """dA = the top-right block of exp([[A^T, dY], [0, A^T]]) (PyTorch's, Najfeld-Havel)."""
+    (a,) = ctx.saved_tensors
+    n = ctx.input_shapes[0][-1]
+    nd = _nd(a)
+    at = _mT(a)
+    zero = O.mul(at, _scalar(0.0, at))
+    big = O.cat([O.cat([at, dy], dim=nd - 1), O.cat([zero, at], dim=nd - 1)], dim=nd - 2)
+    return _narrow(_narrow(O.linalg_matrix_exp(big), -2, 0, n), -1, n, n)
+
+
+def _cplx(x):
+    return O.complex(x, O.mul(x, _scalar(0.0, x)))
+
+
+@register_backward("linalg_eig", save=["eigenvalues", "eigenvectors"])
+def _eig(ctx, dl, dv):
+    """PyTorch's linalg_eig_backward (non-Hermitian case), in PyTorch's gradient convention
+    (the incoming JAX-convention gradients conjugated, the result conjugated back):
+    gA = V^{-H} (diag(gL) + (V^H gV - V^H V diag(re diag(V^H gV))) / E) V^H with
+    E_ij = conj(L_j) - conj(L_i); the real part for a real input."""
+    w, v = ctx.saved_tensors
+    n = ctx.input_shapes[0][-1]
+    gl, gv = O.conj(dl), O.conj(dv)
+    vh = O.conj(_mT(v))
+    vhgv = _mm(vh, gv)
+    re_diag = O.real(_diag(vhgv))
+    eye_r = O.eye(n=n, m=n, dtype=re_diag._meta.dtype)
+    eye = _cplx(eye_r)
+    lc = O.conj(w)
+    e = O.add(O.sub(_col(lc), _row(lc)), eye)
+    inner = O.sub(vhgv, _mm(vh, O.mul(v, _col(_cplx(re_diag)))))
+    off = O.mul(O.div(inner, e), _cplx(O.sub(_ones((n, n), eye_r), eye_r)))
+    ret = O.add(off, O.diag_embed(gl))
+    ga = O.linalg_solve(vh, _mm(ret, vh))
+    if ctx.input_dtypes[0].kind == "c":
+        return O.conj(ga)
+    return O.real(ga)
+
+
+@register_backward("linalg_pinv", save=["a", "out"])
+def _pinv(ctx, dy):
+    """PyTorch's pinv_backward (the Golub-Pereyra derivative of A^+, defined wherever the rank
+    is locally constant, repeated singular values included), with the input A itself (for
+    ``hermitian`` too, as PyTorch)."""
+    a, x = ctx.saved_tensors
+    m, n = ctx.input_shapes[0][-2:]
+    gt = _mT(dy)                                                  # (m, n)
+    if m <= n:
+        k = _mm(gt, x)                                            # (m, m)
+        kxt = _mm(k, x, tb=True)                                  # (m, n)
+        ga = O.add(O.sub(kxt, _mT(_mm(x, k))),
+                   O.sub(_mm(_mm(x, x, ta=True), O.sub(gt, _mm(k, a))),
+                         _mm(_mm(a, x), kxt)))
+    else:
+        k = _mm(x, gt)                                            # (n, n)
+        xtk = _mm(x, k, ta=True)                                  # (m, n)
+        ga = O.add(O.sub(xtk, _mT(_mm(k, x))),
+                   O.sub(_mm(_mm(O.sub(gt, _mm(a, k)), x), x, tb=True),
+                         _mm(_mm(xtk, x), a)))
+    return ga, None

@@ -341,3 +341,16 @@ def _copysign_dx(dz, x, z):
 
 
 _binary_rule("copysign", ["x", "z"], _copysign_dx, lambda dz, x, z: O.mul(dz, _c(0.0, dz)))
+
+
+# -- nextafter, frexp --------------------------------------------------------------------------
+# nextafter moves one ulp: the gradient is the identity for ``input`` and zero for ``other``,
+# as PyTorch's derivatives.yaml
+_binary_rule("nextafter", [], lambda dz: dz, lambda dz: O.mul(dz, _c(0.0, dz)))
+
+
+@register_backward("frexp", save=["exponent"])
+def _frexp(ctx, dm, de):
+    # mantissa = x * 2 ** -exponent with the exponent piecewise constant (PyTorch's rule)
+    (e,) = ctx.saved_tensors
+    return O.mul(dm, O.exp2(O.neg(O.cast(e, dtype=ctx.input_dtypes[0]))))

@@ -97,6 +97,8 @@ def arange_end(end: Any, dtype: Any, device: Any) -> Tensor:
 @functor("Linspace")
 def linspace(start: Any, end: Any, steps: int, dtype: Any, device: Any) -> Tensor:
     d = _dt.get_default_dtype() if dtype is None else dtype
+    if _aten_arith(d) and steps >= 0:
+        return on_device(_host(_aten_linspace(start, end, steps, d.np)), device)
     return on_device(_linspace(start=float(start), end=float(end), steps=steps, dtype=d.np), device)
 
 
@@ -147,6 +149,17 @@ def logspace(start: Any, end: Any, steps: int, base: float, dtype: Any, device: 
     if steps < 0:
         raise ValueError(f"logspace(): argument 'steps' must be non-negative, got {steps}")
     d = _dt.get_default_dtype() if dtype is None else dtype
+    if _aten_arith(d) and d.is_floating_point:  # float16 / bfloat16: ATen's arithmetic
+        # (PyTorch computes in float32 from the bounds rounded to the dtype; one step is
+        # ``base ** start`` from the exact start)
+        t = np.dtype(d.np).type
+        if steps == 1:
+            return on_device(_host(np.array([float(base) ** float(start)]).astype(d.np)), device)
+        exps = _aten_linspace(float(t(float(start))), float(t(float(end))), steps, np.float32)
+        vals = np.power(np.float32(base), exps)
+        return on_device(_host(vals.astype(d.np)), device)
+    if not d.is_floating_point:  # ATen converts the bounds to the integer type first
+        start, end = int(float(start)), int(float(end))
     exps = np.linspace(float(start), float(end), steps, dtype=np.float64)
     vals = np.power(float(base), exps)
     if not d.is_floating_point:
@@ -208,3 +221,39 @@ def kaiser_window(window_length: int, periodic: bool, beta: float, dtype: Any, d
     return _window("kaiser_window", window_length, periodic, dtype, device,
                    lambda n, m: np.i0(beta * np.sqrt(np.clip(1.0 - (2.0 * n / m - 1.0) ** 2,
                                                              0.0, None))) / np.i0(beta))
+
+
+# -- linspace / logspace in ATen's arithmetic for integer and 16-bit float dtypes ----------------
+
+def _aten_arith(d: Any) -> bool:
+    """Whether ``d`` is a dtype whose linspace PyTorch computes in its own arithmetic (bounds
+    converted first, then ``start + step * i`` up to halfway, ``end - step * (n - 1 - i)``
+    after): integers (double step, truncated) and float16 / bfloat16 (every operation
+    rounded to the dtype)."""
+    return (not d.is_floating_point and d is not _dt.bool_) or d in (_dt.float16, _dt.bfloat16)
+
+
+def _aten_linspace(start: Any, end: Any, steps: int, np_dtype: Any) -> np.ndarray:
+    dt = np.dtype(np_dtype)
+    idx = np.arange(steps)
+    if dt.kind in "iu":
+        s, e = float(int(float(start))), float(int(float(end)))
+        if steps == 1:
+            return np.full(1, s).astype(dt)
+        step = (e - s) / (steps - 1) if steps > 1 else 0.0
+        vals = np.where(idx < steps // 2, s + step * idx, e - step * (steps - 1 - idx))
+        return np.trunc(vals).astype(dt)
+    t = dt.type
+    s, e = t(float(start)), t(float(end))
+    if steps <= 1:
+        return np.full(steps, s, dt)
+    step = (e - s) / t(steps - 1)
+    lo = s + step * idx.astype(dt)
+    hi = e - step * (steps - 1 - idx).astype(dt)
+    return np.where(idx < steps // 2, lo, hi).astype(dt)
+
+
+def _host(vals: np.ndarray) -> Tensor:
+    import jax.numpy as jnp
+
+    return _wrap(jnp.asarray(vals))

@@ -142,6 +142,14 @@ def gather(input: Tensor, dim: int, index: Tensor, sparse_grad: bool) -> Tensor:
                          "tensors); gradients are dense")
     _int_index("gather", index)
     d = normalize_dim("gather", dim, input._meta.ndim)
+    ni, nx = index._meta.ndim, input._meta.ndim
+    if index._meta.size == 0 and max(ni, 1) != max(nx, 1):
+        # PyTorch checks the dims only for a non-empty index: the result is index-shaped
+        return _api().full(tuple(index._meta.shape), 0, dtype=input.dtype)
+    if ni != nx and max(ni, 1) == max(nx, 1):  # a 0-d input or index counts as 1-d
+        shape = tuple(index._meta.shape)
+        out = _gather(_rs(input, (-1,)), _rs(index, (-1,)), dim=0)
+        return _rs(out, shape)
     if index._meta.ndim == input._meta.ndim:  # else the op reports the shape error
         _check_range("gather", index, _size(input, d), d)
     return _gather(input, index, dim=d)
@@ -634,6 +642,9 @@ def take_along_dim(input: Tensor, indices: Tensor, dim: Any) -> Tensor:
                          f"dimensions, but got {len(sx)} dimensions for input, and {len(si)} "
                          f"dimensions for indices")
     d = normalize_dim("take_along_dim", dim, len(sx))
+    if sx and sx[d]:
+        # PyTorch (2.13) takes the indices along a given dim modulo its size: -1 is the last
+        indices = _api().remainder(indices, sx[d])
     if sx:
         try:
             b = list(np.broadcast_shapes(sx[:d] + (1,) + sx[d + 1:],
@@ -818,3 +829,49 @@ def diagonal_scatter(input: Tensor, src: Tensor, offset: int, dim1: int, dim2: i
     else:
         flat = f.clone(flat)
     return f.movedim(f.reshape(flat, lead + (m, n)), [-2, -1], [a, b])
+
+
+# -- put / index_reduce ------------------------------------------------------------------------
+
+@functor("Put", checks=True)
+def put(input: Tensor, index: Tensor, source: Tensor, accumulate: bool) -> Tensor:
+    """torch.put: ``source`` written at the flat positions ``index`` of ``input`` (row-major,
+    negative positions from the end); ``accumulate=True`` adds, duplicates adding up. An
+    ``index_put`` on the flattened input."""
+    _long("put", index, "index")
+    _same_dtype("put", input, source, "source")
+    ni, ns = int(index._meta.size), int(source._meta.size)
+    if ni != ns:
+        raise ValueError(f"put(): Expected source and index to have the same number of "
+                         f"elements, but got source.numel() = {ns}, index.numel() = {ni}")
+    shape = tuple(input._meta.shape)
+    n = int(input._meta.size)
+    if n == 0 and ni:
+        raise IndexError("put(): cannot put values into an empty tensor")
+    if ni == 0:
+        return _api().clone(input)
+    out = index_put_impl("put", _rs(input, (n,)), [_rs(index, (ni,))], _rs(source, (ns,)),
+                         accumulate)
+    return _rs(out, shape)
+
+
+_INDEX_REDUCE = ("prod", "mean", "amax", "amin")
+
+
+@functor("IndexReduce", checks=True)
+def index_reduce(input: Tensor, dim: int, index: Tensor, source: Tensor, reduce: str,
+                 include_self: bool) -> Tensor:
+    """torch.index_reduce: ``source[..., i, ...]`` reduced into ``input[..., index[i], ...]``
+    along dim with ``'prod'`` / ``'mean'`` / ``'amax'`` / ``'amin'`` (``include_self=False``:
+    the input's own values at the targets take no part). ``scatter_reduce`` with the index
+    expanded over ``source``, so the gradients are scatter_reduce's."""
+    if reduce not in _INDEX_REDUCE:
+        raise ValueError(f"index_reduce(): reduce argument must be one of prod, mean, amax or "
+                         f"amin, got {reduce!r}")
+    _same_dtype("index_reduce", input, source, "source")
+    d, idx, ss = _index_along("index_reduce", input, dim, index,
+                              tuple(source._meta.shape) if source._meta.ndim else ())
+    shape = tuple(input._meta.shape)
+    out = scatter_reduce(_as_nd(input, shape or (1,)), d, idx, _as_nd(source, ss), reduce,
+                         include_self)
+    return _as_nd(out, shape)

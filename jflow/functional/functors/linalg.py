@@ -21,6 +21,7 @@ import jax.numpy as jnp
 import numpy as np
 from jax.core import Tracer
 
+from ...autograd.grad_mode import no_grad
 from ...ops import get
 from ...tensor import Tensor
 from ..promotion import cast, promote, scalar_tensor
@@ -279,6 +280,11 @@ def tensordot(a: Tensor, b: Tensor, dims_a: Any, dims_b: Any) -> Tensor:
     la = list(string.ascii_letters[:na])
     lb = list(string.ascii_letters[na:na + nb])
     for i, j in zip(da, db):
+        # PyTorch: a size-1 contracted dim broadcasts (the other side is summed over it first)
+        if _shape(a)[i] == 1 and _shape(b)[j] != 1:
+            b = _rsum(b, axis=(j,), keepdim=True)
+        elif _shape(b)[j] == 1 and _shape(a)[i] != 1:
+            a = _rsum(a, axis=(i,), keepdim=True)
         if _shape(a)[i] != _shape(b)[j]:
             raise ValueError(f"tensordot(): contracted dimensions need to match, but first has "
                              f"size {_shape(a)[i]} in dim {i} and second has size "
@@ -616,41 +622,89 @@ def _col(v: Tensor) -> Tensor:
     return _reshape(v, shape=s[:-1] + (1, s[-1]))
 
 
-def _tolerance(A: Tensor, s: Tensor, atol: float | None, rtol: float | None) -> Tensor:
-    """max(atol, rtol * s_max) per matrix (PyTorch's rule: rtol defaults to eps * max(m, n)
-    when atol is not given, else to 0), as a (..., 1) tensor."""
+def _tol_tensor(v: Any, like: Tensor) -> Tensor | None:
+    if v is None or isinstance(v, Tensor):
+        return v if v is None or v._meta.dtype == like._meta.dtype else cast(v, like._meta.dtype)
+    return _scalar(float(v), like)
+
+
+def _tolerance(A: Tensor, s: Tensor, atol: Any, rtol: Any) -> Tensor:
+    """max(atol, rtol * s_max) per matrix, a tensor of A's batch shape (PyTorch's rule: rtol
+    defaults to eps * max(m, n) where atol is not given or not positive, else to 0). ``atol``
+    / ``rtol`` are numbers or tensors broadcasting with the batch; ``s`` holds the singular
+    values (or |eigenvalues|) along its last dim."""
     m, n = _shape(A)[-2:]
-    if rtol is None:
-        rtol = 0.0 if atol is not None and atol > 0 else \
-            float(np.finfo(A._meta.dtype).eps) * max(m, n)
-    smax = _rmax(s, axis=(_nd(s) - 1,), keepdim=True) if _shape(s)[-1] else \
-        _full(shape=_shape(s)[:-1] + (1,), value=0.0, dtype=s._meta.dtype)
-    tol = _mul(smax, _scalar(float(rtol), s))
-    if atol is not None:
-        tol = get("maximum").apply(tol, _scalar(float(atol), s))
+    batch = _shape(A)[:-2]
+    at, rt = _tol_tensor(atol, s), _tol_tensor(rtol, s)
+    if rt is None:
+        default = _scalar(float(np.finfo(A._meta.dtype).eps) * max(m, n), s)
+        rt = default if at is None else _where(_gt(at, _scalar(0.0, s)), _scalar(0.0, s),
+                                               default)
+    smax = _rmax(s, axis=(_nd(s) - 1,), keepdim=False) if _shape(s)[-1] else \
+        _full(shape=batch, value=0.0, dtype=s._meta.dtype)
+    tol = api().mul(smax, rt)
+    if at is not None:
+        tol = api().maximum(tol, at)
+    if _shape(tol) != batch:
+        try:
+            tol = _expand(tol, shape=batch)
+        except Exception:
+            raise ValueError(f"linalg.pinv: atol / rtol of shape {_shape(tol)} do not broadcast "
+                             f"to the batch shape {batch} of A") from None
     return tol
 
 
+def _spectrum(fname: str, A: Tensor, hermitian: bool) -> Tensor:
+    """The singular values, or |eigenvalues| of the symmetric matrix read from A's lower
+    triangle when ``hermitian`` (PyTorch's)."""
+    if hermitian:
+        _matrix_input(fname, A, square=True)
+        return _abs(_eigh(A, upper=False)[0])
+    return _svd(A, full_matrices=False)[1]
+
+
 @functor("LinalgPinv")
-def linalg_pinv(A: Tensor, atol: float | None, rtol: float | None, hermitian: bool) -> Tensor:
-    """torch.linalg.pinv = V diag(1/s) U^T over the singular values above the tolerance; the
-    gradient comes through the SVD's (``hermitian`` only skips nothing: same result)."""
+def linalg_pinv(A: Tensor, atol: Any, rtol: Any, hermitian: bool) -> Tensor:
+    """torch.linalg.pinv (see :func:`pinv_impl`)."""
+    return pinv_impl(A, atol, rtol, hermitian)
+
+
+def pinv_impl(A: Tensor, atol: Any, rtol: Any, hermitian: bool) -> Tensor:
+    """torch.linalg.pinv: V diag(1/s) U^T over the singular values above the tolerance
+    (``hermitian``: from eigh of the lower triangle, as PyTorch). One op (linalg_pinv) whose
+    gradient is pinv's own (Golub-Pereyra), finite at repeated singular values; ``atol`` /
+    ``rtol`` may be numbers or tensors."""
     _matrix_input("linalg.pinv", A)
-    u, s, vh = _svd(A, full_matrices=False)
-    keep = _gt(s, _tolerance(A, s, atol, rtol))
-    one, zero = _scalar(1.0, s), _scalar(0.0, s)
-    s_inv = _where(keep, _div(one, _where(keep, s, one)), zero)
-    return _bmm(_mul(_mT(vh), _col(s_inv)), _mT(u))
+    with no_grad():
+        tol = _tolerance(A, _spectrum("linalg.pinv", A.detach(), hermitian), atol, rtol)
+    return _pinv(A, tol, hermitian=hermitian)
+
+
+@functor("LinalgPinvRcond")
+def linalg_pinv_rcond(A: Tensor, rcond: Any, hermitian: bool) -> Tensor:
+    """torch.linalg.pinv(A, rcond, hermitian): the older form, rcond = rtol."""
+    return linalg_pinv(A, None, rcond, hermitian)
 
 
 @functor("LinalgMatrixRank")
-def linalg_matrix_rank(A: Tensor, atol: float | None, rtol: float | None,
-                       hermitian: bool) -> Tensor:
-    """torch.linalg.matrix_rank: the number of singular values above the tolerance (int64)."""
+def linalg_matrix_rank(A: Tensor, atol: Any, rtol: Any, hermitian: bool) -> Tensor:
+    """torch.linalg.matrix_rank (see :func:`matrix_rank_impl`)."""
+    return matrix_rank_impl(A, atol, rtol, hermitian)
+
+
+def matrix_rank_impl(A: Tensor, atol: Any, rtol: Any, hermitian: bool) -> Tensor:
+    """torch.linalg.matrix_rank: the number of singular values (|eigenvalues| when
+    ``hermitian``) above the tolerance (int64); ``atol`` / ``rtol`` numbers or tensors."""
     _matrix_input("linalg.matrix_rank", A)
-    s = _svd(A, full_matrices=False)[1]
-    keep = _gt(s, _tolerance(A, s, atol, rtol))
+    s = _spectrum("linalg.matrix_rank", A, hermitian)
+    keep = _gt(s, _reshape(_tolerance(A, s, atol, rtol), shape=_shape(s)[:-1] + (1,)))
     return _rsum(_cast(keep, dtype=np.dtype(np.int64)), axis=(_nd(s) - 1,), keepdim=False)
+
+
+@functor("LinalgMatrixRankTol")
+def linalg_matrix_rank_tol(A: Tensor, tol: Any, hermitian: bool) -> Tensor:
+    """torch.linalg.matrix_rank(A, tol, hermitian): the older form, tol = atol (rtol 0)."""
+    return linalg_matrix_rank(A, tol, 0.0, hermitian)
 
 
 @functor("LinalgLstsq")
@@ -747,11 +801,16 @@ def _matrix_norm(fname: str, A: Tensor, ord: Any, dim: Any, keepdim: bool, dtype
     if ord in ("nuc", 2, -2):
         s = _svd(x, full_matrices=False)[1]
         last = (_nd(s) - 1,)
+        if ord == 2 and _shape(s)[-1] == 0:    # an empty matrix: 0, as PyTorch
+            s = _full(shape=_shape(s)[:-1] + (1,), value=0.0, dtype=s._meta.dtype)
         out = _rsum(s, axis=last, keepdim=False) if ord == "nuc" else \
             (_rmax if ord == 2 else _rmin)(s, axis=last, keepdim=False)
     else:   # 1: max column sum of |a|; inf: max row sum
         summed_axis, then = (nd - 2, nd - 2) if abs(ord) == 1 else (nd - 1, nd - 2)
         sums = _rsum(_abs(x), axis=(summed_axis,), keepdim=False)
+        if ord > 0 and _shape(sums)[then] == 0:     # the max over nothing: 0, as PyTorch
+            sums = _full(shape=_shape(sums)[:then] + (1,) + _shape(sums)[then + 1:], value=0.0,
+                         dtype=sums._meta.dtype)
         out = (_rmax if ord > 0 else _rmin)(sums, axis=(then,), keepdim=False)
     if keepdim:
         shape = list(_shape(A))
@@ -922,3 +981,514 @@ def vander(x: Tensor, N: Any, increasing: bool) -> Tensor:
     if n == 0:
         return f.narrow(powers, 1, 0, 0)
     return powers if increasing else f.flip(powers, [1])
+
+
+# -- torch.linalg: LU, triangular solves, eig, the *_ex variants, and PyTorch's older torch.*
+# factorizations (svd, qr, cholesky_solve, triangular_solve, lu_unpack ...). New ops where a
+# kernel is needed (linalg_lu_factor, lu_pivots_to_permutation, linalg_solve_triangular,
+# linalg_matrix_exp, linalg_eig, linalg_pinv); the rest composes them.
+
+_lu_factor = get("linalg_lu_factor").apply
+_piv_to_perm = get("lu_pivots_to_permutation").apply
+_trisolve = get("linalg_solve_triangular").apply
+_expm = get("linalg_matrix_exp").apply
+_eig = get("linalg_eig").apply
+_pinv = get("linalg_pinv").apply
+_tril, _triu, _one_hot = (get(n).apply for n in ("tril", "triu", "one_hot"))
+_INT32 = np.dtype(np.int32)
+
+
+def _lu_info(lu: Tensor) -> Tensor:
+    """LAPACK getrf's info: the 1-based index of the first exactly-zero diagonal entry of U,
+    0 when there is none (int32, one per matrix)."""
+    f = api()
+    if min(_shape(lu)[-2:]) == 0:
+        return _full(shape=_shape(lu)[:-2], value=0, dtype=_INT32)
+    d = _diag_part(lu, 0)
+    zero = f.eq(d, 0)
+    first = f.add(f.argmax(cast(zero, _INT32), -1, False), 1)
+    return cast(f.where(f.any(zero, -1, False), first, 0), _INT32)
+
+
+def _raise_info(fname: str, info: Tensor, what: str, *ts: Tensor) -> None:
+    """check_errors: raise (eager calls) when some info is positive."""
+    if _eager(info, *ts):
+        bad = np.asarray(info._value)
+        if (bad > 0).any():
+            i = int(bad.reshape(-1)[np.argmax(bad.reshape(-1) > 0)])
+            raise RuntimeError(f"{fname}: {what.format(i=i)}")
+
+
+@functor("LinalgLuFactorEx")
+def linalg_lu_factor_ex(A: Tensor, pivot: bool, check_errors: bool
+                        ) -> tuple[Tensor, Tensor, Tensor]:
+    """torch.linalg.lu_factor_ex: (LU, pivots, info) as LAPACK's getrf: info = i > 0 when
+    U[i, i] (1-based) is exactly zero; ``check_errors`` raises then."""
+    _matrix_input("linalg.lu_factor_ex", A)
+    if not pivot:
+        raise RuntimeError("linalg.lu_factor_ex: LU without pivoting is not implemented on the "
+                           "CPU")
+    lu, piv = _lu_factor(A)
+    info = _lu_info(lu)
+    if check_errors:
+        _raise_info("linalg.lu_factor_ex", info, "The factorization could not be completed "
+                    "because the input is not invertible (U[{i},{i}] is zero).", lu)
+    return lu, piv, info
+
+
+@functor("LinalgLuFactor")
+def linalg_lu_factor(A: Tensor, pivot: bool) -> tuple[Tensor, Tensor]:
+    """torch.linalg.lu_factor: (LU, pivots); an eager call raises when U has a zero on its
+    diagonal (lu_solve would divide by it), as PyTorch."""
+    lu, piv, info = linalg_lu_factor_ex(A, pivot, False)
+    _raise_info("linalg.lu_factor", info, "U[{i},{i}] is zero and using it on lu_solve would "
+                "result in a division by zero. If you still want to perform the factorization, "
+                "consider calling linalg.lu(A, pivot) or linalg.lu_factor_ex(A, pivot)", lu)
+    return lu, piv
+
+
+def _perm_matrix(perm: Tensor, dtype: Any) -> Tensor:
+    """P with A = P L U: P[j, i] = (j == perm[i])."""
+    return _mT(_one_hot(perm, num_classes=_shape(perm)[-1], dtype=dtype))
+
+
+@functor("LuUnpack")
+def lu_unpack(LU: Tensor, pivots: Tensor, unpack_data: bool, unpack_pivots: bool
+              ) -> tuple[Tensor, Tensor, Tensor]:
+    """torch.lu_unpack: (P, L, U) of lu_factor's (LU, pivots); a part not unpacked is an
+    empty tensor."""
+    _matrix_input("lu_unpack", LU, "LU_data")
+    if pivots._meta.dtype != _INT32:
+        raise TypeError(f"lu_unpack: argument 'LU_pivots' must be an int32 tensor, got "
+                        f"{pivots.dtype}")
+    m, n = _shape(LU)[-2:]
+    k = min(m, n)
+    if _shape(pivots) != _shape(LU)[:-2] + (k,):
+        raise ValueError(f"lu_unpack: LU_pivots of shape {_shape(pivots)} do not match LU_data "
+                         f"of shape {_shape(LU)} (expected {_shape(LU)[:-2] + (k,)})")
+    dt = LU._meta.dtype
+    empty = _full(shape=(0,), value=0.0, dtype=dt)
+    low = up = p = empty
+    if unpack_data:
+        nd = _nd(LU)
+        low = _add(_tril(_narrow(LU, dim=nd - 1, start=0, length=k), diagonal=-1),
+                   get("eye").apply(n=m, m=k, dtype=dt))
+        up = _triu(_narrow(LU, dim=nd - 2, start=0, length=k), diagonal=0)
+    if unpack_pivots:
+        p = _perm_matrix(_piv_to_perm(pivots, m=m), dt)
+    return p, low, up
+
+
+@functor("LinalgLu")
+def linalg_lu(A: Tensor, pivot: bool) -> tuple[Tensor, Tensor, Tensor]:
+    """torch.linalg.lu: A = P L U (L unit lower (m, k), U upper (k, n)); the gradient is
+    PyTorch's linalg_lu_backward (square, wide and tall) through lu_factor's rule."""
+    _matrix_input("linalg.lu", A)
+    if not pivot:
+        raise RuntimeError("linalg.lu: LU without pivoting is not implemented on the CPU")
+    lu, piv = _lu_factor(A)
+    return lu_unpack(lu, piv, True, True)
+
+
+def _rows_by_perm(perm: Tensor, B: Tensor, inverse: bool) -> Tensor:
+    """P^T B (rows gathered: row i is B[perm[i]]) or, ``inverse``, P B, as one-hot matmuls
+    (linear in B, so the gradient is the other permutation)."""
+    oh = _one_hot(perm, num_classes=_shape(perm)[-1], dtype=B._meta.dtype)   # P^T
+    return _bmm(_mT(oh) if inverse else oh, B)
+
+
+def _lu_solve(fname: str, LU: Tensor, pivots: Tensor, B: Tensor, left: bool, adjoint: bool
+              ) -> Tensor:
+    _matrix_input(fname, LU, "LU", square=True)
+    _matrix_input(fname, B, "B")
+    if LU._meta.dtype != B._meta.dtype:
+        raise TypeError(f"{fname}: Expected LU and B to have the same dtype, but found LU of "
+                        f"type {LU.dtype} and B of type {B.dtype} instead")
+    if pivots._meta.dtype != _INT32:
+        raise TypeError(f"{fname}: argument 'pivots' must be an int32 tensor, got "
+                        f"{pivots.dtype}")
+    n = _shape(LU)[-1]
+    if not left:   # X A = B <=> A^T X^T = B^T (and X A^H = B <=> A X^T = B^T)
+        return _mT(_lu_solve(fname, LU, pivots, _mT(B), True, not adjoint))
+    if _shape(B)[-2] != n:
+        raise ValueError(f"{fname}: Incompatible shapes of A and B for the equation AX = B "
+                         f"({_shape(LU)} and {_shape(B)})")
+    if _shape(pivots) != _shape(LU)[:-1]:
+        raise ValueError(f"{fname}: pivots of shape {_shape(pivots)} do not match LU of shape "
+                         f"{_shape(LU)}")
+    lu, b = _broadcast_batch(fname, LU, B, 2, 2)
+    piv = _expand(pivots, shape=_shape(lu)[:-1]) if _shape(pivots) != _shape(lu)[:-1] \
+        else pivots
+    perm = _piv_to_perm(piv, m=n)
+    if not adjoint:     # U^{-1} L^{-1} P^T B
+        y = _trisolve(lu, _rows_by_perm(perm, b, False), upper=False, left=True,
+                      unitriangular=True)
+        return _trisolve(lu, y, upper=True, left=True, unitriangular=False)
+    lt = _mT(lu)        # P L^{-T} U^{-T} B
+    y = _trisolve(lt, b, upper=False, left=True, unitriangular=False)
+    y = _trisolve(lt, y, upper=True, left=True, unitriangular=True)
+    return _rows_by_perm(perm, y, True)
+
+
+@functor("LinalgLuSolve")
+def linalg_lu_solve(LU: Tensor, pivots: Tensor, B: Tensor, left: bool, adjoint: bool
+                    ) -> Tensor:
+    """torch.linalg.lu_solve: X with A X = B (``adjoint``: A^H X = B; ``left=False``: X A = B)
+    from lu_factor's (LU, pivots); triangular solves reading LU's triangles."""
+    return _lu_solve("linalg.lu_solve", LU, pivots, B, left, adjoint)
+
+
+@functor("LuSolve")
+def lu_solve(b: Tensor, LU_data: Tensor, LU_pivots: Tensor) -> Tensor:
+    """torch.lu_solve(b, LU_data, LU_pivots) (deprecated there for linalg.lu_solve)."""
+    return _lu_solve("lu_solve", LU_data, LU_pivots, b, True, False)
+
+
+@functor("LinalgSolveTriangular")
+def linalg_solve_triangular(A: Tensor, B: Tensor, upper: bool, left: bool,
+                            unitriangular: bool) -> Tensor:
+    """torch.linalg.solve_triangular: reads A's upper (lower) triangle only; batch dims
+    broadcast."""
+    fname = "linalg.solve_triangular"
+    _matrix_input(fname, A, "A", square=True)
+    _matrix_input(fname, B, "B")
+    if A._meta.dtype != B._meta.dtype:
+        raise TypeError(f"{fname}: Expected A and B to have the same dtype, but found A of "
+                        f"type {A.dtype} and B of type {B.dtype} instead")
+    n = _shape(A)[-1]
+    if (_shape(B)[-2] if left else _shape(B)[-1]) != n:
+        raise ValueError(f"{fname}: Incompatible shapes of A and B for the equation "
+                         f"{'AX = B' if left else 'XA = B'} ({_shape(A)} and {_shape(B)})")
+    a, b = _broadcast_batch(fname, A, B, 2, 2)
+    return _trisolve(a, b, upper=upper, left=left, unitriangular=unitriangular)
+
+
+@functor("TriangularSolve")
+def triangular_solve(b: Tensor, A: Tensor, upper: bool, transpose: bool, unitriangular: bool
+                     ) -> tuple[Tensor, Tensor]:
+    """torch.triangular_solve: (X, a copy of A) with op(A) X = b, op = transpose or not."""
+    a = _mT(A) if transpose else A
+    x = linalg_solve_triangular(a, b, upper != transpose, True, unitriangular)
+    return x, get("clone").apply(A)
+
+
+@functor("LinalgMatrixExp")
+def linalg_matrix_exp(A: Tensor) -> Tensor:
+    """torch.linalg.matrix_exp (torch.matrix_exp): exp of each square matrix; 16-bit inputs
+    are computed in float32 and rounded back."""
+    if A._meta.dtype.name in ("float16", "bfloat16") and _nd(A) >= 2:
+        return cast(linalg_matrix_exp(cast(A, np.dtype(np.float32))), A._meta.dtype)
+    _matrix_input("linalg.matrix_exp", A, square=True)
+    return _expm(A)
+
+
+@functor("LinalgEig")
+def linalg_eig(A: Tensor) -> tuple[Tensor, Tensor]:
+    """torch.linalg.eig: complex eigenvalues and unit-norm eigenvectors (complex64 for
+    float32, complex128 for float64); the gradient is PyTorch's linalg_eig_backward. CPU
+    only (XLA's geev)."""
+    _matrix_input("linalg.eig", A, square=True)
+    return tuple(_eig(A))
+
+
+@functor("LinalgEigvals")
+def linalg_eigvals(A: Tensor) -> Tensor:
+    """torch.linalg.eigvals: the eigenvalues of :func:`linalg_eig`."""
+    _matrix_input("linalg.eigvals", A, square=True)
+    return _eig(A)[0]
+
+
+@functor("LinalgVecdot")
+def linalg_vecdot(x: Tensor, y: Tensor, dim: int) -> Tensor:
+    """torch.linalg.vecdot: sum(conj(x) * y) over ``dim``, broadcasting."""
+    f = api()
+    if x._meta.dtype != y._meta.dtype:
+        raise TypeError(f"linalg.vecdot: Expected x and y to have the same dtype, but found x "
+                        f"of type {x.dtype} and y of type {y.dtype} instead")
+    if x._meta.dtype.kind == "c":
+        x = f.conj(x)
+    prod = _mul(x, y)
+    return _rsum(prod, axis=(_dim("linalg.vecdot", dim, _nd(prod)),), keepdim=False)
+
+
+def _chol_info(A: Tensor, upper: bool) -> Tensor:
+    """LAPACK potrf's info: the order of the first leading minor of the symmetric matrix read
+    from A's triangle that is not positive (Sylvester), 0 when all are; one batched slogdet
+    over the n leading blocks (each completed by the identity)."""
+    f = api()
+    n = _shape(A)[-1]
+    if n == 0:
+        return _full(shape=_shape(A)[:-2], value=0, dtype=_INT32)
+    sym = _tril(A if not upper else _mT(A), diagonal=0)
+    sym = _add(sym, _mT(_tril(sym, diagonal=-1)))
+    ar = get("arange").apply(start=0, end=n, step=1, dtype=np.dtype(np.int64))
+    k, i, j = (_reshape(ar, shape=sh) for sh in ((n, 1, 1), (1, n, 1), (1, 1, n)))
+    inside = f.logical_and(f.le(i, k), f.le(j, k))          # (n, n, n): block k is [:k+1, :k+1]
+    eye = get("eye").apply(n=n, m=n, dtype=A._meta.dtype)
+    blocks = f.where(inside, _reshape(sym, shape=_shape(sym)[:-2] + (1, n, n)), eye)
+    sign, _ = _slogdet(blocks)
+    bad = f.le(sign, 0)
+    first = f.add(f.argmax(cast(bad, _INT32), -1, False), 1)
+    return cast(f.where(f.any(bad, -1, False), first, 0), _INT32)
+
+
+@functor("LinalgCholeskyEx")
+def linalg_cholesky_ex(A: Tensor, upper: bool, check_errors: bool) -> tuple[Tensor, Tensor]:
+    """torch.linalg.cholesky_ex: (L, info), info = the order of the first leading minor that
+    is not positive-definite (0 on success); ``check_errors`` raises then."""
+    _matrix_input("linalg.cholesky_ex", A, square=True)
+    out = _cholesky(A, upper=upper)
+    info = _chol_info(A, upper)
+    if check_errors:
+        _raise_info("linalg.cholesky_ex", info, "The factorization could not be completed "
+                    "because the input is not positive-definite (the leading minor of order "
+                    "{i} is not positive-definite).", A)
+    return out, info
+
+
+@functor("LinalgInvEx")
+def linalg_inv_ex(A: Tensor, check_errors: bool) -> tuple[Tensor, Tensor]:
+    """torch.linalg.inv_ex: (inverse, info) with getrf's info (U[i, i] exactly zero)."""
+    _matrix_input("linalg.inv_ex", A, square=True)
+    info = _lu_info(_lu_factor(A)[0])
+    if check_errors:
+        _raise_info("linalg.inv_ex", info, "The diagonal element {i} is zero, the inversion "
+                    "could not be completed because the input matrix is singular.", A)
+    return _inv(A), info
+
+
+@functor("LinalgSolveEx")
+def linalg_solve_ex(A: Tensor, B: Tensor, left: bool, check_errors: bool
+                    ) -> tuple[Tensor, Tensor]:
+    """torch.linalg.solve_ex: (result, info) with getrf's info; no raise unless
+    ``check_errors``."""
+    _matrix_input("linalg.solve_ex", A, square=True)
+    info = _lu_info(_lu_factor(A)[0])
+    if check_errors:
+        _raise_info("linalg.solve_ex", info, "The solver failed because the input matrix is "
+                    "singular.", A)
+    vec = _nd(B) == 1 or (left and _nd(B) == _nd(A) - 1 and _shape(B) == _shape(A)[:-1])
+    b = _reshape(B, shape=_shape(B) + (1,)) if vec else B
+    a, bb = (A, b) if left else (_mT(A), _mT(b))
+    a, bb = _broadcast_batch("linalg.solve_ex", a, bb, 2, 2)
+    x = _solve(a, bb)
+    x = x if left else _mT(x)
+    return (_reshape(x, shape=_shape(x)[:-1]) if vec else x), info
+
+
+@functor("LinalgCond")
+def linalg_cond(A: Tensor, p: Any) -> Tensor:
+    """torch.linalg.cond: s_max / s_min for p = None / 2 (s_min / s_max for -2), else
+    norm(A, p) * norm(inv(A), p) (square matrices)."""
+    _matrix_input("linalg.cond", A)
+    if p is None or p in (2, -2):
+        s = _svd(A, full_matrices=False)[1]
+        last = (_nd(s) - 1,)
+        hi, lo = _rmax(s, axis=last, keepdim=False), _rmin(s, axis=last, keepdim=False)
+        return _div(lo, hi) if p == -2 else _div(hi, lo)
+    _matrix_input("linalg.cond", A, square=True)
+    inv = _inv(A)
+    return _mul(_matrix_norm("linalg.cond", A, p, None, False, None),
+                _matrix_norm("linalg.cond", inv, p, None, False, None))
+
+
+@functor("LinalgHouseholderProduct")
+def linalg_householder_product(A: Tensor, tau: Tensor) -> Tensor:
+    """torch.linalg.householder_product: the first n columns of H_1 ... H_k, H_i = I - tau_i
+    v_i v_i^T with v_i = A[:, i] below the diagonal and 1 on it (LAPACK orgqr)."""
+    fname = "linalg.householder_product"
+    _matrix_input(fname, A, "input")
+    _float_input(fname, tau, "tau")
+    m, n = _shape(A)[-2:]
+    k = _shape(tau)[-1] if _nd(tau) else 0
+    if n > m:
+        raise ValueError(f"{fname}: input.shape[-2] must be greater than or equal to "
+                         f"input.shape[-1]")
+    if k > n:
+        raise ValueError(f"{fname}: input.shape[-1] must be greater than or equal to "
+                         f"tau.shape[-1]")
+    if _shape(tau)[:-1] != _shape(A)[:-2]:
+        raise ValueError(f"{fname}: Expected batch dimensions of tau to be equal to "
+                         f"input.shape[:-2], got {_shape(tau)[:-1]}")
+    if tau._meta.dtype != A._meta.dtype:
+        raise TypeError(f"{fname}: tau dtype {tau.dtype} does not match input dtype {A.dtype}")
+    nd = _nd(A)
+    dt = A._meta.dtype
+    v = _add(_tril(A, diagonal=-1), get("eye").apply(n=m, m=n, dtype=dt))    # unit columns
+    q = _expand(get("eye").apply(n=m, m=n, dtype=dt), shape=_shape(A))
+    if k == 0:   # the identity's first n columns, on the tape with a zero gradient
+        q = _add(q, _mul(A, _scalar(0.0, A)))
+    for i in reversed(range(k)):     # Q = H_i Q, from the last reflector on
+        vi = _narrow(v, dim=nd - 1, start=i, length=1)                       # (..., m, 1)
+        ti = _reshape(_narrow(tau, dim=_nd(tau) - 1, start=i, length=1),
+                      shape=_shape(tau)[:-1] + (1, 1))
+        q = _sub(q, _mul(ti, _bmm(vi, _bmm(_mT(vi), q))))
+    return q
+
+
+@functor("LinalgTensorinv")
+def linalg_tensorinv(A: Tensor, ind: int) -> Tensor:
+    """torch.linalg.tensorinv: the inverse of A seen as a (prod(shape[:ind]),
+    prod(shape[ind:])) matrix, shaped shape[ind:] + shape[:ind]."""
+    if ind <= 0:
+        raise ValueError(f"linalg.tensorinv: Expected a strictly positive integer for 'ind', "
+                         f"but got {ind}")
+    s = _shape(A)
+    rows, cols = math.prod(s[:ind]), math.prod(s[ind:])
+    if rows != cols:
+        raise ValueError(f"linalg.tensorinv: Expected self to satisfy the requirement "
+                         f"prod(self.shape[ind:]) == prod(self.shape[:ind]), but got {cols} != "
+                         f"{rows}")
+    inv = linalg_inv(_reshape(A, shape=(rows, cols)))
+    return _reshape(inv, shape=s[ind:] + s[:ind])
+
+
+@functor("LinalgTensorsolve")
+def linalg_tensorsolve(A: Tensor, B: Tensor, dims: Any) -> Tensor:
+    """torch.linalg.tensorsolve: X with tensordot(A, X, X.ndim) = B (``dims``: A's dims moved
+    to the end first)."""
+    if dims is not None:
+        nd = _nd(A)
+        ds = [_dim("linalg.tensorsolve", d, nd, "dims") for d in dims]
+        rest = [i for i in range(nd) if i not in ds]
+        A = _transpose(A, perm=tuple(rest + ds))
+    sa, sb = _shape(A), _shape(B)
+    rows = math.prod(sb)
+    xs = sa[len(sb):]
+    if math.prod(sa[:len(sb)]) != rows or math.prod(xs) != rows:
+        raise ValueError(f"linalg.tensorsolve: Expected self to satisfy the requirement "
+                         f"prod(self.shape[other.ndim:]) == prod(self.shape[:other.ndim]), "
+                         f"but got A of shape {sa} and B of shape {sb}")
+    x = linalg_solve(_reshape(A, shape=(rows, rows)), _reshape(B, shape=(rows,)), True)
+    return _reshape(x, shape=xs)
+
+
+@functor("LinalgVander")
+def linalg_vander(x: Tensor, N: Any) -> Tensor:
+    """torch.linalg.vander: (..., n) -> (..., n, N) with increasing powers x^0 ... x^(N-1)
+    (integers as int64, as PyTorch's cumprod)."""
+    f = api()
+    if _nd(x) < 1:
+        raise ValueError("linalg.vander: x must have at least one dimension")
+    n = _shape(x)[-1] if N is None else N
+    if n <= 1:
+        if n < 1:
+            raise ValueError(f"linalg.vander: N must be greater than 1, got {n}")
+    if x._meta.dtype.kind in "iub":
+        x = cast(x, np.dtype(np.int64))
+    s = _shape(x)
+    ones = _full(shape=s + (1,), value=1, dtype=x._meta.dtype)
+    reps = _expand(_reshape(x, shape=s + (1,)), shape=s + (n - 1,))
+    return f.cumprod(f.cat([ones, reps], -1), -1)
+
+
+@functor("Svd")
+def svd(input: Tensor, some: bool, compute_uv: bool) -> tuple[Tensor, Tensor, Tensor]:
+    """torch.svd (PyTorch's older API): (U, S, V) with V, not V^H; ``some`` = reduced;
+    ``compute_uv=False`` gives zero-filled (m, m) U and (n, n) V."""
+    _matrix_input("svd", input, "input")
+    if not compute_uv:
+        s = _svd(input, full_matrices=False)[1]
+        m, n = _shape(input)[-2:]
+        b = _shape(input)[:-2]
+        dt = input._meta.dtype
+        return (_full(shape=b + (m, m), value=0.0, dtype=dt), s,
+                _full(shape=b + (n, n), value=0.0, dtype=dt))
+    u, s, vh = _svd(input, full_matrices=not some)
+    return u, s, _mT(vh)
+
+
+@functor("Qr")
+def qr(input: Tensor, some: bool) -> tuple[Tensor, Tensor]:
+    """torch.qr: linalg.qr with mode 'reduced' (some) or 'complete'."""
+    return linalg_qr(input, "reduced" if some else "complete")
+
+
+def _chol_factor(L: Tensor, upper: bool) -> Tensor:
+    """L's triangle for the value, with PyTorch's gradient: PyTorch differentiates
+    cholesky_solve / cholesky_inverse as functions of the whole L (its formulas use L as given),
+    so the triangle is taken straight-through (identity Jacobian onto every entry)."""
+    tri = _triu(L, diagonal=0) if upper else _tril(L, diagonal=0)
+    return _add(tri.detach(), _sub(L, L.detach()))
+
+
+def _chol_gram(L: Tensor, upper: bool) -> Tensor:
+    """A = L L^T (``upper``: U^T U)."""
+    return _bmm(_mT(L), L) if upper else _bmm(L, _mT(L))
+
+
+def _chol_solve(fname: str, B: Tensor, L: Tensor, upper: bool) -> Tensor:
+    _matrix_input(fname, L, "input2", square=True)
+    _matrix_input(fname, B, "input")
+    if L._meta.dtype != B._meta.dtype:
+        raise TypeError(f"{fname}: Expected b and A to have the same dtype, but found b of "
+                        f"type {B.dtype} and A of type {L.dtype} instead")
+    if _shape(B)[-2] != _shape(L)[-1]:
+        raise ValueError(f"{fname}: Incompatible matrix sizes for cholesky_solve: each A matrix "
+                         f"is {_shape(L)[-1]} by {_shape(L)[-1]} but each b matrix is "
+                         f"{_shape(B)[-2]} by {_shape(B)[-1]}")
+    lo, b = _broadcast_batch(fname, L, B, 2, 2)
+    return _solve(_chol_gram(_chol_factor(lo, upper), upper), b)
+
+
+@functor("CholeskySolve")
+def cholesky_solve(input: Tensor, input2: Tensor, upper: bool) -> Tensor:
+    """torch.cholesky_solve(B, L, upper=False): X with (L L^T) X = B (``upper``: U^T U); the
+    value reads L's triangle only, the gradient is PyTorch's (every entry of L)."""
+    return _chol_solve("cholesky_solve", input, input2, upper)
+
+
+@functor("CholeskyInverse")
+def cholesky_inverse(input: Tensor, upper: bool) -> Tensor:
+    """torch.cholesky_inverse(L, upper=False): (L L^T)^{-1} (``upper``: (U^T U)^{-1}); the value
+    reads L's triangle only, the gradient is PyTorch's (every entry of L)."""
+    _matrix_input("cholesky_inverse", input, "input", square=True)
+    return _inv(_chol_gram(_chol_factor(input, upper), upper))
+
+
+@functor("Cholesky")
+def cholesky(input: Tensor, upper: bool) -> Tensor:
+    """torch.cholesky (deprecated there for linalg.cholesky)."""
+    return linalg_cholesky(input, upper)
+
+
+# -- LDL (Bunch-Kaufman, LAPACK sytrf / sytrs; not differentiable, as in PyTorch) -------------
+
+_ldl_factor = get("linalg_ldl_factor").apply
+_ldl_solve = get("linalg_ldl_solve").apply
+
+
+@functor("LinalgLdlFactorEx")
+def linalg_ldl_factor_ex(A: Tensor, hermitian: bool, check_errors: bool
+                         ) -> tuple[Tensor, Tensor, Tensor]:
+    """torch.linalg.ldl_factor_ex: (LD, pivots, info) of the symmetric matrix read from A's
+    lower triangle, in LAPACK sytrf's format; info = i > 0 when D[i, i] is exactly zero."""
+    _matrix_input("linalg.ldl_factor_ex", A, square=True)
+    ld, piv, info = _ldl_factor(A, hermitian=hermitian)
+    if check_errors:
+        _raise_info("linalg.ldl_factor_ex", info, "The factorization could not be completed: "
+                    "D[{i},{i}] is exactly zero (the matrix is singular).", A)
+    return ld, piv, info
+
+
+@functor("LinalgLdlFactor")
+def linalg_ldl_factor(A: Tensor, hermitian: bool) -> tuple[Tensor, Tensor]:
+    """torch.linalg.ldl_factor: (LD, pivots); an eager call raises when D is singular."""
+    ld, piv, _ = linalg_ldl_factor_ex(A, hermitian, True)
+    return ld, piv
+
+
+@functor("LinalgLdlSolve")
+def linalg_ldl_solve(LD: Tensor, pivots: Tensor, B: Tensor, hermitian: bool) -> Tensor:
+    """torch.linalg.ldl_solve: X with A X = B from ldl_factor's (LD, pivots); batch dims of B
+    broadcast with LD's."""
+    fname = "linalg.ldl_solve"
+    _matrix_input(fname, LD, "LD", square=True)
+    _matrix_input(fname, B, "B")
+    if _shape(B)[-2] != _shape(LD)[-1]:
+        raise ValueError(f"{fname}: Incompatible shapes of LD and B ({_shape(LD)} and "
+                         f"{_shape(B)})")
+    ld, b = _broadcast_batch(fname, LD, B, 2, 2)
+    piv = _expand(pivots, shape=_shape(ld)[:-1]) if _shape(pivots) != _shape(ld)[:-1] \
+        else pivots
+    return _ldl_solve(ld, piv, b, hermitian=hermitian)

@@ -17,6 +17,7 @@ from typing import Any
 import jax
 import numpy as np
 
+from ...autograd.grad_mode import is_grad_enabled
 from ...lazy_mode.segment import host_value
 from ...ops import get
 from ...tensor import Tensor, _wrap
@@ -387,10 +388,10 @@ def multi_margin_loss(input: Tensor, target: Tensor, p: int, margin: float, weig
     (weight,) = _prep(fname, reduction, input, weight)
     if p not in (1, 2):
         raise ValueError(f"{fname}(): only p == 1 and p == 2 are supported, got {p}")
-    if input.ndim not in (1, 2):
-        raise ValueError(f"{fname}(): expected a 1-d (C,) or 2-d (N, C) input, got shape "
+    if input.ndim > 2:
+        raise ValueError(f"{fname}(): expected a 0-d, 1-d (C,) or 2-d (N, C) input, got shape "
                          f"{list(input.shape)}")
-    x = input if input.ndim == 2 else input.unsqueeze(0)
+    x = input if input.ndim == 2 else input.reshape((1, -1))  # 0-d: one class (as PyTorch)
     c = int(x.shape[1])
     t = target.reshape((-1,))
     if int(t.shape[0]) != int(x.shape[0]):
@@ -454,6 +455,68 @@ def pairwise_distance(x1: Tensor, x2: Tensor, p: float, eps: float, keepdim: boo
     return _api().norm(d, p, -1, keepdim)
 
 
+@functor("Pdist")
+def pdist(input: Tensor, p: float) -> Tensor:
+    """torch.pdist: the ``p``-norm distances between the rows of an (N, M) input, for every
+    pair i < j in row-major order (N (N - 1) / 2 values): a gather of the pairs' rows and
+    ``vector_norm`` of their difference."""
+    fname = "pdist"
+    if input._meta.ndim != 2:
+        raise ValueError(f"{fname}(): pdist only supports 2D tensors, got: "
+                         f"{input._meta.ndim}D")
+    if not input.is_floating_point():
+        raise TypeError(f"{fname}(): pdist only supports floating-point dtypes, got "
+                        f"{input.dtype}")
+    if p < 0:
+        raise ValueError(f"{fname}(): pdist only supports non-negative p values, got {p}")
+    n = int(input._meta.shape[0])
+    i, j = np.triu_indices(n, 1)
+    f = _api()
+    if i.size == 0:
+        return f.sum(f.narrow(input, 0, 0, 0), [1], False)  # (0,), still on the tape
+    ii, jj = (_wrap(jax.numpy.asarray(v, np.int64)) for v in (i, j))
+    d = f.index_select(input, 0, ii) - f.index_select(input, 0, jj)
+    return f.norm(d, float(p), 1, False)
+
+
+@functor("MultilabelMarginLoss")
+def multilabel_margin_loss(input: Tensor, target: Tensor, reduction: str) -> Tensor:
+    """sum over target classes j (the prefix of ``target`` before its first -1)
+    and non-target classes i of max(0, 1 - (x[j] - x[i])), divided by the number of classes;
+    input 0-d, (C,) or (N, C), target int64 of the same shape."""
+    fname = "multilabel_margin_loss"
+    _prep(fname, reduction, input)
+    nd = input._meta.ndim
+    if nd > 2:
+        raise ValueError(f"{fname}(): expected a 0-d, 1-d (C,) or 2-d (N, C) input, got shape "
+                         f"{list(input.shape)}")
+    if tuple(target._meta.shape) != tuple(input._meta.shape):
+        raise ValueError(f"{fname}(): inconsistent target size: {list(target.shape)} for input "
+                         f"of size: {list(input.shape)}")
+    if target._meta.dtype != np.dtype(np.int64):
+        raise TypeError(f"{fname}(): expected an int64 target, got {target.dtype}")
+    f = _api()
+    x = input.reshape((1, -1)) if nd < 2 else input
+    t = target.reshape((1, -1)) if nd < 2 else target
+    c = int(x.shape[1])
+
+    def check(lo: int, hi: int) -> None:   # every value, as PyTorch (not only the prefix)
+        if lo < -1 or hi >= c:
+            raise RuntimeError(f"{fname}(): argument #2 'target' is out of range (expected "
+                               f"values in [-1, {c}), got {lo if lo < -1 else hi})")
+    checked_min_max(t, check)
+    valid = f.cumprod(cast(t >= 0, np.dtype(np.int64)), 1) == 1   # before the first -1
+    tc = f.where(valid, t, 0)
+    is_target = f.any(f.logical_and(f.one_hot(tc, c) == 1, valid.unsqueeze(2)), 1)  # (N, C)
+    xy = f.gather(x, 1, tc)                                                       # (N, C)
+    z = _relu(1.0 - xy.unsqueeze(2) + x.unsqueeze(1))                       # (N, j, i)
+    keep = f.logical_and(valid.unsqueeze(2), f.logical_not(is_target).unsqueeze(1))
+    loss = f.where(keep, z, 0.0).sum((1, 2)) / c
+    if nd < 2:
+        loss = loss.reshape(())
+    return _reduce(loss, reduction)
+
+
 @functor("CosineSimilarity")
 def cosine_similarity(x1: Tensor, x2: Tensor, dim: int, eps: float) -> Tensor:
     """sum(x1 / max(||x1||, eps) * x2 / max(||x2||, eps)) along ``dim`` (inputs broadcast)."""
@@ -486,6 +549,22 @@ def _lengths(fname: str, name: str, v: Any, n: int) -> Tensor:
         raise ValueError(f"{fname}(): {name} must have one entry per batch element ({n}), got "
                          f"shape {list(v._meta.shape)}")
     return v
+
+
+def _ctc_torch_grad_convention(F: Any, log_probs: Tensor, loss: Tensor, il: Tensor) -> Tensor:
+    """PyTorch's ctc_loss gradient is ``exp(log_probs) - posterior`` for ``t < input_length``
+    (its kernel assumes log_probs come from log_softmax, whose backward cancels the
+    ``exp(log_probs)`` term), not the plain derivative ``-posterior`` the op's rule gives.
+    Adding ``sum(exp(lp) - exp(lp).detach())`` over those steps changes no value (it is
+    exactly 0) and adds that term to the gradient; a sample whose loss is infinite keeps the
+    op's gradient (zero_infinity zeroes it, as PyTorch)."""
+    if not is_grad_enabled():
+        return loss
+    e = F.exp(log_probs)
+    steps = F.unsqueeze(F.arange(int(log_probs._meta.shape[0]), dtype=il.dtype), 1)
+    live = F.unsqueeze(F.lt(steps, F.unsqueeze(il, 0)), 2)          # (T, N, 1)
+    extra = F.sum(F.where(live, e - e.detach(), scalar_tensor(0.0, e._meta.dtype)), dim=(0, 2))
+    return loss + F.where(F.isinf(loss), scalar_tensor(0.0, loss._meta.dtype), extra)
 
 
 @functor("CtcLoss")
@@ -551,6 +630,8 @@ def ctc_loss(log_probs: Tensor, targets: Tensor, input_lengths: Any, target_leng
         raise ValueError(f"{fname}(): targets must be padded (N, S) or concatenated 1-d, got "
                          f"shape {list(targets._meta.shape)}")
     loss = _ctc(log_probs, targets, il, tl, blank=int(blank))
+    if log_probs.requires_grad:
+        loss = _ctc_torch_grad_convention(F, log_probs, loss, il)
     if zero_infinity:
         loss = F.where(F.isinf(loss), scalar_tensor(0.0, loss._meta.dtype), loss)
     if reduction == "mean":

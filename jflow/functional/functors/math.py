@@ -653,3 +653,25 @@ def mvlgamma(input: Tensor, p: int) -> Tensor:
         term = f.lgamma(f.sub(input, j / 2.0) if j else input)
         out = term if out is None else f.add(out, term)
     return f.add(out, p * (p - 1) / 4.0 * float(np.log(np.pi)))
+
+
+# -- shifts, gcd / lcm, nextafter: PyTorch's promotion, then the op (its dtype errors) ---------
+for _op in ("bitwise_left_shift", "bitwise_right_shift", "gcd", "lcm", "nextafter"):
+    _binary_functors(_op, "arith")
+
+
+# -- rsub: ``other - alpha * input`` (torch.rsub's argument order) -----------------------------
+@functor("RSubAlpha")
+def rsub(input: Tensor, other: Tensor, alpha: Any) -> Tensor:
+    """torch.rsub(input, other, alpha=1): ``other - alpha * input``."""
+    return sub(other, input, alpha, False)
+
+
+@functor("ScalarRSubAlpha")
+def scalar_rsub(input: Tensor, other: Any, alpha: Any) -> Tensor:
+    """torch.rsub(input, number, alpha=1): ``number - alpha * input``."""
+    _sub_check(input, other)
+    if alpha.__class__ is not int or alpha != 1:
+        _check_alpha("rsub", scalar_result_dtype(input, other), alpha)
+        input = _mul_ts(input, alpha)
+    return _F["ScalarRSub"](other, input)

@@ -1,8 +1,8 @@
 """Functors of softmax and log_softmax.
 
-``dim=None`` means the last axis (OneFlow's default). PyTorch's ``F.softmax(x)`` without a dim
-instead guesses (dim 0 for 0-, 1- and 3-d inputs, else 1) and warns that this is deprecated;
-jflow does not reproduce the guess — pass ``dim`` for PyTorch-identical results.
+``dim=None`` means the last axis here (OneFlow's default). ``flow.nn.functional.softmax`` /
+``log_softmax`` / ``softmin`` (and ``nn.Softmax(dim=None)``) apply PyTorch's guess first (dim 0
+for 0-, 1- and 3-d inputs, else 1, with its deprecation warning), as PyTorch.
 
 Like PyTorch, integer and bool inputs are refused unless ``dtype=`` names a floating dtype,
 which casts the input before the op (PyTorch's way to get a float32 softmax of float16 data).

@@ -82,6 +82,8 @@ def batch_norm(input: Tensor, running_mean: Any, running_var: Any, weight: Any, 
     if not input.is_floating_point():
         raise TypeError(f"batch_norm(): expected a floating point input, got {input.dtype}")
     shape = tuple(input._meta.shape)
+    if 0 in shape:  # PyTorch returns a copy of an empty input, unchecked
+        return _mul(input, _const(1.0, input))
     if len(shape) < 2:
         raise ValueError(f"batch_norm(): expected an input of at least 2 dims (N, C, *), got "
                          f"shape {list(shape)}")

@@ -12,9 +12,11 @@ import numpy as np
 
 from ...ops import get
 from ...tensor import Tensor, _wrap
+from ..promotion import cast
 from ..registry import api as _api
 from ..registry import functor
 from ._spatial import pair, unbatch
+from .index import checked_min_max
 from .matmul import matmul
 
 _reshape = get("reshape").apply
@@ -305,3 +307,163 @@ def lp_pool3d(input: Tensor, norm_type: float, kernel_size: Any, stride: Any,
               ceil_mode: bool) -> Tensor:
     """3-d power-average pooling (torch.nn.functional.lp_pool3d), as lp_pool1d."""
     return _lp_pool(3, input, norm_type, kernel_size, stride, ceil_mode)
+
+
+# -- max_unpool: the inverse of max_pool with indices (a scatter into zeros) ----------------------
+
+def _max_unpool(nd: int, input: Tensor, indices: Tensor, kernel_size: Any, stride: Any,
+                padding: Any, output_size: Any) -> Tensor:
+    """``input``'s values written at their flat ``indices`` (per (N, C) plane, as
+    max_pool{nd}d_with_indices returns them) of a zero output; the gradient is the gather of
+    the output gradient at ``indices``."""
+    fname = f"max_unpool{nd}d"
+    f = _api()
+    if indices._meta.dtype != np.dtype(np.int64):
+        raise TypeError(f"{fname}(): expected indices of dtype int64, got {indices.dtype}")
+    shape = tuple(input._meta.shape)
+    if shape != tuple(indices._meta.shape):
+        raise ValueError(f"{fname}(): expected input and indices of the same shape, got "
+                         f"{list(shape)} and {list(indices._meta.shape)}")
+    if len(shape) not in (nd + 1, nd + 2):
+        raise ValueError(f"{fname}(): expected a {nd + 1}-d (unbatched) or {nd + 2}-d "
+                         f"(batched) input {_DIMS[nd]}, got shape {list(shape)}")
+    k = _positive(fname, "kernel_size", pair(fname, "kernel_size", kernel_size, nd))
+    st = _positive(fname, "stride", _stride(fname, stride, k, nd))
+    pad = pair(fname, "padding", padding, nd)
+    sizes = shape[-nd:]
+    default = tuple((n - 1) * s - 2 * p + kk for n, s, p, kk in zip(sizes, st, pad, k))
+    if output_size is None or len(output_size) == 0:
+        out = default
+    else:
+        out = tuple(int(v) for v in output_size)
+        if len(out) == nd + 2:
+            out = out[2:]
+        if len(out) != nd:
+            raise ValueError(f"{fname}(): output_size should be a sequence containing {nd} or "
+                             f"{nd + 2} elements, but it has a length of {len(out)}")
+        for i, (o, d, s) in enumerate(zip(out, default, st)):
+            if not d - s < o < d + s:
+                raise ValueError(f"{fname}(): invalid output_size {list(out)}: dimension {i} "
+                                 f"must be between {d - s} and {d + s} (exclusive)")
+    if any(o <= 0 for o in out):
+        raise ValueError(f"{fname}(): output size must be positive, got {list(out)}")
+    lead = shape[:-nd]
+    n_out = int(np.prod(out))
+    flat_shape = (int(np.prod(lead)), int(np.prod(sizes)))
+    x = _reshape(input, shape=flat_shape)
+    idx = _reshape(indices, shape=flat_shape)
+
+    def check(lo: int, hi: int) -> None:
+        if lo < 0 or hi >= n_out:
+            raise RuntimeError(f"{fname}(): found an invalid max index {lo if lo < 0 else hi} "
+                               f"(output volumes are of size {'x'.join(map(str, out))})")
+    checked_min_max(indices, check)
+    zeros = input.new_zeros((flat_shape[0], n_out))
+    y = f.scatter(zeros, 1, idx, x)
+    return _reshape(y, shape=lead + out)
+
+
+@functor("MaxUnpool1d")
+def max_unpool1d(input: Tensor, indices: Tensor, kernel_size: Any, stride: Any, padding: Any,
+                 output_size: Any) -> Tensor:
+    """torch.nn.functional.max_unpool1d: (N, C, L) or (C, L)."""
+    return _max_unpool(1, input, indices, kernel_size, stride, padding, output_size)
+
+
+@functor("MaxUnpool2d")
+def max_unpool2d(input: Tensor, indices: Tensor, kernel_size: Any, stride: Any, padding: Any,
+                 output_size: Any) -> Tensor:
+    """torch.nn.functional.max_unpool2d: (N, C, H, W) or (C, H, W)."""
+    return _max_unpool(2, input, indices, kernel_size, stride, padding, output_size)
+
+
+@functor("MaxUnpool3d")
+def max_unpool3d(input: Tensor, indices: Tensor, kernel_size: Any, stride: Any, padding: Any,
+                 output_size: Any) -> Tensor:
+    """torch.nn.functional.max_unpool3d: (N, C, D, H, W) or (C, D, H, W)."""
+    return _max_unpool(3, input, indices, kernel_size, stride, padding, output_size)
+
+
+# -- fractional max pooling (Graham 2014): pseudo-random window starts from given samples --------
+
+def _fractional_starts(sample: Tensor, n_in: int, n_out: int, k: int) -> Tensor:
+    """PyTorch's ``generate_intervals``: window starts (N, C, n_out), int64, from samples
+    u (N, C) in [0, 1): ``int((i + u) alpha) - int(u alpha)``, ``alpha = (n_in - k) /
+    (n_out - 1)`` in the samples' dtype, and ``n_in - k`` for the last window."""
+    f = _api()
+    dt = sample._meta.dtype
+    n, c = tuple(sample._meta.shape)
+    last = _wrap(jnp.full((n, c, 1), n_in - k, np.int64))
+    if n_out == 1:
+        return last
+    alpha = np.asarray(n_in - k, dt) / np.asarray(n_out - 1, dt)
+    u = _reshape(sample, shape=(n, c, 1))
+    i = _wrap(jnp.arange(n_out - 1, dtype=dt))
+    a = _wrap(jnp.asarray(alpha, dt))
+    first = cast(f.mul(f.add(i, u), a), np.dtype(np.int64))  # truncation, as int()
+    base = cast(f.mul(u, a), np.dtype(np.int64))
+    return f.cat([f.sub(first, base), last], 2)
+
+
+def _fractional_max_pool(nd: int, input: Tensor, kernel_size: Any, output_size: Any,
+                         random_samples: Tensor) -> tuple[Tensor, Tensor]:
+    """(output, indices): the maximum of each window ``[start, start + k)`` per axis (first
+    maximum in row-major window order), indices flat over each input plane."""
+    fname = f"fractional_max_pool{nd}d"
+    f = _api()
+    x, unbatched = _pool_input(fname, input, nd)
+    k = _positive(fname, "kernel_size", pair(fname, "kernel_size", kernel_size, nd))
+    out = _positive(fname, "output_size", pair(fname, "output_size", output_size, nd))
+    shape = tuple(x._meta.shape)
+    n, c, sizes = shape[0], shape[1], shape[2:]
+    for a in range(nd):
+        if out[a] + k[a] - 1 > sizes[a]:
+            raise ValueError(f"{fname}(): pool size {k[a]} at spatial dim {a} too large "
+                             f"relative to input size {sizes[a]} and output size {out[a]}")
+    rs = tuple(random_samples._meta.shape)
+    if rs != (n, c, nd):
+        raise ValueError(f"{fname}(): expected _random_samples of shape {[n, c, nd]}, got "
+                         f"{list(rs)}")
+    if random_samples.dtype != input.dtype:
+        raise TypeError(f"{fname}(): expected _random_samples of dtype {input.dtype}, got "
+                        f"{random_samples.dtype}")
+    samples = random_samples.detach()
+    # PyTorch's sample order: (W, H) for 2-d, (T, H, W) for 3-d
+    comp = (1, 0) if nd == 2 else (0, 1, 2)
+    strides = [int(np.prod(sizes[a + 1:])) for a in range(nd)]
+    kk = int(np.prod(k))
+    offs = np.stack(np.meshgrid(*[np.arange(v) for v in k], indexing="ij"), 0).reshape(nd, kk)
+    lin = None
+    for a in range(nd):
+        st = _fractional_starts(_reshape(samples.narrow(2, comp[a], 1), shape=(n, c)),
+                                sizes[a], out[a], k[a])
+        bshape = [n, c] + [1] * nd + [1]
+        bshape[2 + a] = out[a]
+        pos = _api().add(_reshape(st, shape=tuple(bshape)),
+                         _wrap(jnp.asarray(offs[a], np.int64)))
+        term = _api().mul(pos, strides[a]) if strides[a] != 1 else pos
+        lin = term if lin is None else _api().add(lin, term)
+    full = (n, c) + out + (kk,)
+    lin = _reshape(lin.expand(*full), shape=(n, c, int(np.prod(out)) * kk))
+    vals = f.gather(_reshape(x, shape=(n, c, int(np.prod(sizes)))), 2, lin)
+    vals = _reshape(vals, shape=full)
+    lin = _reshape(lin, shape=full)
+    y, arg = f.max(vals, nd + 2)
+    idx = _reshape(f.gather(lin, nd + 2, arg.unsqueeze(nd + 2)), shape=(n, c) + out)
+    return unbatch(y, unbatched), unbatch(idx, unbatched)
+
+
+@functor("FractionalMaxPool2d")
+def fractional_max_pool2d(input: Tensor, kernel_size: Any, output_size: Any,
+                          random_samples: Tensor) -> tuple[Tensor, Tensor]:
+    """torch._C._nn.fractional_max_pool2d: (output, indices) with the window starts drawn from
+    ``random_samples`` (N, C, 2) in [0, 1)."""
+    return _fractional_max_pool(2, input, kernel_size, output_size, random_samples)
+
+
+@functor("FractionalMaxPool3d")
+def fractional_max_pool3d(input: Tensor, kernel_size: Any, output_size: Any,
+                          random_samples: Tensor) -> tuple[Tensor, Tensor]:
+    """torch._C._nn.fractional_max_pool3d: (output, indices) with the window starts drawn from
+    ``random_samples`` (N, C, 3) in [0, 1)."""
+    return _fractional_max_pool(3, input, kernel_size, output_size, random_samples)

@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import builtins
 import math
+import warnings
 from typing import Any
 
 import jax
@@ -332,9 +333,11 @@ def norm(input: Tensor, p: Any, dim: tuple[int, ...] | None, keepdim: bool, dtyp
 def norm_str(input: Tensor, p: str, dim: tuple[int, ...] | None, keepdim: bool,
              dtype: Any) -> Tensor:
     """flow.norm(x, 'fro'): the Frobenius norm, i.e. the 2-norm over at most two dims."""
-    if p == "nuc":
-        raise ValueError("norm(): p='nuc' (the nuclear norm) is not supported; use p='fro' or a "
-                         "number")
+    if p == "nuc":   # the nuclear norm: the sum of the singular values over two dims
+        if dim is None and input._meta.ndim != 2:
+            raise ValueError(f"norm(): p='nuc' needs a 2-D input or dim=(d0, d1), got a "
+                             f"{input._meta.ndim}-D input")
+        return api().linalg_matrix_norm(input, "nuc", dim, keepdim, dtype=dtype)
     if p != "fro":
         raise ValueError(f"norm(): p={p!r} is not supported; expected a number, inf, -inf or "
                          f"'fro'")
@@ -921,8 +924,12 @@ def cov(input: Tensor, correction: int, fweights: Tensor | None, aweights: Tenso
         fact = f.clamp_min(fact, 0)
     xc = f.sub(x, avg)
     xw = xc if w is None else f.mul(xc, w)
+    if w is None and fact == 0:
+        warnings.warn("cov(): degrees of freedom is <= 0. Correction should be strictly less "
+                      "than the number of observations.", UserWarning, stacklevel=2)
     c = f.div(f.matmul(xw, f.t(xc)), fact)
-    return f.reshape(c, ()) if nd < 2 else c
+    # one variable (a 1-d input or a single row) gives a 0-d result, as PyTorch's squeeze
+    return f.reshape(c, ()) if x._meta.shape[0] == 1 else c
 
 
 @functor("Corrcoef")

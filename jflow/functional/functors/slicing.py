@@ -9,7 +9,7 @@ from typing import Any
 from ...ops import get
 from ...tensor import Tensor
 from ...views import alias
-from ..registry import functor
+from ..registry import FUNCTORS, functor
 from ._shape_util import wrap_dim
 
 _narrow = get("narrow").apply
@@ -71,4 +71,88 @@ def pad(input: Tensor, pad: tuple[int, ...], mode: str, value: Any) -> Tensor:
     if mode != "constant" and value is not None and value != 0:
         raise ValueError(f"pad(): padding mode {mode!r} doesn't take in value argument")
     v = 0.0 if value is None else float(value)
+    if mode != "constant" and any(p < 0 for p in pad):
+        return _pad_cropping(input, tuple(int(p) for p in pad), mode)
     return _pad(input, pad=pad, mode=mode, value=v)
+
+
+def _pad_cropping(input: Tensor, pad: tuple[int, ...], mode: str) -> Tensor:
+    """Non-constant padding with negative widths, as PyTorch: 'reflect' and 'replicate' pad
+    with the positive widths, then crop the negative ones (their source index is that of the
+    uncropped input); 'circular' crops first, then wraps around what is left. Checks are
+    PyTorch's (against the uncropped size)."""
+    nd = input._meta.ndim
+    shape = tuple(input._meta.shape)
+    for j in range(len(pad) // 2):
+        lo, hi, size = pad[2 * j], pad[2 * j + 1], shape[nd - 1 - j]
+        if size + lo + hi < 0:
+            raise ValueError(f"pad(): the input size {size}, plus negative padding {lo} and "
+                             f"{hi} resulted in a negative output size at dimension "
+                             f"{nd - 1 - j}")
+        if mode == "circular" and (lo > size or hi > size):
+            raise ValueError(f"pad(): padding ({lo}, {hi}) at dimension {nd - 1 - j} causes "
+                             f"wrapping around more than once in 'circular' mode (input size "
+                             f"{size})")
+    grow = tuple(max(p, 0) for p in pad)
+    crop = tuple(min(p, 0) for p in pad)
+    if mode != "circular":
+        return _pad(_pad(input, pad=grow, mode=mode, value=0.0), pad=crop, mode="constant",
+                    value=0.0)
+    x = _pad(input, pad=crop, mode="constant", value=0.0)
+    xs = tuple(x._meta.shape)
+    if all(grow[2 * j] <= xs[nd - 1 - j] and grow[2 * j + 1] <= xs[nd - 1 - j]
+           for j in range(len(pad) // 2)):
+        return _pad(x, pad=grow, mode="circular", value=0.0)
+    # a width beyond the cropped size: the periodic extension (PyTorch's overlapping copy)
+    for j in range(len(pad) // 2):
+        d, lo, hi = nd - 1 - j, grow[2 * j], grow[2 * j + 1]
+        m = xs[d]
+        if lo == hi == 0:
+            continue
+        if m == 0:
+            raise ValueError(f"pad(): cannot wrap around the empty dimension {d} in "
+                             f"'circular' mode")
+        before, after = -(-lo // m), -(-hi // m)
+        reps = [1] * nd
+        reps[d] = before + 1 + after
+        x = _narrow(x.repeat(*reps), dim=d, start=before * m - lo, length=m + lo + hi)
+    return x
+
+
+# -- narrow / tensor_split with their bounds as tensors (PyTorch's Tensor overloads) ------------
+
+def _host_ints(fname: str, arg: str, t: Tensor) -> Any:
+    """An integer tensor's values on the host (eager: these bounds decide output shapes)."""
+    import numpy as np
+    from jax.core import Tracer
+    if isinstance(t._meta, Tracer):
+        raise RuntimeError(f"{fname}(): '{arg}' as a tensor decides the output shape: it must "
+                           f"be concrete, not traced (pass a Python int)")
+    return np.asarray(t.detach()._value)
+
+
+@functor("NarrowTensorStart")
+def narrow_tensor_start(input: Tensor, dim: int, start: Tensor, length: int) -> Tensor:
+    """torch.narrow with ``start`` a 0-d integer tensor."""
+    if start._meta.ndim != 0 or start._meta.dtype.kind not in "iu":
+        raise RuntimeError("narrow(): start must be an 0-dim integral Tensor.")
+    return narrow(input, dim, int(_host_ints("narrow", "start", start)), length)
+
+
+@functor("TensorSplitTensor")
+def tensor_split_tensor(input: Tensor, tensor_indices_or_sections: Tensor,
+                        dim: int) -> tuple[Tensor, ...]:
+    """torch.tensor_split with an int64 tensor: 0-d = the number of sections, 1-d = the split
+    indices."""
+    t = tensor_indices_or_sections
+    if t._meta.dtype != "int64":
+        raise RuntimeError(f"tensor_split expected tensor_indices_or_sections to have dtype of "
+                           f"long, but got {t.dtype}")
+    if t._meta.ndim > 1:
+        raise RuntimeError(f"tensor_split expected tensor_indices_or_sections to be a "
+                           f"zero-dimensional or one-dimensional tensor, but got a tensor with "
+                           f"{t._meta.ndim} dims")
+    v = _host_ints("tensor_split", "tensor_indices_or_sections", t)
+    if v.ndim == 0:
+        return FUNCTORS["TensorSplit"](input, int(v), dim)
+    return FUNCTORS["TensorSplitIndices"](input, tuple(int(i) for i in v), dim)

@@ -35,17 +35,20 @@ _where, _einsum = get("where").apply, get("einsum").apply
 
 
 _INTERP_MODES = {1: ("nearest", "nearest-exact", "linear", "area"),
-                 2: ("nearest", "nearest-exact", "bilinear", "bicubic", "area")}
+                 2: ("nearest", "nearest-exact", "bilinear", "bicubic", "area"),
+                 3: ("nearest", "nearest-exact", "trilinear", "area")}
 
 
 @functor("Interpolate")
 def interpolate(input: Tensor, size: Any, scale_factor: Any, mode: str, align_corners: Any,
                 recompute_scale_factor: Any, antialias: bool) -> Tensor:
     """torch.nn.functional.interpolate for 3-d (N, C, L: 'nearest', 'nearest-exact',
-    'linear', 'area') and 4-d (N, C, H, W: 'nearest', 'nearest-exact', 'bilinear', 'bicubic',
-    'area') inputs; ``antialias=True`` for 'bilinear' / 'bicubic' on 4-d inputs. Exactly one
-    of ``size`` / ``scale_factor``; the output size is ``floor(in * scale_factor)``, and the
-    scale factor (unless ``recompute_scale_factor``) gives the source coordinates, as
+    'linear', 'area'), 4-d (N, C, H, W: 'nearest', 'nearest-exact', 'bilinear', 'bicubic',
+    'area') and 5-d (N, C, D, H, W: 'nearest', 'nearest-exact', 'trilinear', 'area') inputs
+    (5-d: the separable op twice, on (H, W) then on D); ``antialias=True`` for 'bilinear' /
+    'bicubic' on 4-d inputs. Exactly one of ``size`` / ``scale_factor``; the output size is
+    ``floor(in * scale_factor)``, and the scale factor (unless ``recompute_scale_factor``)
+    gives the source coordinates, as
     PyTorch ('area' is adaptive average pooling to the output size)."""
     fname = "interpolate"
     if not input.is_floating_point():
@@ -53,8 +56,8 @@ def interpolate(input: Tensor, size: Any, scale_factor: Any, mode: str, align_co
     shape = tuple(input._meta.shape)
     nd = len(shape) - 2
     if nd not in _INTERP_MODES:
-        raise NotImplementedError(f"{fname}(): jflow supports 3-d and 4-d inputs, got shape "
-                                  f"{list(shape)}")
+        raise ValueError(f"{fname}(): expected a 3-d, 4-d or 5-d input (N, C, spatial...), "
+                         f"got shape {list(shape)}")
     if mode not in _INTERP_MODES[nd]:
         known = ("nearest", "nearest-exact", "linear", "bilinear", "bicubic", "trilinear",
                  "area")
@@ -96,6 +99,9 @@ def interpolate(input: Tensor, size: Any, scale_factor: Any, mode: str, align_co
         raise ValueError(f"{fname}(): input and output sizes should be greater than 0, but "
                          f"got input {list(in_sizes)} and output {list(out)}")
     x = input
+    if nd == 3:
+        return _interp3d(x, out, scales, "bilinear" if mode == "trilinear" else mode,
+                         align_corners)
     if nd == 1:  # a unit height dimension
         x = _reshape(x, shape=shape[:2] + (1,) + shape[2:])
         out, scales = (1,) + out, (0.0,) + scales
@@ -104,6 +110,21 @@ def interpolate(input: Tensor, size: Any, scale_factor: Any, mode: str, align_co
     if nd == 1:
         y = _reshape(y, shape=shape[:2] + out[1:])
     return y
+
+
+def _interp3d(x: Tensor, out: tuple[int, ...], scales: tuple[float, ...], mode: str,
+              align_corners: bool) -> Tensor:
+    """5-d resizing as two separable passes of upsample2d: (H, W) with the depth folded into
+    the channels, then (D, H W) where the flattened H W axis keeps its size (an identity in
+    every mode: the kernel drops zero-weight taps)."""
+    n, c, d, h, w = tuple(x._meta.shape)
+    od, oh, ow = out
+    y = _upsample2d(_reshape(x, shape=(n, c * d, h, w)), output_size=(oh, ow), mode=mode,
+                    scales=scales[1:], align_corners=align_corners, antialias=False)
+    y = _upsample2d(_reshape(y, shape=(n, c, d, oh * ow)), output_size=(od, oh * ow),
+                    mode=mode, scales=(scales[0], 0.0), align_corners=align_corners,
+                    antialias=False)
+    return _reshape(y, shape=(n, c, od, oh, ow))
 
 
 _GRID_MODES = ("bilinear", "nearest", "bicubic")

@@ -75,3 +75,8 @@ globals().update({n: getattr(_act, n) for n in _ISSUE14})
 globals().update({n: getattr(_loss, n) for n in _ISSUE14_LOSSES})
 __all__ += [*_ISSUE14, *_ISSUE14_LOSSES, "CosineSimilarity", "PairwiseDistance"]
 __all__ += [n for n in _pooling_all if n not in __all__]  # pooling 1-d / 3-d
+
+# multilabel margin and triplet-with-distance losses (max unpool / fractional pooling: pooling)
+from .loss import MultiLabelMarginLoss, TripletMarginWithDistanceLoss  # noqa: E402
+
+__all__ += ["MultiLabelMarginLoss", "TripletMarginWithDistanceLoss"]

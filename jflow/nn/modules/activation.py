@@ -173,7 +173,8 @@ class Hardtanh(Module):
 
 
 class _DimModule(Module):
-    """Softmax / LogSoftmax / Softmin (``dim=None``: softmax's default, the last axis)."""
+    """Softmax / LogSoftmax / Softmin (``dim=None``: PyTorch's deprecated implicit dim, 0 for
+    0-, 1- and 3-d inputs, else 1, with its warning)."""
 
     def __init__(self, dim: int | None = api_default("softmax", "dim")) -> None:
         super().__init__()
@@ -188,7 +189,7 @@ class Softmax(_DimModule):
 
     def forward(self, input: Tensor) -> Tensor:
         """``exp(input)`` normalised to sum to 1 along ``dim``."""
-        return F.softmax(input, self.dim)
+        return F.softmax(input, self.dim, _stacklevel=5)
 
 
 class LogSoftmax(_DimModule):
@@ -196,7 +197,7 @@ class LogSoftmax(_DimModule):
 
     def forward(self, input: Tensor) -> Tensor:
         """``log(softmax(input))`` along ``dim``, computed stably."""
-        return F.log_softmax(input, self.dim)
+        return F.log_softmax(input, self.dim, _stacklevel=5)
 
 
 class Softmin(_DimModule):
@@ -204,7 +205,7 @@ class Softmin(_DimModule):
 
     def forward(self, input: Tensor) -> Tensor:
         """``softmax(-input)`` along ``dim``."""
-        return F.softmin(input, self.dim)
+        return F.softmin(input, self.dim, _stacklevel=5)
 
 
 # -- issue 14 ----------------------------------------------------------------------------------

@@ -324,3 +324,44 @@ class CTCLoss(_Loss):
         """The CTC loss of ``log_probs`` against ``targets``, reduced."""
         return _C.ctc_loss(log_probs, targets, input_lengths, target_lengths, self.blank,
                            self.reduction, self.zero_infinity)
+
+
+# -- multilabel margin and triplet-with-distance losses -------------------------------------------
+
+class MultiLabelMarginLoss(_Loss):
+    """Multi-class multi-label hinge loss: scores ``(N, C)`` against target class lists
+    (int64, ended by the first -1)."""
+
+    def __init__(self, size_average: Any = None, reduce: Any = None,
+                 reduction: str = api_default("multilabel_margin_loss", "reduction")) -> None:
+        if size_average is not None or reduce is not None:
+            raise TypeError("MultiLabelMarginLoss: size_average and reduce are deprecated in "
+                            "PyTorch and not supported by jflow; use reduction")
+        super().__init__(reduction)
+
+    def forward(self, input: Tensor, target: Tensor) -> Tensor:
+        """``sum_{j, i} max(0, 1 - (x[y_j] - x[i])) / C`` per sample, reduced."""
+        return _C.multilabel_margin_loss(input, target, reduction=self.reduction)
+
+
+class TripletMarginWithDistanceLoss(_Loss):
+    """``max(0, margin + d(a, p) - d(a, n))`` with a user distance ``distance_function``
+    (default ``pairwise_distance``)."""
+
+    def __init__(self, *, distance_function: Any = None, margin: float = 1.0,
+                 swap: bool = False, reduction: str = "mean") -> None:
+        super().__init__(reduction)
+        if margin <= 0:
+            raise ValueError(f"TripletMarginWithDistanceLoss: expected margin to be greater "
+                             f"than 0, got {margin} instead")
+        self.distance_function = distance_function
+        self.margin, self.swap = margin, swap
+
+    def forward(self, anchor: Tensor, positive: Tensor, negative: Tensor) -> Tensor:
+        """The triplet loss with this module's distance, reduced."""
+        return F.triplet_margin_with_distance_loss(
+            anchor, positive, negative, distance_function=self.distance_function,
+            margin=self.margin, swap=self.swap, reduction=self.reduction)
+
+
+__all__ += ["MultiLabelMarginLoss", "TripletMarginWithDistanceLoss"]

@@ -521,6 +521,12 @@ class Module:
         """Moves every parameter and buffer to the CPU, in place; returns self."""
         return self.to("cpu")
 
+    def cuda(self, device: Any = None) -> Module:
+        """Moves every parameter and buffer to a CUDA device (``cuda:<device>``), in place;
+        returns self. Without a GPU it raises, as ``Tensor.cuda`` does."""
+        index = device.index if hasattr(device, "index") else device
+        return self.to("cuda" if index is None else f"cuda:{int(index)}")
+
     # -- state dict -------------------------------------------------------------------------
     def _save_to_state_dict(self, destination: dict, prefix: str, keep_vars: bool) -> None:
         for k, p in self._parameters.items():

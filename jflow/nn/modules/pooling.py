@@ -243,7 +243,8 @@ class LPPool3d(_LPPoolNd):
 
 class Upsample(Module):
     """``F.interpolate`` as a layer: ``size`` or ``scale_factor``; modes 'nearest',
-    'nearest-exact', 'linear' (3-d input) and 'bilinear' (4-d input)."""
+    'nearest-exact', 'area', 'linear' (3-d input), 'bilinear' / 'bicubic' (4-d input) and
+    'trilinear' (5-d input)."""
 
     def __init__(self, size: Any = api_default("interpolate", "size"),
                  scale_factor: Any = api_default("interpolate", "scale_factor"),
@@ -271,3 +272,90 @@ class Upsample(Module):
         info = (f"scale_factor={self.scale_factor!r}" if self.scale_factor is not None
                 else f"size={self.size!r}")
         return info + f", mode={self.mode!r}"
+
+
+# -- max unpooling and fractional max pooling ---------------------------------------------------
+
+class _MaxUnpoolNd(Module):
+    _nd = 2
+
+    def __init__(self, kernel_size: Any, stride: Any = None, padding: Any = 0) -> None:
+        super().__init__()
+        self.kernel_size = kernel_size
+        self.stride = stride if stride is not None else kernel_size
+        self.padding = padding
+
+    def forward(self, input: Tensor, indices: Tensor, output_size: Any = None) -> Tensor:
+        """``input`` scattered to ``indices`` (from ``MaxPool*d(return_indices=True)``) of a
+        zero output of ``output_size`` (default: the pooled size inverted)."""
+        return getattr(F, f"max_unpool{self._nd}d")(input, indices, self.kernel_size,
+                                                   self.stride, self.padding, output_size)
+
+    def extra_repr(self) -> str:
+        return f"kernel_size={self.kernel_size}, stride={self.stride}, padding={self.padding}"
+
+
+class MaxUnpool1d(_MaxUnpoolNd):
+    """The partial inverse of ``MaxPool1d``: non-maximal positions are 0."""
+
+    _nd = 1
+
+
+class MaxUnpool2d(_MaxUnpoolNd):
+    """The partial inverse of ``MaxPool2d``: non-maximal positions are 0."""
+
+    _nd = 2
+
+
+class MaxUnpool3d(_MaxUnpoolNd):
+    """The partial inverse of ``MaxPool3d``: non-maximal positions are 0."""
+
+    _nd = 3
+
+
+class _FractionalMaxPoolNd(Module):
+    _nd = 2
+
+    def __init__(self, kernel_size: Any, output_size: Any = None, output_ratio: Any = None,
+                 return_indices: bool = False, _random_samples: Any = None) -> None:
+        super().__init__()
+        name = type(self).__name__
+        self.kernel_size = kernel_size
+        self.return_indices = return_indices
+        self.register_buffer("_random_samples", _random_samples)
+        self.output_size = output_size
+        self.output_ratio = output_ratio
+        if output_size is None and output_ratio is None:
+            raise ValueError(f"{name} requires specifying either an output size, or a pooling "
+                             f"ratio")
+        if output_size is not None and output_ratio is not None:
+            raise ValueError(f"{name}: only one of output_size and output_ratio may be "
+                             f"specified")
+        if output_ratio is not None:
+            ratios = (output_ratio,) * self._nd if isinstance(output_ratio, (int, float)) \
+                else tuple(output_ratio)
+            if not all(0 < float(r) < 1 for r in ratios):
+                raise ValueError(f"{name}: output_ratio must be between 0 and 1 (got "
+                                 f"{output_ratio})")
+
+    def forward(self, input: Tensor) -> Any:
+        """Max over pseudo-random windows; ``(output, indices)`` if ``return_indices``."""
+        return getattr(F, f"fractional_max_pool{self._nd}d")(
+            input, self.kernel_size, self.output_size, self.output_ratio, self.return_indices,
+            _random_samples=self._random_samples)
+
+
+class FractionalMaxPool2d(_FractionalMaxPoolNd):
+    """2-d fractional max pooling over ``(N, C, H, W)`` or ``(C, H, W)`` inputs."""
+
+    _nd = 2
+
+
+class FractionalMaxPool3d(_FractionalMaxPoolNd):
+    """3-d fractional max pooling over ``(N, C, D, H, W)`` or ``(C, D, H, W)`` inputs."""
+
+    _nd = 3
+
+
+__all__ += ["MaxUnpool1d", "MaxUnpool2d", "MaxUnpool3d", "FractionalMaxPool2d",
+            "FractionalMaxPool3d"]

@@ -34,7 +34,6 @@ from collections.abc import Callable
 from typing import Any
 
 from ...creation import empty, full
-from ...functional.functors.attention import attention_math
 from ...tensor import Tensor
 from .. import functional as F
 from .. import init
@@ -51,18 +50,13 @@ __all__ = ["MultiheadAttention", "TransformerEncoderLayer", "TransformerEncoder"
 _FN = "MultiheadAttention.forward()"
 
 
-def _as_float_mask(mask: Tensor, dtype: Any) -> Tensor:
-    """PyTorch's bool mask (True = masked) as an additive float mask (-inf where masked)."""
-    if mask.is_floating_point():
-        return mask.to(dtype)
-    return (mask.to(dtype) * 0.0).masked_fill(mask, -math.inf)
-
-
 class MultiheadAttention(Module):
     """Multi-head attention (``torch.nn.MultiheadAttention``): ``out_proj(attention(q W_q,
     k W_k, v W_v))`` over ``num_heads`` heads of size ``embed_dim // num_heads``.
 
-    ``add_bias_kv`` and ``add_zero_attn`` are not supported (NotImplementedError).
+    The computation is :func:`jflow.nn.functional.multi_head_attention_forward` (one
+    implementation for both); ``add_bias_kv`` adds the learned ``bias_k`` / ``bias_v`` rows
+    (1, 1, E), ``add_zero_attn`` a zero key / value row.
     """
 
     def __init__(self, embed_dim: int, num_heads: int, dropout: float = 0.0, bias: bool = True,
@@ -73,9 +67,6 @@ class MultiheadAttention(Module):
         if embed_dim <= 0 or num_heads <= 0:
             raise ValueError(f"embed_dim and num_heads must be greater than 0, got "
                              f"embed_dim={embed_dim} and num_heads={num_heads} instead")
-        if add_bias_kv or add_zero_attn:
-            raise NotImplementedError("MultiheadAttention: add_bias_kv=True and "
-                                      "add_zero_attn=True are not supported by jflow")
         self.embed_dim = int(embed_dim)
         self.kdim = int(kdim) if kdim is not None else self.embed_dim
         self.vdim = int(vdim) if vdim is not None else self.embed_dim
@@ -104,8 +95,12 @@ class MultiheadAttention(Module):
         else:
             self.register_parameter("in_proj_bias", None)
         self.out_proj = Linear(e, e, bias=bias, **kw)
-        self.bias_k = self.bias_v = None
-        self.add_zero_attn = False
+        if add_bias_kv:
+            self.bias_k = Parameter(empty(1, 1, e, **kw))
+            self.bias_v = Parameter(empty(1, 1, e, **kw))
+        else:
+            self.bias_k = self.bias_v = None
+        self.add_zero_attn = bool(add_zero_attn)
         self._reset_parameters()
 
     def _reset_parameters(self) -> None:
@@ -118,57 +113,9 @@ class MultiheadAttention(Module):
         if self.in_proj_bias is not None:
             init.constant_(self.in_proj_bias, 0.0)
             init.constant_(self.out_proj.bias, 0.0)
-
-    def _projections(self, query: Tensor, key: Tensor, value: Tensor
-                     ) -> tuple[Tensor, Tensor, Tensor]:
-        b = self.in_proj_bias
-        bq, bk, bv = (None, None, None) if b is None else b.chunk(3)
-        if self._qkv_same_embed_dim:
-            w = self.in_proj_weight
-            if query is key and key is value:   # self-attention: one product
-                return F.linear(query, w, b).chunk(3, dim=-1)
-            wq, wk, wv = w.chunk(3)
-        else:
-            wq, wk, wv = self.q_proj_weight, self.k_proj_weight, self.v_proj_weight
-        return F.linear(query, wq, bq), F.linear(key, wk, bk), F.linear(value, wv, bv)
-
-    def _merged_mask(self, attn_mask: Any, key_padding_mask: Any, n: int, n_l: int, n_s: int,
-                     dtype: Any) -> Any:
-        """One mask for the op, in its convention (bool: True = attend; float: added), of
-        shape broadcastable to (N, H, L, S); None when there is none."""
-        masks = []
-        if attn_mask is not None:
-            if attn_mask.ndim == 2:
-                if tuple(attn_mask.shape) != (n_l, n_s):
-                    raise RuntimeError(f"{_FN}: the shape of the 2D attn_mask is "
-                                       f"{list(attn_mask.shape)}, but should be {[n_l, n_s]}")
-                m = attn_mask
-            elif attn_mask.ndim == 3:
-                want = (n * self.num_heads, n_l, n_s)
-                if tuple(attn_mask.shape) != want:
-                    raise RuntimeError(f"{_FN}: the shape of the 3D attn_mask is "
-                                       f"{list(attn_mask.shape)}, but should be {list(want)}")
-                m = attn_mask.reshape(n, self.num_heads, n_l, n_s)
-            else:
-                raise RuntimeError(f"{_FN}: attn_mask's dimension {attn_mask.ndim} is not "
-                                   f"supported (2 or 3)")
-            masks.append(m)
-        if key_padding_mask is not None:
-            if tuple(key_padding_mask.shape) != (n, n_s):
-                raise RuntimeError(f"{_FN}: expected key_padding_mask of shape {[n, n_s]}, got "
-                                   f"{list(key_padding_mask.shape)}")
-            masks.append(key_padding_mask.reshape(n, 1, 1, n_s))
-        if not masks:
-            return None
-        if all(not m.is_floating_point() for m in masks):
-            keep = masks[0].logical_not()
-            for m in masks[1:]:
-                keep = keep & m.logical_not()
-            return keep
-        out = _as_float_mask(masks[0], dtype)
-        for m in masks[1:]:
-            out = out + _as_float_mask(m, dtype)
-        return out
+        if self.bias_k is not None:
+            init.xavier_normal_(self.bias_k)
+            init.xavier_normal_(self.bias_v)
 
     def forward(self, query: Tensor, key: Tensor, value: Tensor, key_padding_mask: Any = None,
                 need_weights: bool = True, attn_mask: Any = None,
@@ -177,45 +124,28 @@ class MultiheadAttention(Module):
         """(attention output, weights or None): output like ``query`` ((N, L, E) with
         ``batch_first``, else (L, N, E); (L, E) unbatched); weights (N, L, S) averaged over
         heads, or (N, H, L, S) with ``average_attn_weights=False``."""
-        unbatched = query.ndim == 2
-        if unbatched:
-            query, key, value = (t.unsqueeze(0) for t in (query, key, value))
-            if key_padding_mask is not None:
-                key_padding_mask = key_padding_mask.unsqueeze(0)
-        elif query.ndim != 3:
+        if query.ndim == 3 and self.batch_first:
+            if key is value:
+                if query is key:
+                    query = key = value = query.transpose(0, 1)
+                else:
+                    query, key = (t.transpose(0, 1) for t in (query, key))
+                    value = key
+            else:
+                query, key, value = (t.transpose(0, 1) for t in (query, key, value))
+        elif query.ndim not in (2, 3):
             raise RuntimeError(f"{_FN}: query should be unbatched 2D or batched 3D, got shape "
                                f"{list(query.shape)}")
-        elif not self.batch_first:
-            query, key, value = (t.transpose(0, 1) for t in (query, key, value))
-        n, n_l, e = query.shape
-        n_s = key.shape[1]
-        if e != self.embed_dim:
-            raise RuntimeError(f"{_FN}: was expecting embedding dimension of {self.embed_dim}, "
-                               f"but got {e}")
-        if tuple(key.shape[:2]) != tuple(value.shape[:2]):
-            raise RuntimeError(f"{_FN}: key shape {list(key.shape)} does not match value "
-                               f"shape {list(value.shape)}")
-        q, k, v = self._projections(query, key, value)
-        h, d = self.num_heads, self.head_dim
-        q, k, v = (t.reshape(n, t.shape[1], h, d).transpose(1, 2) for t in (q, k, v))
-        if is_causal:
-            attn_mask = None          # the hint: the op applies the causal mask itself
-        mask = self._merged_mask(attn_mask, key_padding_mask, n, n_l, n_s, q.dtype)
-        p = self.dropout if self.training else 0.0
-        weights = None
-        if need_weights:
-            out, weights = attention_math(q, k, v, mask, p, bool(is_causal), scale=None,
-                                          generator=None)
-        else:
-            out = F.scaled_dot_product_attention(q, k, v, attn_mask=mask, dropout_p=p,
-                                                 is_causal=bool(is_causal))
-        out = self.out_proj(out.transpose(1, 2).reshape(n, n_l, e))
-        if weights is not None and average_attn_weights:
-            weights = weights.mean(dim=1)
-        if unbatched:
-            out = out.squeeze(0)
-            weights = None if weights is None else weights.squeeze(0)
-        elif not self.batch_first:
+        out, weights = F.multi_head_attention_forward(
+            query, key, value, self.embed_dim, self.num_heads, self.in_proj_weight,
+            self.in_proj_bias, self.bias_k, self.bias_v, self.add_zero_attn, self.dropout,
+            self.out_proj.weight, self.out_proj.bias, training=self.training,
+            key_padding_mask=key_padding_mask, need_weights=need_weights, attn_mask=attn_mask,
+            use_separate_proj_weight=not self._qkv_same_embed_dim,
+            q_proj_weight=self.q_proj_weight, k_proj_weight=self.k_proj_weight,
+            v_proj_weight=self.v_proj_weight, average_attn_weights=average_attn_weights,
+            is_causal=is_causal)
+        if query.ndim == 3 and self.batch_first:
             out = out.transpose(0, 1)
         return out, weights
 

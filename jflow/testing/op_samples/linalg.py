@@ -253,3 +253,205 @@ register_samples("diag_embed", [
 ], _diag_embed_ref, errors=[
     ErrorSample([np.float32(1.0)], {}, ValueError, "at least 1 dimension"),
 ])
+
+
+# -- LU, triangular solves, matrix exponential, eig, pinv ------------------------------------
+# References: scipy.linalg (LAPACK getrf, trtrs, expm), numpy.linalg.eig / pinv.
+
+def _lu_factor_ref(a):
+    import scipy.linalg as sl
+    a = _w(a)
+    flat = a.reshape((-1,) + a.shape[-2:])
+    lus, pivs = [], []
+    for m in flat:
+        lu, piv = sl.lu_factor(m) if m.shape[0] == m.shape[1] else _lu_rect(m)
+        lus.append(lu)
+        pivs.append(np.asarray(piv, np.int32) + 1)
+    k = min(a.shape[-2:])
+    return (np.stack(lus).reshape(a.shape),
+            np.stack(pivs).reshape(a.shape[:-2] + (k,)).astype(np.int32))
+
+
+def _lu_rect(m):
+    """getrf of a rectangular matrix from scipy's P L U (row swaps recovered from P)."""
+    import scipy.linalg as sl
+    p, low, up = sl.lu(m)
+    rows, k = m.shape[0], min(m.shape)
+    lu = np.zeros_like(m)
+    lu[:, :k] = np.tril(low, -1)
+    lu[:k, :] += np.triu(up)
+    perm = list(np.argmax(p, axis=0))          # row i of P^T A is row perm[i] of A
+    cur = list(range(rows))
+    piv = []
+    for i in range(k):
+        j = cur.index(perm[i])
+        piv.append(j)
+        cur[i], cur[j] = cur[j], cur[i]
+    return lu, np.asarray(piv)
+
+
+register_samples("linalg_lu_factor", [
+    Sample([_f(4, 4)], **_TOL32),
+    Sample([_well(2, 3, 3, dtype=np.float64)], name="batched"),
+    Sample([_tall(3, 5, dtype=np.float64)], name="wide"),
+    Sample([_tall(5, 3, dtype=np.float64)], name="tall"),
+], _lu_factor_ref, errors=[
+    ErrorSample([_f(3)], {}, ValueError, "at least 2 dimensions"),
+    ErrorSample([np.ones((3, 3), np.int64)], {}, TypeError, "float32 or float64"),
+])
+
+
+def _piv_ref(pivots, m):
+    out = []
+    for row in np.asarray(pivots).reshape(-1, pivots.shape[-1]):
+        perm = list(range(m))
+        for i, p in enumerate(row):
+            perm[i], perm[p - 1] = perm[p - 1], perm[i]
+        out.append(perm)
+    return np.asarray(out, np.int32).reshape(pivots.shape[:-1] + (m,))
+
+
+register_samples("lu_pivots_to_permutation", [
+    Sample([np.array([3, 3, 3], np.int32)], {"m": 3}),
+    Sample([np.array([[2, 2], [1, 3]], np.int32)], {"m": 4}, name="batched, tall"),
+], _piv_ref, errors=[
+    ErrorSample([np.array([1, 2], np.int64)], {"m": 2}, TypeError, "int32"),
+])
+
+
+def _trisolve_ref(a, b, upper, left=True, unitriangular=False):
+    a, b = _w(a), _w(b)
+    t = np.triu(a) if upper else np.tril(a)
+    if unitriangular:
+        eye = np.eye(a.shape[-1])
+        t = t * (1 - eye) + eye
+    if left:
+        return np.linalg.solve(t, b)
+    return np.swapaxes(np.linalg.solve(np.swapaxes(t, -1, -2), np.swapaxes(b, -1, -2)), -1, -2)
+
+
+register_samples("linalg_solve_triangular", [
+    Sample([_well(3, 3), _f(3, 2)], {"upper": True}, **_TOL32),
+    Sample([_well(2, 3, 3, dtype=np.float64), _f(2, 3, 2, dtype=np.float64)],
+           {"upper": False, "unitriangular": True}, name="batched, lower, unit"),
+    Sample([_well(3, 3, dtype=np.float64), _f(2, 3, dtype=np.float64)],
+           {"upper": True, "left": False}, name="right"),
+], _trisolve_ref, errors=[
+    ErrorSample([_f(3, 4), _f(3, 2)], {"upper": True}, ValueError, "square"),
+    ErrorSample([_well(3, 3), _f(4, 2)], {"upper": True}, ValueError, "incompatible"),
+    ErrorSample([_well(3, 3), _f(3, 2, dtype=np.float64)], {"upper": True}, TypeError,
+                "same dtype"),
+])
+
+
+def _expm_ref(a):
+    import scipy.linalg as sl
+    a = _w(a)
+    flat = a.reshape((-1,) + a.shape[-2:])
+    return np.stack([sl.expm(m) for m in flat]).reshape(a.shape)
+
+
+register_samples("linalg_matrix_exp", [
+    Sample([_f(3, 3)], **_TOL32),
+    Sample([_f(2, 3, 3, dtype=np.float64)], name="batched"),
+], _expm_ref, errors=_BAD)
+
+
+def _verify_eig(outs, a):
+    w, v = (np.asarray(o) for o in outs)
+    a64 = _w(a)
+    t = _tol(a)
+    assert w.dtype.kind == "c" and v.dtype.kind == "c"
+    ref = np.linalg.eigvals(a64)
+    _close(np.sort_complex(np.round(w, 6)).real, np.sort_complex(np.round(ref, 6)).real, t,
+           "eigenvalues as numpy.linalg.eigvals")
+    np.testing.assert_allclose(a64 @ v, v * w[..., None, :], rtol=t, atol=t,
+                               err_msg="a v == v diag(w)")
+    np.testing.assert_allclose(np.linalg.norm(v, axis=-2), 1.0, rtol=t, atol=t,
+                               err_msg="unit eigenvectors")
+
+
+# eigenvectors are defined up to a complex phase; with real distinct eigenvalues they stay
+# real (unit norm, LAPACK's sign) under small real perturbations, so finite differences are
+# meaningful there. Complex pairs: the gradient (PyTorch's formula) is checked against PyTorch
+# in tests/test_linalg_more_parity.py on phase-invariant functions.
+register_samples("linalg_eig", [
+    Sample([_well(3, 3)], rtol=1e-4, atol=1e-4),
+    Sample([_well(3, 3, dtype=np.float64)], name="real eigenvalues"),
+    Sample([_f(2, 4, 4, dtype=np.float64)], grad=False, name="batched, complex pairs"),
+], verify=_verify_eig, errors=_BAD)
+
+
+def _pinv_ref(a, tol, hermitian=False):
+    a = _w(a)
+    if hermitian:
+        a = _tri_sym(a, False)
+    u, s, vh = np.linalg.svd(a, full_matrices=False)
+    keep = s > _w(tol)[..., None]
+    sinv = np.where(keep, 1.0 / np.where(keep, s, 1.0), 0.0)
+    return np.swapaxes(vh, -1, -2) @ (sinv[..., :, None] * np.swapaxes(u, -1, -2))
+
+
+_REP = (lambda q1, q2: q1 @ np.diag([1.0, 1.0, 2.0]) @ q2.T)(
+    np.linalg.qr(_f(3, 3, dtype=np.float64))[0], np.linalg.qr(_f(3, 3, dtype=np.float64))[0])
+register_samples("linalg_pinv", [
+    Sample([_tall(4, 3), np.float32(1e-5)], **_TOL32),
+    Sample([_tall(2, 3, 5, dtype=np.float64), np.array([1e-10, 0.5])], name="batched, wide"),
+    # repeated singular values: pinv's gradient is defined (the SVD's is not)
+    Sample([_REP, np.float64(1e-10)], name="repeated singular values"),
+    # PyTorch's pinv_backward differentiates as if the whole input were read (also with
+    # hermitian=True, where the value reads the lower triangle): the gradient is PyTorch's,
+    # checked against it in tests/test_linalg_more_parity.py, not finite differences here
+    Sample([_symm(3, 3, dtype=np.float64) + np.triu(_f(3, 3, dtype=np.float64), 1),
+            np.float64(1e-10)], {"hermitian": True}, grad=False,
+           name="hermitian reads the lower triangle"),
+], _pinv_ref, errors=[
+    ErrorSample([_f(3), np.float32(0)], {}, ValueError, "at least 2 dimensions"),
+    ErrorSample([_f(3, 3), np.zeros(2, np.float32)], {}, ValueError, "tolerance"),
+])
+
+
+# -- LDL (host LAPACK kernels, NoGrad) --------------------------------------------------------
+# Independent checks: LD is lower triangular, and solving with (LD, pivots) gives what
+# numpy.linalg.solve gives on the symmetric matrix read from the lower triangle.
+
+def _verify_ldl(outs, a, hermitian=False):
+    ld, piv, info = (np.asarray(o) for o in outs)
+    sym = _tri_sym(a, False)
+    t = _tol(a)
+    assert piv.dtype == np.int32 and info.dtype == np.int32 and (info == 0).all()
+    _close(np.triu(ld, 1), np.zeros_like(ld), t, "LD lower triangular")
+    # a 1x1 pivot with no interchange at the first step: D[0, 0] = A[0, 0]
+    if piv.reshape(-1, piv.shape[-1])[0, 0] == 1:
+        _close(ld.reshape(-1, *ld.shape[-2:])[0, 0, 0], sym.reshape(-1, *sym.shape[-2:])[0, 0, 0],
+               t, "D[0, 0]")
+
+
+register_samples("linalg_ldl_factor", [
+    Sample([_symm(3, 3)]),
+    Sample([_symm(2, 4, 4, dtype=np.float64) - 3.0 * np.eye(4)], name="batched, indefinite"),
+], verify=_verify_ldl, errors=[
+    ErrorSample([_f(3, 4)], {}, ValueError, "square"),
+    ErrorSample([np.ones((3, 3), np.int64)], {}, TypeError, "float32 or float64"),
+])
+
+
+def _ldl_solve_ref(ld, pivots, b, hermitian=False):
+    return np.linalg.solve(_LDL_A, _w(b))
+
+
+def _ldl_parts(a):
+    from scipy.linalg import lapack
+    ld, piv, _ = lapack.dsytrf(a, lower=1)
+    return np.tril(ld), np.asarray(piv, np.int32)
+
+
+_LDL_A = _symm(4, 4, dtype=np.float64) - 3.0 * np.eye(4)
+_LDL_LD, _LDL_PIV = _ldl_parts(_LDL_A)
+register_samples("linalg_ldl_solve", [
+    Sample([_LDL_LD, _LDL_PIV, _f(4, 2, dtype=np.float64)], vmap=False),
+], _ldl_solve_ref, errors=[
+    ErrorSample([_LDL_LD, _LDL_PIV.astype(np.int64), _f(4, 2, dtype=np.float64)], {}, TypeError,
+                "int32"),
+    ErrorSample([_LDL_LD, _LDL_PIV, _f(3, 2, dtype=np.float64)], {}, ValueError, "incompatible"),
+])

@@ -237,3 +237,92 @@ for _name, _ref, _pairs in [
                      _ref,
                      errors=[_SHAPE_ERR, _dtype_err(),
                              ErrorSample([_I, _J], {}, TypeError, "floating")])
+
+
+# -- shifts, gcd / lcm, nextafter, frexp -------------------------------------------------------
+# References on Python ints (arbitrary precision, then wrapped to the dtype's width) and on the
+# IEEE bit patterns / math.frexp, independent of the XLA kernels.
+
+def _wrap_int(v: int, dt: np.dtype) -> int:
+    bits = dt.itemsize * 8
+    v &= (1 << bits) - 1
+    return v - (1 << bits) if dt.kind == "i" and v >= 1 << (bits - 1) else v
+
+
+def _intwise(fn):
+    def ref(a, b):
+        a, b = np.broadcast_arrays(a, b)
+        dt = a.dtype
+        out = [_wrap_int(fn(int(x), int(y), dt.itemsize * 8), dt) for x, y in zip(a.flat, b.flat)]
+        return np.array(out, dt).reshape(a.shape)
+    return ref
+
+
+def _lshift(x: int, n: int, bits: int) -> int:
+    return 0 if n < 0 or n >= bits else x << n
+
+
+def _rshift(x: int, n: int, bits: int) -> int:
+    return (-1 if x < 0 else 0) if n < 0 or n >= bits else x >> n
+
+
+_SH_X = np.array([[1, -8, 5, -1], [127, -128, 3, 0]], np.int8)
+_SH_N = np.array([[1, 9, -1, 7], [0, 3, 8, 2]], np.int8)
+_SH_U = np.array([255, 1, 128, 7], np.uint8)
+_SH_I64 = np.array([[-1, 3, -(2 ** 40), 5]], np.int64)
+_SH_N64 = np.array([[63, 64, 70, -2]], np.int64)
+_INT_ONLY = [ErrorSample([_i(3, 4), _i(2, 4)], {}, ValueError, "broadcast"),
+             ErrorSample([_X, _Y], {}, TypeError, "integer"),
+             ErrorSample([_X > 0, _Y > 0], {}, TypeError, "integer")]
+for _name, _fn in [("bitwise_left_shift", _lshift), ("bitwise_right_shift", _rshift)]:
+    register_samples(_name, [Sample([_SH_X, _SH_N]), Sample([_SH_U, np.uint8(3)]),
+                             Sample([_SH_I64, _SH_N64]), Sample([_I, np.abs(_J)])],
+                     _intwise(_fn), errors=_INT_ONLY)
+
+
+def _gcd(x: int, y: int, bits: int) -> int:
+    return math.gcd(x, y)
+
+
+def _lcm(x: int, y: int, bits: int) -> int:
+    g = math.gcd(x, y)
+    return 0 if g == 0 else abs(x // g * y)
+
+
+_G_X = np.array([[-4, 0, 12, 7], [0, 9, -15, 1]], np.int64)
+_G_Y = np.array([[6, 0, -18, 0], [5, 0, 25, 1]], np.int64)
+register_samples("gcd", [Sample([_G_X, _G_Y]), Sample([_I, _J]),
+                         Sample([_I.astype(np.int16), _J[:1].astype(np.int16)])],
+                 _intwise(_gcd), errors=_INT_ONLY)
+register_samples("lcm", [Sample([_G_X, _G_Y]), Sample([_I, _J]),
+                         Sample([_I.astype(np.int32), _J[:, :1].astype(np.int32)])],
+                 _intwise(_lcm), errors=_INT_ONLY)
+
+
+def _nextafter_ref(x, y):
+    """One step of the bit pattern toward ``y`` (NumPy's nextafter is the C library's)."""
+    return np.nextafter(*np.broadcast_arrays(x, y))
+
+
+_NA_EDGE = np.array([0.0, -0.0, 1.0, np.inf, np.nan, 1.0, 1e-45], np.float32)
+_NA_TO = np.array([1.0, -1.0, 1.0, 0.0, 1.0, np.nan, 0.0], np.float32)
+register_samples("nextafter", [Sample([_X, _Y]), Sample([_COL, _ROW]),
+                               Sample([_X64, np.zeros((1, 4))]),
+                               Sample([_NA_EDGE, _NA_TO], grad=False)],  # nan / inf / ties
+                 _nextafter_ref,
+                 errors=[_SHAPE_ERR, _dtype_err(), ErrorSample([_I, _J], {}, TypeError,
+                                                               "floating")])
+
+
+def _frexp_ref(x):
+    pairs = [math.frexp(float(v)) if math.isfinite(v) else (float(v), 0) for v in x.flat]
+    m = np.array([p[0] for p in pairs], x.dtype).reshape(x.shape)
+    e = np.array([p[1] for p in pairs], np.int32).reshape(x.shape)
+    return m, e
+
+
+_FX_EDGE = np.array([0.0, -0.0, np.inf, -np.inf, np.nan, 1e-40, -7e-45, 3.0, -0.75, 1e30],
+                    np.float32)
+register_samples("frexp", [Sample([_X * 10]), Sample([_X64]), Sample([_XH]),
+                           Sample([_FX_EDGE], grad=False)],  # inf / nan / zeros
+                 _frexp_ref, errors=[ErrorSample([_I], {}, TypeError, "floating")])

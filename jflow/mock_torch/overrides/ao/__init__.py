@@ -1,0 +1,1 @@
+"""``torch.ao``: quantization is not in jflow (see :mod:`torch.ao.quantization`)."""

@@ -1,0 +1,1 @@
+"""``torch.autograd``: jflow's autograd, plus PyTorch's ``torch.autograd.graph`` API."""

@@ -1,0 +1,2 @@
+"""``torch.nn.modules``: jflow.nn.modules, plus PyTorch's module files jflow splits
+differently (``instancenorm``, ``sparse``, ``flatten``, ``utils``, ...)."""

@@ -1,0 +1,1 @@
+"""``torch.nn.utils``: jflow.nn.utils, plus ``torch.nn.utils.rnn``."""

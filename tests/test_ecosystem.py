@@ -1,0 +1,172 @@
+"""PyTorch-ecosystem libraries (timm, torchvision, x-transformers, einops, HF transformers)
+run unmodified on jflow through ``jflow.mock_torch``: each model is built with real PyTorch
+(seeded), its weights, forward output, loss, gradients and loss after one AdamW step are the
+reference; the same library is then imported under the mock in a fresh subprocess (so none
+of its modules keeps real torch), loads the same weights and must match."""
+
+from __future__ import annotations
+
+import importlib.util
+import json
+import os
+import subprocess
+import sys
+import textwrap
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+torch = pytest.importorskip("torch")
+
+ROOT = Path(__file__).resolve().parent.parent
+
+# name -> (library to import, code building `model` (the library is bound to its name),
+# input, forward giving `o` from `x`, loss from `o` (and `y`, labels [1, 7]))
+_CE = "F.cross_entropy(o, y)"
+_LM = "F.cross_entropy(o.reshape(-1, 256), x.reshape(-1))"
+CASES = {
+    "timm_resnet18": ("timm", "model = timm.create_model('resnet18', num_classes=10)",
+                      "randn(2, 3, 32, 32)", "o = model(x)", _CE),
+    "torchvision_resnet18": ("torchvision",
+                             "model = torchvision.models.resnet18(num_classes=10)",
+                             "randn(2, 3, 32, 32)", "o = model(x)", _CE),
+    "x_transformers_decoder": (
+        "x_transformers",
+        "model = x_transformers.TransformerWrapper(num_tokens=256, max_seq_len=64, "
+        "attn_layers=x_transformers.Decoder(dim=64, depth=2, heads=4))",
+        "randint", "o = model(x)", _LM),
+    "einops_layers": (
+        "einops",
+        "from einops.layers.torch import Rearrange, Reduce\n"
+        "model = torch.nn.Sequential(Rearrange('b c (h p) (w q) -> b (h w) (c p q)', p=4, q=4),"
+        " torch.nn.Linear(48, 32), Reduce('b n d -> b d', 'mean'), torch.nn.Linear(32, 10))",
+        "randn(2, 3, 16, 16)", "o = model(x)", _CE),
+    "hf_gpt2": ("transformers",
+                "model = transformers.GPT2LMHeadModel(transformers.GPT2Config(n_layer=2, "
+                "n_embd=64, n_head=4, vocab_size=256, n_positions=64))",
+                "randint", "o = model(x).logits", _LM),
+    "hf_llama": ("transformers",
+                 "model = transformers.LlamaForCausalLM(transformers.LlamaConfig("
+                 "num_hidden_layers=2, hidden_size=64, intermediate_size=128, "
+                 "num_attention_heads=4, num_key_value_heads=2, vocab_size=256, "
+                 "max_position_embeddings=64))",
+                 "randint", "o = model(x).logits", _LM),
+    "hf_bert": ("transformers",
+                "model = transformers.BertForSequenceClassification(transformers.BertConfig("
+                "num_hidden_layers=2, hidden_size=64, intermediate_size=128, "
+                "num_attention_heads=4, vocab_size=256, max_position_embeddings=64, "
+                "num_labels=10))",
+                "randint", "o = model(x).logits", _CE),
+}
+
+# the run, identical for both halves (`torch` is real PyTorch or the mock)
+RUN = textwrap.dedent('''
+    import importlib, json, os, sys
+    import numpy as np
+    name, lib_name, build, forward, loss_code, out, half = json.loads(sys.argv[1])
+    if half == "jflow":
+        import jflow.mock_torch as mock
+        mock.enable()
+    import torch
+    import torch.nn.functional as F
+    if half == "torch":
+        # real torchvision's compiled ops may not match this PyTorch (timm imports it too):
+        # declare the two schemas its import registers fake kernels for, so the Python
+        # package imports (none of its compiled ops runs here)
+        try:
+            lib = torch.library.Library("torchvision", "FRAGMENT")
+            lib.define("nms(Tensor dets, Tensor scores, float iou_threshold) -> Tensor")
+            lib.define("qnms(Tensor dets, Tensor scores, float iou_threshold) -> Tensor")
+        except RuntimeError:
+            pass  # its compiled ops loaded: they are defined already
+    globals()[lib_name] = importlib.import_module(lib_name)
+    torch.manual_seed(0)
+    exec(build)
+    data = np.load(out + ".in.npz")
+    if half == "jflow":
+        w = np.load(out + ".weights.npz")
+        model.load_state_dict({k: torch.tensor(w[k]) for k in w.files})
+    else:
+        np.savez(out + ".weights.npz", **{k: v.numpy() for k, v in model.state_dict().items()})
+    x, y = torch.tensor(data["x"]), torch.tensor(data["y"])
+    # eval mode: no dropout (its random draws are not PyTorch's) and BatchNorm on running
+    # statistics (train-mode BatchNorm over a batch of 2 at 1x1 spatial size divides by a
+    # near-zero variance: float32 rounding alone moves its gradients by percents)
+    model.eval()
+    opt = torch.optim.AdamW(model.parameters(), lr=1e-3)
+    exec(forward)
+    loss = eval(loss_code)
+    loss.backward()
+    grads = {k: p.grad.numpy() for k, p in model.named_parameters() if p.grad is not None}
+    res = {"out": o.detach().numpy(), "loss": np.array(loss.item())}
+    opt.step()
+    opt.zero_grad()
+    exec(forward)
+    res["loss2"] = np.array(eval(loss_code).item())
+    res.update({"grad." + k: v for k, v in grads.items()})
+    np.savez(out + "." + half + ".npz", **res)
+    if half == "jflow":
+        print("TOUCHED " + json.dumps(mock.touched()))
+''')
+
+
+def _run(args: list, env: dict) -> subprocess.CompletedProcess:
+    return subprocess.run([sys.executable, "-c", RUN, json.dumps(args)], env=env, cwd=ROOT,
+                          capture_output=True, text=True, timeout=600)
+
+
+@pytest.mark.parametrize("name", sorted(CASES))
+def test_library_matches_pytorch(name, tmp_path):
+    lib_name, build, make_input, forward, loss_code = CASES[name]
+    if importlib.util.find_spec(lib_name) is None:  # not imported here: the halves import it
+        pytest.skip(f"{lib_name} is not installed")
+    env = dict(os.environ, HF_HUB_OFFLINE="1", PYTHONPATH=str(ROOT))
+    env.pop("XLA_FLAGS", None)
+    out = str(tmp_path / name)
+    g = np.random.default_rng(0)
+    if make_input == "randint":
+        x = g.integers(0, 256, (2, 16))
+    else:
+        shape = tuple(int(v) for v in make_input[len("randn("):-1].split(","))
+        x = g.standard_normal(shape).astype(np.float32)
+    np.savez(out + ".in.npz", x=x, y=np.array([1, 7]))
+    for half in ("torch", "jflow"):
+        r = _run([name, lib_name, build, forward, loss_code, out, half], env)
+        assert r.returncode == 0, r.stderr[-3000:]
+    ref, got = np.load(out + ".torch.npz"), np.load(out + ".jflow.npz")
+    assert sorted(ref.files) == sorted(got.files)
+    np.testing.assert_allclose(got["out"], ref["out"], rtol=1e-4, atol=1e-5, err_msg="forward")
+    for k in ("loss", "loss2"):
+        np.testing.assert_allclose(got[k], ref[k], rtol=1e-4, atol=1e-6, err_msg=k)
+    for k in ref.files:
+        if k.startswith("grad."):
+            np.testing.assert_allclose(got[k], ref[k], rtol=1e-3, atol=1e-5 * float(
+                np.abs(ref[k]).max() + 1), err_msg=k)
+
+
+def test_einops_in_lazy_mode():
+    """einops probes ``torch._dynamo.allow_in_graph`` at import: PyTorch has it, so lazy mode
+    gives jflow's equivalent (not a placeholder that fails at first use)."""
+    if importlib.util.find_spec("einops") is None:
+        pytest.skip("einops is not installed")
+    import jflow as flow
+    import jflow.mock_torch as mock
+
+    saved = {k: sys.modules.pop(k) for k in list(sys.modules)
+             if k == "einops" or k.startswith("einops.")}
+    try:
+        with mock.enable(lazy=True):
+            import einops
+            from einops.layers.torch import Rearrange
+            x = flow.arange(24.0).reshape(2, 3, 4)
+            y = einops.rearrange(x, "a b c -> a (c b)")
+            assert y.tolist() == x.permute(0, 2, 1).reshape(2, 12).tolist()
+            assert Rearrange("a b c -> c b a")(x).shape == (4, 3, 2)
+            assert einops.reduce(x, "a b c -> a", "sum").tolist() == x.sum((1, 2)).tolist()
+        assert "torch._dynamo.allow_in_graph (equivalent)" in mock.touched()
+        assert not any(e.endswith("(placeholder)") for e in mock.touched())
+    finally:
+        for k in [k for k in sys.modules if k == "einops" or k.startswith("einops.")]:
+            del sys.modules[k]
+        sys.modules.update(saved)
