@@ -55,6 +55,7 @@ from . import linalg  # noqa: E402  (flow.linalg, as torch.linalg)
 from . import special  # noqa: E402  (flow.special, as torch.special)
 from . import fft, signal  # noqa: E402  (flow.fft / flow.signal, as torch's)
 from .linalg import chain_matmul, einsum, tensordot  # noqa: E402  (varargs / nested dims)
+from .linalg import torch_lu as lu  # noqa: E402  (torch.lu: LU and pivots, not linalg.lu)
 from .tensor_indexing import block_diag, cartesian_prod, meshgrid  # noqa: E402  (varargs)
 from .random import (Generator, default_generator, get_rng_state, initial_seed,  # noqa: E402
                      manual_seed, seed, set_rng_state)

@@ -130,3 +130,15 @@ def chain_matmul(*matrices: Tensor) -> Tensor:
     if len(matrices) == 1 and isinstance(matrices[0], (list, tuple)):
         matrices = tuple(matrices[0])
     return F.chain_matmul(list(matrices))
+
+
+def torch_lu(A: Tensor, pivot: bool = True, get_infos: bool = False) -> tuple[Tensor, ...]:
+    """torch.lu (the older form of ``linalg.lu_factor_ex``): ``(LU, pivots)``, plus ``infos``
+    with ``get_infos=True``. Like PyTorch's CPU build, LU without pivoting is refused."""
+    if not pivot:
+        raise RuntimeError("lu(): LU without pivoting is not implemented on the CPU")
+    LU, pivots, infos = lu_factor_ex(A)
+    return (LU, pivots, infos) if get_infos else (LU, pivots)
+
+
+Tensor.lu = torch_lu  # x.lu(pivot=True, get_infos=False), as torch.Tensor.lu

@@ -91,7 +91,7 @@ def _to(d: _dt.dtype, name: str) -> Any:
     return method
 
 
-def _chalf(self: Tensor) -> Tensor:
+def _chalf(self: Tensor, memory_format: Any = None) -> Tensor:
     """complex32 (PyTorch's ``chalf``) is not supported: raises."""
     raise TypeError("Tensor.chalf(): complex32 is not supported by jflow (complex64 and "
                     "complex128 are); use .cfloat()")

@@ -209,7 +209,7 @@ def test_from_jax_to_jax_zero_copy():
     with pytest.raises(TypeError, match="expected a jflow Tensor"):
         to_jax(a)
     with pytest.raises(TypeError, match="does not support"):
-        from_jax(jnp.zeros(2, jnp.uint32))
+        from_jax(jnp.zeros(2, jnp.int4))
 
 
 def _f(x: flow.Tensor, y: flow.Tensor) -> flow.Tensor:

@@ -1368,8 +1368,8 @@ def linalg_vander(x: Tensor, N: Any) -> Tensor:
     """torch.linalg.vander: (..., n) -> (..., n, N) with increasing powers x^0 ... x^(N-1)
     (integers as int64, as PyTorch's cumprod)."""
     f = api()
-    if _nd(x) < 1:
-        raise ValueError("linalg.vander: x must have at least one dimension")
+    if _nd(x) < 1:  # a 0-d x is one point, as PyTorch treats it
+        x = _reshape(x, shape=(1,))
     n = _shape(x)[-1] if N is None else N
     if n <= 1:
         if n < 1:

@@ -17,7 +17,6 @@ from typing import Any
 import jax
 import numpy as np
 
-from ...autograd.grad_mode import is_grad_enabled
 from ...lazy_mode.segment import host_value
 from ...ops import get
 from ...tensor import Tensor, _wrap
@@ -551,22 +550,6 @@ def _lengths(fname: str, name: str, v: Any, n: int) -> Tensor:
     return v
 
 
-def _ctc_torch_grad_convention(F: Any, log_probs: Tensor, loss: Tensor, il: Tensor) -> Tensor:
-    """PyTorch's ctc_loss gradient is ``exp(log_probs) - posterior`` for ``t < input_length``
-    (its kernel assumes log_probs come from log_softmax, whose backward cancels the
-    ``exp(log_probs)`` term), not the plain derivative ``-posterior`` the op's rule gives.
-    Adding ``sum(exp(lp) - exp(lp).detach())`` over those steps changes no value (it is
-    exactly 0) and adds that term to the gradient; a sample whose loss is infinite keeps the
-    op's gradient (zero_infinity zeroes it, as PyTorch)."""
-    if not is_grad_enabled():
-        return loss
-    e = F.exp(log_probs)
-    steps = F.unsqueeze(F.arange(int(log_probs._meta.shape[0]), dtype=il.dtype), 1)
-    live = F.unsqueeze(F.lt(steps, F.unsqueeze(il, 0)), 2)          # (T, N, 1)
-    extra = F.sum(F.where(live, e - e.detach(), scalar_tensor(0.0, e._meta.dtype)), dim=(0, 2))
-    return loss + F.where(F.isinf(loss), scalar_tensor(0.0, loss._meta.dtype), extra)
-
-
 @functor("CtcLoss")
 def ctc_loss(log_probs: Tensor, targets: Tensor, input_lengths: Any, target_lengths: Any,
              blank: int, reduction: str, zero_infinity: bool) -> Tensor:
@@ -630,8 +613,6 @@ def ctc_loss(log_probs: Tensor, targets: Tensor, input_lengths: Any, target_leng
         raise ValueError(f"{fname}(): targets must be padded (N, S) or concatenated 1-d, got "
                          f"shape {list(targets._meta.shape)}")
     loss = _ctc(log_probs, targets, il, tl, blank=int(blank))
-    if log_probs.requires_grad:
-        loss = _ctc_torch_grad_convention(F, log_probs, loss, il)
     if zero_infinity:
         loss = F.where(F.isinf(loss), scalar_tensor(0.0, loss._meta.dtype), loss)
     if reduction == "mean":
