@@ -513,7 +513,8 @@ ALLOWED: dict[str, str] = {
     # float32 rounding of exp of a matrix with entries up to 9: on the 5x5x5 sample jflow's
     # result is 0.031 from the float64 value, PyTorch's 0.050 (out of 9.3e4)
     "matrix_exp": "float32 rounding; jflow's result is closer to the float64 value",
-    # known gap: the first float64 sample (training=True, dropout_p=0.5 passed positionally)
-    # gives gradients 3.75e-7 from PyTorch's; not yet explained
-    "nn.functional.multi_head_attention_forward": "a 3.75e-7 gradient difference, open",
+    # known gap: samples with training=True and dropout_p passed positionally draw jflow's
+    # dropout masks (values differ); the first float64 sample's gradient is 3.75e-7 from
+    # PyTorch's, not yet explained
+    "nn.functional.multi_head_attention_forward": "dropout draws; a 3.75e-7 gradient gap",
 }
