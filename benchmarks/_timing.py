@@ -52,14 +52,17 @@ def bench(fn: Callable[[], Any], number: int, repeat: int,
     return statistics.median(run(fn, number, wait) for _ in range(repeat))
 
 
-def round_robin(fns: dict[str, tuple[Callable[[], Any], int, Any]], repeat: int
-                ) -> tuple[dict[str, float], dict[str, list[float]]]:
+def round_robin(fns: dict[str, tuple[Callable[[], Any], int, Any]], repeat: int,
+                warmup: int | None = None) -> tuple[dict[str, float], dict[str, list[float]]]:
     """Interleaved timing: each round runs every function once (``(fn, number, wait)``), so
     load changes on a shared machine hit all of them alike. Returns the median µs per call of
     each function and every round's µs per call (for per-round ratios, see
-    :func:`median_ratio`)."""
+    :func:`median_ratio`). ``warmup``: calls of each function before the rounds (default
+    ``max(20, number // 10)``; a 100-ms training step needs a few, not 20)."""
     for fn, n, w in fns.values():
-        run(fn, max(20, n // 10), w)  # warm-up
+        k = max(20, n // 10) if warmup is None else warmup
+        if k:
+            run(fn, k, w)  # warm-up
     runs: dict[str, list[float]] = {k: [] for k in fns}
     for _ in range(repeat):
         for k, (fn, n, w) in fns.items():

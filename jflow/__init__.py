@@ -43,6 +43,7 @@ from .creation import (arange, as_tensor, empty, empty_like, eye, from_numpy, fu
                        randint_like, randn, randn_like, tensor, zeros, zeros_like)
 from .creation import bernoulli, multinomial, randperm  # noqa: E402
 from .creation import empty_strided, logspace, normal  # noqa: E402  (0-d tensor bounds, overloads)
+from .storage import UntypedStorage, asarray  # noqa: E402  (byte storages: jflow.storage)
 from .tensor_methods import gradient, histogram, histogramdd, unravel_index  # noqa: E402
 from .tensor_methods import addcdiv, addcmul, lerp  # noqa: E402
 from .tensor_methods import (atleast_1d, atleast_2d, atleast_3d,  # noqa: E402  (issue 14,

@@ -13,7 +13,7 @@ import jax
 from jax import lax
 
 __all__ = ["all_gather_invariant", "manual_out_aval", "plain_lowering_ctx", "match_manual_type",
-           "vary_together", "is_tracing", "cpu_async_dispatch"]
+           "vary_together", "is_tracing", "cpu_async_dispatch", "drop_traceback_note"]
 
 
 def _all_gather_invariant() -> Any:
@@ -162,3 +162,35 @@ def cpu_async_dispatch() -> bool:
         return bool(jax.config.read("jax_cpu_enable_async_dispatch"))
     except (AttributeError, KeyError):
         return True
+
+
+def _traceback_note() -> str:
+    # The footer JAX's traceback filtering (the default JAX_TRACEBACK_FILTERING) adds, as an
+    # exception note, to any exception leaving a jax.jit: "For simplicity, JAX has removed
+    # its internal frames from the traceback of the following exception...". Its text is
+    # private (jax._src.traceback_util); the public wording is the fallback.
+    try:
+        from jax._src.traceback_util import _simplified_tb_msg
+        return str(_simplified_tb_msg)
+    except ImportError:
+        return "For simplicity, JAX has removed its internal frames from the traceback"
+
+
+_TB_NOTE = _traceback_note()
+
+
+def drop_traceback_note(e: BaseException) -> None:
+    """Remove JAX's traceback-filtering footer from ``e``'s notes (its filtered traceback
+    stays: JAX's internal frames are still left out). An eager op's error raised through the
+    op's ``jax.jit`` would otherwise end with that footer, which announces "the following
+    exception" when none follows: jflow's errors print as jflow's alone."""
+    notes = getattr(e, "__notes__", None)
+    if not notes:
+        return
+    kept = [n for n in notes if not (isinstance(n, str) and _TB_NOTE in n)]
+    if len(kept) == len(notes):
+        return
+    if kept:
+        e.__notes__ = kept
+    else:
+        del e.__notes__

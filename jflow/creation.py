@@ -11,8 +11,10 @@ from typing import Any
 import numpy as np
 from jax.core import Tracer
 
+from jflow.functional import api_default  # absolute: ruff resolves it for B008
+
 from . import dtypes as _dt
-from .functional import F, api_default
+from .functional import F
 from .lazy_mode.segment import LazyRef, LazyTensor
 from .memory_format import check_layout, check_memory_format
 from .tensor import Tensor, _sizes, _tensor_value, _wrap
@@ -173,11 +175,18 @@ def _like(input: Tensor, dtype: Any, placement: Any, sbp: Any, layout: Any = Non
             placement, sbp)
 
 
+def _like_device(input: Tensor, device: Any) -> Any:
+    """A ``*_like`` result's device: the one given, else a meta input's (PyTorch keeps the
+    input's device; jflow's other tensors go to the default device)."""
+    return "meta" if device is None and input.is_meta else device
+
+
 def zeros_like(input: Tensor, *, dtype: Any = None, device: Any = None,
                requires_grad: bool = False, placement: Any = None, sbp: Any = None,
                layout: Any = None, memory_format: Any = None) -> Tensor:
     """Zeros of ``input``'s shape and dtype (unless ``dtype`` is given)."""
     shape, d, placement, sbp = _like(input, dtype, placement, sbp, layout, memory_format)
+    device = _like_device(input, device)
     return zeros(shape, dtype=d, device=device, requires_grad=requires_grad,
                  placement=placement, sbp=sbp)
 
@@ -187,6 +196,7 @@ def ones_like(input: Tensor, *, dtype: Any = None, device: Any = None,
               layout: Any = None, memory_format: Any = None) -> Tensor:
     """Ones of ``input``'s shape and dtype (unless ``dtype`` is given)."""
     shape, d, placement, sbp = _like(input, dtype, placement, sbp, layout, memory_format)
+    device = _like_device(input, device)
     return ones(shape, dtype=d, device=device, requires_grad=requires_grad,
                 placement=placement, sbp=sbp)
 
@@ -204,6 +214,7 @@ def full_like(input: Tensor, fill_value: Any, *, dtype: Any = None, device: Any 
               layout: Any = None, memory_format: Any = None) -> Tensor:
     """``fill_value`` everywhere, of ``input``'s shape and dtype (unless ``dtype`` is given)."""
     shape, d, placement, sbp = _like(input, dtype, placement, sbp, layout, memory_format)
+    device = _like_device(input, device)
     return full(shape, fill_value, dtype=d, device=device, requires_grad=requires_grad,
                 placement=placement, sbp=sbp)
 
@@ -213,6 +224,7 @@ def rand_like(input: Tensor, *, generator: Any = None, dtype: Any = None,
               layout: Any = None, memory_format: Any = None) -> Tensor:
     """Uniform [0, 1) samples of ``input``'s shape and dtype (unless ``dtype`` is given)."""
     shape, d, placement, sbp = _like(input, dtype, placement, sbp, layout, memory_format)
+    device = _like_device(input, device)
     return rand(shape, generator=generator, dtype=d, device=device, placement=placement,
                 sbp=sbp)
 
@@ -222,6 +234,7 @@ def randn_like(input: Tensor, *, generator: Any = None, dtype: Any = None,
                layout: Any = None, memory_format: Any = None) -> Tensor:
     """Standard normal samples of ``input``'s shape and dtype (unless ``dtype`` is given)."""
     shape, d, placement, sbp = _like(input, dtype, placement, sbp, layout, memory_format)
+    device = _like_device(input, device)
     return randn(shape, generator=generator, dtype=d, device=device, placement=placement,
                  sbp=sbp)
 
@@ -232,6 +245,7 @@ def randint_like(input: Tensor, low: int, high: Any = None, *, generator: Any = 
                  layout: Any = None, memory_format: Any = None) -> Tensor:
     """Integers uniform in ``[low, high)`` (``[0, low)`` if one bound), of ``input``'s shape."""
     shape, d, placement, sbp = _like(input, dtype, placement, sbp, layout, memory_format)
+    device = _like_device(input, device)
     if high is None:
         low, high = 0, low
     if d.is_floating_point or d is _dt.bool_:  # PyTorch: integers held in the input's dtype

@@ -7,7 +7,8 @@ from typing import Any
 import jax
 import numpy as np
 
-__all__ = ["device", "device_scalar"]
+__all__ = ["device", "device_scalar", "META", "MetaValue", "meta_value", "is_meta_value",
+           "is_meta_device", "no_data", "DEFAULT_IS_META"]
 
 _JAX_PLATFORM = {"cpu": "cpu", "cuda": "gpu", "rocm": "gpu", "tpu": "tpu"}
 _FROM_JAX = {"cpu": "cpu", "gpu": "cuda", "cuda": "cuda", "rocm": "rocm", "tpu": "tpu"}
@@ -35,6 +36,8 @@ class device:
         self.type, self.index = name, index
 
     def __repr__(self) -> str:
+        if self.type == "meta":  # (PyTorch's: the meta device has no index)
+            return "device(type='meta')"
         return f"device(type='{self.type}', index={self.index or 0})"
 
     def __str__(self) -> str:
@@ -51,9 +54,9 @@ class device:
 
     def jax_device(self) -> jax.Device:
         """The JAX device this names (a clear error when the platform is absent)."""
-        if self.type == "meta":  # a name only: comparing / printing it works, data does not
-            raise NotImplementedError("device 'meta': jflow has no meta tensors (shape and "
-                                      "dtype without data); create the tensor on 'cpu'")
+        if self.type == "meta":  # no JAX device: meta tensors hold no data (jflow.meta)
+            raise NotImplementedError("device 'meta' has no JAX device: meta tensors keep "
+                                      "shape and dtype only (jflow.meta)")
         try:
             devs = jax.local_devices(backend=_JAX_PLATFORM[self.type])  # this process's
         except RuntimeError:
@@ -86,3 +89,75 @@ def device_scalar(value: float, dtype: Any) -> Any:
             _SCALARS.clear()
         a = _SCALARS[k] = jax.device_put(np.asarray(value, dtype=dt))
     return a
+
+
+# -- the meta device: shape and dtype, no data (jflow.meta) -----------------------------------
+# (here, in the base layer: Tensor reads these; jflow/meta.py adds ops on meta values)
+
+#: ``[bool]``: whether tensors created without a device go to the meta device (set by
+#: ``default_device.set_default_device``; read by every factory: one list read)
+DEFAULT_IS_META: list[bool] = [False]
+
+#: the meta device
+META = device("meta")
+
+
+class MetaValue(jax.ShapeDtypeStruct):
+    """A meta tensor's value: shape and dtype, no data. JAX refuses it as an argument of a
+    compiled call (a ``TypeError``: how an op's ``apply`` notices a meta input) and takes it
+    in ``jax.eval_shape``."""
+
+    __slots__ = ()
+
+    @property
+    def aval(self) -> jax.core.ShapedArray:
+        """The abstract value, as a JAX array's ``aval`` (what metadata reads use)."""
+        return jax.core.ShapedArray(self.shape, self.dtype)
+
+    # any read of the values (NumPy conversion, a Python scalar or bool), wherever a functor
+    # reads data on the host, raises instead of giving NumPy's 0-d object array
+    def __array__(self, dtype: Any = None, copy: Any = None) -> np.ndarray:
+        raise no_data("reading a tensor's values (NumPy conversion)")
+
+    def __bool__(self) -> bool:
+        raise no_data("Tensor.__bool__()")
+
+    def __int__(self) -> int:
+        raise no_data("Tensor.__int__()")
+
+    def __float__(self) -> float:
+        raise no_data("Tensor.__float__()")
+
+    def __index__(self) -> int:
+        raise no_data("Tensor.__index__()")
+
+
+_SDS = MetaValue
+
+
+def is_meta_value(v: Any) -> bool:
+    """Whether a tensor's value slot holds a meta value (shape and dtype, no data)."""
+    return v.__class__ is _SDS
+
+
+def meta_value(shape: Any, dtype: Any) -> MetaValue:
+    """The value of a meta tensor of ``shape`` and (NumPy / JAX) ``dtype``."""
+    return _SDS(tuple(int(s) for s in shape), np.dtype(dtype))
+
+
+def is_meta_device(d: Any) -> bool:
+    """Whether ``d`` (a ``device``, a string or None) names the meta device."""
+    if d is None:
+        return False
+    if isinstance(d, device):
+        return d.type == "meta"
+    return isinstance(d, str) and d.partition(":")[0] == "meta"
+
+
+def no_data(what: str) -> NotImplementedError:
+    """The error for reading a meta tensor's values (``what``: the op or method)."""
+    return NotImplementedError(f"{what}: meta tensors have no data (device 'meta' keeps only "
+                               f"shape and dtype); create or load the tensor on a real device "
+                               f"first (e.g. Module.to_empty(device='cpu') then load weights)")
+
+

@@ -27,11 +27,13 @@ from typing import Any
 import jax
 from jax.core import Tracer
 
+from ._jax_compat import drop_traceback_note as _drop_note
 from .autograd.graph import record, record1, record2, record_single
 from .kernels.registry import reraise_host_error as _reraise_host_error
 from .lazy_mode.record import record_lazy1, record_lazy2
 from .lazy_mode.segment import _LOCAL as _LAZY_LOCAL
 from .lazy_mode.segment import HOOK as _LAZY_HOOK
+from .meta import abstract_bind as _abstract_bind
 from .ops.attrs import DYNAMIC, REQUIRED
 from .sharding.execute import global_apply
 from .tensor import Tensor as _Tensor
@@ -234,7 +236,8 @@ def make_apply(op: Any) -> Callable[..., Any]:
                           "_global_apply": _global_apply,
                           "_watch": _WATCH, "_op": op, "_lazy": _LAZY_HOOK,
                           "_lazy_local": _LAZY_LOCAL,
-                          "_check_inputs": _check_inputs}
+                          "_check_inputs": _check_inputs, "_abstract": _abstract_bind,
+                          "_drop_note": _drop_note}
     attr_sig = []
     for a in op.attrs:
         if a.default is REQUIRED:
@@ -365,13 +368,21 @@ def make_apply(op: Any) -> Callable[..., Any]:
     # instead of JAX's runtime-error wrapper around it
     if single:  # Tensor construction inlined (this is the hot path)
         lines += ["        _t = _new(_T)", "        try:", f"            _t._value = {call}",
-                  "        except _JaxRuntimeError:", "            _reraise_host_error()",
+                  "        except _JaxRuntimeError:",
+                  f"            _reraise_host_error(_op, {traced_vals})",
+                  # a meta input (jflow.meta): JAX refuses it as an argument; the op's
+                  # abstract evaluation gives the meta result (any other TypeError re-raised)
+                  "        except TypeError:",
+                  f"            _t._value = _abstract(_prim, _params, {traced_vals})[0]",
                   "        _t._requires_grad = False", "        _t._grad = None",
                   "        _t.grad_fn = None", "        _t._version = 0",
                   "        _t._global = None"]
     else:
         lines += ["        try:", f"            _t = _tuple(_map(_wrap, {call}))",
-                  "        except _JaxRuntimeError:", "            _reraise_host_error()"]
+                  "        except _JaxRuntimeError:",
+                  f"            _reraise_host_error(_op, {traced_vals})",
+                  "        except TypeError:",
+                  f"            _t = _tuple(_map(_wrap, _abstract(_prim, _params, {traced_vals})))"]
     lines += ["    else:", f"        _t = _traced(_prim, _params, {traced_vals}, {single})"]
     if grad:  # the tape: record only when some input requires grad
         extra = ", _dv" if dyn else ""  # the node keeps the dynamic values for its rule
@@ -385,10 +396,14 @@ def make_apply(op: Any) -> Callable[..., Any]:
         lines += [f"    if {needs_grad}:", f"        return {rec}"]
     lines.append("    return _t")
     # a raw array (or anything not a Tensor) among the inputs: the checked call's error, not
-    # "'ArrayImpl' object has no attribute '_global'" (the try costs nothing on success)
+    # "'ArrayImpl' object has no attribute '_global'" (the try costs nothing on success); any
+    # error leaves without the footer JAX's traceback filtering adds at the executable's
+    # jax.jit (_jax_compat.drop_traceback_note: it announces an exception that never follows)
     args_expr = "".join(i.param + ", " for i in ins)
     lines = [lines[0], "    try:"] + ["    " + line for line in lines[1:]] + [
-        "    except AttributeError:", f"        _check_inputs(_op, ({args_expr}))", "        raise"]
+        "    except AttributeError as _e:", f"        _check_inputs(_op, ({args_expr}))",
+        "        _drop_note(_e)", "        raise",
+        "    except Exception as _e:", "        _drop_note(_e)", "        raise"]
     src = "\n".join(lines) + "\n"
     exec(compile(src, f"<jflow apply {op.name}>", "exec"), ns)
     fn = ns["apply"]

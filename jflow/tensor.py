@@ -22,7 +22,13 @@ import numpy as np
 from jax.core import Tracer
 
 from . import dtypes as _dt
+from .device import DEFAULT_IS_META as _DEFAULT_IS_META
+from .device import META as _META
+from .device import MetaValue as _MetaValue
 from .device import device as _device
+from .device import is_meta_device as _is_meta_device
+from .device import meta_value as _meta_value
+from .device import no_data as _no_data
 
 __all__ = ["Tensor", "Size", "is_tensor"]
 
@@ -149,8 +155,15 @@ class Tensor:
         v = self._value
         if isinstance(v, Tracer):
             return _device(_device.from_jax(jax.devices()[0]))
+        if v.__class__ is _MetaValue:
+            return _META
         devs = v.devices()
         return _device.from_jax(next(iter(devs)))
+
+    @property
+    def is_meta(self) -> bool:
+        """Whether this is a meta tensor: shape and dtype without data (jflow.meta)."""
+        return self._meta.__class__ is _MetaValue
 
     # -- autograd --------------------------------------------------------------------------
     @property
@@ -227,6 +240,8 @@ class Tensor:
                                f"being traced (inside jax.jit / vmap / grad); return it instead")
         if self._global is not None:  # the logical value: gathered / reduced to every rank
             return self._logical_value()  # attached by jflow.sharding.global_tensor
+        if v.__class__ is _MetaValue:
+            raise _no_data(f"Tensor.{what}()")
         return v
 
     # -- copying and pickling, by PyTorch's rules ----------------------------------------------
@@ -293,8 +308,12 @@ class Tensor:
             raise RuntimeError("a local tensor has no sbp; use .to_global(placement, sbp)")
         return self._global[1]
 
-    def numpy(self) -> np.ndarray:
-        """The value as a NumPy array (read-only view where JAX allows)."""
+    def numpy(self, *, force: bool = False) -> np.ndarray:
+        """The value as a NumPy array (read-only view where JAX allows). ``force`` is
+        PyTorch's ``detach().cpu().resolve_conj()`` first: the value is always read from
+        the host, detached and with a conjugate view resolved, so both give the same array."""
+        if not isinstance(force, bool):
+            raise TypeError(f"Tensor.numpy: force must be a bool, got {type(force).__name__}")
         return np.asarray(self._concrete("numpy"))
 
     def item(self) -> Any:
@@ -361,6 +380,9 @@ class Tensor:
             extra = self._global_repr() + extra
         if isinstance(v, Tracer):
             return f"tensor(<traced {tuple(v.shape)}>, dtype={self.dtype}{extra})"
+        if v.__class__ is _MetaValue:  # PyTorch's form for data it does not have
+            dt = "" if self.dtype is _dt.get_default_dtype() else f", dtype={self.dtype}"
+            return f"tensor(..., device='meta', size={tuple(v.shape)}{dt}{extra})"
         a = np.asarray(self._concrete("__repr__"))
         body = np.array2string(a, separator=", ", prefix="tensor(",
                                threshold=1000, edgeitems=3)
@@ -525,8 +547,17 @@ jax.tree_util.register_pytree_node(Tensor, _flatten, _unflatten)
 
 def _place(value: jax.Array, device: Any) -> jax.Array:
     if device is None:
+        if _DEFAULT_IS_META[0]:
+            return _meta_value(value.shape, value.dtype)
         return value
+    if _is_meta_device(device):  # shape and dtype only (jflow.meta)
+        return _meta_value(value.shape, value.dtype)
     return jax.device_put(value, _device(device).jax_device())
+
+
+def _wants_meta(device: Any) -> bool:
+    """Whether a tensor created for ``device`` (None: the default) is a meta tensor."""
+    return _is_meta_device(device) if device is not None else _DEFAULT_IS_META[0]
 
 
 #: ``[fn or None]``: set while a thread is in lazy mode (jflow.lazy_mode): ``fn(host array)`` gives
@@ -541,6 +572,10 @@ def _tensor_value(data: Any, dtype: _dt.dtype | None, device: Any, fname: str,
     ``pending``: in lazy mode host data may come back as a pending value (see HOST_DATA)."""
     if isinstance(data, (Tensor, jax.Array)):
         v = data._value if isinstance(data, Tensor) else data
+        if v.__class__ is _MetaValue:  # a meta tensor stays one, as in PyTorch
+            if device is not None and not _is_meta_device(device):
+                raise _no_data(fname)
+            return _meta_value(v.shape, v.dtype if dtype is None else dtype.np)
         if dtype is None:
             _dt.from_numpy_dtype(v.dtype)  # a clear error for dtypes jflow does not have
         elif v.dtype != dtype.np:
@@ -576,6 +611,8 @@ def _tensor_value(data: Any, dtype: _dt.dtype | None, device: Any, fname: str,
     # converted on the host, then one transfer: ``jnp.array`` would compile a conversion per
     # new shape. With ``copy`` a fresh host copy: on CPU the device buffer may alias host
     # memory, and the tensor must not change when the caller's array does.
+    if _wants_meta(device):  # shape and dtype only: nothing goes to a device (jflow.meta)
+        return _meta_value(arr.shape, np_dtype)
     host = np.array(arr, dtype=np_dtype, copy=True) if copy else np.asarray(arr, np_dtype)
     if pending and copy and device is None and HOST_DATA[0] is not None:
         ref = HOST_DATA[0](host)  # (lazy mode: the pending run takes the host copy)
@@ -613,6 +650,8 @@ def _big_ints(data: Any, arr: np.ndarray, dtype: _dt.dtype | None, fname: str
 
 def _zeros_value(shape: tuple, dtype: _dt.dtype, device: Any, fname: str) -> jax.Array:
     _sizes((shape,), fname)
+    if _wants_meta(device):
+        return _meta_value(shape, dtype.np)
     return _place(jnp.zeros(shape, dtype.np), device)
 
 

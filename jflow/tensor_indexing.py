@@ -40,7 +40,7 @@ from .lazy_mode.segment import discard_checks_on_error
 from .ops import get as _get_op
 from .ops.subscript import value_fits
 from .tensor import Size, Tensor, _wrap
-from .views import alias
+from .views import alias, layout_of
 from .views import basic_index as _basic
 
 __all__ = ["getitem", "setitem"]
@@ -380,12 +380,42 @@ def reshape(self: Tensor, *shape: Any, **kwargs: Any) -> Tensor:
 
 def view(self: Tensor, *shape: Any, **kwargs: Any) -> Tensor:
     """``x.view(2, 3)`` / ``x.view(-1)``: a view sharing ``x``'s elements (writes reach
-    ``x``). ``view(dtype)`` (a bit cast) is not supported."""
+    ``x``). ``x.view(dtype)``: the same bytes as elements of ``dtype`` (the last dim scales
+    by the element size ratio), a view too, outside autograd, as in PyTorch."""
     if len(shape) == 1 and not kwargs and (isinstance(shape[0], _dt.dtype)
                                            or isinstance(shape[0], type)):
-        raise TypeError("Tensor.view(dtype) (a bit cast) is not supported; use "
-                        "Tensor.to(dtype) to convert values")
+        return _view_dtype(self, _dt.as_dtype(shape[0]))
+    if not shape and set(kwargs) == {"dtype"}:
+        return _view_dtype(self, _dt.as_dtype(kwargs["dtype"]))
     return F.view(self, _sizes("view", shape, kwargs, "shape"))
+
+
+_bitcast = _get_op("bitcast").apply
+
+
+def _view_dtype(self: Tensor, dtype: _dt.dtype) -> Tensor:
+    """PyTorch's ``view(dtype)`` checks (the layout must allow reading the bytes in place),
+    then the ``bitcast`` op, aliasing ``self`` (jflow.views: writes go through)."""
+    src, dst = self._meta.dtype, np.dtype(dtype.np)
+    a, b = src.itemsize, dst.itemsize
+    if a != b:
+        names = f"{self.dtype} as {dtype}"
+        if self.ndim == 0:
+            raise RuntimeError(f"view(dtype): self.dim() cannot be 0 to view {names} "
+                               f"(different element sizes)")
+        lay = layout_of(self)
+        if lay.strides[-1] != 1:
+            raise RuntimeError(f"view(dtype): self.stride(-1) must be 1 to view {names} "
+                               f"(different element sizes), but got {lay.strides[-1]}")
+        k = b // a if b > a else 1
+        if k > 1 and (lay.sizes[-1] % k or lay.offset % k
+                      or any(s % k for s in lay.strides[:-1])):
+            raise RuntimeError(f"view(dtype): to view {names}, the last dim's size, the "
+                               f"storage offset and the other strides must be multiples of "
+                               f"{k}; got size {lay.sizes[-1]}, offset {lay.offset}, strides "
+                               f"{list(lay.strides)}")
+    out = _bitcast(self, dtype=dst)
+    return alias(out, self, "bitcast", (src.name, dst.name))
 
 
 def permute(self: Tensor, *dims: Any, **kwargs: Any) -> Tensor:

@@ -35,6 +35,7 @@ from .functional.functors.math import tensor_alpha
 from .functional.promotion import assign_inplace, cast, result_dtype
 from .functional.registry import FUNCTORS as _FN
 from .memory_format import check_memory_format
+from .meta import meta_value
 from .ops import get as _get_op
 from .sharding.sbp import broadcast as _broadcast
 from .tensor import Size, Tensor, _wrap
@@ -311,7 +312,8 @@ def fill_(self: Tensor, value: Any) -> Tensor:
         value = value.item()
     if not isinstance(value, _SCALARS):
         raise TypeError(f"fill_(): argument 'value' must be a Number, not {type(value).__name__}")
-    filled = F.full(tuple(self.shape), value, dtype=self.dtype)
+    filled = F.full(tuple(self.shape), value, dtype=self.dtype,
+                    device="meta" if self.is_meta else None)
     return assign_inplace(self, filled, "fill_")
 
 
@@ -319,6 +321,11 @@ def copy_(self: Tensor, src: Any) -> Tensor:
     """Copy ``src`` (broadcast to this shape, cast to this dtype) into this tensor."""
     if not isinstance(src, Tensor):
         raise TypeError(f"copy_(): argument 'src' must be Tensor, not {type(src).__name__}")
+    if src.is_meta != self.is_meta:  # PyTorch's rules for the meta device (jflow.meta)
+        if src.is_meta:
+            raise NotImplementedError("copy_(): Cannot copy out of meta tensor; no data! "
+                                      "(meta tensors have shape and dtype only)")
+        src = src.to("meta")  # into a meta tensor: a no-op on data, checked as a copy
     v = cast(src, self._meta.dtype)
     if tuple(v.shape) != tuple(self.shape):
         v = F.broadcast_to(v, tuple(self.shape))
@@ -355,7 +362,7 @@ def to(self: Tensor, *args: Any, **kwargs: Any) -> Tensor:
             dtype, device = a.dtype, a.device
         elif isinstance(a, _device):
             device = a
-        elif isinstance(a, str) and a.partition(":")[0] in ("cpu", "cuda", "rocm", "tpu"):
+        elif isinstance(a, str) and a.partition(":")[0] in ("cpu", "cuda", "rocm", "tpu", "meta"):
             device = a
         else:
             try:
@@ -365,8 +372,14 @@ def to(self: Tensor, *args: Any, **kwargs: Any) -> Tensor:
     out = self
     if dtype is not None:
         out = F.cast(out, _dt.as_dtype(dtype))
-    if device is not None:
-
+    if device is not None and (_device(device).type == "meta" or out.is_meta):
+        if not out.is_meta:  # to the meta device: shape and dtype kept, the data dropped
+            out = _wrap(meta_value(out._meta.shape, out._meta.dtype))
+        elif _device(device).type != "meta":
+            raise NotImplementedError(f"Tensor.to(): Cannot copy out of meta tensor; no data! "
+                                      f"(to {_device(device)}: use Module.to_empty / "
+                                      f"flow.empty_like(t, device=...) to allocate, then load)")
+    elif device is not None:
         target = _device(device).jax_device()
         v = out._value
         if not isinstance(v, Tracer) and target not in v.devices():

@@ -61,6 +61,33 @@ def test_metadata_does_not_flush_and_a_value_read_does():
     _close(v, (XN * 2).sum(0))
 
 
+def test_device_of_a_pending_tensor_does_not_flush():
+    """``.device`` is metadata (libraries read it mid-forward: ``torch.tensor([],
+    device=h.device)``): a pending tensor answers where its inputs are, without running the
+    segment, and the answer is where the value lands; a parameter made pending by an
+    in-place update and a view of a pending value too."""
+    import jax
+
+    devs = jax.devices()
+    w = flow.nn.Parameter(flow.tensor(XN[:, :2].copy()))
+    for dev in [None] + ([devs[-1]] if len(devs) > 1 else []):
+        x = flow.tensor(XN) if dev is None else flow.tensor(XN).to(f"cpu:{dev.id}")
+        with flow.lazy():
+            before = seg.stats()["flushes"]
+            y = (x * 2.0).sum(0)
+            z = flow.tensor([1.0, 2.0]) * 3.0  # from host data: the default device
+            with flow.no_grad():
+                w.add_(1.0)  # a pending Parameter (its lazy twin class)
+            v = (x + 1.0).T[1:]  # a pending view
+            got = (y.device, z.device, w.device, v.device)
+            assert seg.stats()["flushes"] == before
+            assert isinstance(y, seg.LazyTensor) and isinstance(w, flow.nn.Parameter)
+            flow.sync()
+            assert got == (y.device, z.device, w.device, v.device) == (
+                x.device, flow.ones(1).device, w.device, x.device)
+        _close(y.numpy(), (XN * 2).sum(0))
+
+
 def test_leaving_the_block_and_sync_flush():
     x = flow.tensor(XN)
     with flow.lazy():

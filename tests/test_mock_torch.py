@@ -200,7 +200,7 @@ _UNSUPPORTED = {  # docs/porting.md "Not supported": each raises where used
     "named tensors": lambda: flow.ones(2).refine_names("a"),
     "sparse tensors": lambda: flow.ones(2).to_sparse(),
     "storage": lambda: flow.ones(2).storage(),
-    "view(dtype)": lambda: flow.ones(2).view(flow.int32),
+    "complex view(dtype)": lambda: flow.ones(2).view(flow.complex64),
     "jit.script": lambda: flow.jit.script(lambda x: x),
     "fx tracing": lambda: mock_torch_fx().symbolic_trace(flow.nn.Linear(1, 1)),
     "quantization": lambda: mock_torch_quant().quantize_dynamic(flow.nn.Linear(1, 1)),
@@ -442,13 +442,16 @@ def test_distributions_match_pytorch():
     assert mu.grad.tolist() == [1.0, 1.0, 1.0]
 
 
-def test_meta_device_is_a_name_without_data():
+def test_meta_device_makes_tensors_without_data():
+    """(tests/test_meta.py compares meta tensors with PyTorch's in detail.)"""
     with mock.enable():
         import torch
         meta = torch.device("meta")
         assert meta != torch.device("cpu") and str(meta) == "meta"
-        with pytest.raises(NotImplementedError, match="no meta tensors"):
-            torch.zeros(2, device="meta")
+        t = torch.zeros(2, device="meta")
+        assert t.is_meta and t.device == meta and tuple((t + 1).shape) == (2,)
+        with pytest.raises(NotImplementedError, match="meta tensors have no data"):
+            t.tolist()
 
 
 def test_touched_lists_equivalents_and_placeholders():
@@ -464,3 +467,289 @@ def test_touched_lists_equivalents_and_placeholders():
     assert ("torch.nn.modules.module.register_module_full_backward_hook (placeholder loaded)"
             in got)
     assert not any("torch.ones" in e for e in got)
+
+
+
+def test_library_probes_take_strict_modes_branch_in_lazy_mode():
+    """Probes libraries make (transformers: ``hasattr(torch, "xpu") and
+    torch.xpu.is_available()``, its ``is_tracing()``: stream capture, fake tensors; timm:
+    ``from torch import _assert``; torchvision's feature extraction: ``torch.fx.graph_module``
+    helpers) get real answers, so lazy mode loads no
+    placeholder for them and takes the path strict mode takes."""
+    mock._TOUCHED.clear()
+    mock._TOUCHED_SET.clear()
+    with mock.enable(lazy=True):
+        import torch
+        assert hasattr(torch, "xpu") and torch.xpu.is_available() is False
+        assert torch.xpu.device_count() == 0
+        assert torch.xpu.is_current_stream_capturing() is False
+        assert torch.cuda.is_current_stream_capturing() is False  # no CUDA graphs in jflow
+        assert not isinstance(flow.ones(1), torch._subclasses.FakeTensor)
+        with pytest.raises(NotImplementedError, match="no fake tensors"):
+            torch._subclasses.fake_tensor.FakeTensorMode()
+        with pytest.raises(AssertionError, match="not compiled with XPU"):
+            torch.xpu.current_device()
+        from torch import _assert
+        _assert(flow.tensor(True), "unused")
+        with pytest.raises(AssertionError, match="^bad shape$"):
+            _assert(flow.tensor(False), "bad shape")
+        with pytest.raises(AssertionError, match="^no$"):
+            _assert(0, "no")
+        from torch.fx.graph_module import (
+            _USER_PRESERVED_ATTRIBUTES_KEY,
+            _CodeOnlyModule,
+            _copy_attr,
+        )
+        from torch.fx.node import Target  # noqa: F401
+        src = torch.nn.Sequential(torch.nn.Linear(2, 3), torch.nn.BatchNorm1d(3))
+        dst = torch.nn.Module()
+        _copy_attr(src, dst, "0.weight")
+        _copy_attr(src, dst, "1.running_mean")
+        assert dst.get_submodule("0").weight is src[0].weight   # a parameter: the same one
+        assert list(dict(dst.named_buffers())) == ["1.running_mean"]  # a tensor: a buffer
+        assert type(dst.get_submodule("1")) is torch.nn.Module   # parents made empty
+        body = torch.nn.Linear(2, 2).__dict__
+        m = _CodeOnlyModule(body)
+        assert m.__dict__ is body and isinstance(m, torch.nn.Module)
+        assert _USER_PRESERVED_ATTRIBUTES_KEY == "_user_preserved_attributes"
+    assert not [e for e in mock.touched() if "placeholder" in e], mock.touched()
+
+
+# -- what pytorch/examples' word-language-model and DCGAN scripts rely on ------------------------
+# Each idiom below is written in our own words, run on real PyTorch and on jflow (with the import
+# changed, `T = jflow`, and under the mock), with the same weights and data: equal numbers.
+
+def _lm_data(T, lines, bsz):
+    """A corpus as one id stream (`tensor(ids).type(int64)` per line, `cat`), cut into `bsz`
+    columns: `narrow` off the remainder, `view(bsz, -1).t().contiguous()`."""
+    ids = T.cat([T.tensor(line).type(T.int64) for line in lines])
+    n = ids.size(0) // bsz
+    return ids.narrow(0, 0, n * bsz).view(bsz, -1).t().contiguous()
+
+
+def _lm_build(T, ntoken, nhid, nlayers):
+    """The model's parts, as attributes a Module subclass sets (see :class:`_WordLM`)."""
+    return dict(drop=T.nn.Dropout(0.0), encoder=T.nn.Embedding(ntoken, nhid),
+                rnn=T.nn.LSTM(nhid, nhid, nlayers, dropout=0.0), decoder=T.nn.Linear(nhid, ntoken))
+
+
+def _lm_forward(T, m, ids, state):
+    out, state = m.rnn(m.drop(m.encoder(ids)), state)
+    logits = m.decoder(m.drop(out)).view(-1, m.decoder.out_features)
+    return T.nn.functional.log_softmax(logits, dim=1), state
+
+
+def _lm_state(m, bsz):
+    """Zero LSTM state made from a parameter (`new_zeros` keeps its dtype and device)."""
+    w = next(m.parameters())
+    return (w.new_zeros(m.rnn.num_layers, bsz, m.rnn.hidden_size),
+            w.new_zeros(m.rnn.num_layers, bsz, m.rnn.hidden_size))
+
+
+class _WordLM(flow.nn.Module):
+    """An LSTM language model in the shape of word_language_model's RNNModel, written with
+    the import changed (`torch` -> `jflow`): it is pickled whole, so it lives at module level."""
+
+    def __init__(self, ntoken: int, nhid: int, nlayers: int) -> None:
+        super().__init__()
+        for k, v in _lm_build(flow, ntoken, nhid, nlayers).items():
+            setattr(self, k, v)
+
+    def forward(self, ids, state):
+        return _lm_forward(flow, self, ids, state)
+
+
+def _lm_train(T, model, source, bptt, lr, clip, forward):
+    """Truncated BPTT by hand: detach the carried state (`isinstance(h, T.Tensor)` over a tuple),
+    `clip_grad_norm_`, then SGD as `p.data.add_(p.grad, alpha=-lr)`; the losses."""
+    def detach(h):
+        return h.detach() if isinstance(h, T.Tensor) else tuple(detach(v) for v in h)
+
+    crit, losses, state = T.nn.NLLLoss(), [], _lm_state(model, source.size(1))
+    for i in range(0, source.size(0) - 1, bptt):
+        n = min(bptt, len(source) - 1 - i)
+        x, y = source[i:i + n], source[i + 1:i + 1 + n].view(-1)
+        state = detach(state)
+        model.zero_grad()
+        out, state = forward(x, state)
+        loss = crit(out, y)
+        loss.backward()
+        T.nn.utils.clip_grad_norm_(model.parameters(), clip)
+        for p in model.parameters():
+            p.data.add_(p.grad, alpha=-lr)
+        losses.append(loss.item())
+    return losses
+
+
+_LINES = [[0, 1, 2, 3, 4], [5, 2, 6, 4], [7, 1, 8, 3, 9, 4], [0, 6, 2, 4], [5, 1, 9, 3, 4]] * 6
+
+
+@pytest.mark.parametrize("mode", ["import", "mock"])
+def test_word_language_model_idioms_match_pytorch(mode, tmp_path):
+    torch = pytest.importorskip("torch")
+    import numpy as np
+
+    torch.manual_seed(0)
+    ref = torch.nn.Module()
+    for k, v in _lm_build(torch, 10, 8, 2).items():
+        setattr(ref, k, v)
+    weights = {k: v.detach().numpy().copy() for k, v in ref.state_dict().items()}
+    src = _lm_data(torch, _LINES, 4)
+    want = _lm_train(torch, ref, src, 6, 2.0, 0.25, lambda x, s: _lm_forward(torch, ref, x, s))
+    probe = src[:5]
+    ref.eval()
+    with torch.no_grad():
+        want_out = _lm_forward(torch, ref, probe, _lm_state(ref, 4))[0].numpy()
+
+    def run(T):
+        model = _WordLM(10, 8, 2)
+        model.load_state_dict({k: T.tensor(v) for k, v in weights.items()})
+        data = _lm_data(T, _LINES, 4)
+        assert data.tolist() == src.tolist()
+        got = _lm_train(T, model, data, 6, 2.0, 0.25, model)
+        np.testing.assert_allclose(got, want, rtol=2e-5)
+        path = tmp_path / f"lm-{mode}.pt"
+        with open(path, "wb") as f:                       # the whole module, to an open file
+            T.save(model, f)
+        with open(path, "rb") as f, pytest.raises(T.serialization.SerializationError,
+                                                  match="_WordLM"):
+            T.load(f)                                     # weights_only=True refuses the class
+        allowed = [_WordLM, T.nn.modules.dropout.Dropout, T.nn.modules.linear.Linear,
+                   T.nn.modules.rnn.LSTM, T.nn.modules.sparse.Embedding,
+                   T.nn.modules.linear.NonDynamicallyQuantizableLinear]  # PyTorch's file paths
+        with T.serialization.safe_globals(allowed):
+            with open(path, "rb") as f:
+                back = T.load(f)
+        with open(path, "rb") as f:
+            again = T.load(f, map_location=T.device("cpu"), weights_only=False)
+        for m in (back, again):
+            assert type(m) is _WordLM
+            m.rnn.flatten_parameters()                    # accepted: nothing to re-lay out
+            m.eval()
+            with T.no_grad():
+                out = m(data[:5], _lm_state(m, 4))[0]
+            np.testing.assert_allclose(out.numpy(), want_out, rtol=1e-4, atol=1e-5)
+        # sampling one word at a time: multinomial's index fills the input, indexes a list
+        words = [f"w{i}" for i in range(10)]
+        inp, state, text = T.randint(10, (1, 1), dtype=T.long), _lm_state(back, 1), []
+        with T.no_grad():
+            for _ in range(5):
+                out, state = back(inp, state)
+                idx = T.multinomial(out.squeeze().div(0.8).exp().cpu(), 1)[0]
+                inp.fill_(idx)
+                assert inp.item() == int(idx) and inp.dtype is T.int64
+                text.append(words[idx])
+        assert len(text) == 5 and all(w in words for w in text)
+
+    if mode == "import":
+        run(flow)
+    else:
+        with mock.enable():
+            import torch as T  # jflow under PyTorch's names
+            assert T.nn.modules.sparse.Embedding is flow.nn.Embedding
+            run(T)
+
+
+def _gan_parts(T, nz=4, ngf=4, ndf=4):
+    """A DCGAN in miniature: G maps (N, nz, 1, 1) noise to (N, 3, 8, 8) images, D to one
+    probability each; BatchNorm, in-place LeakyReLU, ConvTranspose2d, as the script has."""
+    nn = T.nn
+    g = nn.Sequential(nn.ConvTranspose2d(nz, ngf * 2, 4, 1, 0, bias=False),
+                      nn.BatchNorm2d(ngf * 2), nn.ReLU(True),
+                      nn.ConvTranspose2d(ngf * 2, 3, 4, 2, 1, bias=False), nn.Tanh())
+    d = nn.Sequential(nn.Conv2d(3, ndf, 4, 2, 1, bias=False), nn.LeakyReLU(0.2, inplace=True),
+                      nn.Conv2d(ndf, ndf * 2, 2, 2, 0, bias=False), nn.BatchNorm2d(ndf * 2),
+                      nn.LeakyReLU(0.2, inplace=True), nn.Conv2d(ndf * 2, 1, 2, 1, 0, bias=False),
+                      nn.Sigmoid())
+    return g, d
+
+
+def _gan_init(T, m):
+    """Initialisation chosen by class name, applied with `Module.apply`."""
+    name = m.__class__.__name__
+    if name.find("Conv") != -1:
+        T.nn.init.normal_(m.weight, 0.0, 0.02)
+    elif name.find("BatchNorm") != -1:
+        T.nn.init.normal_(m.weight, 1.0, 0.02)
+        T.nn.init.zeros_(m.bias)
+
+
+def _gan_steps(T, g, d, images, noises, device):
+    """Alternating D and G updates with Adam(betas=(0.5, 0.999)) and BCELoss; the labels are
+    `full((n,), 1, dtype=x.dtype)` refilled in place; D's output `view(-1, 1).squeeze(1)`."""
+    crit = T.nn.BCELoss()
+    opt_d = T.optim.Adam(d.parameters(), lr=2e-3, betas=(0.5, 0.999))
+    opt_g = T.optim.Adam(g.parameters(), lr=2e-3, betas=(0.5, 0.999))
+
+    def disc(x):
+        assert not (x.is_cuda or x.is_xpu)  # the single-device branch
+        return d(x).view(-1, 1).squeeze(1)
+
+    out = []
+    for real, z in zip(images, noises):
+        real, z = T.tensor(real).to(device), T.tensor(z).to(device)
+        d.zero_grad()
+        label = T.full((real.size(0),), 1, dtype=real.dtype, device=device)
+        o = disc(real)
+        err_real = crit(o, label)
+        err_real.backward()
+        d_x = o.mean().item()
+        fake = g(z)
+        label.fill_(0)
+        o = disc(fake.detach())
+        err_fake = crit(o, label)
+        err_fake.backward()
+        opt_d.step()
+        g.zero_grad()
+        label.fill_(1)
+        o = disc(fake)
+        err_g = crit(o, label)
+        err_g.backward()
+        opt_g.step()
+        out.append([(err_real + err_fake).item(), err_g.item(), d_x, o.mean().item()])
+    return out, fake
+
+
+def test_dcgan_idioms_match_pytorch_under_mock(tmp_path):
+    torch = pytest.importorskip("torch")
+    import numpy as np
+
+    rng = np.random.default_rng(0)
+    images = [rng.uniform(-1, 1, (6, 3, 8, 8)).astype(np.float32) for _ in range(3)]
+    noises = [rng.standard_normal((6, 4, 1, 1)).astype(np.float32) for _ in range(3)]
+    torch.manual_seed(0)
+    g_ref, d_ref = _gan_parts(torch)
+    g_ref.apply(lambda m: _gan_init(torch, m))
+    d_ref.apply(lambda m: _gan_init(torch, m))
+    init = [{k: v.detach().numpy().copy() for k, v in m.state_dict().items()}
+            for m in (g_ref, d_ref)]
+    want, _ = _gan_steps(torch, g_ref, d_ref, images, noises, torch.device("cpu"))
+
+    with mock.enable():
+        import torch as T
+
+        device = (T.accelerator.current_accelerator() if T.accelerator.is_available()
+                  else T.device("cpu"))
+        g, d = _gan_parts(T)
+        g.apply(lambda m: _gan_init(T, m))
+        d.apply(lambda m: _gan_init(T, m))
+        bn = g[1]
+        assert bn.bias.abs().sum().item() == 0 and 0.9 < bn.weight.mean().item() < 1.1
+        assert 0.005 < g[0].weight.std().item() < 0.04
+        for m, sd in zip((g, d), init):
+            m.load_state_dict({k: T.tensor(v) for k, v in sd.items()})
+        g, d = g.to(device), d.to(device)
+        got, fake = _gan_steps(T, g, d, images, noises, device)
+        np.testing.assert_allclose(got, want, rtol=1e-4, atol=1e-6)
+        # torchvision's image saving reads a tensor that may require grad with force=True
+        pixels = fake.numpy(force=True)
+        assert pixels.shape == (6, 3, 8, 8) and fake.requires_grad
+        T.save(g.state_dict(), tmp_path / "netG_epoch_0.pth")  # a .pth name: PyTorch's format
+        g2, _ = _gan_parts(T)
+        g2.load_state_dict(T.load(tmp_path / "netG_epoch_0.pth"))
+        for a, b in zip(g.state_dict().values(), g2.state_dict().values()):
+            assert a.tolist() == b.tolist()
+    sd = torch.load(tmp_path / "netG_epoch_0.pth", weights_only=True)  # real PyTorch reads it
+    g_ref.load_state_dict(sd)
+    assert int(sd["1.num_batches_tracked"]) == 3
+    np.testing.assert_allclose(sd["0.weight"].numpy(), g2[0].weight.detach().numpy())

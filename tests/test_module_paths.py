@@ -24,6 +24,10 @@ PATHS = {
                                      "TransformerDecoder", "Transformer"],
     "jflow.nn.modules.conv": ["Conv1d", "Conv2d", "ConvTranspose2d"],
     "jflow.nn.modules.linear": ["Linear", "Identity"],
+    # PyTorch's files for classes jflow keeps in other files
+    "jflow.nn.modules.sparse": ["Embedding", "EmbeddingBag"],
+    "jflow.nn.modules.instancenorm": ["InstanceNorm1d", "InstanceNorm2d", "InstanceNorm3d"],
+    "jflow.nn.modules.flatten": ["Flatten", "Unflatten"],
 }
 
 
@@ -106,3 +110,49 @@ def test_linear_float_features_raise_type_error() -> None:
     with pytest.raises(TypeError, match="'out_features'"):
         nn.Linear(2, 3.5)
     assert nn.Linear(np.int32(2), 3).in_features == 2
+
+
+def test_pytorch_module_files_are_attributes_after_import_jflow() -> None:
+    """Code with the import changed names classes by PyTorch's file path without importing
+    the file (a ``safe_globals([...torch.nn.modules.sparse.Embedding...])`` list): a fresh
+    interpreter, nothing imported but ``jflow``."""
+    import subprocess
+    import sys
+
+    code = ("import jflow as torch\n"
+            "m = torch.nn.modules\n"
+            "assert m.sparse.Embedding is torch.nn.Embedding\n"
+            "assert m.instancenorm.InstanceNorm2d is torch.nn.InstanceNorm2d\n"
+            "assert m.flatten.Unflatten is torch.nn.Unflatten\n"
+            "assert m.utils._pair(3) == (3, 3) and m.utils._triple((1, 2, 3)) == (1, 2, 3)\n"
+            "assert m.linear.NonDynamicallyQuantizableLinear is torch.nn.Linear\n")
+    subprocess.run([sys.executable, "-c", code], check=True, timeout=300)
+
+
+def test_every_pytorch_nn_modules_file_has_a_jflow_path() -> None:
+    """Each public ``torch.nn.modules.<file>`` PyTorch has is importable under the mock, from
+    jflow's own package or (modules jflow lacks: ``adaptive``, ``lazy``) the mock's layer."""
+    import pkgutil
+
+    import jflow.mock_torch as mock
+
+    torch = pytest.importorskip("torch")
+    # not yet in jflow: PyTorch 2.13's new chunked ``F.linear_cross_entropy`` and its options
+    missing = {"linear_cross_entropy", "linear_cross_entropy_options"}
+    files = sorted(m.name for m in pkgutil.iter_modules(torch.nn.modules.__path__)
+                   if not m.name.startswith("_") and m.name not in missing)
+    assert {"sparse", "instancenorm", "flatten", "utils", "rnn"} <= set(files)
+    with mock.enable():
+        for f in files:
+            importlib.import_module(f"torch.nn.modules.{f}")
+    for f in ("sparse", "instancenorm", "flatten", "utils"):
+        importlib.import_module(f"jflow.nn.modules.{f}")
+
+
+def test_multihead_attention_out_proj_class_name() -> None:
+    """PyTorch's ``NonDynamicallyQuantizableLinear`` (MultiheadAttention's ``out_proj``) is
+    jflow's ``Linear`` (no quantization to opt out of), so allow-lists naming it match."""
+    from jflow.nn.modules.linear import NonDynamicallyQuantizableLinear
+
+    assert NonDynamicallyQuantizableLinear is nn.Linear
+    assert type(nn.MultiheadAttention(4, 2).out_proj) is NonDynamicallyQuantizableLinear

@@ -116,9 +116,9 @@ def test_without_the_package(tmp_path, monkeypatch):
     path = tmp_path / "m.safetensors"
     S.save({"w": flow.ones(1)}, path)
     monkeypatch.setattr(_safetensors, "safetensors", None)
-    with pytest.raises(ImportError, match=r"pip install 'jflow\[safetensors\]'"):
+    with pytest.raises(ImportError, match=r"pip install 'jflow-jax\[safetensors\]'"):
         S.save({"w": flow.ones(1)}, path)
-    with pytest.raises(ImportError, match=r"pip install 'jflow\[safetensors\]'"):
+    with pytest.raises(ImportError, match=r"pip install 'jflow-jax\[safetensors\]'"):
         S.load(path)
 
 

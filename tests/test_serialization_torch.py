@@ -374,3 +374,34 @@ def test_word_language_model_idiom_under_mock_torch(tmp_path):
     for m in (a, b):
         assert type(m) is TinyLM
         np.testing.assert_array_equal(m(x).detach().numpy(), want)
+
+
+def test_weights_only_refusals_are_unpickling_errors_as_in_pytorch(tmp_path):
+    """PyTorch raises ``pickle.UnpicklingError`` for what ``weights_only=True`` refuses, and
+    scripts catch that type to retry with ``weights_only=False``: the same code runs on jflow.
+    A truncated file is a RuntimeError, not an unpickling error, in both."""
+    path = tmp_path / "whole.pt"
+    torch.save(torch.nn.Sequential(torch.nn.Linear(2, 3)), path)
+
+    def load_with_fallback(lib):
+        try:
+            return lib.load(path), "weights_only"
+        except pickle.UnpicklingError:
+            return lib.load(path, weights_only=False), "fallback"
+
+    want, how = load_with_fallback(torch)
+    got, how2 = load_with_fallback(flow)
+    assert how == how2 == "fallback"
+    assert isinstance(got, flow.nn.Sequential)
+    np.testing.assert_array_equal(got[0].weight.detach().numpy(), want[0].weight.detach().numpy())
+    with pytest.raises(S.SerializationError, match="weights_only=True"):  # still jflow's type
+        flow.load(path)
+    cut = tmp_path / "cut.pt"                    # a truncated zip: RuntimeError in both
+    torch.save({"w": torch.ones(100)}, cut)
+    cut.write_bytes(cut.read_bytes()[:200])
+    with pytest.raises(RuntimeError) as t_err:
+        torch.load(cut)
+    with pytest.raises(S.SerializationError) as f_err:
+        flow.load(cut)
+    assert not isinstance(t_err.value, pickle.UnpicklingError)
+    assert not isinstance(f_err.value, pickle.UnpicklingError)

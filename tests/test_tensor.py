@@ -53,6 +53,22 @@ def test_size_errors():
 
 # -- conversion ------------------------------------------------------------------------------
 
+def test_numpy_force_reads_detached_resolved_values():
+    """``numpy(force=True)`` (torchvision's ``to_pil_image`` calls it) is PyTorch's
+    ``detach().cpu().resolve_conj().numpy()``: same values, also for a tensor needing grad
+    or a conjugate view."""
+    torch = pytest.importorskip("torch")
+    t = flow.tensor(X, requires_grad=True) * 2
+    np.testing.assert_array_equal(t.numpy(force=True), X * 2)
+    z = np.array([1 + 2j, -3j], dtype=np.complex64)
+    want = torch.tensor(z).conj().numpy(force=True)
+    np.testing.assert_array_equal(flow.tensor(z).conj().numpy(force=True), want)
+    with pytest.raises(TypeError, match="positional"):
+        t.numpy(True)  # keyword-only, as in PyTorch
+    with pytest.raises(TypeError, match="force must be a bool"):
+        t.numpy(force="yes")
+
+
 def test_numpy_item_tolist():
     t = flow.tensor(X)
     a = t.numpy()

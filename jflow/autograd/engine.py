@@ -27,6 +27,7 @@ from jax.core import Tracer
 
 from ..kernels.registry import reraise_host_error as _reraise_host_error
 from ..lazy_mode import segment as _lazy
+from ..meta import MetaValue, is_meta_value, meta_value
 from ..ops.registry import get as _get_op
 from ..sharding.sbp import broadcast
 from ..tensor import Tensor, mark_constant
@@ -134,13 +135,17 @@ def _execute(node: Node, grads: list[Any], create_graph: bool) -> list[Any]:
     if type(node) is not Node:  # a Function's node runs the user's backward
         return node.run(grads, create_graph)  # type: ignore[attr-defined]
     get_rule(node.op)
-    if create_graph or any(g._global is not None or isinstance(g._value, Tracer)
+    if create_graph or any(g._global is not None or isinstance(g._value, _ABSTRACT)
                            for g in grads if g is not None) or \
-            any(isinstance(s[0], Tracer) for s in (node.saved or ())) or \
+            any(isinstance(s[0], _ABSTRACT) for s in (node.saved or ())) or \
             any(isinstance(v, Tracer) for v in node.dyn):
         return _run_direct(node, grads, create_graph)
     return _run_compiled(node, grads)
 
+
+#: values a rule cannot be compiled for: tracers (staged op by op) and meta values (no data:
+#: each rule's ops give meta results, jflow.meta)
+_ABSTRACT = (Tracer, MetaValue)
 
 #: Structural keys of recorded graphs -> their whole-backward executables.
 graph_cache = GraphCache()
@@ -152,7 +157,7 @@ def _run_graph_compiled(order: list[Node], node_roots: list[tuple[Node, int, Any
     """Run the whole backward as one cached executable (compiled on the graph's first
     sighting); False when the graph cannot be (hooks, Functions, tracers, global values)."""
     for _, _, g in node_roots:
-        if g._global is not None or isinstance(g._value, Tracer):
+        if g._global is not None or isinstance(g._value, _ABSTRACT):
             return False  # global graphs run rule by rule through the sharded executor
     made = GraphCache.scan(order, node_roots, list(node_targets) if node_targets else (),
                            needed, _leaf_hooks)
@@ -274,6 +279,8 @@ def _root_grad(t: Tensor, g: Any, i: int, create_graph: bool) -> Tensor:
         if shape and math.prod(shape) != 1:  # (``.size`` of an aval costs more)
             raise RuntimeError(f"grad can be implicitly created only for scalar outputs (output "
                                f"{i} has shape {list(t._meta.shape)}); pass a gradient")
+        if is_meta_value(t._meta):  # a meta output's gradient is meta too (jflow.meta)
+            return _wrap_value(meta_value(t._meta.shape, t._meta.dtype))
         if t._global is not None:
             plc = t._global[0]
             return _ones(jax.core.ShapedArray(t._meta.shape, t._meta.dtype)).to_global(

@@ -27,6 +27,7 @@ from typing import Any
 import jax
 import numpy as np
 
+from .._jax_compat import drop_traceback_note
 from ..autograd import Function, enable_grad, is_grad_enabled
 from ..autograd.graph import watch_writes
 from ..dispatch import watch_inputs
@@ -299,6 +300,8 @@ class CompiledFunction(Opaque):
         except Exception as e:
             read = traced_read(e)
             if read is None:
+                # without the footer JAX's jax.jit adds to an error from the traced code
+                drop_traceback_note(e)  # (see _jax_compat.drop_traceback_note)
                 raise
             return self._graph_break(entry, read, e, args, kwargs)
 

@@ -12,6 +12,7 @@ collectives run on JAX's multi-process utilities (see :mod:`.c10d`). Data parall
 over global tensors is :class:`jflow.nn.parallel.DistributedDataParallel`.
 """
 
+from . import tensor  # noqa: F401  (DTensor's API on global tensors; attaches its Tensor attributes)
 from .c10d import (
     Backend,
     GroupMember,

@@ -12,6 +12,8 @@ against the op's inference, so a kernel that disagrees with its op fails loudly.
 from __future__ import annotations
 
 import logging
+import re
+import sys
 import threading
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
@@ -318,12 +320,49 @@ class _QuietCallbackErrors(logging.Filter):
 logging.getLogger("jax._src.callback").addFilter(_QuietCallbackErrors())
 
 
-def reraise_host_error() -> None:
-    """Inside ``except JaxRuntimeError``: raise the python kernel's error if it caused it."""
+def reraise_host_error(op: Any = None, values: Sequence[Any] = ()) -> None:
+    """Inside ``except JaxRuntimeError``: raise the python kernel's error if it caused it.
+
+    Otherwise, given the op whose eager call failed and its input arrays, the error names the
+    op and the kernel its executable was lowered with, as jflow/op.h's wrapper does for a
+    kernel registered with ``JFLOW_REGISTER_KERNEL`` (``INVALID_ARGUMENT: op 'x': ffi kernel
+    'K' (cpu): ...``): a raw FFI handler's error reaches here as XLA's bare text. Same type."""
     err = take_host_error()
-    if err is None:
+    if err is not None:
+        raise err.with_traceback(None) from None
+    exc = sys.exc_info()[1]
+    kernel = lowered_kernel(op, values) if op is not None else None
+    text = str(exc)
+    if kernel is None or exc is None or f"op '{op.name}'" in text:
         raise  # noqa: PLE0704  (re-raises the JaxRuntimeError being handled)
-    raise err.with_traceback(None) from None
+    where = (f"op '{op.name}': {kernel.backend} kernel '{kernel.name}' "
+             f"({','.join(sorted(kernel.platforms))})")
+    code = re.match(r"([A-Z][A-Z_]+): (.*)", text, re.DOTALL)  # XLA's status code first
+    raise type(exc)(f"{code[1]}: {where}: {code[2]}" if code else f"{where}: {text}") from None
+
+
+#: ``(op name, input shapes and dtypes) -> Kernel`` chosen at the op's lowerings (bounded):
+#: which kernel an eager call's executable runs, to name it when the call fails at run time
+_LOWERED_WITH: dict[tuple[str, tuple], Kernel] = {}
+_LOWERED_WITH_MAX = 4096
+
+
+def _signature(values: Sequence[Any]) -> tuple:
+    return tuple((tuple(v.shape), str(v.dtype)) for v in values if v is not None)
+
+
+def lowered_kernel(op: Any, values: Sequence[Any]) -> Kernel | None:
+    """The kernel the op was lowered with for inputs shaped like ``values`` (the op's inputs
+    first; extra trailing values, dynamic attrs, are ignored), or None if it never was."""
+    try:
+        sig = _signature([v for v in values if hasattr(v, "shape") and hasattr(v, "dtype")])
+    except TypeError:
+        return None
+    for n in range(len(sig), -1, -1):
+        k = _LOWERED_WITH.get((op.name, sig[:n]))
+        if k is not None:
+            return k
+    return None
 
 
 def take_host_error() -> BaseException | None:
@@ -348,6 +387,9 @@ def _make_lowering(op: Any, platform: str) -> Callable[..., Any]:
         per_out = op.infer_descs(per_in, layout, attrs)
         _LOWERED.add(op.name)
         kernel = select_kernel(op, platform, per_in, per_out, layout)
+        if len(_LOWERED_WITH) >= _LOWERED_WITH_MAX:
+            del _LOWERED_WITH[next(iter(_LOWERED_WITH))]
+        _LOWERED_WITH[op.name, _signature(per_in)] = kernel
         build = _BACKENDS[kernel.backend]
         n_in = len(per_in)
         if len(per_in) == len(args):

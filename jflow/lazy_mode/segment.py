@@ -33,8 +33,10 @@ import jax
 import numpy as np
 from jax.core import Tracer
 
-from .._jax_compat import cpu_async_dispatch, trace_state_clean_fn
+from .._jax_compat import cpu_async_dispatch, drop_traceback_note, trace_state_clean_fn
 from .._jax_setup import EAGER_ROUNDING
+from ..device import device as _device
+from ..meta import MetaValue
 from ..recompile import RecompileWarning
 from ..tensor import Tensor, _flatten, _unflatten
 
@@ -147,6 +149,57 @@ class LazyTensor(Tensor):
 
     _value = property(_get_value, _set_value)
 
+    @property
+    def device(self) -> Any:
+        """The device the pending value will be on, found without running anything
+        (:func:`pending_device`); when that cannot be told, the segment runs (as a value
+        read does)."""
+        v = self._meta
+        if v.__class__ is LazyRef and self._global is None and not self._aliases:
+            d = pending_device(v)
+            if d is not None:
+                return _device.from_jax(d)
+        return Tensor.device.fget(self)
+
+
+def pending_device(ref: LazyRef) -> Any:
+    """The JAX device a pending value of this thread's segment will be computed on, or None
+    when that needs the run: a node's result lands where its inputs are -- the device of a
+    committed array it is computed from (jit places the call there), else the default
+    device, when every uncommitted array and host input it reads is there."""
+    seg = ref.segment
+    if ref.array is not None or seg is not _LOCAL.segment:
+        return None
+    default = jax.config.jax_default_device
+    if default is None:
+        default = jax.devices()[0]
+    elif not isinstance(default, jax.Device):  # (a platform name: left to the run)
+        return None
+    nodes, inputs = seg.nodes, seg.inputs
+    stack, seen, found = [ref.wire[0]], set(), False
+    while stack:
+        n = stack.pop()
+        if n in seen:
+            continue
+        seen.add(n)
+        for w in nodes[n][1]:
+            if w.__class__ is tuple:
+                stack.append(w[0])
+                continue
+            a = inputs[w]
+            if isinstance(a, jax.Array):
+                devs = a.devices()
+                if len(devs) != 1:
+                    return None
+                if a.committed:
+                    return next(iter(devs))
+                if default not in devs:
+                    return None
+                found = True
+            elif isinstance(a, np.ndarray):  # host data: put on the default device
+                found = True
+    return default if found else None
+
 
 # (what error messages print for a pending tensor's type — ``type(x).__name__`` — is the class
 # the user knows, as for the twins of register_lazy_class; ``repr(LazyTensor)`` still says it)
@@ -170,7 +223,8 @@ def register_lazy_class(cls: type, unflatten: Any) -> type:
     twin = type(cls.__name__, (cls,), {"__slots__": (), "__module__": cls.__module__,
                                        "__qualname__": cls.__qualname__,
                                        "__doc__": cls.__doc__,
-                                       "_value": LazyTensor.__dict__["_value"]})
+                                       "_value": LazyTensor.__dict__["_value"],
+                                       "device": LazyTensor.__dict__["device"]})
     jax.tree_util.register_pytree_node(twin, _flatten, unflatten)
     _LAZY_OF[cls], _PLAIN_OF[twin] = twin, cls
     return twin
@@ -408,7 +462,7 @@ class Segment:
                     t._meta = a
                     t.__class__ = _PLAIN_OF[t.__class__]
                 v = a
-            elif isinstance(v, Tracer):
+            elif isinstance(v, Tracer) or v.__class__ is MetaValue:  # (meta: jflow.meta)
                 self._drop_inputs(n_in)
                 return NotImplemented
             k = self.input_ids.get(id(v))
@@ -669,6 +723,7 @@ def _annotated(cause: BaseException, node: int, nodes: list, sites: list, checks
     failing node ``node`` and the user's line that recorded it."""
     if isinstance(cause, jax.errors.JaxRuntimeError) and HOST_ERROR[0] is not None:
         cause = HOST_ERROR[0]() or cause  # (a python kernel's own error)
+    drop_traceback_note(cause)  # (JAX's footer announces an exception that never follows)
     if node < len(nodes):
         site = sites[node]
         what = "value check" if any(n == node for n, _, _ in checks) else \

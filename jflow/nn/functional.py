@@ -17,11 +17,12 @@ import jax.numpy as jnp
 import numpy as np
 from jax.core import Tracer
 
+from jflow.functional import api_default as _default  # absolute: ruff resolves it for B008
+
 from .. import _C
 from ..autograd.function import Function, FunctionCtx
 from ..creation import rand as _rand
 from ..functional import F as _F
-from ..functional import api_default as _default
 from ..functional.functors.attention import attention_math
 from ..tensor import Tensor
 from ._functional_layout import (

@@ -79,7 +79,8 @@ def uniform_(tensor: Tensor, a: float = 0.0, b: float = 1.0,
              generator: Any = None) -> Tensor:
     """Fill with U(a, b)."""
     _check(tensor, "uniform_")
-    u = _cr.rand(*tensor.shape, generator=generator, dtype=_draw_dtype(tensor))
+    u = _cr.rand(*tensor.shape, generator=generator, dtype=_draw_dtype(tensor),
+                 device=_on(tensor))
     return _fill(tensor, u * (b - a) + a)
 
 
@@ -87,7 +88,8 @@ def normal_(tensor: Tensor, mean: float = 0.0, std: float = 1.0,
             generator: Any = None) -> Tensor:
     """Fill with N(mean, std²)."""
     _check(tensor, "normal_")
-    n = _cr.randn(*tensor.shape, generator=generator, dtype=_draw_dtype(tensor))
+    n = _cr.randn(*tensor.shape, generator=generator, dtype=_draw_dtype(tensor),
+                  device=_on(tensor))
     return _fill(tensor, n * std + mean)
 
 
@@ -99,7 +101,8 @@ def trunc_normal_(tensor: Tensor, mean: float = 0.0, std: float = 1.0, a: float 
     def cdf(x: float) -> float:
         return (1.0 + math.erf(x / math.sqrt(2.0))) / 2.0
     lo, hi = cdf((a - mean) / std), cdf((b - mean) / std)
-    u = _cr.rand(*tensor.shape, generator=generator, dtype=_draw_dtype(tensor))
+    u = _cr.rand(*tensor.shape, generator=generator, dtype=_draw_dtype(tensor),
+                 device=_on(tensor))
     v = u._value * (2 * hi - 2 * lo) + (2 * lo - 1)
     x = jax.scipy.special.erfinv(v) * (std * math.sqrt(2.0)) + mean
     return _fill(tensor, _wrap(jnp.clip(x, a, b)))
@@ -186,6 +189,8 @@ def orthogonal_(tensor: Tensor, gain: float = 1.0, generator: Any = None) -> Ten
         raise ValueError("Only tensors with 2 or more dimensions are supported")
     rows = tensor.shape[0]
     cols = tensor.numel() // rows
+    if tensor.is_meta:  # no values to fill, no draw (jflow.meta)
+        return tensor
     flat = _cr.randn(rows, cols, generator=generator, dtype=_draw_dtype(tensor))._value
     if rows < cols:
         flat = flat.T
@@ -205,6 +210,8 @@ def sparse_(tensor: Tensor, sparsity: float, std: float = 0.01,
         raise ValueError("Only tensors with 2 dimensions are supported")
     rows, cols = tensor.shape
     num_zeros = int(math.ceil(sparsity * rows))
+    if tensor.is_meta:  # no values to fill, no draw (jflow.meta)
+        return tensor
     n = _cr.randn(rows, cols, generator=generator, dtype=_draw_dtype(tensor))._value * std
     if num_zeros:
         keys = _cr.rand(rows, cols, generator=generator, dtype=_dt.float32)._value
@@ -216,6 +223,12 @@ def sparse_(tensor: Tensor, sparsity: float, std: float = 0.01,
 def _calculate_correct_fan(tensor: Tensor, mode: str) -> int:
     """``fan_in`` or ``fan_out`` of a weight (PyTorch's private helper some libraries call)."""
     return _fan(tensor, mode)
+
+
+def _on(tensor: Tensor) -> Any:
+    """Where an initializer draws: on the meta device for a meta tensor (nothing is drawn:
+    the generator's state stays as PyTorch leaves it), else the default device."""
+    return "meta" if tensor.is_meta else None
 
 
 def _draw_dtype(tensor: Tensor) -> Any:

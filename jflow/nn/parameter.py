@@ -42,7 +42,9 @@ class Parameter(Tensor):
     ``p.data`` is a detached view (``p.data.mul_(0.9)`` updates ``p``, untracked).
     """
 
-    __slots__ = ()
+    # no __slots__: a parameter takes attributes of its own (``p._is_hf_initialized = True``,
+    # ``p.sequence_parallel``), as PyTorch's does; pickling and deepcopy of a tensor subclass
+    # keep its ``__dict__`` (tensor.py)
 
     def __init__(self, data: Tensor | None = None, requires_grad: bool = True) -> None:
         _adopt(self, data, "nn.Parameter")

@@ -77,6 +77,22 @@ def _check_in(fname: str, x: Any, allowed: tuple, what: str) -> None:
         raise TypeError(f"{fname}: input must be {what}, got {np.dtype(x.dtype).name}")
 
 
+def _checked_dims(fname: str, x: Any, allowed: tuple, what: str, normalization: int,
+                  dim: Sequence[int]) -> tuple[int, ...]:
+    """What every transform's inference checks first, in ATen's order: the input dtype, the
+    normalization mode, the dims (returned normalised)."""
+    _check_in(fname, x, allowed, what)
+    _check_norm(fname, normalization)
+    return _dims(fname, len(x.shape), dim)
+
+
+def _check_points(fname: str, shape: Sequence[int], dims: Sequence[int]) -> None:
+    """Each transformed dim needs at least one data point."""
+    for d in dims:
+        if shape[d] < 1:
+            raise ValueError(f"{fname}: Invalid number of data points ({shape[d]}) specified")
+
+
 def _jnp_norm(normalization: int, forward: bool) -> str:
     """jnp.fft's ``norm`` string giving ATen's mode in the given direction."""
     if normalization == 1:
@@ -89,12 +105,8 @@ def _jnp_norm(normalization: int, forward: bool) -> str:
 # -- c2c ------------------------------------------------------------------------------------
 
 def _c2c_infer(x: Any, *, dim: Sequence[int], normalization: int, forward: bool) -> Any:
-    _check_in("fft_c2c", x, _COMPLEX, "complex64 or complex128")
-    _check_norm("fft_c2c", normalization)
-    dims = _dims("fft_c2c", len(x.shape), dim)
-    for d in dims:
-        if x.shape[d] < 1:
-            raise ValueError(f"fft_c2c: Invalid number of data points ({x.shape[d]}) specified")
+    dims = _checked_dims("fft_c2c", x, _COMPLEX, "complex64 or complex128", normalization, dim)
+    _check_points("fft_c2c", x.shape, dims)
     return desc(tuple(x.shape), x.dtype)
 
 
@@ -107,12 +119,8 @@ def _c2c(x: Any, *, dim: Sequence[int], normalization: int, forward: bool) -> An
 # -- r2c ------------------------------------------------------------------------------------
 
 def _r2c_infer(x: Any, *, dim: Sequence[int], normalization: int, onesided: bool) -> Any:
-    _check_in("fft_r2c", x, _REAL, "float32 or float64")
-    _check_norm("fft_r2c", normalization)
-    dims = _dims("fft_r2c", len(x.shape), dim)
-    for d in dims:
-        if x.shape[d] < 1:
-            raise ValueError(f"fft_r2c: Invalid number of data points ({x.shape[d]}) specified")
+    dims = _checked_dims("fft_r2c", x, _REAL, "float32 or float64", normalization, dim)
+    _check_points("fft_r2c", x.shape, dims)
     shape = list(x.shape)
     if onesided:
         shape[dims[-1]] = shape[dims[-1]] // 2 + 1
@@ -132,18 +140,14 @@ def _r2c(x: Any, *, dim: Sequence[int], normalization: int, onesided: bool) -> A
 # -- c2r ------------------------------------------------------------------------------------
 
 def _c2r_infer(x: Any, *, dim: Sequence[int], normalization: int, last_dim_size: int) -> Any:
-    _check_in("fft_c2r", x, _COMPLEX, "complex64 or complex128")
-    _check_norm("fft_c2r", normalization)
-    dims = _dims("fft_c2r", len(x.shape), dim)
+    dims = _checked_dims("fft_c2r", x, _COMPLEX, "complex64 or complex128", normalization, dim)
     if last_dim_size < 1:
         raise ValueError(f"fft_c2r: Invalid number of data points ({last_dim_size}) specified")
     if x.shape[dims[-1]] != last_dim_size // 2 + 1:
         raise ValueError(f"fft_c2r: dimension {dims[-1]} of the input must have "
                          f"last_dim_size // 2 + 1 = {last_dim_size // 2 + 1} points, got "
                          f"{x.shape[dims[-1]]}")
-    for d in dims[:-1]:
-        if x.shape[d] < 1:
-            raise ValueError(f"fft_c2r: Invalid number of data points ({x.shape[d]}) specified")
+    _check_points("fft_c2r", x.shape, dims[:-1])
     shape = list(x.shape)
     shape[dims[-1]] = last_dim_size
     return desc(tuple(shape), _real_of(x.dtype))

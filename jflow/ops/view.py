@@ -235,3 +235,59 @@ define_op("expand", inputs=["x"], outputs=["y"], attrs=[Attr("shape", "shape")],
           doc="Broadcast to `shape` (torch.expand / broadcast_to; -1 keeps a size).")
 register_kernel("expand", lambda x, shape: jnp.broadcast_to(x, expand_shape(x.shape, shape)),
                 name="expand_xla")
+
+
+# -- bitcast (Tensor.view(dtype)) ----------------------------------------------------------------
+
+def _bits_dtype(dt: np.dtype, what: str) -> np.dtype:
+    dt = np.dtype(dt)
+    if dt.kind == "c":
+        raise TypeError(f"bitcast: {what} dtype {dt.name}: jflow does not reinterpret complex "
+                        f"elements (use view_as_real / view_as_complex)")
+    return dt
+
+
+def bitcast_shape(in_shape: Sequence[int], src: np.dtype, dst: np.dtype) -> tuple[int, ...]:
+    """PyTorch's ``view(dtype)`` shape: the same shape for equal element sizes, else the last
+    dim scaled by the size ratio (it must be non-0-d, and divide evenly when growing)."""
+    a, b = _bits_dtype(src, "input").itemsize, _bits_dtype(dst, "target").itemsize
+    shape = tuple(int(s) for s in in_shape)
+    if a == b:
+        return shape
+    if not shape:
+        raise RuntimeError(f"bitcast: a 0-d tensor cannot be viewed as {np.dtype(dst).name} "
+                           f"from {np.dtype(src).name} (different element sizes)")
+    if a > b:
+        return shape[:-1] + (shape[-1] * (a // b),)
+    k = b // a
+    if shape[-1] % k:
+        raise RuntimeError(f"bitcast: the last dim ({shape[-1]}) must be a multiple of {k} to "
+                           f"view {np.dtype(src).name} as {np.dtype(dst).name}")
+    return shape[:-1] + (shape[-1] // k,)
+
+
+def _bitcast_infer(x, dtype):
+    return desc(bitcast_shape(x.shape, x.dtype, dtype), dtype)
+
+
+def _bitcast(x, dtype):
+    src, dst = np.dtype(x.dtype), np.dtype(dtype)
+    if src == np.bool_:  # (XLA has no bool bit cast: a bool's byte is 0 or 1)
+        x, src = x.astype(np.uint8), np.dtype(np.uint8)
+    to_bool = dst == np.bool_
+    if to_bool:
+        dst = np.dtype(np.uint8)
+    a, b = src.itemsize, dst.itemsize
+    if a < b:  # group the last dim's elements, one new element per group
+        x = jnp.reshape(x, x.shape[:-1] + (x.shape[-1] // (b // a), b // a))
+    y = lax.bitcast_convert_type(x, dst)
+    if a > b:  # the new trailing dim of parts joins the last dim
+        y = jnp.reshape(y, y.shape[:-2] + (y.shape[-2] * y.shape[-1],))
+    return y != 0 if to_bool else y
+
+
+define_op("bitcast", inputs=["x"], outputs=["y"], attrs=[Attr("dtype", "dtype")],
+          infer=_bitcast_infer, traits=("NoSideEffect", "NoGrad"),
+          doc="The same bytes read as elements of `dtype` (PyTorch's view(dtype)): the last dim "
+              "scales by the element size ratio; not differentiable.")
+register_kernel("bitcast", _bitcast, name="bitcast_xla")

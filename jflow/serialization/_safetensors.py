@@ -6,7 +6,7 @@ tensor name to its dtype, shape and ``[begin, end)`` byte offsets (plus an optio
 carries no checksum: a flipped bit in the data loads as a different value.
 
 Reading and writing go through the ``safetensors`` package (``pip install
-'jflow[safetensors]'``): ``safetensors.numpy.save_file`` writes, ``safetensors.safe_open``
+'jflow-jax[safetensors]'``): ``safetensors.numpy.save_file`` writes, ``safetensors.safe_open``
 memory-maps a file path, and ``safetensors.deserialize`` parses a file object's bytes. Before
 the package sees a file, jflow checks the header itself: the header length against the file,
 the JSON, each tensor's dtype (it must be one jflow has), shape and offsets, and that the
@@ -83,7 +83,7 @@ def looks_like_safetensors(head: bytes) -> bool:
 def _require(action: str) -> None:
     if safetensors is None:
         raise ImportError(f"flow.{action}: .safetensors files need the safetensors package: "
-                          f"pip install 'jflow[safetensors]'")
+                          f"pip install 'jflow-jax[safetensors]'")
 
 
 # -- writing -----------------------------------------------------------------------------------

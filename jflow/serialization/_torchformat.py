@@ -130,6 +130,16 @@ def _refused(name: str, what: str, hint: str = "") -> SerializationError:
     return SerializationError(f"flow.load: {name} is refused: {what}{hint}")
 
 
+class _WeightsOnlyRefusal(SerializationError, pickle.UnpicklingError):
+    """What ``weights_only=True`` refuses: jflow's ``SerializationError`` and, as PyTorch raises
+    there, a ``pickle.UnpicklingError`` (scripts catch that one to retry with
+    ``weights_only=False``)."""
+
+    __module__ = "jflow.serialization"
+
+
+
+
 # -- reading -----------------------------------------------------------------------------------
 class _Reader:
     """One load: the archive, its storages (each read once), and the views built from them."""
@@ -414,6 +424,10 @@ class _WeightsOnlyUnpickler(_Unpickler):
         self.callables |= {id(v) for v in _SAFE_BUILTINS.values()}
         self.callables |= self.user_ids
 
+    def _refuse(self, what: str, hint: str = "") -> SerializationError:
+        """The error for what this load refuses (``_refused``'s message, PyTorch's type)."""
+        return _WeightsOnlyRefusal(f"flow.load: {self.reader.name} is refused: {what}{hint}")
+
     def find_class(self, module: str, name: str) -> Any:
         if self.proto < 3:  # protocol 2 names Python 3's builtins as Python 2 did
             if (module, name) in _compat_pickle.NAME_MAPPING:
@@ -431,12 +445,11 @@ class _WeightsOnlyUnpickler(_Unpickler):
             equivalent = self._allowed_equivalent(module, name)
             if equivalent is not None:
                 return equivalent
-        raise _refused(self.reader.name, f"it names the global {full}, which "
-                                         f"weights_only=True does not load",
-                       f". If you trust this file, allow it with "
-                       f"flow.serialization.add_safe_globals([{name}]) (or the "
-                       f"safe_globals([...]) context manager), or load it with "
-                       f"weights_only=False, which runs whatever code the file names")
+        raise self._refuse(f"it names the global {full}, which weights_only=True does not load",
+                           f". If you trust this file, allow it with "
+                           f"flow.serialization.add_safe_globals([{name}]) (or the "
+                           f"safe_globals([...]) context manager), or load it with "
+                           f"weights_only=False, which runs whatever code the file names")
 
     def _allowed_equivalent(self, module: str, name: str) -> Any:
         """The allowed global that is jflow's equivalent of PyTorch's ``module.name``, found
@@ -452,14 +465,13 @@ class _WeightsOnlyUnpickler(_Unpickler):
     def load_reduce(self) -> None:
         func = self.stack[-2]
         if id(func) not in self.callables or not isinstance(self.stack[-1], tuple):
-            raise _refused(self.reader.name, f"calling {short(func)}, which weights_only=True "
-                                             f"does not allow")
+            raise self._refuse(f"calling {short(func)}, which weights_only=True does not allow")
         super().load_reduce()
 
     def _check_newobj(self, cls: Any) -> None:
         if cls is not OrderedDict and id(cls) not in self.user_ids:
-            raise _refused(self.reader.name, f"creating a {short(cls)} object, which "
-                                             f"weights_only=True does not allow")
+            raise self._refuse(f"creating a {short(cls)} object, which weights_only=True does "
+                               f"not allow")
 
     def load_newobj(self) -> None:
         self._check_newobj(self.stack[-2])
@@ -473,14 +485,14 @@ class _WeightsOnlyUnpickler(_Unpickler):
         state, inst = self.stack[-1], self.stack[-2]
         if type(inst) is OrderedDict:  # state_dict()'s _metadata attribute
             if not (isinstance(state, dict) and all(type(k) is str for k in state)):
-                raise _refused(self.reader.name, f"OrderedDict state {short(state)}")
+                raise self._refuse(f"OrderedDict state {short(state)}")
             self.stack.pop()
             inst.__dict__.update(state)
         elif id(type(inst)) in self.user_ids:
             _Unpickler.load_build(self)
         else:
-            raise _refused(self.reader.name, f"setting the state of a {type(inst).__name__} "
-                                             f"object, which weights_only=True does not allow")
+            raise self._refuse(f"setting the state of a {type(inst).__name__} object, which "
+                               f"weights_only=True does not allow")
 
     def load(self) -> Any:
         out = super().load()
@@ -505,12 +517,12 @@ class _WeightsOnlyUnpickler(_Unpickler):
             elif type(x) in (list, tuple, set, Size):
                 todo.extend(x)
             elif id(x) not in self.user_ids and id(type(x)) not in self.user_ids:
-                raise _refused(self.reader.name, f"its object holds a {type(x).__name__}, "
-                                                 f"which weights_only=True does not load")
+                raise self._refuse(f"its object holds a {type(x).__name__}, which "
+                                   f"weights_only=True does not load")
 
     def _no_opcode(self) -> None:
-        raise _refused(self.reader.name, "an instance or extension-registry pickle opcode, "
-                                         "which weights_only=True does not allow")
+        raise self._refuse("an instance or extension-registry pickle opcode, which "
+                           "weights_only=True does not allow")
 
     dispatch = dict(_Unpickler.dispatch)
     dispatch[pickle.REDUCE[0]] = load_reduce

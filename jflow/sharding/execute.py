@@ -19,6 +19,7 @@ The same function runs on tracers inside ``jax.jit``; outputs carry their SBP in
 from __future__ import annotations
 
 import itertools
+import threading
 from collections.abc import Sequence
 from typing import Any
 
@@ -200,6 +201,26 @@ def _broadcast_scalar(t: Tensor, plc: Placement) -> Tensor:
     return g
 
 
+#: when set (per thread, ``implicit_broadcast()``), a local tensor used with global ones is
+#: taken as ``broadcast`` on their placement instead of refused: in one process a local tensor
+#: is one value, so this is exact (PyTorch's DTensor ``implicit_replication``)
+_IMPLICIT = threading.local()
+
+
+class implicit_broadcast:
+    """Context manager: local tensors mixed with global ones become ``broadcast`` on their
+    placement (``to_global``, differentiable) instead of raising. Off by default: in OneFlow
+    mixing is an error, and an accidental local tensor usually means a missed ``to_global``."""
+
+    def __enter__(self) -> implicit_broadcast:
+        self._prev = getattr(_IMPLICIT, "on", False)
+        _IMPLICIT.on = True
+        return self
+
+    def __exit__(self, *exc: Any) -> None:
+        _IMPLICIT.on = self._prev
+
+
 def _common_placement(op: Any, ins: list[Tensor]) -> Placement:
     plc = None
     for t in ins:
@@ -210,6 +231,9 @@ def _common_placement(op: Any, ins: list[Tensor]) -> Placement:
         if t._global is None:
             if t._meta.ndim == 0 and plc is not None:
                 ins[i] = _broadcast_scalar(t, plc)
+                continue
+            if plc is not None and getattr(_IMPLICIT, "on", False):
+                ins[i] = to_global(t, plc, (_Broadcast(),) * len(plc.hierarchy))
                 continue
             raise ValueError(f"op '{op.name}': input {i} is a local tensor while others are "
                              f"global; convert it with .to_global(placement, sbp)")

@@ -46,6 +46,10 @@ _COMPUTE_WEIGHT = 1e-3
 #: the largest program solved (variables); bigger steps keep the greedy choice
 _MAX_VARIABLES = 200_000
 _TIME_LIMIT_S = 10.0
+#: what the last :func:`solve` met (calls, candidates, variables, outcome, the greedy
+#: choice's cost and, when solved, the plan's): why a step kept its greedy choice, or what
+#: the plan saves (examples, benchmarks)
+LAST_SOLVE: dict[str, Any] = {}
 
 
 def active() -> Any:
@@ -171,9 +175,18 @@ def following(what: StepRecorder | StepPlan | None) -> _Active:
     return forcing(what) if isinstance(what, StepPlan) else _Active(what)
 
 
+_COSTS: dict[tuple, float] = {}  # _cost's memo, emptied by each solve (bounded by it)
+
+
 def _cost(src: tuple, dst: tuple, size: tuple[float, tuple], hierarchy: Sequence[int]) -> float:
-    """``boxing.cost`` of a value of ``size`` = ``(bytes, logical shape)``."""
-    return float(cost(src, dst, size[0], hierarchy, size[1]))
+    """``boxing.cost`` of a value of ``size`` = ``(bytes, logical shape)``, memoised per
+    solve: a transformer step asks for the same (src, dst, shape) pairs many times, and
+    more distinct ones than ``boxing_plan.plan``'s LRU holds."""
+    key = (src, dst, size, tuple(hierarchy))
+    c = _COSTS.get(key)
+    if c is None:
+        c = _COSTS[key] = float(cost(src, dst, size[0], hierarchy, size[1]))
+    return c
 
 
 def _local_bytes(nbytes: float, nd: tuple, hierarchy: Sequence[int]) -> float:
@@ -220,6 +233,7 @@ def solve(rec: StepRecorder) -> tuple[list[Any], float, float] | None:
     there is nothing to choose or the program is too big / SciPy is missing."""
     if not rec.ops:
         return None
+    _COSTS.clear()
     try:
         from scipy.optimize import Bounds, LinearConstraint, milp
         from scipy.sparse import coo_matrix
@@ -232,6 +246,21 @@ def solve(rec: StepRecorder) -> tuple[list[Any], float, float] | None:
         keep = [s for s in cs if all(s.outputs[j] == nd
                                      for (kk, j), nd in rec.pinned.items() if kk == k)]
         cands.append(keep or [chosen])
+    # size first: the choice and transport variables (one per producer-output x consumer-
+    # input SBP pair of each edge) are a lower bound of the program's; building a program
+    # past the bound before giving up took minutes (a transformer's training step)
+    n_min = sum(len(cs) for cs in cands)
+    for k, (_, _, ins, _, _, _) in enumerate(rec.ops):
+        for i, (src, _) in enumerate(ins):
+            if src[0] == "call":
+                n_min += len({s.outputs[src[2]] for s in cands[src[1]]}) * \
+                    len({s.inputs[i] for s in cands[k]})
+    LAST_SOLVE.clear()
+    LAST_SOLVE.update(calls=len(rec.ops), candidates=sum(len(cs) for cs in cands),
+                      variables=n_min, outcome="too large")
+    if n_min > _MAX_VARIABLES:
+        LAST_SOLVE["greedy"] = total_cost(rec, greedy, shared=False)
+        return None
     offset, n = [], 0
     for cs in cands:
         offset.append(n)
@@ -288,6 +317,7 @@ def solve(rec: StepRecorder) -> tuple[list[Any], float, float] | None:
                         obj.append(c)
                     row([(y, 1.0), (z0 + ai * len(needs) + bi, -1.0)], 0.0, np.inf)
             if n > _MAX_VARIABLES:
+                LAST_SOLVE.update(variables=n, greedy=total_cost(rec, greedy, shared=False))
                 return None
             for ai, a in enumerate(outs):  # marginal on the producer's side
                 row([(z0 + ai * len(needs) + bi, 1.0) for bi in range(len(needs))]
@@ -303,10 +333,13 @@ def solve(rec: StepRecorder) -> tuple[list[Any], float, float] | None:
     res = milp(np.asarray(obj), constraints=LinearConstraint(a, lo, hi),
                integrality=integrality, bounds=Bounds(0, 1),
                options={"time_limit": _TIME_LIMIT_S})
+    LAST_SOLVE.update(variables=n, outcome="no solution" if res.x is None else "solved")
     if res.x is None:
         return None
     plan = []
     for k, cs in enumerate(cands):
         xs = res.x[offset[k]:offset[k] + len(cs)]
         plan.append(cs[int(np.argmax(xs))])
-    return plan, total_cost(rec, plan), total_cost(rec, greedy, shared=False)
+    planned, greedy_cost = total_cost(rec, plan), total_cost(rec, greedy, shared=False)
+    LAST_SOLVE.update(planned=planned, greedy=greedy_cost)
+    return plan, planned, greedy_cost

@@ -10,7 +10,7 @@ window one point longer, its last point dropped).
 from __future__ import annotations
 
 import math
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import Any
 
 import numpy as np
@@ -44,11 +44,21 @@ def _linspace(start: float, end: float, M: int) -> np.ndarray:
     return np.linspace(start, end, M, dtype=np.float64)
 
 
-def _trivial(M: int, dtype: Any, device: Any, requires_grad: bool) -> Tensor | None:
-    """M == 0: empty; M == 1: a single one (PyTorch's early returns)."""
-    if M <= 1:
-        return _out(np.ones(M), dtype, device, requires_grad)
-    return None
+def _window(fname: str, M: int, dtype: Any, layout: Any, device: Any, requires_grad: bool,
+            values: Callable[[], np.ndarray], check: Callable[[], None] | None = None
+            ) -> Tensor:
+    """The steps every window takes, in PyTorch's order: the shared argument checks, the
+    window's own (``check``), the early returns (M == 0: empty; M == 1: a single one), then
+    ``values()`` (M >= 2 points, float64) as a tensor of the checked dtype."""
+    d = _checks(fname, M, dtype, layout)
+    if check is not None:
+        check()
+    return _out(np.ones(M) if M <= 1 else values(), d, device, requires_grad)
+
+
+def _ramp(start: float, constant: float, M: int) -> np.ndarray:
+    """``M`` points ``(start + n) * constant``, as PyTorch's windows write their linspace."""
+    return _linspace(start * constant, (start + (M - 1)) * constant, M)
 
 
 def exponential(M: int, *, center: float | None = None, tau: float = 1.0, sym: bool = True,
@@ -57,79 +67,71 @@ def exponential(M: int, *, center: float | None = None, tau: float = 1.0, sym: b
     """torch.signal.windows.exponential: ``exp(-|n - center| / tau)``."""
     if sym and center is not None:
         raise ValueError("Center must be None for symmetric windows")
-    d = _checks("exponential", M, dtype, layout)
-    if tau <= 0:
-        raise ValueError(f"Tau must be positive, got: {tau} instead.")
-    t = _trivial(M, d, device, requires_grad)
-    if t is not None:
-        return t
-    if center is None:
-        center = (M if not sym and M > 1 else M - 1) / 2.0
-    k = _linspace(-center / tau, (-center + (M - 1)) / tau, M)
-    return _out(np.exp(-np.abs(k)), d, device, requires_grad)
+
+    def check() -> None:
+        if tau <= 0:
+            raise ValueError(f"Tau must be positive, got: {tau} instead.")
+
+    def values() -> np.ndarray:
+        c = (M if not sym else M - 1) / 2.0 if center is None else center
+        return np.exp(-np.abs(_linspace(-c / tau, (-c + (M - 1)) / tau, M)))
+
+    return _window("exponential", M, dtype, layout, device, requires_grad, values, check)
 
 
 def cosine(M: int, *, sym: bool = True, dtype: Any = None, layout: Any = None,
            device: Any = None, requires_grad: bool = False) -> Tensor:
     """torch.signal.windows.cosine: ``sin(pi (n + 1/2) / M)`` (the sine window)."""
-    d = _checks("cosine", M, dtype, layout)
-    t = _trivial(M, d, device, requires_grad)
-    if t is not None:
-        return t
-    start = 0.5
-    constant = math.pi / (M + 1 if not sym and M > 1 else M)
-    k = _linspace(start * constant, (start + (M - 1)) * constant, M)
-    return _out(np.sin(k), d, device, requires_grad)
+    def values() -> np.ndarray:
+        return np.sin(_ramp(0.5, math.pi / (M + 1 if not sym else M), M))
+
+    return _window("cosine", M, dtype, layout, device, requires_grad, values)
 
 
 def gaussian(M: int, *, std: float = 1.0, sym: bool = True, dtype: Any = None,
              layout: Any = None, device: Any = None, requires_grad: bool = False) -> Tensor:
     """torch.signal.windows.gaussian: ``exp(-(n - (M - 1) / 2)^2 / (2 std^2))``."""
-    d = _checks("gaussian", M, dtype, layout)
-    if std <= 0:
-        raise ValueError(f"Standard deviation must be positive, got: {std} instead.")
-    t = _trivial(M, d, device, requires_grad)
-    if t is not None:
-        return t
-    start = -(M if not sym and M > 1 else M - 1) / 2.0
-    constant = 1 / (std * math.sqrt(2))
-    k = _linspace(start * constant, (start + (M - 1)) * constant, M)
-    return _out(np.exp(-k ** 2), d, device, requires_grad)
+    def check() -> None:
+        if std <= 0:
+            raise ValueError(f"Standard deviation must be positive, got: {std} instead.")
+
+    def values() -> np.ndarray:
+        start = -(M if not sym else M - 1) / 2.0
+        return np.exp(-_ramp(start, 1 / (std * math.sqrt(2)), M) ** 2)
+
+    return _window("gaussian", M, dtype, layout, device, requires_grad, values, check)
 
 
 def kaiser(M: int, *, beta: float = 12.0, sym: bool = True, dtype: Any = None,
            layout: Any = None, device: Any = None, requires_grad: bool = False) -> Tensor:
     """torch.signal.windows.kaiser: ``I0(beta sqrt(1 - (2 n / (M - 1) - 1)^2)) / I0(beta)``."""
-    d = _checks("kaiser", M, dtype, layout)
-    if beta < 0:
-        raise ValueError(f"beta must be non-negative, got: {beta} instead.")
-    t = _trivial(M, d, device, requires_grad)
-    if t is not None:
-        return t
-    start = -beta
-    constant = 2.0 * beta / (M if not sym else M - 1)
-    end = min(beta, start + (M - 1) * constant)
-    k = _linspace(start, end, M)
-    return _out(np.i0(np.sqrt(np.clip(beta * beta - k ** 2, 0.0, None))) / np.i0(beta), d,
-                device, requires_grad)
+    def check() -> None:
+        if beta < 0:
+            raise ValueError(f"beta must be non-negative, got: {beta} instead.")
+
+    def values() -> np.ndarray:
+        constant = 2.0 * beta / (M if not sym else M - 1)
+        k = _linspace(-beta, min(beta, -beta + (M - 1) * constant), M)
+        return np.i0(np.sqrt(np.clip(beta * beta - k ** 2, 0.0, None))) / np.i0(beta)
+
+    return _window("kaiser", M, dtype, layout, device, requires_grad, values, check)
 
 
 def general_cosine(M: int, *, a: Sequence[float], sym: bool = True, dtype: Any = None,
                    layout: Any = None, device: Any = None, requires_grad: bool = False
                    ) -> Tensor:
     """torch.signal.windows.general_cosine: ``sum_i (-1)^i a_i cos(2 pi i n / (M - 1))``."""
-    d = _checks("general_cosine", M, dtype, layout)
-    if not isinstance(a, (list, tuple)):
-        raise TypeError("Coefficients must be a list/tuple")
-    if not a:
-        raise ValueError("Coefficients cannot be empty")
-    t = _trivial(M, d, device, requires_grad)
-    if t is not None:
-        return t
-    constant = 2 * math.pi / (M if not sym else M - 1)
-    k = _linspace(0.0, (M - 1) * constant, M)
-    vals = sum((-1) ** i * float(w) * np.cos(i * k) for i, w in enumerate(a))
-    return _out(vals, d, device, requires_grad)
+    def check() -> None:
+        if not isinstance(a, (list, tuple)):
+            raise TypeError("Coefficients must be a list/tuple")
+        if not a:
+            raise ValueError("Coefficients cannot be empty")
+
+    def values() -> np.ndarray:
+        k = _ramp(0.0, 2 * math.pi / (M if not sym else M - 1), M)
+        return sum((-1) ** i * float(w) * np.cos(i * k) for i, w in enumerate(a))
+
+    return _window("general_cosine", M, dtype, layout, device, requires_grad, values, check)
 
 
 def general_hamming(M: int, *, alpha: float = 0.54, sym: bool = True, dtype: Any = None,
@@ -164,14 +166,11 @@ def blackman(M: int, *, sym: bool = True, dtype: Any = None, layout: Any = None,
 def bartlett(M: int, *, sym: bool = True, dtype: Any = None, layout: Any = None,
              device: Any = None, requires_grad: bool = False) -> Tensor:
     """torch.signal.windows.bartlett: the triangular window ``1 - |2 n / (M - 1) - 1|``."""
-    d = _checks("bartlett", M, dtype, layout)
-    t = _trivial(M, d, device, requires_grad)
-    if t is not None:
-        return t
-    start = -1.0
-    constant = 2 / (M if not sym else M - 1)
-    k = _linspace(start, start + (M - 1) * constant, M)
-    return _out(1 - np.abs(k), d, device, requires_grad)
+    def values() -> np.ndarray:
+        constant = 2 / (M if not sym else M - 1)
+        return 1 - np.abs(_linspace(-1.0, -1.0 + (M - 1) * constant, M))
+
+    return _window("bartlett", M, dtype, layout, device, requires_grad, values)
 
 
 def nuttall(M: int, *, sym: bool = True, dtype: Any = None, layout: Any = None,

@@ -35,7 +35,8 @@ from .. import tensor as _tensor
 from ..autograd.grad_mode import _set as _set_grad
 from ..autograd.grad_mode import is_grad_enabled
 from ..autograd.graph import rebase_inplace
-from ..lazy_mode.segment import LazyRef
+from ..device import device as _device
+from ..lazy_mode.segment import LazyRef, pending_device
 from ..ops import get as _get_op
 from ..sharding.sbp import broadcast as _broadcast
 from ..tensor import Tensor, _flatten, _unflatten, _wrap, mark_constant
@@ -72,6 +73,7 @@ _setitem = _get_op("setitem").apply
 _real, _imag, _conj = _get_op("real").apply, _get_op("imag").apply, _get_op("conj").apply
 _complex = _get_op("complex").apply
 _as_real, _as_complex = _get_op("view_as_real").apply, _get_op("view_as_complex").apply
+_bitcast = _get_op("bitcast").apply
 
 
 class Alias:
@@ -220,6 +222,17 @@ class View(Tensor):
 
     def _write_through(self, result: Tensor, fname: str) -> Tensor:
         return write(self, result, fname)
+
+    @property
+    def device(self) -> Any:
+        """As ``Tensor.device``; a view pending in lazy mode answers without running its
+        segment (``segment.pending_device``: metadata never runs anything)."""
+        v = self._pending_or_value()
+        if v.__class__ is LazyRef and self._global is None:
+            d = pending_device(v)
+            if d is not None:
+                return _device.from_jax(d)
+        return Tensor.device.fget(self)
 
     def _pending_or_value(self) -> Any:
         """The view's current value without computing a pending one (jflow.lazy_mode): its
@@ -387,6 +400,7 @@ _STEP = {
     "conj": lambda x: _conj(x),
     "view_as_real": lambda x: _as_real(x),
     "view_as_complex": lambda x: _as_complex(x),
+    "bitcast": lambda x, src, dst: _bitcast(x, dtype=np.dtype(dst)),
 }
 
 #: the inverse of each element-type step: (the step's input, the view's new value) -> the
@@ -397,6 +411,7 @@ _PUT_DTYPE_STEP = {
     "conj": lambda src, v: _conj(v),
     "view_as_real": lambda src, v: _as_complex(v),
     "view_as_complex": lambda src, v: _as_real(v),
+    "bitcast": lambda src, v: _bitcast(v, dtype=src._meta.dtype),
 }
 
 

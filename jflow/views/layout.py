@@ -275,9 +275,23 @@ def _as_complex(lay: Layout) -> Layout:
     return Layout(lay.sizes[:-1], tuple(s // 2 for s in lay.strides[:-1]), lay.offset // 2)
 
 
-#: view steps that change the element type (complex <-> float): see ``_scatter_chain`` in
-#: ``alias.py``
-DTYPE_STEPS = frozenset({"real", "imag", "conj", "view_as_real", "view_as_complex"})
+def _bitcast(lay: Layout, src_size: int, dst_size: int) -> Layout:
+    """``view(dtype)``: past it a layout counts the new elements (``src_size`` /
+    ``dst_size`` bytes); the last dim is contiguous (Tensor.view checks it)."""
+    if src_size == dst_size or not lay.sizes:
+        return lay
+    if src_size > dst_size:
+        r = src_size // dst_size
+        return Layout(lay.sizes[:-1] + (lay.sizes[-1] * r,),
+                      tuple(s * r for s in lay.strides[:-1]) + (1,), lay.offset * r)
+    k = dst_size // src_size
+    return Layout(lay.sizes[:-1] + (lay.sizes[-1] // k,),
+                  tuple(s // k for s in lay.strides[:-1]) + (1,), lay.offset // k)
+
+
+#: view steps that change the element type (complex <-> float, ``view(dtype)``): see
+#: ``_scatter_chain`` in ``alias.py``
+DTYPE_STEPS = frozenset({"real", "imag", "conj", "view_as_real", "view_as_complex", "bitcast"})
 
 #: kind -> fn(layout, *args) -> layout (None: not expressible as a view)
 STEP_LAYOUT = {
@@ -286,4 +300,5 @@ STEP_LAYOUT = {
     "index": _basic_index, "as_strided": _as_strided,
     "real": lambda lay: _part(lay, 0), "imag": lambda lay: _part(lay, 1),
     "conj": lambda lay: lay, "view_as_real": _as_real, "view_as_complex": _as_complex,
+    "bitcast": lambda lay, src, dst: _bitcast(lay, np.dtype(src).itemsize, np.dtype(dst).itemsize),
 }

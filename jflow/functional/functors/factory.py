@@ -8,9 +8,11 @@ import jax
 import numpy as np
 
 from ... import dtypes as _dt
+from ...device import device as _device
+from ...meta import meta_value
 from ...ops import get
 from ...random import default_generator
-from ...tensor import Tensor
+from ...tensor import Tensor, _wants_meta, _wrap
 from ..promotion import scalar_tensor
 from ..registry import functor
 
@@ -20,13 +22,34 @@ _add, _mul = get("add").apply, get("mul").apply
 
 
 def on_device(t: Tensor, device: Any) -> Tensor:
-    """Move ``t`` to ``device`` when one is given and differs."""
-    if device is None or isinstance(t._meta, jax.core.Tracer):
+    """Move ``t`` to ``device`` when one is given and differs (the meta device, given or the
+    default: ``t``'s shape and dtype only)."""
+    if isinstance(t._meta, jax.core.Tracer):
+        return t
+    if _wants_meta(device):
+        t._value = meta_value(t._meta.shape, t._meta.dtype)
+        return t
+    if device is None:
         return t
     target = device.jax_device()
     if target not in t._value.devices():
         t._value = jax.device_put(t._value, target)
     return t
+
+
+_CPU = _device("cpu")  # (inside jax.eval_shape the result is abstract: nothing is placed)
+
+
+def _meta(shape: tuple, dtype: Any) -> Tensor:
+    """A new meta tensor (jflow.meta): a factory on the meta device allocates nothing and
+    draws no random numbers (the generator's state is unchanged, as in PyTorch)."""
+    return _wrap(meta_value(shape, dtype))
+
+
+def _abstract(fn: Any) -> Tensor:
+    """``fn()``'s result as a meta tensor, from JAX's abstract evaluation (nothing runs)."""
+    v = jax.eval_shape(lambda: fn()._value)
+    return _meta(v.shape, v.dtype)
 
 
 def _float_dtype(dtype: Any, fname: str) -> Any:
@@ -53,6 +76,10 @@ def full(size: tuple, value: Any, dtype: Any, device: Any) -> Tensor:
     value's kind); integers that a double cannot hold exactly are added on exactly."""
     if dtype is None:
         dtype = _dt.result_type([], [], [_dt.scalar_category(value)])
+    if _wants_meta(device):
+        if type(value) is int:
+            _check_int_range("full", "fill value", value, dtype)
+        return _meta(size, dtype.np)
     if type(value) is int:
         _check_int_range("full", "fill value", value, dtype)
         if abs(value) > _EXACT and dtype.category == 1:
@@ -66,6 +93,8 @@ def arange(start: Any, end: Any, step: Any, dtype: Any, device: Any) -> Tensor:
     if dtype is None:
         dtype = _dt.result_type([], [], [max(_dt.scalar_category(v) for v in (start, end, step)),
                                          1])
+    if _wants_meta(device):
+        return _abstract(lambda: arange(start, end, step, dtype, _CPU))
     ints = all(type(v) is int for v in (start, end, step))
     if ints and dtype.category == 1 and max(abs(start), abs(end), abs(step)) > _EXACT:
         return on_device(_exact_int_arange(start, end, step, dtype), device)
@@ -97,6 +126,10 @@ def arange_end(end: Any, dtype: Any, device: Any) -> Tensor:
 @functor("Linspace")
 def linspace(start: Any, end: Any, steps: int, dtype: Any, device: Any) -> Tensor:
     d = _dt.get_default_dtype() if dtype is None else dtype
+    if _wants_meta(device):
+        if steps < 0:
+            raise RuntimeError(f"linspace(): number of steps must be non-negative, got {steps}")
+        return _meta((steps,), d.np)
     if _aten_arith(d) and steps >= 0:
         return on_device(_host(_aten_linspace(start, end, steps, d.np)), device)
     return on_device(_linspace(start=float(start), end=float(end), steps=steps, dtype=d.np), device)
@@ -105,11 +138,15 @@ def linspace(start: Any, end: Any, steps: int, dtype: Any, device: Any) -> Tenso
 @functor("Eye")
 def eye(n: int, m: Any, dtype: Any, device: Any) -> Tensor:
     d = _dt.get_default_dtype() if dtype is None else dtype
+    if _wants_meta(device):
+        return _abstract(lambda: _eye(n=n, m=n if m is None else m, dtype=d.np))
     return on_device(_eye(n=n, m=n if m is None else m, dtype=d.np), device)
 
 
 @functor("Rand")
 def rand(size: tuple, generator: Any, dtype: Any, device: Any) -> Tensor:
+    if _wants_meta(device):
+        return _meta(size, _float_dtype(dtype, "rand").np)
     key, counter = (generator or default_generator)._next()
     return on_device(_uniform(key, counter, shape=size, dtype=_float_dtype(dtype, "rand").np),
                      device)
@@ -117,6 +154,8 @@ def rand(size: tuple, generator: Any, dtype: Any, device: Any) -> Tensor:
 
 @functor("Randn")
 def randn(size: tuple, generator: Any, dtype: Any, device: Any) -> Tensor:
+    if _wants_meta(device):
+        return _meta(size, _float_dtype(dtype, "randn").np)
     key, counter = (generator or default_generator)._next()
     return on_device(_normal(key, counter, shape=size, dtype=_float_dtype(dtype, "randn").np),
                      device)
@@ -131,6 +170,8 @@ def randint(low: int, high: int, size: tuple, generator: Any, dtype: Any, device
         raise ValueError(f"randint(): low ({low}) must be less than high ({high})")
     _check_int_range("randint", "low", low, d)
     _check_int_range("randint", "high - 1", high - 1, d)
+    if _wants_meta(device):
+        return _meta(size, d.np)
     key, counter = (generator or default_generator)._next()
     return on_device(_randint(key, counter, shape=size, dtype=d.np, low=low, high=high), device)
 
@@ -138,8 +179,6 @@ def randint(low: int, high: int, size: tuple, generator: Any, dtype: Any, device
 # -- issue 14, breadth round 2 -------------------------------------------------------------------
 
 import jax.numpy as jnp  # noqa: E402
-
-from ...tensor import _wrap  # noqa: E402
 
 
 @functor("Logspace")

@@ -70,7 +70,7 @@ def host_min_max(t: Tensor) -> tuple[int, int] | None:
     if h is not None:
         return (int(h.min()), int(h.max())) if h.size else None
     v = t._value
-    if isinstance(v, Tracer) or v.size == 0:
+    if isinstance(v, Tracer) or v.size == 0 or t.is_meta:  # (meta: no values, jflow.meta)
         return None
     with jax.ensure_compile_time_eval():
         lo, hi = jax.device_get(_min_max(v))

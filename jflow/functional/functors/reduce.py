@@ -26,6 +26,7 @@ import jax.numpy as jnp
 import numpy as np
 
 from ... import dtypes as _dt
+from ...meta import no_data
 from ...ops import get
 from ...tensor import Tensor, _wrap
 from ..promotion import cast, promote, scalar_result_dtype, scalar_tensor, to_float
@@ -476,6 +477,8 @@ def isclose(input: Tensor, other: Tensor, rtol: float, atol: float, equal_nan: b
 
 def _host_bool(t: Tensor, fname: str) -> bool:
     """A 0-d bool tensor as a Python bool: the answer is a host value (as PyTorch's)."""
+    if t.is_meta:
+        raise no_data(f"{fname}()")
     try:
         return bool(t._value)
     except Exception as e:  # a tracer: no concrete answer inside jax.jit / vmap

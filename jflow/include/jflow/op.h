@@ -23,6 +23,8 @@
 //     order (the names come from the op, the types are checked against it when loading)
 //   * a pointer (e.g. cudaStream_t)                          -> the platform stream
 // Typed buffers (Buffer<F32>) also restrict which dtypes the kernel is selected for.
+// An error the function returns (xla::ffi::Error::InvalidArgument("...")) reaches Python
+// as JaxRuntimeError "INVALID_ARGUMENT: op 'myrelu': ffi kernel 'MyReluCpu' (cpu): ...".
 // A handler written directly with XLA_FFI_DEFINE_HANDLER_SYMBOL can be registered with
 // JFLOW_REGISTER_FFI_HANDLER(op, platform, symbol); jflow then passes the op's attrs by name
 // with the declared types (float -> F32, double -> F64, int32 -> S32, int64 -> S64,
@@ -713,6 +715,8 @@ class KernelDef {
   }
 
   const std::string& op() const { return op_; }
+  const std::string& name() const { return name_; }
+  const std::string& platform() const { return platform_; }
   XLA_FFI_Handler* handler() const { return handler_; }
   std::string Json() const {
     return "{\"op\": " + detail::Quote(op_) + ", \"platform\": " + detail::Quote(platform_) +
@@ -877,13 +881,31 @@ struct KernelSlot {
   static inline size_t index = 0;
 };
 
+// The kernel function as XLA calls it: an error it returns names the op and the kernel
+// ("op 'myrelu': ffi kernel 'MyReluCpu' (cpu): ..."), in every context (eager, jax.jit,
+// flow.jit, lazy, global tensors); XLA's own message would be the bare text.
+template <auto Impl, int N, typename F>
+struct Named;
+template <auto Impl, int N, typename... Ps>
+struct Named<Impl, N, ffi::Error (*)(Ps...)> {
+  static ffi::Error Call(Ps... ps) {
+    ffi::Error e = Impl(std::forward<Ps>(ps)...);
+    if (e.success()) return e;
+    const KernelDef& k = GetRegistry().kernels[KernelSlot<Impl, N>::index];
+    return ffi::Error(e.errc().value_or(ffi::ErrorCode::kUnknown),
+                      "op '" + k.op() + "': ffi kernel '" + k.name() + "' (" + k.platform() +
+                          "): " + e.message());
+  }
+};
+
 template <auto Impl, int N>
 XLA_FFI_Error* Trampoline(XLA_FFI_CallFrame* call_frame) {
   static auto* handler = [] {  // built on the first call, when every op is registered
     const KernelDef& k = GetRegistry().kernels[KernelSlot<Impl, N>::index];
     const OpDef* op = GetRegistry().find(k.op());
     std::vector<std::string> names = op ? op->attr_names() : std::vector<std::string>{};
-    return BindParams<Impl>(ffi::Ffi::Bind(), names, 0, typename Params<decltype(Impl)>::List{})
+    return BindParams<&Named<Impl, N, decltype(Impl)>::Call>(
+               ffi::Ffi::Bind(), names, 0, typename Params<decltype(Impl)>::List{})
         .release();
   }();
   return handler->Call(call_frame);

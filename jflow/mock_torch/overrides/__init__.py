@@ -8,3 +8,11 @@ docs/porting.md ("Libraries") lists what each name does.
 """
 
 __mock_fallback__ = True
+
+
+def _assert(condition: object, message: str) -> None:
+    """``torch._assert``: Python's ``assert`` as a function (PyTorch's, for FX tracing). A
+    tensor condition is read with ``bool()``: inside ``flow.compile`` that is a graph
+    break, as under ``torch.compile``."""
+    if not condition:
+        raise AssertionError(message)

@@ -80,3 +80,7 @@ __all__ += [n for n in _pooling_all if n not in __all__]  # pooling 1-d / 3-d
 from .loss import MultiLabelMarginLoss, TripletMarginWithDistanceLoss  # noqa: E402
 
 __all__ += ["MultiLabelMarginLoss", "TripletMarginWithDistanceLoss"]
+
+# PyTorch's module-file paths where jflow keeps the classes elsewhere, imported as PyTorch's
+# package imports them, so `torch.nn.modules.sparse.Embedding` resolves after `import jflow`
+from . import flatten, instancenorm, sparse, utils  # noqa: E402, F401

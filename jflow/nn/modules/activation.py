@@ -4,8 +4,9 @@ from __future__ import annotations
 
 from typing import Any
 
+from jflow.functional import api_default  # absolute: ruff resolves it for B008
+
 from ...creation import full
-from ...functional import api_default
 from ...tensor import Tensor
 from .. import functional as F
 from ..parameter import Parameter

@@ -12,10 +12,11 @@ from __future__ import annotations
 
 from typing import Any
 
+from jflow.functional import api_default  # absolute: ruff resolves it for B008
+
 from ... import dtypes as _dt
 from ...autograd import no_grad
 from ...creation import ones, tensor, zeros
-from ...functional import api_default
 from ...tensor import Tensor
 from .. import functional as F
 from .. import init

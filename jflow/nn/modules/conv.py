@@ -11,8 +11,9 @@ from __future__ import annotations
 import operator
 from typing import Any
 
+from jflow.functional import api_default  # absolute: ruff resolves it for B008
+
 from ...creation import empty
-from ...functional import api_default
 from ...tensor import Tensor
 from .. import functional as F
 from .. import init

@@ -3,8 +3,9 @@ over the ``flow._C`` functions of the same names (functional/functors/loss.py)."
 
 from __future__ import annotations
 
+from jflow.functional import api_default  # absolute: ruff resolves it for B008
+
 from ... import _C
-from ...functional import api_default
 from ...tensor import Tensor
 from .module import Module
 

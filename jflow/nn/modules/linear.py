@@ -4,9 +4,10 @@ from __future__ import annotations
 
 from typing import Any
 
+from jflow.functional import api_default  # absolute: ruff resolves it for B008
+
 from ... import _C
 from ...creation import empty
-from ...functional import api_default
 from ...tensor import Tensor
 from .. import functional as F
 from .. import init
@@ -63,6 +64,13 @@ class Linear(Module):
     def extra_repr(self) -> str:
         return (f"in_features={self.in_features}, out_features={self.out_features}, "
                 f"bias={self.bias is not None}")
+
+
+#: PyTorch's subclass that keeps ``MultiheadAttention.out_proj`` out of dynamic quantization.
+#: jflow has no quantization, so the name is ``Linear`` itself: code that names it (a
+#: ``safe_globals`` list for a saved Transformer, ``isinstance`` checks) gets the class jflow's
+#: attention uses for ``out_proj``.
+NonDynamicallyQuantizableLinear = Linear
 
 
 class Flatten(Module):

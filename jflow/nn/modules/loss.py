@@ -7,8 +7,9 @@ from __future__ import annotations
 
 from typing import Any
 
+from jflow.functional import api_default  # absolute: ruff resolves it for B008
+
 from ... import _C
-from ...functional import api_default
 from ...tensor import Tensor
 from .. import functional as F
 from .module import Module

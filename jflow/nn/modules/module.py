@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import warnings
 from collections import OrderedDict
 from collections.abc import Callable, Iterator
 from typing import Any, NamedTuple
@@ -9,7 +10,7 @@ from typing import Any, NamedTuple
 from ... import dtypes as _dt
 from ...autograd import is_grad_enabled, no_grad
 from ...autograd.function import Function, FunctionCtx
-from ...creation import as_tensor
+from ...creation import as_tensor, empty_like
 from ...tensor import Tensor
 from ...views import unview  # a buffer owns its values (compiled steps carry it as state)
 from ..parameter import Buffer, Parameter
@@ -86,6 +87,15 @@ class _Store(OrderedDict):
         return super().setdefault(key, default)
 
 
+#: the state-dict key suffix PyTorch gives a module's ``get_extra_state()``; jflow's modules have
+#: no extra state, so no jflow state dict has this key (libraries compare keys against it)
+_EXTRA_STATE_KEY_SUFFIX = "_extra_state"
+
+#: ``[False, assign...]``: the last is the innermost running ``load_state_dict``'s ``assign``
+#: (read by ``_load_from_state_dict``, whose signature subclasses override)
+_ASSIGN: list[bool] = [False]
+
+
 class Module:
     """Base class of every layer and model, as ``torch.nn.Module`` / ``oneflow.nn.Module``.
 
@@ -110,6 +120,11 @@ class Module:
         d["_forward_pre_hooks"] = OrderedDict()
         d["_backward_hooks"] = OrderedDict()
         d["_backward_pre_hooks"] = OrderedDict()
+
+    @property
+    def _non_persistent_buffers_set(self) -> set[str]:
+        """PyTorch's name for the set of non-persistent buffer names (the same set object)."""
+        return self._non_persistent_buffers
 
     def forward(self, *args: Any, **kwargs: Any) -> Any:
         """The computation of a call; subclasses define it (``module(x)`` runs hooks around it)."""
@@ -496,6 +511,24 @@ class Module:
             return out
         return self._apply(convert)
 
+    def to_empty(self, *, device: Any, recurse: bool = True) -> Module:
+        """Give every parameter and buffer new storage on ``device`` without copying values,
+        as PyTorch's ``to_empty``: the way out of a model built on the meta device (jflow.meta),
+        whose tensors have no values to copy. The new values are zeros (JAX arrays have no
+        uninitialised memory), to be overwritten by loading or initialising; parameters stay
+        the same objects. ``recurse=False``: this module's own tensors only."""
+        if recurse:
+            return self._apply(lambda t: empty_like(t, device=device))
+        with no_grad():
+            for _k, p in self._parameters.items():
+                if p is not None:
+                    p._value, p._global = empty_like(p, device=device)._value, None
+                    p._version += 1
+            for k, b in self._buffers.items():
+                if b is not None:
+                    self._buffers[k] = empty_like(b, device=device)
+        return self
+
     def to_global(self, placement: Any = None, sbp: Any = None) -> Module:
         """Make every parameter and buffer global with ``placement`` and ``sbp`` (or re-box
         global ones), in place: parameters stay the same objects (as OneFlow)."""
@@ -573,6 +606,15 @@ class Module:
                               f"is {list(t.shape)}.")
                 continue
             try:
+                if _ASSIGN[-1]:  # load_state_dict(assign=True): the checkpoint's tensor itself
+                    self._assign(k, t, v)
+                    continue
+                if t.is_meta and not v.is_meta:
+                    warnings.warn(f"for {key}: copying from a non-meta parameter in the "
+                                  f"checkpoint to a meta parameter in the current model, which "
+                                  f"is a no-op. (Did you mean to pass `assign=True` to assign "
+                                  f"items in the state dictionary to their corresponding key in "
+                                  f"the module instead of copying them in place?)", stacklevel=3)
                 with no_grad():
                     t.copy_(v)
             except Exception as e:  # noqa: BLE001
@@ -580,15 +622,38 @@ class Module:
                               f"in the model are {list(t.shape)} and whose dimensions in the "
                               f"checkpoint are {list(v.shape)}, an exception occurred: {e}")
 
-    def load_state_dict(self, state_dict: dict, strict: bool = True) -> _IncompatibleKeys:
+    def _assign(self, name: str, old: Tensor, new: Tensor) -> None:
+        """``load_state_dict(assign=True)``: ``new`` replaces parameter or buffer ``name``
+        (a parameter stays a ``Parameter`` with the old one's ``requires_grad``), as PyTorch."""
+        if name in self._parameters:
+            if not isinstance(new, Parameter):
+                new = Parameter(new, requires_grad=old.requires_grad)
+            else:
+                new.requires_grad_(old.requires_grad)
+            self._parameters[name] = new
+        else:
+            self._buffers[name] = new
+
+    def load_state_dict(self, state_dict: dict, strict: bool = True,
+                        assign: bool = False) -> _IncompatibleKeys:
         """Copy ``state_dict``'s tensors into this module's parameters and buffers in place.
 
         With ``strict=True`` (default) missing and unexpected keys are an error; a shape
         mismatch is always an error. Returns ``(missing_keys, unexpected_keys)``.
+        ``assign=True`` puts the state dict's tensors themselves in the module instead of
+        copying into the existing ones, as PyTorch: how a model built on the meta device
+        (jflow.meta), whose tensors cannot hold values, gets its weights.
         """
         if not isinstance(state_dict, dict):
             raise TypeError(f"Expected state_dict to be dict-like, got "
                             f"{type(state_dict).__name__}.")
+        _ASSIGN.append(bool(assign))
+        try:
+            return self._load_state_dict(state_dict, strict)
+        finally:
+            _ASSIGN.pop()
+
+    def _load_state_dict(self, state_dict: dict, strict: bool) -> _IncompatibleKeys:
         missing: list[str] = []
         errors: list[str] = []
         expected: set[str] = set()

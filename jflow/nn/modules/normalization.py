@@ -5,10 +5,11 @@ from __future__ import annotations
 
 from typing import Any
 
+from jflow.functional import api_default  # absolute: ruff resolves it for B008
+
 from ... import _C
 from ...autograd import no_grad
 from ...creation import empty, ones, tensor, zeros
-from ...functional import api_default
 from ...tensor import Tensor
 from .. import init
 from ..parameter import Parameter

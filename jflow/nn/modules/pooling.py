@@ -8,7 +8,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from ...functional import api_default
+from jflow.functional import api_default  # absolute: ruff resolves it for B008
+
 from ...tensor import Tensor
 from .. import functional as F
 from .module import Module

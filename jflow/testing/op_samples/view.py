@@ -82,3 +82,27 @@ register_samples("expand",
      errors=[ErrorSample([_COL], {"shape": (4, 4)}, ValueError, "must match the existing size"),
       ErrorSample([_COL], {"shape": (4,)}, ValueError, "number of sizes"),
       ErrorSample([_COL], {"shape": (-1, 3, 1)}, ValueError, "leading")])
+
+
+# -- bitcast (Tensor.view(dtype)) --------------------------------------------------------------
+
+def _bitcast_ref(x, dtype):
+    """NumPy's ``ndarray.view(dtype)`` (same bytes; the last dim scales), bools as bytes."""
+    x = np.array(x, order="C")  # (a copy: 0-d stays 0-d)
+    dst = np.dtype(dtype)
+    if x.ndim and x.dtype.itemsize != dst.itemsize:
+        return x.view(dst)
+    return x.view(dst) if dst != np.bool_ else x.view(np.uint8) != 0
+
+
+register_samples("bitcast",
+     [Sample([_X], {"dtype": np.dtype(np.int32)}), Sample([_X], {"dtype": np.dtype(np.uint8)}),
+      Sample([_X], {"dtype": np.dtype(np.float16)}), Sample([_X64], {"dtype": np.dtype(np.int64)}),
+      Sample([_I], {"dtype": np.dtype(np.float32)}),
+      Sample([np.arange(8, dtype=np.uint8).reshape(2, 4) + 60], {"dtype": np.dtype(np.float32)}),
+      Sample([_B], {"dtype": np.dtype(np.uint8)}), Sample([_S], {"dtype": np.dtype(np.int32)}),
+      Sample([_E], {"dtype": np.dtype(np.int16)})],
+     _bitcast_ref,
+     errors=[ErrorSample([_S], {"dtype": np.dtype(np.uint8)}, RuntimeError, "0-d tensor"),
+      ErrorSample([np.zeros((2, 3), np.uint8)], {"dtype": np.dtype(np.float32)}, RuntimeError,
+                  "multiple of 4")])

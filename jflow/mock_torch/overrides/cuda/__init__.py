@@ -8,7 +8,7 @@ from typing import Any, NoReturn
 
 __all__ = ["Stream", "Event", "CUDAGraph", "graph", "stream", "current_stream",
            "default_stream", "get_device_capability", "get_device_name", "graphs", "streams",
-           "StreamContext"]
+           "StreamContext", "is_current_stream_capturing"]
 
 
 def _no_cuda(what: str) -> NoReturn:
@@ -88,6 +88,12 @@ def get_device_name(device: Any = None) -> str:
     import jax  # noqa: PLC0415
     return str(jax.devices("gpu")[0].device_kind)
 
+
+
+def is_current_stream_capturing() -> bool:
+    """False: nothing is ever captured into a CUDA graph in jflow (there are no CUDA graphs:
+    :class:`CUDAGraph`), as a CPU-only PyTorch answers."""
+    return False
 
 # torch.cuda.LongTensor ...: legacy types of CUDA tensors (isinstance is False for CPU tensors)
 def __getattr__(name: str) -> Any:

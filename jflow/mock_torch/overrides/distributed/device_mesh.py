@@ -1,6 +1,6 @@
-"""``torch.distributed.device_mesh``: ``DeviceMesh`` / ``init_device_mesh`` (raise when used;
-jflow's device groups are ``flow.placement``)."""
+"""``torch.distributed.device_mesh``: ``DeviceMesh`` / ``init_device_mesh`` (a mesh is a
+``flow.placement``; see :mod:`jflow.distributed.tensor`)."""
 
-from .tensor import DeviceMesh, init_device_mesh
+from jflow.distributed.tensor import DeviceMesh, init_device_mesh
 
 __all__ = ["DeviceMesh", "init_device_mesh"]

@@ -6,14 +6,15 @@ from __future__ import annotations
 
 from typing import Any, NoReturn
 
+from jflow.mock_torch._refusals import refuser, refusing_class, refusing_function
+
 __all__ = ["wrap", "symbolic_trace", "Proxy", "Tracer", "Graph", "GraphModule", "Node",
            "Interpreter", "Transformer", "has_side_effect", "replace_pattern"]
 
 
-def _no_tracing(what: str) -> NoReturn:
-    raise NotImplementedError(
-        f"torch.fx.{what}: jflow has no FX symbolic tracing; jflow captures a program's graph "
-        f"by tracing it with JAX (torch.compile / flow.compile)")
+_no_tracing = refuser("torch.fx", "jflow has no FX symbolic tracing; jflow captures a "
+                                  "program's graph by tracing it with JAX (torch.compile / "
+                                  "flow.compile)")
 
 
 def wrap(fn_or_name: Any) -> Any:
@@ -27,43 +28,20 @@ def has_side_effect(fn: Any) -> Any:
     return fn
 
 
-def symbolic_trace(root: Any, concrete_args: Any = None) -> NoReturn:
-    """Raises: FX tracing is not available in jflow."""
-    _no_tracing("symbolic_trace")
-
-
-def replace_pattern(gm: Any, pattern: Any, replacement: Any) -> NoReturn:
-    """Raises: there are no FX graphs in jflow."""
-    _no_tracing("replace_pattern")
-
-
-class Proxy:
-    """An FX proxy value: none exists in jflow (``isinstance(x, Proxy)`` is always False);
-    constructing one raises."""
-
-    def __init__(self, *args: Any, **kwargs: Any) -> None:
-        _no_tracing("Proxy")
-
-
-class Node:
-    """An FX graph node (never constructed in jflow)."""
-
-    def __init__(self, *args: Any, **kwargs: Any) -> None:
-        _no_tracing("Node")
-
-
-class Graph:
-    """An FX graph (never constructed in jflow)."""
-
-    def __init__(self, *args: Any, **kwargs: Any) -> None:
-        _no_tracing("Graph")
-
-
-class GraphModule:
-    """An FX graph module (never constructed in jflow)."""
-
-    def __init__(self, *args: Any, **kwargs: Any) -> None:
-        _no_tracing("GraphModule")
+symbolic_trace = refusing_function(__name__, _no_tracing, "symbolic_trace",
+                                   "Raises: FX tracing is not available in jflow.")
+replace_pattern = refusing_function(__name__, _no_tracing, "replace_pattern",
+                                    "Raises: there are no FX graphs in jflow.")
+Proxy = refusing_class(__name__, _no_tracing, "Proxy",
+                       "An FX proxy value: none exists in jflow (``isinstance(x, Proxy)`` is "
+                       "always False); constructing one raises.")
+Node = refusing_class(__name__, _no_tracing, "Node",
+                      "An FX graph node (never constructed in jflow).")
+Graph = refusing_class(__name__, _no_tracing, "Graph", "An FX graph (never constructed in jflow).")
+GraphModule = refusing_class(__name__, _no_tracing, "GraphModule",
+                             "An FX graph module (never constructed in jflow).")
+Interpreter = refusing_class(__name__, _no_tracing, "Interpreter",
+                             "Runs an FX graph: there are none in jflow.")
 
 
 class Tracer:
@@ -82,13 +60,6 @@ class Tracer:
     def trace(self, root: Any, concrete_args: Any = None) -> NoReturn:
         """Raises: FX tracing is not available in jflow."""
         _no_tracing("Tracer.trace")
-
-
-class Interpreter:
-    """Runs an FX graph: there are none in jflow."""
-
-    def __init__(self, *args: Any, **kwargs: Any) -> None:
-        _no_tracing("Interpreter")
 
 
 class Transformer(Interpreter):

@@ -6,22 +6,21 @@ from __future__ import annotations
 
 from typing import Any, NoReturn
 
+from jflow.mock_torch._refusals import refuser, refusing_function
+
 __all__ = ["quantize_dynamic", "quantize", "prepare", "convert", "prepare_qat", "QConfig",
            "default_qconfig", "get_default_qconfig", "QuantStub", "DeQuantStub",
            "fuse_modules", "default_dynamic_qconfig", "float_qparams_weight_only_qconfig"]
 
 
-def _refuse(name: str) -> NoReturn:
-    raise NotImplementedError(f"torch.ao.quantization.{name}: jflow has no quantization "
-                              f"(no quantized tensors or kernels)")
+_refuse = refuser("torch.ao.quantization",
+                  "jflow has no quantization (no quantized tensors or kernels)")
 
 
 def _fn(name: str) -> Any:
-    def refuse(*args: Any, **kwargs: Any) -> NoReturn:
-        _refuse(name)
-    refuse.__name__ = refuse.__qualname__ = name
-    refuse.__doc__ = f"``torch.ao.quantization.{name}``: raises (no quantization in jflow)."
-    return refuse
+    return refusing_function(__name__, _refuse, name,
+                             f"``torch.ao.quantization.{name}``: raises (no quantization in "
+                             f"jflow).")
 
 
 quantize_dynamic = _fn("quantize_dynamic")

@@ -1,5 +1,6 @@
-"""``torch.distributed.tensor.device_mesh``: ``DeviceMesh`` (raises when built)."""
+"""``torch.distributed.tensor.device_mesh``: ``DeviceMesh`` / ``init_device_mesh`` (a mesh is
+a ``flow.placement``; see :mod:`jflow.distributed.tensor`)."""
 
-from . import DeviceMesh, init_device_mesh
+from jflow.distributed.tensor import DeviceMesh, init_device_mesh
 
 __all__ = ["DeviceMesh", "init_device_mesh"]

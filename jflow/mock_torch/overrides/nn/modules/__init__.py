@@ -1,2 +1,3 @@
-"""``torch.nn.modules``: jflow.nn.modules, plus PyTorch's module files jflow splits
-differently (``instancenorm``, ``sparse``, ``flatten``, ``utils``, ...)."""
+"""``torch.nn.modules``: jflow.nn.modules (which has PyTorch's module files, ``sparse``,
+``instancenorm``, ``flatten``, ``utils`` among them), plus the files of modules jflow lacks
+(``adaptive``, ``lazy``)."""

@@ -3,9 +3,10 @@
 
 from __future__ import annotations
 
-from typing import Any, NoReturn
+from typing import Any
 
 import jflow
+from jflow.mock_torch._refusals import refuser, refusing_class, refusing_functions
 
 __all__ = ["pad_sequence", "unpad_sequence", "PackedSequence", "pack_padded_sequence",
            "pad_packed_sequence", "pack_sequence", "unpack_sequence"]
@@ -40,33 +41,10 @@ def unpad_sequence(padded_sequences: jflow.Tensor, lengths: Any,
     return [x[i, :int(n)] for i, n in enumerate(lengths)]
 
 
-def _packed(name: str) -> NoReturn:
-    raise NotImplementedError(f"torch.nn.utils.rnn.{name}: jflow has no packed sequences; "
-                              f"pad with pad_sequence and mask instead")
+_packed = refuser("torch.nn.utils.rnn",
+                  "jflow has no packed sequences; pad with pad_sequence and mask instead")
 
-
-class PackedSequence:
-    """Not in jflow: constructing one raises."""
-
-    def __init__(self, *args: Any, **kwargs: Any) -> None:
-        _packed("PackedSequence")
-
-
-def pack_padded_sequence(*args: Any, **kwargs: Any) -> NoReturn:
-    """Raises: no packed sequences in jflow."""
-    _packed("pack_padded_sequence")
-
-
-def pad_packed_sequence(*args: Any, **kwargs: Any) -> NoReturn:
-    """Raises: no packed sequences in jflow."""
-    _packed("pad_packed_sequence")
-
-
-def pack_sequence(*args: Any, **kwargs: Any) -> NoReturn:
-    """Raises: no packed sequences in jflow."""
-    _packed("pack_sequence")
-
-
-def unpack_sequence(*args: Any, **kwargs: Any) -> NoReturn:
-    """Raises: no packed sequences in jflow."""
-    _packed("unpack_sequence")
+PackedSequence = refusing_class(__name__, _packed, "PackedSequence")
+pack_padded_sequence, pad_packed_sequence, pack_sequence, unpack_sequence = refusing_functions(
+    __name__, _packed, "pack_padded_sequence", "pad_packed_sequence", "pack_sequence",
+    "unpack_sequence")

@@ -1,4 +1,5 @@
-"""``torch.nn.modules.utils``: the argument-normalising helpers (``_pair(3) == (3, 3)``)."""
+"""PyTorch's ``torch.nn.modules.utils``: the argument-normalising helpers
+(``_pair(3) == (3, 3)``) modules and libraries import from that path."""
 
 from __future__ import annotations
 

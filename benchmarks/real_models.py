@@ -1,0 +1,554 @@
+"""Real models' training steps: PyTorch and jflow in every execution mode, side by side
+(issue 40) — median ms per step, ratios to PyTorch eager, first-3-step times cold and warm,
+peak memory growth, and the step-1 loss of every mode (checked equal).
+
+    python benchmarks/real_models.py            # full: the models below (~30 min on 2 cores)
+    python benchmarks/real_models.py --quick    # tiny models, 1-2 steps (the test's run)
+
+``benchmarks/results_real_models_cpu.txt`` holds two consecutive full runs' output, the second
+after a line ``# second consecutive run`` (as the other results files). No timing is asserted
+anywhere; tests/test_benchmarks_real_models.py runs the quick mode and checks the losses.
+
+The models are written ONCE against the PyTorch API, as functions of the library module
+(``build(torch, ...)`` / ``build(flow, ...)``, as tests/compat/compat_models.py does), so the
+same source runs on ``torch`` and on ``jflow``:
+
+- GPT: 4 pre-norm layers, d_model 128, 4 heads, T=64, batch 8, vocab 256, attention by
+  ``F.scaled_dot_product_attention(is_causal=True)``, GELU MLP;
+- CIFAR ResNet-18 at 1/4 width: 3x3 stem, 2-2-2-2 BasicBlocks of 16-32-64-128 channels,
+  BatchNorm (training mode), batch 32 of 3x32x32;
+- LSTM LM: pytorch/examples' word_language_model shape (2 layers, 35 steps, batch 20),
+  byte vocabulary 256, embedding 128, hidden 256, ``nn.LSTM(batch_first=True)``.
+
+No dropout anywhere (the two libraries' random streams differ; the losses must agree).
+Every model's ``forward(x, y)`` returns the mean cross-entropy, and one training step is
+``train_step`` below (``zero_grad``, forward, ``backward``, ``AdamW.step``), the same code on
+both libraries. All modes start from the same weights (drawn by PyTorch, seed 0, copied into
+each model through its ``state_dict``) and see the same batches (NumPy, seed 0).
+
+Modes (columns): PyTorch eager; ``torch.compile`` of the model (the step around it eager, as
+it is usually used; it may fail or compile for a long time: a failure is caught and shown);
+jflow eager; jflow lazy (``with flow.lazy():`` around the eager step, docs/lazy.md); jflow
+``nn.Graph`` (forward + backward + AdamW as one executable, docs/compile.md); ``flow.jit`` of
+the same eager step function (closure over the model and the optimizer).
+
+Measurements:
+- **ms per step**: the modes take turns, one timed run of ``--number`` steps each per round
+  (``_timing.round_robin``, which warms every mode up first), ``--repeat`` rounds; each run
+  ends by waiting for its last loss and the parameters (jflow's dispatch is asynchronous;
+  PyTorch CPU is synchronous). The ratio is the median over rounds of the mode's time /
+  PyTorch eager's time in the same round (``_timing.median_ratio``): a load change on a
+  shared machine hits every mode alike.
+- **first 3 steps**, cold and warm: a fresh Python process per model and mode builds the
+  model and then times its first three steps, compilation included, each loss read
+  (``.item()``) as a training loop logging it would; imports and model construction are not
+  in the time. Cold: compilation caches on disk start empty — JAX's persistent compilation
+  cache, when one is configured (by jflow or the user), is pointed at a new empty directory,
+  and so is TorchInductor's cache. Warm: a second process with the same directories (a
+  second run of the same script). The line ``compilation caches:`` says whether JAX's
+  persistent cache was on.
+- **peak RSS growth**: in the same fresh process, how much the first three steps raise the
+  process's peak resident memory over what it held before them (Linux's ``VmHWM``, reset
+  before the steps through ``/proc/self/clear_refs``).
+- **step-1 loss**: every mode's first loss (from the same weights and batch) must agree with
+  PyTorch eager's to ``--rtol`` (default 1e-4; float32 summation order is all that may
+  differ), and the next two steps' to ``--rtol-later`` (3e-3); otherwise the run stops with
+  an AssertionError naming the mode — the timed steps compute the same thing. The fresh
+  processes' losses are checked the same way. Why 3e-3 later: AdamW's first update is
+  ~``lr·g/|g|``, which magnifies float32 rounding in small gradient components; measured on
+  the ResNet, PyTorch eager's own step-3 loss is 9.5e-4 off the same step in float64
+  (2.536734 vs 2.534310; torch.compile and jflow's fused modes land near float64), while a
+  step without its update moves the step-3 loss by 1e-2 (GPT: 1.2e-3 and 1.0e-3, float64 and
+  float32 agree to 1e-7).
+
+PyTorch runs at ONE thread (``torch.set_num_threads(1)``, as every benchmark here): on these
+shared 2-core VMs PyTorch's OpenMP pool at 2 threads is pathological (``torch.sqrt`` of 200k
+floats: 6.5 ms at 2 threads, 0.44 ms at 1), and XLA's CPU dot, which jflow's matrix products
+use, runs single-threaded here anyway. ``--torch-threads`` changes it.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import math
+import os
+import resource
+import subprocess
+import sys
+import tempfile
+import time
+from collections.abc import Callable, Sequence
+from pathlib import Path
+from typing import Any
+
+import jax
+import numpy as np
+from _timing import machine, median_ratio, round_robin  # noqa: E402  (benchmarks/ is on sys.path)
+
+import jflow as flow
+
+LR, WD = 1e-3, 0.01  # AdamW
+
+#: per model: (display name, full configuration, quick configuration)
+MODELS: dict[str, tuple[str, dict[str, Any], dict[str, Any]]] = {
+    "gpt": ("GPT 4x128, 4 heads, T=64, batch 8",
+            dict(vocab=256, block=64, n_layer=4, n_head=4, d=128, batch=8),
+            dict(vocab=32, block=8, n_layer=1, n_head=2, d=16, batch=2)),
+    "resnet": ("ResNet-18/4 (16-128 ch), batch 32",
+               dict(widths=(16, 32, 64, 128), blocks=(2, 2, 2, 2), batch=32, size=32,
+                    classes=10),
+               dict(widths=(4, 8), blocks=(1, 1), batch=4, size=8, classes=10)),
+    "lstm": ("LSTM LM 2x256, T=35, batch 20",
+             dict(vocab=256, emb=128, hidden=256, layers=2, bptt=35, batch=20),
+             dict(vocab=32, emb=8, hidden=16, layers=1, bptt=4, batch=2)),
+}
+
+TORCH_EAGER, TORCH_COMPILE = "torch eager", "torch.compile"
+EAGER, LAZY, GRAPH, JIT = "jflow eager", "jflow lazy", "jflow nn.Graph", "flow.jit"
+MODES = (TORCH_EAGER, TORCH_COMPILE, EAGER, LAZY, GRAPH, JIT)
+N_BATCHES = 4  # distinct batches, cycled
+
+
+# -- the models, written once against the PyTorch API ------------------------------------------
+def build(torch: Any, kind: str, cfg: dict[str, Any]) -> Any:
+    """The model ``kind`` on the library ``torch`` (PyTorch or jflow): a module whose
+    ``forward(x, y)`` is the mean cross-entropy of its logits against ``y``."""
+    nn = torch.nn
+    F = torch.nn.functional
+
+    class WithLoss(nn.Module):
+        def __init__(self, net):
+            super().__init__()
+            self.net = net
+
+        def forward(self, x, y):
+            logits = self.net(x)
+            return F.cross_entropy(logits.reshape(-1, logits.shape[-1]), y.reshape(-1))
+
+    if kind == "gpt":
+        d, h = cfg["d"], cfg["n_head"]
+
+        class Attention(nn.Module):
+            def __init__(self):
+                super().__init__()
+                self.qkv = nn.Linear(d, 3 * d)
+                self.proj = nn.Linear(d, d)
+
+            def forward(self, x):
+                B, T, C = x.shape
+                q, k, v = self.qkv(x).split(C, dim=2)
+                q = q.view(B, T, h, C // h).transpose(1, 2)
+                k = k.view(B, T, h, C // h).transpose(1, 2)
+                v = v.view(B, T, h, C // h).transpose(1, 2)
+                y = F.scaled_dot_product_attention(q, k, v, is_causal=True)
+                return self.proj(y.transpose(1, 2).contiguous().view(B, T, C))
+
+        class Block(nn.Module):
+            def __init__(self):
+                super().__init__()
+                self.ln1 = nn.LayerNorm(d)
+                self.attn = Attention()
+                self.ln2 = nn.LayerNorm(d)
+                self.mlp = nn.Sequential(nn.Linear(d, 4 * d), nn.GELU(), nn.Linear(4 * d, d))
+
+            def forward(self, x):
+                x = x + self.attn(self.ln1(x))
+                return x + self.mlp(self.ln2(x))
+
+        class GPT(nn.Module):
+            def __init__(self):
+                super().__init__()
+                self.tok = nn.Embedding(cfg["vocab"], d)
+                self.pos = nn.Embedding(cfg["block"], d)
+                self.blocks = nn.ModuleList([Block() for _ in range(cfg["n_layer"])])
+                self.ln_f = nn.LayerNorm(d)
+                self.head = nn.Linear(d, cfg["vocab"], bias=False)
+
+            def forward(self, idx):
+                t = idx.shape[1]
+                x = self.tok(idx) + self.pos(torch.arange(t))
+                for blk in self.blocks:
+                    x = blk(x)
+                return self.head(self.ln_f(x))
+
+        return WithLoss(GPT())
+
+    if kind == "resnet":
+        class BasicBlock(nn.Module):
+            def __init__(self, cin, cout, stride):
+                super().__init__()
+                self.conv1 = nn.Conv2d(cin, cout, 3, stride, 1, bias=False)
+                self.bn1 = nn.BatchNorm2d(cout)
+                self.conv2 = nn.Conv2d(cout, cout, 3, 1, 1, bias=False)
+                self.bn2 = nn.BatchNorm2d(cout)
+                self.shortcut = nn.Sequential()
+                if stride != 1 or cin != cout:
+                    self.shortcut = nn.Sequential(nn.Conv2d(cin, cout, 1, stride, bias=False),
+                                                  nn.BatchNorm2d(cout))
+
+            def forward(self, x):
+                out = F.relu(self.bn1(self.conv1(x)))
+                out = self.bn2(self.conv2(out))
+                return F.relu(out + self.shortcut(x))
+
+        class ResNet(nn.Module):
+            def __init__(self):
+                super().__init__()
+                w = cfg["widths"]
+                self.conv1 = nn.Conv2d(3, w[0], 3, 1, 1, bias=False)
+                self.bn1 = nn.BatchNorm2d(w[0])
+                layers, cin = [], w[0]
+                for i, (cout, n) in enumerate(zip(w, cfg["blocks"])):
+                    for j in range(n):
+                        layers.append(BasicBlock(cin, cout, 2 if i > 0 and j == 0 else 1))
+                        cin = cout
+                self.layers = nn.Sequential(*layers)
+                self.fc = nn.Linear(cin, cfg["classes"])
+
+            def forward(self, x):
+                out = self.layers(F.relu(self.bn1(self.conv1(x))))
+                out = F.adaptive_avg_pool2d(out, 1)
+                return self.fc(torch.flatten(out, 1))
+
+        return WithLoss(ResNet())
+
+    if kind == "lstm":
+        class LSTMLM(nn.Module):
+            def __init__(self):
+                super().__init__()
+                self.emb = nn.Embedding(cfg["vocab"], cfg["emb"])
+                self.rnn = nn.LSTM(cfg["emb"], cfg["hidden"], cfg["layers"], batch_first=True)
+                self.head = nn.Linear(cfg["hidden"], cfg["vocab"])
+
+            def forward(self, idx):
+                out, _ = self.rnn(self.emb(idx))
+                return self.head(out)
+
+        return WithLoss(LSTMLM())
+    raise ValueError(f"build(): unknown model {kind!r}; expected one of {sorted(MODELS)}")
+
+
+def train_step(torch: Any, model: Any, opt: Any, x: Any, y: Any) -> Any:
+    """One training step as PyTorch code writes it (``torch`` unused: the same on both)."""
+    opt.zero_grad(set_to_none=True)
+    loss = model(x, y)
+    loss.backward()
+    opt.step()
+    return loss
+
+
+def batches(kind: str, cfg: dict[str, Any], n: int = N_BATCHES) -> list[tuple[np.ndarray, ...]]:
+    """``n`` (input, target) NumPy batches, the same for every mode."""
+    rs = np.random.RandomState(0)
+    out = []
+    for _ in range(n):
+        if kind == "resnet":
+            b, s = cfg["batch"], cfg["size"]
+            out.append((rs.randn(b, 3, s, s).astype(np.float32),
+                        rs.randint(0, cfg["classes"], b).astype(np.int64)))
+        else:
+            t = cfg["block"] if kind == "gpt" else cfg["bptt"]
+            seq = rs.randint(0, cfg["vocab"], (cfg["batch"], t + 1)).astype(np.int64)
+            out.append((seq[:, :-1].copy(), seq[:, 1:].copy()))
+    return out
+
+
+def initial_state(kind: str, cfg: dict[str, Any]) -> dict[str, np.ndarray]:
+    """The weights (and buffers) every mode starts from: PyTorch's initialisation, seed 0."""
+    import torch
+    torch.manual_seed(0)
+    return {k: v.detach().numpy().copy() for k, v in build(torch, kind, cfg).state_dict().items()}
+
+
+# -- the modes ---------------------------------------------------------------------------------
+class Runner:
+    """One mode's model, optimizer and step: ``step()`` runs the next training step (batches
+    cycled) and returns its loss; ``wait(loss)`` blocks until that step (and its parameter
+    update) is computed; ``value(loss)`` reads the loss as a float."""
+
+    def __init__(self, step: Callable[[Any, Any], Any], data: list[tuple[Any, Any]],
+                 wait: Callable[[Any], Any] | None) -> None:
+        self._step, self.data, self.wait, self.i = step, data, wait, 0
+
+    def step(self) -> Any:
+        x, y = self.data[self.i % len(self.data)]
+        self.i += 1
+        return self._step(x, y)
+
+    @staticmethod
+    def value(loss: Any) -> float:
+        return float(loss.item())
+
+
+def make_runner(mode: str, kind: str, cfg: dict[str, Any], init: dict[str, np.ndarray],
+                data: list[tuple[np.ndarray, ...]]) -> Runner:
+    """A fresh model with the weights ``init`` and an AdamW, run in ``mode``."""
+    if mode in (TORCH_EAGER, TORCH_COMPILE):
+        import torch
+        model = build(torch, kind, cfg)
+        model.load_state_dict({k: torch.from_numpy(v.copy()) for k, v in init.items()})
+        opt = torch.optim.AdamW(model.parameters(), lr=LR, weight_decay=WD)
+        fwd = torch.compile(model) if mode == TORCH_COMPILE else model
+        tdata = [(torch.from_numpy(x), torch.from_numpy(y)) for x, y in data]
+        return Runner(lambda x, y: train_step(torch, fwd, opt, x, y), tdata, None)
+    if mode not in MODES:
+        raise ValueError(f"make_runner(): unknown mode {mode!r}; expected one of {MODES}")
+    model = build(flow, kind, cfg)
+    model.load_state_dict({k: flow.tensor(v) for k, v in init.items()})
+    opt = flow.optim.AdamW(model.parameters(), lr=LR, weight_decay=WD)
+    fdata = [(flow.tensor(x), flow.tensor(y)) for x, y in data]
+    params = list(model.parameters())
+
+    def wait(loss: Any) -> Any:  # the loss and the update of every parameter
+        return jax.block_until_ready((loss, params))
+
+    if mode == EAGER:
+        step = lambda x, y: train_step(flow, model, opt, x, y)  # noqa: E731
+    elif mode == LAZY:
+        def step(x: Any, y: Any) -> Any:
+            with flow.lazy():
+                return train_step(flow, model, opt, x, y)
+    elif mode == GRAPH:
+        class TrainStep(flow.nn.Graph):
+            def __init__(self) -> None:
+                super().__init__()
+                self.model = model
+                self.add_optimizer(opt)
+
+            def build(self, x: Any, y: Any) -> Any:
+                loss = self.model(x, y)
+                loss.backward()
+                return loss
+
+        step = TrainStep()
+    else:
+        step = flow.jit(lambda x, y: train_step(flow, model, opt, x, y))
+    return Runner(step, fdata, wait)
+
+
+# -- checks ------------------------------------------------------------------------------------
+def check_losses(kind: str, losses: dict[str, list[float]], rtol: float, rtol_later: float,
+                 ref: str = TORCH_EAGER) -> None:
+    """Every mode's step-1 loss agrees with ``ref``'s to ``rtol``, its later losses to
+    ``rtol_later``; else AssertionError naming the mode, the step and both values."""
+    want = losses[ref]
+    for mode, got in losses.items():
+        for i, (g, w) in enumerate(zip(got, want)):
+            tol = rtol if i == 0 else rtol_later
+            if not (math.isfinite(g) and math.isclose(g, w, rel_tol=tol, abs_tol=tol * 1e-2)):
+                raise AssertionError(f"{kind}: step-{i + 1} loss of {mode} = {g!r} differs from "
+                                     f"{ref}'s {w!r} by more than rel. {tol:g}: the modes do "
+                                     f"not compute the same training step")
+
+
+def first_losses(kind: str, cfg: dict[str, Any], modes: Sequence[str], steps: int,
+                 rtol: float, rtol_later: float,
+                 init_for: Callable[[str, dict[str, np.ndarray]], dict[str, np.ndarray]]
+                 | None = None) -> tuple[dict[str, Runner], dict[str, list[float]],
+                                         dict[str, str]]:
+    """Fresh runners of ``modes`` take ``steps`` steps from the same weights; their losses are
+    checked (:func:`check_losses`, PyTorch eager is the reference and always runs). Returns
+    the runners (warm, reused for timing), the losses and the modes that failed to run, with
+    why (torch.compile may fail; a jflow mode failing is a jflow bug and raises).
+    ``init_for(mode, init)`` may change one mode's weights (the test's perturbation)."""
+    init, data = initial_state(kind, cfg), batches(kind, cfg)
+    runners: dict[str, Runner] = {}
+    losses: dict[str, list[float]] = {}
+    failed: dict[str, str] = {}
+    for mode in (TORCH_EAGER, *[m for m in modes if m != TORCH_EAGER]):
+        w = init_for(mode, init) if init_for is not None else init
+        try:
+            r = make_runner(mode, kind, cfg, w, data)
+            losses[mode] = [r.value(r.step()) for _ in range(steps)]
+        except Exception as e:  # noqa: BLE001  (reported in the table)
+            if mode != TORCH_COMPILE:
+                raise
+            failed[mode] = f"{type(e).__name__}: {str(e).splitlines()[0][:80] if str(e) else ''}"
+            continue
+        runners[mode] = r
+    check_losses(kind, losses, rtol, rtol_later)
+    return runners, losses, failed
+
+
+# -- first steps in a fresh process ------------------------------------------------------------
+def _rss_kib(field: str) -> int:
+    with open("/proc/self/status") as f:
+        for line in f:
+            if line.startswith(field + ":"):
+                return int(line.split()[1])
+    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+
+
+def first_steps_child(kind: str, mode: str, quick: bool, cache_dir: str, steps: int = 3) -> dict:
+    """(Runs in the fresh process.) Build ``mode``'s model, then time its first ``steps``
+    steps, each loss read; returns seconds, peak RSS growth (MiB), losses, JAX's cache dir."""
+    jax_cache = jax.config.jax_compilation_cache_dir
+    if jax_cache:  # a persistent cache is configured: cold and warm use our directory instead
+        jax.config.update("jax_compilation_cache_dir", os.path.join(cache_dir, "jax"))
+    cfg = MODELS[kind][2 if quick else 1]
+    r = make_runner(mode, kind, cfg, initial_state(kind, cfg), batches(kind, cfg))
+    before = _rss_kib("VmRSS")
+    try:  # reset the peak ("VmHWM") to the current RSS (Linux >= 4.0)
+        with open("/proc/self/clear_refs", "w") as f:
+            f.write("5")
+    except OSError:
+        pass
+    t0 = time.perf_counter()
+    losses = [r.value(r.step()) for _ in range(steps)]
+    seconds = time.perf_counter() - t0
+    peak = _rss_kib("VmHWM")
+    return dict(seconds=seconds, rss_mib=max(0, peak - before) / 1024, losses=losses,
+                jax_cache=bool(jax_cache))
+
+
+def first_steps(kind: str, mode: str, quick: bool, cache_dir: str, torch_threads: int) -> dict:
+    """Run :func:`first_steps_child` in a fresh Python process; its result dict, or
+    ``{"error": ...}`` when the process failed."""
+    env = dict(os.environ, TORCHINDUCTOR_CACHE_DIR=os.path.join(cache_dir, "inductor"))
+    # the child imports the jflow this process imported (not whatever is installed)
+    root = str(Path(flow.__file__).resolve().parent.parent)
+    env["PYTHONPATH"] = os.pathsep.join(p for p in (root, env.get("PYTHONPATH")) if p)
+    cmd = [sys.executable, __file__, "--first-steps-child", kind, mode, cache_dir,
+           "--torch-threads", str(torch_threads)] + (["--quick"] if quick else [])
+    p = subprocess.run(cmd, capture_output=True, text=True, env=env)
+    lines = [ln for ln in p.stdout.splitlines() if ln.startswith("{")]
+    if p.returncode != 0 or not lines:
+        err = (p.stderr.strip().splitlines() or ["no output"])[-1]
+        return {"error": err[:100]}
+    return json.loads(lines[-1])
+
+
+# -- the run -----------------------------------------------------------------------------------
+def run_model(kind: str, args: argparse.Namespace, out: Callable[[str], None]) -> None:
+    """Check, time and print one model's rows."""
+    name, full, quick = MODELS[kind]
+    cfg = quick if args.quick else full
+    name = f"{kind} (tiny, --quick)" if args.quick else name
+    modes = [m for m in args.modes if m in MODES]
+    runners, losses, failed = first_losses(kind, cfg, modes, 3 if not args.quick else 2,
+                                           args.rtol, args.rtol_later)
+    fns = {m: (r.step, args.number, r.wait) for m, r in runners.items()}
+    med, runs = round_robin(fns, args.repeat, warmup=args.warmup)
+    cold: dict[str, dict] = {}
+    warm: dict[str, dict] = {}
+    if args.first_steps:
+        for m in modes:
+            with tempfile.TemporaryDirectory(prefix="real_models_cache_") as d:
+                cold[m] = first_steps(kind, m, args.quick, d, args.torch_threads)
+                warm[m] = first_steps(kind, m, args.quick, d, args.torch_threads)
+            for res in (cold[m], warm[m]):
+                if "losses" in res:  # the fresh process computed the same losses
+                    check_losses(kind, {TORCH_EAGER: losses[TORCH_EAGER], m: res["losses"]},
+                                 args.rtol, args.rtol_later)
+
+    def row(label: str, cell: Callable[[str], str]) -> None:
+        out(f"{name:36s} {label:26s} " + " ".join(f"{cell(m):>14s}" for m in modes))
+
+    def fail(m: str) -> str:
+        return "failed" if m in failed else "-"
+
+    row("ms per step", lambda m: f"{med[m] / 1e3:.3f}" if m in med else fail(m))
+    row("x torch eager (per round)",
+        lambda m: f"{median_ratio(runs, m, TORCH_EAGER):.2f}x" if m in med else fail(m))
+    if args.first_steps:
+        for label, res in (("first 3 steps cold, s", cold), ("first 3 steps warm, s", warm)):
+            row(label, lambda m, res=res: f"{res[m]['seconds']:.2f}" if "seconds" in res[m]
+                else "failed")
+        row("peak RSS growth, MiB",
+            lambda m: f"{cold[m]['rss_mib']:.0f}" if "rss_mib" in cold[m] else "failed")
+    row("step-1 loss", lambda m: f"{losses[m][0]:.6f}" if m in losses else fail(m))
+    ref = losses[TORCH_EAGER]
+    row(f"max rel. diff, steps 1-{len(ref)}",
+        lambda m: f"{max(abs(a / b - 1) for a, b in zip(losses[m], ref)):.1e}"
+        if m in losses else fail(m))
+    for m, why in failed.items():
+        out(f"{'':36s} {m} failed: {why}")
+    for m in modes:
+        for res, when in ((cold.get(m, {}), "cold"), (warm.get(m, {}), "warm")):
+            if "error" in res:
+                out(f"{'':36s} {m} first steps ({when}) failed: {res['error']}")
+    if cold:
+        on = any(r.get("jax_cache") for r in cold.values())
+        out(f"{'':36s} compilation caches: JAX persistent cache "
+            f"{'on (fresh directory for cold)' if on else 'off (not configured)'}, "
+            f"TorchInductor's cache in a fresh directory for cold")
+
+
+def parse(argv: Sequence[str] | None = None) -> argparse.Namespace:
+    """The command line (see the module docstring)."""
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--quick", action="store_true",
+                    help="tiny models, 2 checked steps, 1 round of 1 step, no warm-up, no "
+                         "torch.compile, no fresh processes (the test's run)")
+    ap.add_argument("--models", default=",".join(MODELS),
+                    help=f"comma-separated, of {','.join(MODELS)}")
+    ap.add_argument("--modes", default=None,
+                    help=f"comma-separated, of: {','.join(MODES)} (torch eager always runs)")
+    ap.add_argument("--repeat", type=int, default=None, help="rounds (full 7, quick 1)")
+    ap.add_argument("--number", type=int, default=None,
+                    help="steps per timed run (full 3, quick 1)")
+    ap.add_argument("--warmup", type=int, default=None,
+                    help="steps of each mode before the rounds, after the 3 checked ones "
+                         "(full 3, quick 0)")
+    ap.add_argument("--first-steps", action=argparse.BooleanOptionalAction, default=None,
+                    help="cold / warm first-3-step times in fresh processes (full: on)")
+    ap.add_argument("--torch-threads", type=int, default=1,
+                    help="torch.set_num_threads (default 1: see the module docstring)")
+    ap.add_argument("--rtol", type=float, default=1e-4, help="step-1 loss tolerance")
+    ap.add_argument("--rtol-later", type=float, default=3e-3,
+                    help="steps 2 and 3 loss tolerance")
+    ap.add_argument("--first-steps-child", nargs=3, metavar=("MODEL", "MODE", "CACHE_DIR"),
+                    help=argparse.SUPPRESS)
+    args = ap.parse_args(argv)
+    quick = args.quick
+    if args.modes is None:
+        args.modes = [m for m in MODES if not (quick and m == TORCH_COMPILE)]
+    else:
+        args.modes = [m.strip() for m in args.modes.split(",")]
+        bad = [m for m in args.modes if m not in MODES]
+        if bad:
+            ap.error(f"--modes: unknown {bad}; expected some of {list(MODES)}")
+    if TORCH_EAGER not in args.modes:
+        args.modes.insert(0, TORCH_EAGER)
+    args.models = [m.strip() for m in args.models.split(",")]
+    bad = [m for m in args.models if m not in MODELS]
+    if bad:
+        ap.error(f"--models: unknown {bad}; expected some of {list(MODELS)}")
+    args.repeat = args.repeat or (1 if quick else 7)
+    args.number = args.number or (1 if quick else 3)
+    if args.warmup is None:
+        args.warmup = 0 if quick else 3
+    if args.first_steps is None:
+        args.first_steps = not quick
+    return args
+
+
+def main(argv: Sequence[str] | None = None, out: Callable[[str], None] | None = None) -> None:
+    """Run the benchmark (``argv`` as the command line), printing with ``out``."""
+    args = parse(argv)
+    import torch
+    torch.set_num_threads(args.torch_threads)
+    if args.first_steps_child:
+        kind, mode, cache_dir = args.first_steps_child
+        print(json.dumps(first_steps_child(kind, mode, args.quick, cache_dir)), flush=True)
+        return
+    say = out or (lambda s: print(s, flush=True))
+    threads = torch.get_num_threads()
+    say(f"{machine()}, torch {torch.__version__} ({threads} thread{'s' * (threads != 1)})"
+        f"{', QUICK MODE (tiny models)' if args.quick else ''}; AdamW, {args.repeat} rounds "
+        f"of {args.number} steps per mode, interleaved")
+    say("PyTorch runs at one thread: on these shared 2-core VMs its OpenMP pool at 2 threads "
+        "is pathological (torch.sqrt of 200k floats 6.5 ms at 2 threads, 0.44 ms at 1), and "
+        "XLA's CPU dot that jflow uses runs single-threaded here anyway.")
+    header = f"{'model':36s} {'':26s} " + " ".join(f"{m:>14s}" for m in args.modes)
+    say(header)
+    say("-" * len(header))
+    for kind in args.models:
+        run_model(kind, args, say)
+    load = ", ".join(f"{v:.1f}" for v in os.getloadavg())
+    say(f"load average at the end {load} (with the first line's: was the machine quiet?)")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,101 @@
+"""benchmarks/real_models.py in its quick mode (tiny models, 1-2 steps): every mode — PyTorch
+eager, jflow eager, lazy, ``nn.Graph``, ``flow.jit`` — runs the model code written once
+against the PyTorch API and computes the same losses, and the benchmark's loss check fails
+when a mode computes something else. No timing is asserted. Run in-process through the
+script's ``main(argv)`` (a subprocess would pay the imports and every compilation again),
+except the fresh-process first-steps measurement, which is a subprocess by design."""
+
+from __future__ import annotations
+
+import importlib.util
+import sys
+from pathlib import Path
+from types import ModuleType
+
+import numpy as np
+import pytest
+
+BENCH = Path(__file__).resolve().parent.parent / "benchmarks"
+
+
+def _load() -> ModuleType:
+    mod = sys.modules.get("_bench_real_models")
+    if mod is None:
+        if str(BENCH) not in sys.path:  # the script imports its sibling _timing
+            sys.path.insert(0, str(BENCH))
+        spec = importlib.util.spec_from_file_location("_bench_real_models",
+                                                      BENCH / "real_models.py")
+        mod = importlib.util.module_from_spec(spec)
+        sys.modules[spec.name] = mod
+        spec.loader.exec_module(mod)
+    return mod
+
+
+@pytest.fixture(scope="module")
+def rm() -> ModuleType:
+    pytest.importorskip("torch")
+    import torch
+    threads = torch.get_num_threads()
+    yield _load()
+    torch.set_num_threads(threads)  # main() sets one thread, as the benchmark runs
+
+
+def test_quick_mode_every_mode_same_losses(rm: ModuleType) -> None:
+    lines: list[str] = []
+    # the GPT only: the ResNet and LSTM shapes of every mode are tests/compat's (eager,
+    # flow.jit, nn.Graph and lazy against PyTorch); compiling them here too doubles the time
+    rm.main(["--quick", "--models", "gpt"], out=lines.append)
+    text = "\n".join(lines)
+    assert "PyTorch runs at one thread" in text
+    modes = [m for m in rm.MODES if m != rm.TORCH_COMPILE]
+    header = next(ln for ln in lines if ln.startswith("model"))
+    assert [header[64 + 15 * i:78 + 15 * i].strip() for i in range(len(modes))] == modes
+    for kind in ["gpt"]:
+        rows = {ln[37:63].strip(): ln[64:].split() for ln in lines
+                if ln.startswith(f"{kind} (tiny, --quick)")}
+        assert set(rows) >= {"ms per step", "x torch eager (per round)", "step-1 loss",
+                             "max rel. diff, steps 1-2"}, rows
+        losses = [float(v) for v in rows["step-1 loss"]]
+        assert len(losses) == len(modes) and np.isfinite(losses).all()
+        assert max(losses) - min(losses) <= 1e-4 * abs(losses[0]), (kind, losses)
+        assert all(float(v) <= 1e-3 for v in rows["max rel. diff, steps 1-2"]), rows
+        assert all(float(v) > 0 for v in rows["ms per step"]), rows
+        assert rows["x torch eager (per round)"][0] == "1.00x"
+
+
+def test_loss_check_names_the_mode_that_differs(rm: ModuleType) -> None:
+    ok = {rm.TORCH_EAGER: [2.5, 2.4, 2.3], rm.LAZY: [2.5000001, 2.4001, 2.3]}
+    rm.check_losses("gpt", ok, rtol=1e-4, rtol_later=1e-3)
+    with pytest.raises(AssertionError, match=r"gpt: step-1 loss of jflow lazy = 2\.5003"):
+        rm.check_losses("gpt", {rm.TORCH_EAGER: [2.5], rm.LAZY: [2.5003]}, 1e-4, 1e-3)
+    with pytest.raises(AssertionError, match="step-2 loss of jflow lazy"):  # later: looser
+        rm.check_losses("gpt", {rm.TORCH_EAGER: [2.5, 2.4], rm.LAZY: [2.5, 2.41]}, 1e-4, 1e-3)
+    with pytest.raises(AssertionError, match="step-1 loss of flow.jit = nan"):
+        rm.check_losses("gpt", {rm.TORCH_EAGER: [2.5], rm.JIT: [float("nan")]}, 1e-4, 1e-3)
+
+
+def test_loss_check_catches_a_mode_with_other_weights(rm: ModuleType) -> None:
+    """Real runners: one jflow mode starts from weights that differ by 1% in one tensor; the
+    benchmark's check must stop the run naming that mode (and pass without the change)."""
+    cfg = rm.MODELS["gpt"][2]
+
+    def perturb(mode: str, init: dict) -> dict:
+        if mode != rm.EAGER:
+            return init
+        return {k: (v * 1.01 if k.endswith("head.weight") else v) for k, v in init.items()}
+
+    _, losses, _ = rm.first_losses("gpt", cfg, [rm.TORCH_EAGER, rm.EAGER], 1, 1e-4, 1e-3)
+    assert losses[rm.EAGER][0] == pytest.approx(losses[rm.TORCH_EAGER][0], rel=1e-5)
+    with pytest.raises(AssertionError, match="gpt: step-1 loss of jflow eager"):
+        rm.first_losses("gpt", cfg, [rm.TORCH_EAGER, rm.EAGER], 1, 1e-4, 1e-3,
+                        init_for=perturb)
+
+
+def test_first_steps_in_a_fresh_process(rm: ModuleType, tmp_path: Path) -> None:
+    res = rm.first_steps("gpt", rm.EAGER, True, str(tmp_path), 1)
+    assert "error" not in res, res
+    assert res["seconds"] > 0 and res["rss_mib"] >= 0 and len(res["losses"]) == 3
+    cfg = rm.MODELS["gpt"][2]
+    _, losses, _ = rm.first_losses("gpt", cfg, [rm.TORCH_EAGER], 3, 1e-4, 1e-3)
+    rm.check_losses("gpt", {rm.TORCH_EAGER: losses[rm.TORCH_EAGER], rm.EAGER: res["losses"]},
+                    1e-4, 1e-3)
