@@ -177,11 +177,15 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
     print(f"\ncollectives in the compiled step: {len(colls)}, {wire:,.0f} B per device "
           f"(wire)")
     if step.sbp_plans or solved.get("outcome") == "solved":
+        moved = solved.get("planned_bytes", planned)  # the plan's bytes (no compute term)
         print(f"planner ({solved.get('calls', 0)} global op calls, "
-              f"{solved.get('variables', 0):,} variables): whole-step minimum "
-              f"{planned:,.0f} B, greedy per-op choice {greedy:,.0f} B "
+              f"{solved.get('kept_calls', 0)} left after eliminating chains, "
+              f"{solved.get('variables', 0):,} variables, built in "
+              f"{solved.get('build_s', 0.0):.1f} s, solved in {solved.get('solve_s', 0.0):.1f} s, "
+              f"{'optimal' if solved.get('optimal') else 'not proven optimal'}):\n"
+              f"  whole-step minimum {moved:,.0f} B, greedy per-op choice {greedy:,.0f} B "
               f"({'plan adopted' if step.sbp_plans else 'greedy already optimal'})")
-        print(f"compiled / minimum = {wire / planned:.3f}")
+        print(f"compiled / minimum = {wire / moved:.3f}")
     else:
         print(f"planner: no whole-step plan: {solved.get('outcome', 'not run')} "
               f"({solved.get('calls', 0)} global op calls, {solved.get('candidates', 0):,} "

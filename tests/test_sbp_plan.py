@@ -4,6 +4,7 @@ the single-device result, and state/outputs that keep their layout (no recompile
 
 from __future__ import annotations
 
+import functools
 import itertools
 import re
 
@@ -164,6 +165,28 @@ def _sig(ins, outs) -> NdSignature:
     return NdSignature(tuple((x,) for x in ins), tuple((x,) for x in outs))
 
 
+def _brute_cost(rec, choice) -> float:
+    """The step's cost for one signature per call, written from the model (without
+    plan.total_cost): each conversion of one value (a call's output or a value the step
+    did not compute) to one SBP paid once."""
+    c = 0.0
+    seen = set()
+    for k, (_, _, ins, _, hh, out_nbytes) in enumerate(rec.ops):
+        for (src, b), need in zip(ins, choice[k].inputs):
+            if src[0] == "fixed":
+                if (src[2], need) not in seen:
+                    seen.add((src[2], need))
+                    c += cost(src[1], need, b[0], hh, b[1])
+            elif (src[1], src[2], need) not in seen:
+                seen.add((src[1], src[2], need))
+                c += cost(choice[src[1]].outputs[src[2]], need, b[0], hh, b[1])
+        c += 1e-3 * sum(nb / (4 if isinstance(nd[0], type(S(0))) else 1)
+                        for nb, nd in zip(out_nbytes, choice[k].outputs))
+    for src, dst, b, hh in rec.boxes:
+        c += cost(choice[src[1]].outputs[src[2]], dst, b[0], hh, b[1])
+    return c
+
+
 def test_solver_finds_the_brute_force_optimum() -> None:
     """A small call graph (a diamond with a fan-out and a pinned output) where the greedy
     choice is not the cheapest: the ILP's plan costs what exhaustive search finds."""
@@ -186,28 +209,66 @@ def test_solver_finds_the_brute_force_optimum() -> None:
     rec.box(values[3], (B,), (S(1),), (4096.0, (32, 32)), h)
     rec.pinned[(2, 0)] = rec.ops[2][3].outputs[0]
     plan, planned, _ = step_plan.solve(rec)
-
-    def brute_cost(choice) -> float:  # written from the model, without plan.total_cost
-        c = 0.0
-        seen = set()
-        for k, (_, _, ins, _, hh, out_nbytes) in enumerate(rec.ops):
-            for (src, b), need in zip(ins, choice[k].inputs):
-                if src[0] == "fixed":
-                    c += cost(src[1], need, b[0], hh, b[1])
-                elif (src[1], src[2], need) not in seen:
-                    seen.add((src[1], src[2], need))
-                    c += cost(choice[src[1]].outputs[src[2]], need, b[0], hh, b[1])
-            c += 1e-3 * sum(nb / (4 if isinstance(nd[0], type(S(0))) else 1)
-                            for nb, nd in zip(out_nbytes, choice[k].outputs))
-        for src, dst, b, hh in rec.boxes:
-            c += cost(choice[src[1]].outputs[src[2]], dst, b[0], hh, b[1])
-        return c
-
+    brute_cost = functools.partial(_brute_cost, rec)
     allowed = [[s for s in op[1] if k != 2 or s.outputs[0] == rec.pinned[(2, 0)]]
                for k, op in enumerate(rec.ops)]
     best = min(brute_cost(c) for c in itertools.product(*allowed))
     assert planned == pytest.approx(best) and brute_cost(plan) == pytest.approx(best)
     assert plan[2].outputs[0] == rec.pinned[(2, 0)]
+
+
+@pytest.mark.parametrize("seed,shared_fixed", [(0, False), (1, False), (2, False),
+                                               (3, False), (4, True), (5, True)])
+def test_eliminations_keep_the_brute_force_optimum(seed, shared_fixed) -> None:
+    """A graph with every shape the solver minimises out before the integer program (a
+    chain 0 -> 1 -> 2 -> 3, a leaf 6, a source 7 from fixed inputs, an isolated call 8) and
+    a value two calls share (3 -> 4, 5) that stays in it: the plan costs what exhaustive
+    search finds, and the program kept fewer calls than the step has. ``shared_fixed``:
+    calls 0, 7 and 8 read one fixed value (a weight the forward and backward both read),
+    whose conversions they share."""
+    rng = np.random.default_rng(seed)
+    kinds = [S(0), S(1), B, P]
+    rec = step_plan.StepRecorder()
+    values = [object() for _ in range(10)]
+    shared = object()
+    size, fixed_nd, fresh = {}, {}, []
+    wiring = [[None], [0], [1], [2], [3], [3], [5, 7], [None, None], [None]]
+    for k, srcs in enumerate(wiring):
+        combos = list(itertools.product(kinds, repeat=len(srcs) + 1))
+        picks = rng.choice(len(combos), size=3, replace=False)
+        cands = [_sig(combos[i][:-1], combos[i][-1:]) for i in picks]
+        fresh += [object() for _ in srcs]  # (kept alive: ids stay distinct)
+        ins = [(shared if shared_fixed else fresh[-1 - i]) if s is None else values[s]
+               for i, s in enumerate(srcs)]
+        for v in ins:
+            size.setdefault(id(v), (float(rng.integers(1, 9)) * 1024, (64, 64)))
+            fixed_nd.setdefault(id(v), (kinds[int(rng.integers(4))],))
+        sizes = [size[id(v)] for v in ins]  # one value, one size
+        rec.op(f"op{k}", cands, ins, [fixed_nd[id(v)] for v in ins], sizes, cands[0],
+               [values[k]], [4096.0], (4,))
+    plan, planned, _ = step_plan.solve(rec)
+    best = min(_brute_cost(rec, c) for c in itertools.product(*[op[1] for op in rec.ops]))
+    assert planned == pytest.approx(best) and _brute_cost(rec, plan) == pytest.approx(best)
+    solved = step_plan.LAST_SOLVE
+    # the program's proven bound is the plan's cost: the eliminations lost no cost term
+    assert solved["optimal"] and solved["bound"] == pytest.approx(planned, rel=1e-6)
+    # 3, 4, 5 and (at most) 6 reach the program; with the shared fixed value, 0, 7, 8 too
+    assert solved["kept_calls"] <= (7 if shared_fixed else 4), solved
+
+
+def test_conversion_costs_equal_boxing_cost() -> None:
+    """The planner's one-Dijkstra-per-source costs are boxing.cost's floats exactly (every
+    pair of valid 2-d SBPs on 2x4, a shape one axis product does not divide)."""
+    from jflow.sharding.boxing_plan import _divides
+
+    h, shape, nbytes = (2, 4), (8, 6), 8 * 6 * 4.0
+    kinds = [B, P, S(0), S(1)]
+    states = [nd for nd in itertools.product(kinds, repeat=2) if _divides(nd, h, shape)]
+    assert 4 < len(states) < 16
+    step_plan._FROM.clear()
+    for a in states:
+        for b in states:
+            assert step_plan._cost(a, b, (nbytes, shape), h) == cost(a, b, nbytes, h, shape)
 
 
 def test_a_trace_that_strays_from_the_plan_falls_back_to_greedy() -> None:

@@ -68,8 +68,8 @@ def test_reshape_errors():
         t(np.zeros((0, 3))).reshape(-1, 0)
     with pytest.raises(TypeError, match="reshape"):
         flow.reshape(x, "ab")
-    with pytest.raises(TypeError, match=r"view\(dtype\)"):
-        x.view(flow.int32)
+    # view(dtype) reinterprets the bytes (tests/test_meta.py has its aliasing and errors)
+    np.testing.assert_array_equal(x.view(flow.int32).numpy(), A3.view(np.int32))
 
 
 def test_flatten_unflatten():

@@ -5,21 +5,25 @@ For a single signature the generated function has the signature's own Python par
 the functor (or, for ``=> op:name``, of the op's ``apply``: see :mod:`.opbind`). For
 overloads, one matcher per signature (same technique, returning ``NO_MATCH`` on a type
 mismatch) is tried in order. Nothing is interpreted per call.
+
+Each function also gets a docstring (the reference's description, then the yaml signatures)
+and a ``__signature__`` built on first use (:func:`.signature.python_signature`), so
+``help()`` and ``inspect.signature`` show PyTorch-style parameters, not ``(*args, **kwargs)``.
 """
 
 from __future__ import annotations
 
 from collections import namedtuple
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from typing import Any
 
 from .. import dtypes as _dt
 from ..tensor import Tensor
 from .opbind import op_apply, op_call_source
-from .signature import Entry, Signature
+from .signature import Entry, LazySignature, Signature, overload_policy, python_signature
 from .types import CONVERTERS, EXACT, FAST, NO_MATCH, type_name
 
-__all__ = ["generate"]
+__all__ = ["generate", "entry_description"]
 
 _MISSING_SRC = "_MISSING"
 
@@ -184,8 +188,50 @@ def generate(entry: Entry, functors: dict[str, Callable[..., Any]], where: str) 
     src = "\n".join(lines) + "\n"
     exec(compile(src, f"<jflow functional {name}>", "exec"), ns)
     fn = ns[name]
-    fn.__doc__ = (entry.doc + "\n\n" if entry.doc else "") + "\n".join(
-        f"{name}{s.describe()} -> {s.ret}" for s in entry.signatures)
+    fn.__doc__ = _docstring(entry, [ns[f"_F{k}"] for k in range(len(entry.signatures))])
+    fn.__signature__ = LazySignature(lambda: python_signature(entry.signatures))
     fn._source = src
     fn._entry = entry
     return fn
+
+
+def _first_paragraph(doc: str | None) -> str:
+    if not doc:
+        return ""
+    return " ".join(line.strip() for line in doc.strip().split("\n\n")[0].splitlines())
+
+
+def entry_description(entry: Entry, targets: Sequence[Any]) -> list[str]:
+    """What an entry does, in paragraphs: its yaml ``doc``, then the first paragraph of each
+    distinct functor docstring (``targets``: what each overload calls; an ``=> op:`` binding
+    contributes nothing, its op is described in the ops reference). The API reference and
+    the generated function's docstring both use this."""
+    docs = []
+    d = _first_paragraph(entry.doc)
+    if d:
+        docs.append(d)
+    for sig, target in zip(entry.signatures, targets):
+        d = _first_paragraph(getattr(target, "__doc__", None)) if sig.functor else ""
+        if d and d not in docs:
+            docs.append(d)
+    return docs
+
+
+_POLICY_NOTE = {
+    "merged": "``inspect.signature`` shows the overloads merged (same parameters, types "
+              "joined, the first overload's defaults).",
+    "first": "``inspect.signature`` shows the first overload.",
+}
+
+
+def _docstring(entry: Entry, targets: Sequence[Any]) -> str:
+    """The description, then every signature in api.yaml's grammar (what the parser checks)."""
+    sigs = "\n".join(f"    {entry.name}{s.describe()} -> {s.ret}" for s in entry.signatures)
+    note = _POLICY_NOTE.get(overload_policy(entry.signatures))
+    head = "\n\n".join(entry_description(entry, targets))
+    label = "Signatures (api.yaml)" if len(entry.signatures) > 1 else "Signature (api.yaml)"
+    parts = [head] if head else []
+    parts.append(f"{label}:\n{sigs}")
+    if note:
+        parts.append(note)
+    return "\n\n".join(parts)

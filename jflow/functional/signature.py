@@ -10,17 +10,19 @@ raises :class:`ApiYamlError` naming the entry.
 from __future__ import annotations
 
 import ast
+import inspect
 import keyword
 import re
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
 from .. import dtypes
-from .types import NO_MATCH, convert, type_name
+from .types import NO_MATCH, PY_ELEMENT, PY_RETURN_TYPES, PY_TYPES, convert, type_name
 
 __all__ = ["Param", "Signature", "ApiYamlError", "parse_signature", "parse_entries", "TYPES",
-           "NO_DEFAULT", "convert_default", "check_default_order"]
+           "NO_DEFAULT", "convert_default", "check_default_order", "python_signature",
+           "overload_policy", "LazySignature"]
 
 TYPES = frozenset({
     "Tensor", "TensorTuple", "Scalar", "Int32", "Int64", "Float", "Double", "Bool", "String",
@@ -305,3 +307,111 @@ def parse_entries(data: Any, source: str = "api.yaml") -> list[Entry]:
             raise ApiYamlError(f"{where}: overload {sorted(dup)[0]} is listed twice")
         out.append(Entry(name, parsed, bind, doc))
     return out
+
+
+# -- the Python-style signature of a generated function ----------------------------------------
+#
+# ``help(flow.nn.functional.conv2d)`` and ``inspect.signature`` show PyTorch-style parameters
+# (``stride: 'int | Sequence[int]' = 1``) instead of the generated parser's ``(*args,
+# **kwargs)``. Annotations are the ``_C.pyi`` stub's (``types.PY_TYPES``), as strings, so the
+# stub, ``help()`` and the reference agree. Built on first use (:class:`LazySignature`):
+# importing jflow builds none of them.
+
+def _annotation(p: Param) -> str:
+    t = PY_TYPES[p.type]
+    if p.size is not None and p.type in PY_ELEMENT:
+        t = f"{PY_ELEMENT[p.type]} | {t}"  # Int64List[2] stride=1: one int is repeated
+    if p.has_default and p.default is None:
+        t = f"{t} | None"
+    return t
+
+
+def _return_annotation(sig: Signature) -> str:
+    if sig.ret_names:
+        return f"tuple[{', '.join('Tensor' for _ in sig.ret_names)}]"
+    return PY_RETURN_TYPES[sig.ret]
+
+
+def _union(annotations: Sequence[str]) -> str:
+    """``'int | Sequence[int]'`` and ``'str'`` -> ``'int | Sequence[int] | str'`` (each
+    alternative once, ``None`` last)."""
+    parts: list[str] = []
+    for a in annotations:
+        for part in a.split(" | "):
+            if part not in parts:
+                parts.append(part)
+    if "None" in parts:
+        parts.remove("None")
+        parts.append("None")
+    return " | ".join(parts)
+
+
+def _shape(sig: Signature) -> tuple[tuple[str, bool, bool], ...]:
+    return tuple((p.name, p.kwonly, p.has_default) for p in sig.params)
+
+
+def overload_policy(signatures: Sequence[Signature]) -> str:
+    """How :func:`python_signature` shows an entry: ``"single"`` (one signature),
+    ``"merged"`` (overloads with the same parameter names, kinds and optionality, differing
+    only in types or defaults: one signature whose annotations join the overloads' types and
+    whose defaults are the first overload's, as PyTorch documents ``conv2d(..., padding=0)``
+    for both its int and its string padding) or ``"first"`` (overloads with different
+    parameters: the first overload; the docstring lists them all)."""
+    if len(signatures) == 1:
+        return "single"
+    first = _shape(signatures[0])
+    return "merged" if all(_shape(s) == first for s in signatures[1:]) else "first"
+
+
+def python_signature(signatures: Sequence[Signature]) -> inspect.Signature:
+    """The ``inspect.Signature`` of the function generated for these overloads (see
+    :func:`overload_policy`): parameter names as in the yaml, positional-or-keyword up to the
+    yaml's ``*`` and keyword-only after it, defaults as a caller writes them
+    (``Int64List[2] stride=1`` -> ``stride=1``)."""
+    merged = overload_policy(signatures) == "merged"
+    shown = signatures if merged else signatures[:1]
+    params = []
+    for i, p in enumerate(shown[0].params):
+        kind = (inspect.Parameter.KEYWORD_ONLY if p.kwonly
+                else inspect.Parameter.POSITIONAL_OR_KEYWORD)
+        default = p.default_as_written if p.has_default else inspect.Parameter.empty
+        ann = _union([_annotation(s.params[i]) for s in shown])
+        params.append(inspect.Parameter(p.name, kind, default=default, annotation=ann))
+    ret = _union([_return_annotation(s) for s in shown])
+    return inspect.Signature(params, return_annotation=ret)
+
+
+class LazySignature(inspect.Signature):
+    """An ``inspect.Signature`` built on first use, so that attaching one to each of the
+    hundreds of generated functions costs nothing at import. ``inspect.signature(fn)``
+    returns it as it is (it is a ``Signature``); its parameters and return annotation are
+    computed when first read, and :meth:`replace` (used for bound methods and partials)
+    returns a plain ``Signature``."""
+
+    __slots__ = ("_build", "_built")
+
+    def __init__(self, build: Callable[[], inspect.Signature]) -> None:
+        # no super().__init__: the base slots are shadowed by the properties below
+        self._build: Callable[[], inspect.Signature] | None = build
+        self._built: inspect.Signature | None = None
+
+    def _resolved(self) -> inspect.Signature:
+        if self._built is None:
+            assert self._build is not None
+            self._built = self._build()
+            self._build = None
+        return self._built
+
+    @property  # type: ignore[override]
+    def _parameters(self) -> Any:
+        return self._resolved().parameters
+
+    @property  # type: ignore[override]
+    def _return_annotation(self) -> Any:
+        return self._resolved().return_annotation
+
+    def replace(self, **changes: Any) -> inspect.Signature:  # type: ignore[override]
+        return self._resolved().replace(**changes)
+
+    def __repr__(self) -> str:
+        return f"<Signature {self}>"

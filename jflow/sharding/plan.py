@@ -15,10 +15,14 @@ so the step is traced twice:
 2. :func:`solve` picks one signature per call minimising the boxing bytes of the whole step
    (``boxing.cost``, the model ``explain`` reports) plus a small compute term (bytes of the
    local outputs: among equally cheap plans, prefer the one that does not replicate work).
-   It is an integer program over the call graph: one binary per (call, signature) and, per
-   edge, a transport block between the producer's output SBP and the consumer's input SBP
-   whose marginals are the two calls' choices (a tight linearisation of the pairwise cost).
-   SciPy's ``milp`` (HiGHS; SciPy is a dependency of JAX) solves it;
+   First the calls whose choice can be minimised out exactly go (a dynamic program on the
+   chain-like parts: a call with one edge in and one out, a leaf, a source; OneFlow's
+   auto-parallel eliminates the same shapes), then what is left is an integer program: one
+   binary per (call, signature) and, per edge, a transport block between the producer's
+   output SBP and the consumer's input SBP whose marginals are the two calls' choices (a
+   tight linearisation of the pairwise cost: on a transformer step its LP relaxation was
+   already integral). It is built with NumPy and SciPy's ``milp`` (HiGHS; SciPy is a
+   dependency of JAX) solves it; ``LAST_SOLVE`` has HiGHS's lower bound next to the plan;
 3. when the plan moves less than the greedy choice, the step is traced again with the plan
    *forced*: call ``k`` uses signature ``plan[k]``. Any signature is correct for any input
    layout (boxing converts), so the plan only changes traffic, never results.
@@ -28,13 +32,19 @@ Only the traffic the cost model sees is optimised; XLA may still fuse or reorder
 
 from __future__ import annotations
 
+import heapq
+import itertools
+import math
+import time
 from collections.abc import Callable, Sequence
+from fractions import Fraction
 from typing import Any
 
 import numpy as np
 
 from .boxing import cost
-from .sbp import _Split
+from .boxing_plan import _divides, _ordered, step_bytes
+from .sbp import _Broadcast, _PartialSum, _Split
 
 __all__ = ["StepRecorder", "StepPlan", "recording", "forcing", "following", "active", "solve"]
 
@@ -44,8 +54,10 @@ _ACTIVE: list[Any] = [None]
 #: weight of the compute term (bytes of local outputs) against boxing bytes
 _COMPUTE_WEIGHT = 1e-3
 #: the largest program solved (variables); bigger steps keep the greedy choice
-_MAX_VARIABLES = 200_000
-_TIME_LIMIT_S = 10.0
+_MAX_VARIABLES = 500_000
+_TIME_LIMIT_S = 60.0
+#: HiGHS's relative gap: a plan reported optimal is within this of the minimum
+_GAP = 1e-6
 #: what the last :func:`solve` met (calls, candidates, variables, outcome, the greedy
 #: choice's cost and, when solved, the plan's): why a step kept its greedy choice, or what
 #: the plan saves (examples, benchmarks)
@@ -61,19 +73,27 @@ class StepRecorder:
 
     ``ops[k]`` = ``(op name, candidates, inputs, chosen, hierarchy, out_nbytes)`` where each
     input is ``(source, nbytes)`` and a source is ``("call", k, j)`` (output ``j`` of call
-    ``k``) or ``("fixed", nd)``, and sizes are ``(bytes, logical shape)``. ``boxes`` =
-    ``(source, dst nd, size, hierarchy)``."""
+    ``k``) or ``("fixed", nd, f)`` (the ``f``-th distinct value the step did not compute:
+    calls reading the same one share its conversions, as a forced trace does), and sizes
+    are ``(bytes, logical shape)``. ``boxes`` = ``(source, dst nd, size, hierarchy)``."""
 
     def __init__(self) -> None:
         self.ops: list[tuple] = []
         self.boxes: list[tuple] = []
         self.pinned: dict[tuple[int, int], tuple] = {}
         self._producer: dict[int, tuple[int, int]] = {}
+        self._fixed: dict[int, int] = {}
         self._keep: list[Any] = []  # the traced values, so their ids are not reused
 
     def _source(self, value: Any, nd: tuple) -> tuple:
         where = self._producer.get(id(value))
-        return ("call", *where) if where is not None else ("fixed", nd)
+        if where is not None:
+            return ("call", *where)
+        f = self._fixed.get(id(value))
+        if f is None:
+            f = self._fixed[id(value)] = len(self._fixed)
+            self._keep.append(value)
+        return ("fixed", nd, f)
 
     def op(self, name: str, candidates: Sequence[Any], in_values: Sequence[Any],
            in_nds: Sequence[tuple], in_sizes: Sequence[tuple[float, tuple]], chosen: Any,
@@ -94,6 +114,7 @@ class StepRecorder:
     def release(self) -> None:
         """Drop the traced values (kept only while the trace runs, so ids stay unique)."""
         self._producer.clear()
+        self._fixed.clear()
         self._keep.clear()
 
     def pin(self, pins: Sequence[tuple[Any, tuple]]) -> None:
@@ -176,16 +197,60 @@ def following(what: StepRecorder | StepPlan | None) -> _Active:
 
 
 _COSTS: dict[tuple, float] = {}  # _cost's memo, emptied by each solve (bounded by it)
+#: per (src, hierarchy, rank, which splits divide): every reachable dst's bytes as a fraction
+#: of the tensor's (one Dijkstra from src instead of one per pair), emptied by each solve
+_FROM: dict[tuple, dict[tuple, Fraction]] = {}
+
+
+def _fractions(src: tuple, hierarchy: tuple[int, ...], shape: tuple[int, ...]) -> dict:
+    """``boxing_plan.plan(src, dst, hierarchy, shape)[1]`` for every ``dst`` at once: the
+    same Dijkstra over one-axis steps, run to the end. The least bytes depend on the shape
+    only through which dims the axes' products divide, so shapes share the result."""
+    parts = sorted({math.prod(c) for r in range(len(hierarchy) + 1)
+                    for c in itertools.combinations(hierarchy, r)})
+    key = (src, hierarchy, tuple(tuple(s % q == 0 for q in parts) for s in shape))
+    out = _FROM.get(key)
+    if out is not None:
+        return out
+    kinds = [_Broadcast(), _PartialSum(), *(_Split(d) for d in range(len(shape)))]
+    best: dict[tuple, Fraction] = {src: Fraction(0)}
+    heap: list = [(Fraction(0), 0, src)]
+    tick = 0
+    while heap:
+        c, _, state = heapq.heappop(heap)
+        if c != best[state]:
+            continue
+        for k, a in enumerate(state):
+            for b in kinds:
+                nxt = state[:k] + (b,) + state[k + 1:]
+                if b == a or not _ordered(state, k, a, b) or \
+                        not _divides(nxt, hierarchy, shape):
+                    continue
+                cn = c + step_bytes(state, k, b, hierarchy)
+                if nxt not in best or cn < best[nxt]:
+                    best[nxt] = cn
+                    tick += 1
+                    heapq.heappush(heap, (cn, tick, nxt))
+    _FROM[key] = best
+    return best
 
 
 def _cost(src: tuple, dst: tuple, size: tuple[float, tuple], hierarchy: Sequence[int]) -> float:
-    """``boxing.cost`` of a value of ``size`` = ``(bytes, logical shape)``, memoised per
-    solve: a transformer step asks for the same (src, dst, shape) pairs many times, and
-    more distinct ones than ``boxing_plan.plan``'s LRU holds."""
+    """``boxing.cost`` of a value of ``size`` = ``(bytes, logical shape)`` (the same float:
+    the same least fraction times the bytes), memoised per solve: a transformer step asks
+    for ~260,000 (src, dst, shape) pairs, ~13,000 distinct, and one Dijkstra per pair
+    (``boxing_plan.plan``) took ~100 s there."""
     key = (src, dst, size, tuple(hierarchy))
     c = _COSTS.get(key)
     if c is None:
-        c = _COSTS[key] = float(cost(src, dst, size[0], hierarchy, size[1]))
+        if src == dst:
+            c = 0.0
+        elif size[1] is None:
+            c = float(cost(src, dst, size[0], hierarchy, None))
+        else:
+            frac = _fractions(tuple(src), tuple(hierarchy), tuple(size[1]))[tuple(dst)]
+            c = float(frac * Fraction(size[0]))
+        _COSTS[key] = c
     return c
 
 
@@ -197,12 +262,24 @@ def _local_bytes(nbytes: float, nd: tuple, hierarchy: Sequence[int]) -> float:
     return nbytes / split
 
 
-def _own_cost(rec: StepRecorder, k: int, sig: Any) -> float:
+def _shared_fixed(rec: StepRecorder) -> set[int]:
+    """The fixed values more than one call input reads (their conversions are shared)."""
+    seen: set[int] = set()
+    shared: set[int] = set()
+    for _, _, ins, _, _, _ in rec.ops:
+        for src, _ in ins:
+            if src[0] == "fixed":
+                (shared if src[2] in seen else seen).add(src[2])
+    return shared
+
+
+def _own_cost(rec: StepRecorder, k: int, sig: Any,
+              skip: set[int] | frozenset[int] = frozenset()) -> float:
     """The part of call ``k``'s cost that depends on its choice alone: boxing of fixed
-    inputs and its compute term."""
+    inputs (but those in ``skip``, shared with other calls) and its compute term."""
     _, _, ins, _, h, out_nbytes = rec.ops[k]
     c = sum(_cost(src[1], need, b, h) for (src, b), need in zip(ins, sig.inputs)
-            if src[0] == "fixed")
+            if src[0] == "fixed" and src[2] not in skip)
     return c + _COMPUTE_WEIGHT * sum(_local_bytes(b, nd, h)
                                      for b, nd in zip(out_nbytes, sig.outputs))
 
@@ -213,10 +290,14 @@ def total_cost(rec: StepRecorder, choice: Sequence[Any], shared: bool = True) ->
     per target; greedy calls each box their own inputs)."""
     c = 0.0
     seen = set()
+    skip = _shared_fixed(rec) if shared else set()
     for k, (_, _, ins, _, h, _) in enumerate(rec.ops):
-        c += _own_cost(rec, k, choice[k])
+        c += _own_cost(rec, k, choice[k], skip)
         for (src, b), need in zip(ins, choice[k].inputs):
-            if src[0] == "call":
+            if src[0] == "fixed" and src[2] in skip and ("fixed", src[2], need) not in seen:
+                seen.add(("fixed", src[2], need))
+                c += _cost(src[1], need, b, h)
+            elif src[0] == "call":
                 have = choice[src[1]].outputs[src[2]]
                 if shared and (src[1], src[2], need) in seen:
                     continue
@@ -228,15 +309,238 @@ def total_cost(rec: StepRecorder, choice: Sequence[Any], shared: bool = True) ->
     return c
 
 
+class _Edge:
+    """One producer-output -> consumer-input dependence of the reduced program: ``pa[s]`` /
+    ``qb[s]`` index the producer's / consumer's candidates into the rows / columns of the
+    cost matrix ``c`` (a conversion's bytes, or after eliminating calls between them, the
+    least cost of the eliminated chain for that pair); ``value`` = ``(p, j)`` when the
+    producer's output feeds several consumers (its conversions are shared), else None."""
+
+    __slots__ = ("p", "pa", "q", "qb", "c", "value")
+
+    def __init__(self, p: int, pa: np.ndarray, q: int, qb: np.ndarray, c: np.ndarray,
+                 value: tuple | None) -> None:
+        self.p, self.pa, self.q, self.qb, self.c, self.value = p, pa, q, qb, c, value
+
+
+def _index(keys: list) -> tuple[list, np.ndarray]:
+    """The distinct ``keys`` (first-seen order) and each key's position among them."""
+    pos: dict = {}
+    idx = np.fromiter((pos.setdefault(k, len(pos)) for k in keys), dtype=np.int64,
+                      count=len(keys))
+    return list(pos), idx
+
+
+def _program(rec: StepRecorder, cands: list[list[Any]]) -> tuple[list[np.ndarray], dict]:
+    """The step as unary costs per call (own cost + explicit conversions of its outputs)
+    and edges (:class:`_Edge`). A fixed value several calls read becomes one more node
+    (after the calls), with one choice: its SBP, and shared edges to its readers."""
+    skip = _shared_fixed(rec)
+    unary = [np.array([_own_cost(rec, k, s, skip) for s in cs]) for k, cs in enumerate(cands)]
+    fixed_node: dict[int, int] = {}
+    for f in sorted(skip):
+        fixed_node[f] = len(unary)
+        unary.append(np.zeros(1))
+    for src, dst, b, h in rec.boxes:  # explicit conversions: a cost on the producer's choice
+        if src[0] == "call":
+            p, j = src[1], src[2]
+            unary[p] = unary[p] + np.array([_cost(s.outputs[j], dst, b, h) for s in cands[p]])
+    fanout: dict[tuple, int] = {}
+    for _, _, ins, _, _, _ in rec.ops:
+        for src, _ in ins:
+            if src[0] == "call":
+                fanout[src[1:]] = fanout.get(src[1:], 0) + 1
+    edges = {}
+    for k, (_, _, ins, _, h, _) in enumerate(rec.ops):
+        for i, (src, b) in enumerate(ins):
+            if src[0] == "fixed" and src[2] in skip:
+                p = fixed_node[src[2]]
+                needs, qb = _index([s.inputs[i] for s in cands[k]])
+                c = np.array([[_cost(src[1], bb, b, h) for bb in needs]])
+                edges[len(edges)] = _Edge(p, np.zeros(1, dtype=np.int64), k, qb, c,
+                                          (p, 0, [src[1]], needs))
+                continue
+            if src[0] != "call":
+                continue
+            p, j = src[1], src[2]
+            outs, pa = _index([s.outputs[j] for s in cands[p]])
+            needs, qb = _index([s.inputs[i] for s in cands[k]])
+            c = np.array([[_cost(a, bb, b, h) for bb in needs] for a in outs]).reshape(
+                len(outs), len(needs))
+            edges[len(edges)] = _Edge(p, pa, k, qb, c, (p, j, outs, needs)
+                                      if fanout[(p, j)] > 1 else None)
+    return unary, edges
+
+
+def _reduce(unary: list[np.ndarray], edges: dict) -> tuple[list, set]:
+    """Eliminate calls whose choice can be minimised out exactly (a dynamic program on the
+    chain-like parts of the graph; OneFlow's auto-parallel does the same): a call with one
+    unshared edge in and none out (its least cost per producer choice joins the producer's
+    unary cost), none in and one out (joins the consumer's), or one in and one out (the two
+    edges become one, its matrix the min-plus product through the call). Returns the
+    eliminations in order (to recover the eliminated calls' choices) and the calls left."""
+    ins: dict[int, set] = {k: set() for k in range(len(unary))}
+    outs: dict[int, set] = {k: set() for k in range(len(unary))}
+    for e, ed in edges.items():
+        ins[ed.q].add(e)
+        outs[ed.p].add(e)
+    steps: list[tuple] = []
+    next_e = max(edges, default=-1) + 1
+    alive = set(range(len(unary)))
+    work = list(range(len(unary)))
+    while work:
+        k = work.pop()
+        if k not in alive:
+            continue
+        i_e, o_e = ins[k], outs[k]
+        if len(i_e) > 1 or len(o_e) > 1 or any(edges[e].value is not None for e in i_e | o_e):
+            continue
+        u = unary[k]
+        if not i_e and not o_e:  # isolated: its own cheapest
+            steps.append(("alone", k, int(np.argmin(u))))
+        elif i_e and not o_e:  # a leaf: min over k per producer choice
+            e = i_e.pop()
+            ed = edges.pop(e)
+            t = u[None, :] + ed.c[:, ed.qb]  # [producer's a, k's candidate]
+            best = np.argmin(t, axis=1)
+            unary[ed.p] = unary[ed.p] + t[np.arange(len(best)), best][ed.pa]
+            outs[ed.p].discard(e)
+            steps.append(("leaf", k, ed.p, ed.pa, best))
+            work.append(ed.p)
+        elif o_e and not i_e:  # a source: min over k per consumer choice
+            e = o_e.pop()
+            ed = edges.pop(e)
+            t = u[:, None] + ed.c[ed.pa, :]  # [k's candidate, consumer's b]
+            best = np.argmin(t, axis=0)
+            unary[ed.q] = unary[ed.q] + t[best, np.arange(len(best))][ed.qb]
+            ins[ed.q].discard(e)
+            steps.append(("source", k, ed.q, ed.qb, best))
+            work.append(ed.q)
+        else:  # a link of a chain: p -> k -> q becomes p -> q
+            e1, e2 = i_e.pop(), o_e.pop()
+            a, b = edges.pop(e1), edges.pop(e2)
+            t = a.c[:, a.qb][:, :, None] + u[None, :, None] + b.c[b.pa, :][None, :, :]
+            best = np.argmin(t, axis=1)  # [a, b] -> k's candidate
+            c = np.take_along_axis(t, best[:, None, :], axis=1)[:, 0, :]
+            e = next_e
+            next_e += 1
+            edges[e] = _Edge(a.p, a.pa, b.q, b.qb, c, None)
+            outs[a.p].discard(e1)
+            outs[a.p].add(e)
+            ins[b.q].discard(e2)
+            ins[b.q].add(e)
+            steps.append(("link", k, a.p, a.pa, b.q, b.qb, best))
+            work += [a.p, b.q]
+        alive.discard(k)
+    return steps, alive
+
+
+def _recover(steps: list[tuple], pick: dict[int, int]) -> None:
+    """The eliminated calls' choices, given the kept calls' (``pick``: call -> candidate)."""
+    for st in reversed(steps):
+        if st[0] == "alone":
+            pick[st[1]] = st[2]
+        elif st[0] in ("leaf", "source"):
+            _, k, other, idx, best = st
+            pick[k] = int(best[idx[pick[other]]])
+        else:
+            _, k, p, pa, q, qb, best = st
+            pick[k] = int(best[pa[pick[p]], qb[pick[q]]])
+
+
+def _milp(unary: list[np.ndarray], edges: dict, kept: list[int],
+          time_limit: float) -> tuple[Any, dict[int, int], int, float]:
+    """The reduced program as a MILP (binaries per kept call's candidate, a transport block
+    per edge whose marginals are the two calls' choices, a shared variable per conversion of
+    a value with several consumers), built with NumPy; SciPy's HiGHS solves it. Returns
+    its result, the kept calls' choices, the variables and when the build ended."""
+    from scipy.optimize import Bounds, LinearConstraint, milp
+    from scipy.sparse import coo_matrix
+
+    offset, n = {}, 0
+    for k in kept:
+        offset[k] = n
+        n += len(unary[k])
+    nx = n
+    obj = [np.concatenate([unary[k] for k in kept])] if kept else []
+    rows, cols, vals, lo, hi = [], [], [], [], []
+    r = 0
+    for k in kept:  # one candidate per call
+        m = len(unary[k])
+        rows.append(np.full(m, r))
+        cols.append(offset[k] + np.arange(m))
+        vals.append(np.ones(m))
+        r += 1
+    lo.append(np.ones(len(kept)))
+    hi.append(np.ones(len(kept)))
+    shared: dict[tuple, int] = {}
+    for ed in edges.values():
+        na, nb = ed.c.shape
+        z = n + np.arange(na * nb).reshape(na, nb)
+        n += na * nb
+        obj.append(np.zeros(na * nb) if ed.value is not None else ed.c.ravel())
+        # producer marginals: sum_b z[a, b] = sum_{s: pa[s] = a} x[p, s]
+        rows += [np.repeat(r + np.arange(na), nb), r + ed.pa]
+        cols += [z.ravel(), offset[ed.p] + np.arange(len(ed.pa))]
+        vals += [np.ones(na * nb), -np.ones(len(ed.pa))]
+        r += na
+        rows += [np.tile(r + np.arange(nb), na), r + ed.qb]
+        cols += [z.ravel(), offset[ed.q] + np.arange(len(ed.qb))]
+        vals += [np.ones(na * nb), -np.ones(len(ed.qb))]
+        r += nb
+        lo.append(np.zeros(na + nb))
+        hi.append(np.zeros(na + nb))
+        if ed.value is not None:  # y[a, b] >= z[a, b]: a conversion paid once per value
+            p, j, outs, needs = ed.value
+            ai, bi = np.nonzero(ed.c)
+            ys = []
+            for a_, b_ in zip(ai.tolist(), bi.tolist()):
+                key = (p, j, outs[a_], needs[b_])
+                y = shared.get(key)
+                if y is None:
+                    y = shared[key] = n
+                    n += 1
+                    obj.append(ed.c[a_, b_:b_ + 1])
+                ys.append(y)
+            m = len(ys)
+            rows += [r + np.arange(m), r + np.arange(m)]
+            cols += [np.array(ys, dtype=np.int64), z[ai, bi]]
+            vals += [np.ones(m), -np.ones(m)]
+            r += m
+            lo.append(np.zeros(m))
+            hi.append(np.full(m, np.inf))
+    integrality = np.zeros(n)
+    integrality[:nx] = 1
+    a = coo_matrix((np.concatenate(vals), (np.concatenate(rows), np.concatenate(cols))),
+                   shape=(r, n))
+    cons = LinearConstraint(a, np.concatenate(lo), np.concatenate(hi))
+    built = time.perf_counter()
+    res = milp(np.concatenate(obj), constraints=cons, integrality=integrality,
+               bounds=Bounds(0, 1), options={"time_limit": time_limit, "mip_rel_gap": _GAP})
+    pick = {} if res.x is None else {
+        k: int(np.argmax(res.x[offset[k]:offset[k] + len(unary[k])])) for k in kept}
+    return res, pick, n, built
+
+
+def _size(unary: list[np.ndarray], edges: dict, kept: set) -> int:
+    """The reduced program's variables (before building it)."""
+    n = sum(len(unary[k]) for k in kept) + sum(ed.c.size for ed in edges.values())
+    return n + len({(*ed.value[:2], ed.value[2][a], ed.value[3][b])
+                    for ed in edges.values() if ed.value is not None
+                    for a, b in zip(*np.nonzero(ed.c))})
+
+
 def solve(rec: StepRecorder) -> tuple[list[Any], float, float] | None:
     """The cheapest signature per call: ``(plan, its cost, the greedy cost)``, or None when
-    there is nothing to choose or the program is too big / SciPy is missing."""
+    there is nothing to choose, the program is too big or no solution was found in time.
+    ``LAST_SOLVE`` says what it met, and whether the plan is proven optimal."""
     if not rec.ops:
         return None
+    t0 = time.perf_counter()
     _COSTS.clear()
+    _FROM.clear()
     try:
-        from scipy.optimize import Bounds, LinearConstraint, milp
-        from scipy.sparse import coo_matrix
+        import scipy.optimize  # noqa: F401
     except ImportError:  # pragma: no cover - SciPy comes with JAX
         return None
     greedy = [op[3] for op in rec.ops]
@@ -246,100 +550,38 @@ def solve(rec: StepRecorder) -> tuple[list[Any], float, float] | None:
         keep = [s for s in cs if all(s.outputs[j] == nd
                                      for (kk, j), nd in rec.pinned.items() if kk == k)]
         cands.append(keep or [chosen])
-    # size first: the choice and transport variables (one per producer-output x consumer-
-    # input SBP pair of each edge) are a lower bound of the program's; building a program
-    # past the bound before giving up took minutes (a transformer's training step)
-    n_min = sum(len(cs) for cs in cands)
-    for k, (_, _, ins, _, _, _) in enumerate(rec.ops):
-        for i, (src, _) in enumerate(ins):
-            if src[0] == "call":
-                n_min += len({s.outputs[src[2]] for s in cands[src[1]]}) * \
-                    len({s.inputs[i] for s in cands[k]})
+    unary, edges = _program(rec, cands)
+    steps, kept = _reduce(unary, edges)
+    n = _size(unary, edges, kept)
     LAST_SOLVE.clear()
     LAST_SOLVE.update(calls=len(rec.ops), candidates=sum(len(cs) for cs in cands),
-                      variables=n_min, outcome="too large")
-    if n_min > _MAX_VARIABLES:
-        LAST_SOLVE["greedy"] = total_cost(rec, greedy, shared=False)
+                      kept_calls=sum(k < len(cands) for k in kept), variables=n,
+                      outcome="too large")
+    greedy_cost = total_cost(rec, greedy, shared=False)
+    if n > _MAX_VARIABLES:
+        LAST_SOLVE["greedy"] = greedy_cost
         return None
-    offset, n = [], 0
-    for cs in cands:
-        offset.append(n)
-        n += len(cs)
-    obj: list[float] = [0.0] * n
-    for k, cs in enumerate(cands):
-        for s_i, s in enumerate(cs):
-            obj[offset[k] + s_i] = _own_cost(rec, k, s)
-    for src, dst, b, h in rec.boxes:  # explicit conversions: a cost on the producer's choice
-        if src[0] == "call":
-            p, j = src[1], src[2]
-            for s_i, s in enumerate(cands[p]):
-                obj[offset[p] + s_i] += _cost(s.outputs[j], dst, b, h)
-    rows: list[int] = []
-    cols: list[int] = []
-    vals: list[float] = []
-    lo: list[float] = []
-    hi: list[float] = []
-
-    def row(entries: list[tuple[int, float]], low: float, high: float | None = None) -> None:
-        r = len(lo)
-        for c, v in entries:
-            rows.append(r)
-            cols.append(c)
-            vals.append(v)
-        lo.append(low)
-        hi.append(low if high is None else high)
-
-    # a conversion (a -> b) of one value is paid once, however many calls use it: one
-    # variable per (value, a, b) bounds the transport variables of all its edges
-    shared: dict[tuple, int] = {}
-
-    for k, cs in enumerate(cands):  # one signature per call
-        row([(offset[k] + i, 1.0) for i in range(len(cs))], 1.0)
-    for k, (_, _, ins, _, h, _) in enumerate(rec.ops):
-        for i, (src, b) in enumerate(ins):
-            if src[0] != "call":
-                continue
-            p, j = src[1], src[2]
-            outs = sorted({s.outputs[j] for s in cands[p]}, key=repr)
-            needs = sorted({s.inputs[i] for s in cands[k]}, key=repr)
-            z0 = n
-            n += len(outs) * len(needs)
-            obj += [0.0] * (len(outs) * len(needs))
-            for ai, a in enumerate(outs):
-                for bi, bb in enumerate(needs):
-                    c = _cost(a, bb, b, h)
-                    if c == 0:
-                        continue
-                    y = shared.get((p, j, a, bb))
-                    if y is None:
-                        y = shared[(p, j, a, bb)] = n
-                        n += 1
-                        obj.append(c)
-                    row([(y, 1.0), (z0 + ai * len(needs) + bi, -1.0)], 0.0, np.inf)
-            if n > _MAX_VARIABLES:
-                LAST_SOLVE.update(variables=n, greedy=total_cost(rec, greedy, shared=False))
-                return None
-            for ai, a in enumerate(outs):  # marginal on the producer's side
-                row([(z0 + ai * len(needs) + bi, 1.0) for bi in range(len(needs))]
-                    + [(offset[p] + si, -1.0) for si, s in enumerate(cands[p])
-                       if s.outputs[j] == a], 0.0)
-            for bi, bb in enumerate(needs):  # and on the consumer's
-                row([(z0 + ai * len(needs) + bi, 1.0) for ai in range(len(outs))]
-                    + [(offset[k] + si, -1.0) for si, s in enumerate(cands[k])
-                       if s.inputs[i] == bb], 0.0)
-    integrality = np.zeros(n)
-    integrality[:offset[-1] + len(cands[-1])] = 1
-    a = coo_matrix((vals, (rows, cols)), shape=(len(lo), n))
-    res = milp(np.asarray(obj), constraints=LinearConstraint(a, lo, hi),
-               integrality=integrality, bounds=Bounds(0, 1),
-               options={"time_limit": _TIME_LIMIT_S})
-    LAST_SOLVE.update(variables=n, outcome="no solution" if res.x is None else "solved")
-    if res.x is None:
+    kept_l = sorted(kept)
+    pick: dict[int, int] = {}
+    optimal, built = True, time.perf_counter()
+    # the calls eliminated alone add their least cost; every other elimination is folded
+    # into the kept calls' costs, so the program's objective is the step's cost
+    bound: float | None = sum(float(unary[st[1]][st[2]]) for st in steps if st[0] == "alone")
+    if kept_l:
+        res, pick, n, built = _milp(unary, edges, kept_l, _TIME_LIMIT_S)
+        optimal = res.status == 0
+        dual = getattr(res, "mip_dual_bound", None)  # HiGHS's lower bound of the program
+        bound = None if dual is None else bound + float(dual)
+    LAST_SOLVE.update(variables=n, build_s=built - t0, solve_s=time.perf_counter() - built)
+    if kept_l and res.x is None:
+        LAST_SOLVE.update(outcome="no solution", greedy=greedy_cost)
         return None
-    plan = []
-    for k, cs in enumerate(cands):
-        xs = res.x[offset[k]:offset[k] + len(cs)]
-        plan.append(cs[int(np.argmax(xs))])
-    planned, greedy_cost = total_cost(rec, plan), total_cost(rec, greedy, shared=False)
-    LAST_SOLVE.update(planned=planned, greedy=greedy_cost)
+    _recover(steps, pick)
+    plan = [cands[k][pick[k]] for k in range(len(cands))]
+    planned = total_cost(rec, plan)
+    compute = _COMPUTE_WEIGHT * sum(_local_bytes(b, nd, op[4]) for op, s in zip(rec.ops, plan)
+                                    for b, nd in zip(op[5], s.outputs))
+    LAST_SOLVE.update(outcome="solved" if optimal else "time limit (best found)",
+                      optimal=optimal, planned=planned, planned_bytes=planned - compute,
+                      greedy=greedy_cost, bound=bound)
     return plan, planned, greedy_cost

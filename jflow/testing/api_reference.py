@@ -22,7 +22,9 @@ from pathlib import Path
 import numpy as np
 
 from ..functional import F
+from ..functional.codegen import entry_description
 from ..functional.registry import FUNCTORS
+from ..functional.signature import overload_policy, python_signature
 from ..kernels.registry import kernels_for
 from ..ops.registry import get as get_op
 from ..ops.registry import list_ops
@@ -125,19 +127,18 @@ def _ops_page(names: Sequence[str]) -> str:
 def _functional_page() -> str:
     out = [_HEADER, "# `flow._C`: the functional API (api.yaml)\n\n",
            "Each entry's signatures (OneFlow's `functional_api.yaml` grammar) and what they "
-           "run: an op directly (`=> op:<name>`, see ops.md) or a functor.\n"]
+           "run: an op directly (`=> op:<name>`, see ops.md) or a functor; then the Python "
+           "signature that `inspect.signature` and `help()` show (the one overload, the "
+           "overloads merged when they differ only in types or defaults, else the first).\n"]
     for e in sorted((e for e in F.entries if e.bind_python), key=lambda e: e.name):
         out.append(f"\n## `{e.name}`\n\n")
-        docs = []
         for sig in e.signatures:
             out.append(f"- `{_md(sig.text)}`\n")
-            fn = FUNCTORS.get(sig.functor) if sig.functor else None
-            d = _first_paragraph(fn.__doc__ if fn is not None else None)
-            if d and d not in docs:
-                docs.append(d)
-        d = _first_paragraph(e.doc) if e.doc else ""
-        if d and d not in docs:
-            docs.insert(0, d)
+        shown = {"merged": " (the overloads merged)", "first": " (the first overload)"}.get(
+            overload_policy(e.signatures), "")
+        out.append(f"- Python{shown}: `{e.name}{_md(str(python_signature(e.signatures)))}`\n")
+        docs = entry_description(e, [FUNCTORS.get(s.functor) if s.functor else None
+                                     for s in e.signatures])
         if docs:
             out.append("\n" + "\n\n".join(docs) + "\n")
     return "".join(out)

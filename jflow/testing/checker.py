@@ -17,6 +17,11 @@ independently computed things (a check of code against itself could never fail):
   ``jax.grad`` vs finite differences in float64, ``jax.jvp`` vs ``jax.vjp``) on every sample
   it applies to, at least one of which must really be checked (:func:`check_op_grad`).
 
+``check_op`` raises :class:`CheckFailure` (or :class:`GradCheckFailure`) on the first
+disagreement and otherwise returns a :class:`CheckReport` that prints what it checked, so a
+pass is never silent about what it did not look at. ``check_op(..., sbp=True)`` adds the SBP
+check of :mod:`jflow.testing.sbp_check`.
+
 ``tests/test_checker_catches.py`` shows each check failing on a deliberately wrong op.
 """
 
@@ -24,6 +29,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Callable
+from dataclasses import dataclass, field
 from typing import Any
 
 import jax
@@ -32,10 +38,12 @@ import numpy as np
 from ..kernels import select_kernel
 from ..ops import get as get_op
 from ..tensor import _wrap
+from . import grad_check as _grad_check
 from .grad_check import _flat_inputs, check_grad, grad_applicable
 from .samples import OpSamples, Sample, get_samples
+from .sbp_check import sbp_coverage
 
-__all__ = ["check_op", "check_op_grad", "check_sample", "CheckFailure"]
+__all__ = ["check_op", "check_op_grad", "check_sample", "CheckFailure", "CheckReport"]
 
 
 class CheckFailure(AssertionError):
@@ -123,8 +131,10 @@ def _kernel_outputs(op: Any, flat: list[np.ndarray], params: dict[str, Any]
     return [(tuple(r.shape), np.dtype(r.dtype)) for r in _outs(res)]
 
 
-def _check_inference(op: Any, s: Sample, label: str) -> None:
-    """The primitive's abstract eval (what ``jax.jit`` sees) == the kernel's real outputs."""
+def _check_inference(op: Any, s: Sample, label: str) -> bool:
+    """The primitive's abstract eval (what ``jax.jit`` sees) == the kernel's real outputs;
+    False when the kernel's outputs are sized by the inference itself (ffi: nothing to
+    compare)."""
     flat = [np.asarray(a) for a in _flat_inputs(s)]
     params = dict(op.normalize_attrs(dict(s.attrs)))
     if op.structured:
@@ -133,7 +143,7 @@ def _check_inference(op: Any, s: Sample, label: str) -> None:
                               *[jax.ShapeDtypeStruct(a.shape, a.dtype) for a in flat])
     kernel = _kernel_outputs(op, flat, params)
     if kernel is None:
-        return
+        return False
     if len(abstract) != len(kernel):
         raise CheckFailure(f"{label}: abstract eval gives {len(abstract)} outputs, the kernel "
                            f"{len(kernel)}")
@@ -141,6 +151,7 @@ def _check_inference(op: Any, s: Sample, label: str) -> None:
         if tuple(a.shape) != tuple(shape) or np.dtype(a.dtype) != dtype:
             raise CheckFailure(f"{label}: output {i}: abstract eval says {a.dtype}{list(a.shape)}"
                                f", the kernel gives {dtype}{list(shape)}")
+    return True
 
 
 def _reference_check(entry: OpSamples, s: Sample, label: str
@@ -187,9 +198,10 @@ def _stack(*xs: Any) -> Any:
     return None if xs[0] is None else np.stack(xs)
 
 
-def _check_vmap(op: Any, s: Sample, label: str) -> None:
+def _check_vmap(op: Any, s: Sample, label: str) -> bool:
     """``jax.vmap`` over a batch of two input sets == a loop of eager calls, with every input
-    batched, then with only the first (the others shared)."""
+    batched, then with only the first (the others shared); returns whether the second
+    (first input only) ran."""
     run = _runner(op, s)
     sets = [list(s.inputs), _batched_second(s)]
     loop = [_eager(op, inp, s.attrs) for inp in sets]
@@ -200,7 +212,7 @@ def _check_vmap(op: Any, s: Sample, label: str) -> None:
             _assert_close(f"{label}: output {i} under jax.vmap (row {b}) vs a loop",
                           np.asarray(g[b]), loop[b][i], s, False)
     if len([x for x in s.inputs if x is not None]) < 2 or isinstance(s.inputs[0], list):
-        return
+        return False
     axes = [0] + [None] * (len(s.inputs) - 1)
     rest = [_tree_map(jax.numpy.asarray, x) for x in s.inputs[1:]]
     got = jax.vmap(run, in_axes=axes)(jax.numpy.asarray(batched[0]), *rest)
@@ -209,20 +221,39 @@ def _check_vmap(op: Any, s: Sample, label: str) -> None:
         for b in range(2):
             _assert_close(f"{label}: output {i} under jax.vmap(in_axes={axes}) (row {b})",
                           np.asarray(g[b]), loop2[b][i], s, False)
+    return True
 
 
 def check_sample(op_name: str, s: Sample, entry: OpSamples | None = None) -> None:
     """Run every check on one sample (raises :class:`CheckFailure`)."""
+    _check_sample(op_name, s, entry or get_samples(op_name), None)
+
+
+def _check_sample(op_name: str, s: Sample, entry: OpSamples, report: CheckReport | None
+                  ) -> None:
+    """:func:`check_sample`, recording into ``report`` (when given) what ran."""
     op = get_op(op_name)
-    entry = entry or get_samples(op_name)
     label = f"op '{op_name}' sample {s.name or s.attrs}"
-    _check_inference(op, s, label)
+    inferred = _check_inference(op, s, label)
     check = _reference_check(entry, s, label)
-    check("eager", _eager(op, list(s.inputs), s.attrs))
+    eager = _eager(op, list(s.inputs), s.attrs)
+    check("eager", eager)
     vals = [_tree_map(jax.numpy.asarray, x) for x in s.inputs]
     check("under jax.jit", [np.asarray(v) for v in jax.jit(_runner(op, s))(*vals)])
+    vmapped = partly = False
     if s.vmap and _flat_inputs(s):
-        _check_vmap(op, s, label)
+        vmapped, partly = True, _check_vmap(op, s, label)
+    if report is None:
+        return
+    report.samples += 1
+    report.inference += inferred
+    report.vmap += vmapped
+    report.vmap_first_only += partly
+    for a in _flat_inputs(s):
+        report._add(report.input_dtypes, np.asarray(a).dtype.name)
+    for o in eager:
+        rtol, atol = _tol(o.dtype, s)
+        report._add(report.tolerances, f"{o.dtype.name} rtol={rtol:g} atol={atol:g}")
 
 
 def check_op_grad(op_name: str) -> tuple[int, int]:
@@ -266,12 +297,111 @@ def _check_errors(op_name: str, entry: OpSamples) -> None:
                                f"{[np.shape(x) for x in es.inputs]} attrs {es.attrs}")
 
 
-def check_op(op_name: str, grad: bool = True) -> None:
+@dataclass
+class CheckReport:
+    """What :func:`check_op` checked for one op, returned when every check passed.
+
+    ``print(report)`` lists each check with the number of samples it ran on: values (eager
+    and ``jax.jit``) against the NumPy reference (or the samples' ``verify``) with the
+    tolerances used per output dtype; abstract eval against the kernel's outputs; ``jax.vmap``
+    against a loop; the error samples; gradients against finite differences; the SBP
+    signatures. A check that did not run says why, so a pass never overstates what was
+    verified.
+    """
+
+    op: str
+    #: "the NumPy reference" or "the samples' verify" (ops with random outputs)
+    reference: str = "the NumPy reference"
+    #: samples run through every forward check (eager and jax.jit vs the reference)
+    samples: int = 0
+    #: samples whose abstract eval was compared with the kernel's outputs (not ffi kernels)
+    inference: int = 0
+    #: samples checked under jax.vmap (all inputs batched) and with only the first batched
+    vmap: int = 0
+    vmap_first_only: int = 0
+    #: error samples that raised their declared error naming the op
+    errors: int = 0
+    #: dtypes of the samples' inputs, in first-seen order
+    input_dtypes: list[str] = field(default_factory=list)
+    #: "<output dtype> rtol=.. atol=.." for each tolerance the value comparisons used
+    tolerances: list[str] = field(default_factory=list)
+    #: the gradient check: None when not requested (grad=False), else (checked, skipped)
+    grad: tuple[int, int] | None = None
+    #: why there is no gradient check beyond "not requested" (e.g. a NoGrad op)
+    grad_note: str = ""
+    #: the SBP check: None when not requested, else the signatures run and those never run
+    sbp_exercised: list[str] | None = None
+    sbp_missing: str = ""
+
+    @staticmethod
+    def _add(seq: list[str], item: str) -> None:
+        if item not in seq:
+            seq.append(item)
+
+    def __str__(self) -> str:
+        n = self.samples
+        lines = [f"check_op('{self.op}'): passed",
+                 f"  samples: {n} (input dtypes: {', '.join(self.input_dtypes) or 'none'}), "
+                 f"error samples: {self.errors}",
+                 f"  values: eager and jax.jit vs {self.reference} on {n} sample(s); "
+                 f"tolerances: {'; '.join(self.tolerances) or 'none'}",
+                 f"  inference: abstract eval vs the kernel's output shapes/dtypes on "
+                 f"{self.inference} of {n} sample(s)"
+                 + ("" if self.inference == n else
+                    " (ffi kernels write into buffers the inference sized: not compared)"),
+                 f"  vmap: jax.vmap vs a loop of eager calls on {self.vmap} of {n} sample(s) "
+                 f"(first input only batched on {self.vmap_first_only})",
+                 f"  errors: {self.errors} error sample(s) raised the declared error naming "
+                 f"the op"]
+        if self.grad is None:
+            lines.append(f"  gradients: not checked ({self.grad_note or 'grad=False'})")
+        else:
+            checked, skipped = self.grad
+            lines.append(f"  gradients: tape and jax.grad vs central finite differences "
+                         f"(step {_grad_check._EPS:g}, rtol={_grad_check._RTOL:g}, "
+                         f"atol={_grad_check._ATOL * 10:g} x max(1, |gradient|)) and jax.jvp "
+                         f"vs jax.vjp, in float64, on {checked} sample(s); {skipped} skipped "
+                         f"(no float64 output); {n - checked - skipped} not applicable "
+                         f"(no floating input, or grad=False)")
+        if self.sbp_exercised is None:
+            lines.append("  SBP: not checked (check_op(..., sbp=True) runs each declared "
+                         "signature on global tensors)")
+        else:
+            lines.append(f"  SBP: {len(self.sbp_exercised)} declared signature(s) run on "
+                         f"global tensors vs the single-device result"
+                         + (f": {', '.join(self.sbp_exercised)}" if self.sbp_exercised else "")
+                         + ("; never run:\n    " + self.sbp_missing.replace("\n", "\n    ")
+                            if self.sbp_missing else ""))
+        return "\n".join(lines)
+
+
+def check_op(op_name: str, grad: bool = True, sbp: bool = False) -> CheckReport:
     """Check every sample and error sample registered for ``op_name`` (and, with ``grad``,
-    its backward rule)."""
+    its backward rule; with ``sbp``, every SBP signature it declares, on 2 to 4 CPU
+    devices). Raises on the first disagreement; returns a :class:`CheckReport` saying what
+    was checked."""
     entry = get_samples(op_name)
+    report = CheckReport(op_name)
+    if entry.reference is None:
+        report.reference = "the samples' verify"
     for s in entry.samples:
-        check_sample(op_name, s, entry)
+        _check_sample(op_name, s, entry, report)
     _check_errors(op_name, entry)
+    report.errors = len(entry.errors)
     if grad:
-        check_op_grad(op_name)
+        if get_op(op_name).has_trait("NoGrad"):
+            report.grad_note = "a NoGrad op"
+        else:
+            report.grad = check_op_grad(op_name)
+    if sbp:
+        n_dev = len(jax.devices("cpu"))
+        if n_dev < 2:
+            raise RuntimeError(f"check_op('{op_name}', sbp=True): the SBP check needs 2 or "
+                               f"more CPU devices, this process has {n_dev}; set "
+                               f"XLA_FLAGS=--xla_force_host_platform_device_count=4 (or "
+                               f"jax.config.update('jax_num_cpu_devices', 4)) before JAX "
+                               f"starts")
+        cov = sbp_coverage(op_name)
+        report.sbp_exercised = sorted(cov.exercised)
+        report.sbp_missing = cov.explain_missing()
+    return report
