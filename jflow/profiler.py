@@ -14,6 +14,13 @@ waits for its result while profiling, so an op's time includes its computation, 
 dispatch (JAX dispatches asynchronously); profiling therefore removes the overlap it
 measures around.
 
+Compilation is reported apart from running: JAX's compile events (tracing to a jaxpr,
+lowering, XLA's backend compile; ``jax.monitoring``'s public listener) that happen inside a
+recorded call are summed into its ``compile_us``; ``cpu_time_total`` (and the table's
+"Total us" / "Avg us") is the call's time without them, and the table has a "Compile us"
+column, so an op's first call no longer dominates its total. ``duration_us`` stays the
+call's wall time.
+
 With ``on_trace_ready=flow.profiler.tensorboard_trace_handler(dir)`` the run is also traced
 by ``jax.profiler`` (XLA's own events, viewable in TensorBoard's profile plugin or Perfetto),
 with each jflow op and ``record_function`` range as a named annotation around its XLA work.
@@ -66,13 +73,14 @@ class FunctionEvent:
     start), ``thread`` and the nesting ``depth``."""
 
     __slots__ = ("name", "kind", "input_shapes", "kernel", "start_us", "duration_us", "thread",
-                 "depth", "detail")
+                 "depth", "detail", "compile_us")
 
     def __init__(self, name: str, kind: str, start_us: float, duration_us: float,
                  input_shapes: list | None = None, kernel: str = "", thread: int = 0,
-                 depth: int = 0, detail: str = "") -> None:
+                 depth: int = 0, detail: str = "", compile_us: float = 0.0) -> None:
         self.name, self.kind, self.kernel, self.detail = name, kind, kernel, detail
         self.start_us, self.duration_us = start_us, duration_us
+        self.compile_us = min(compile_us, duration_us)
         self.input_shapes = input_shapes or []
         self.thread, self.depth = thread, depth
 
@@ -83,8 +91,13 @@ class FunctionEvent:
 
     @property
     def cpu_time_total(self) -> float:
-        """The event's duration in microseconds."""
-        return self.duration_us
+        """The event's time in microseconds without the compilation inside it."""
+        return self.duration_us - self.compile_us
+
+    @property
+    def compile_time_total(self) -> float:
+        """The compilation (JAX tracing, lowering, XLA compile) inside the event, in us."""
+        return self.compile_us
 
     def __repr__(self) -> str:
         return (f"<FunctionEvent {self.kind} {self.name} {self.duration_us:.1f} us"
@@ -98,6 +111,7 @@ class _Average:
         self.key, self.input_shapes, self.kernel = key, input_shapes, kernel
         self.count = 0
         self.cpu_time_total = 0.0
+        self.compile_time_total = 0.0
 
     @property
     def cpu_time(self) -> float:
@@ -117,31 +131,36 @@ class EventList(list):
         if sort_by:
             key = sort_by.replace("self_", "").replace("cuda_", "cpu_").replace("device_",
                                                                                  "cpu_")
-            if key not in ("cpu_time_total", "cpu_time", "count"):
-                raise ValueError(f"table(): sort_by must be 'cpu_time_total', 'cpu_time' or "
-                                 f"'count', got {sort_by!r}")
+            if key not in ("cpu_time_total", "cpu_time", "count", "compile_time_total"):
+                raise ValueError(f"table(): sort_by must be 'cpu_time_total', 'cpu_time', "
+                                 f"'compile_time_total' or 'count', got {sort_by!r}")
             rows.sort(key=lambda r: getattr(r, key), reverse=True)
         if row_limit is not None and row_limit >= 0:
             rows = rows[:row_limit]
         total = sum(r.cpu_time_total for r in self) or 1.0
         shapes = any(getattr(r, "input_shapes", None) for r in rows)
-        head = f"{'Name':<36}{'Kernel':>16}{'Calls':>8}{'Total us':>12}{'Avg us':>10}{'%':>7}"
+        head = (f"{'Name':<36}{'Kernel':>16}{'Calls':>8}{'Total us':>12}{'Avg us':>10}{'%':>7}"
+                f"{'Compile us':>12}")
         if shapes:
             head += "  Input shapes"
         lines = ([header] if header else []) + [head, "-" * len(head)]
         for r in rows:
             line = (f"{r.key[:35]:<36}{(r.kernel or '')[:15]:>16}{r.count:>8}"
                     f"{r.cpu_time_total:>12.1f}{r.cpu_time:>10.1f}"
-                    f"{100 * r.cpu_time_total / total:>7.1f}")
+                    f"{100 * r.cpu_time_total / total:>7.1f}"
+                    f"{getattr(r, 'compile_time_total', 0.0):>12.1f}")
             if shapes:
                 line += f"  {r.input_shapes}"
             lines.append(line)
+        compiled = sum(getattr(r, "compile_time_total", 0.0) for r in self)
         lines.append(f"Total: {sum(r.cpu_time_total for r in self):.1f} us in "
-                     f"{sum(r.count for r in self)} calls")
+                     f"{sum(r.count for r in self)} calls, and {compiled:.1f} us compiling")
         return "\n".join(lines)
 
 
 _ACTIVE: list[Any] = [None]
+#: JAX's compile-time events (jax.monitoring): jaxpr tracing, lowering, the backend compile
+_COMPILE_EVENTS = ("/jax/core/compile/",)
 _KERNELS: dict[Any, str] = {}
 
 
@@ -191,6 +210,7 @@ class profile:  # noqa: N801  (torch.profiler.profile)
         self._events: list[FunctionEvent] = []
         self._t0 = 0.0
         self._depth = threading.local()
+        self._compiling = threading.local()  # .us: compile time seen on this thread
         self._jax_trace: str | None = None
         self._running = False
 
@@ -206,6 +226,7 @@ class profile:  # noqa: N801  (torch.profiler.profile)
             self._jax_trace = self.on_trace_ready.dir_name
             os.makedirs(self._jax_trace, exist_ok=True)
             jax.profiler.start_trace(self._jax_trace)
+        jax.monitoring.register_event_duration_secs_listener(self._on_jax_event)
         dispatch.PROFILER[0] = self._on_op
         _STEP_PROFILER[0] = self._on_step
         for name in list_ops():
@@ -221,6 +242,7 @@ class profile:  # noqa: N801  (torch.profiler.profile)
             dispatch.set_profiled(_get_op(name), False)
         dispatch.PROFILER[0] = None
         _STEP_PROFILER[0] = None
+        jax.monitoring.unregister_event_duration_listener(self._on_jax_event)
         _ACTIVE[0] = None
         if self._jax_trace is not None:
             jax.profiler.stop_trace()
@@ -242,12 +264,18 @@ class profile:  # noqa: N801  (torch.profiler.profile)
     def _now_us(self) -> float:
         return (time.perf_counter() - self._t0) * 1e6
 
+    def _on_jax_event(self, event: str, duration_secs: float, **_: Any) -> None:
+        """JAX's compile events (reported on the compiling thread): summed per thread."""
+        if event.startswith(_COMPILE_EVENTS):
+            self._compiling.us = getattr(self._compiling, "us", 0.0) + duration_secs * 1e6
+
     @contextlib.contextmanager
     def _range(self, name: str, kind: str, shapes: list | None = None) -> Iterator[list]:
         """Time a block; the caller may append ``[kernel, detail]`` to the yielded list."""
         depth = getattr(self._depth, "n", 0)
         self._depth.n = depth + 1
         extra: list = []
+        compiled_before = getattr(self._compiling, "us", 0.0)
         start = self._now_us()
         try:
             if self._jax_trace is not None:
@@ -258,9 +286,10 @@ class profile:  # noqa: N801  (torch.profiler.profile)
         finally:
             self._depth.n = depth
             kernel, detail = (extra + ["", ""])[:2]
-            self._events.append(FunctionEvent(name, kind, start, self._now_us() - start,
-                                              shapes, kernel, threading.get_ident(), depth,
-                                              detail))
+            self._events.append(FunctionEvent(
+                name, kind, start, self._now_us() - start, shapes, kernel,
+                threading.get_ident(), depth, detail,
+                getattr(self._compiling, "us", 0.0) - compiled_before))
 
     def _on_op(self, op: Any, body: Callable[..., Any], args: tuple, kwargs: dict) -> Any:
         ins = [t._value for t in _tensors((args, kwargs))]
@@ -292,7 +321,8 @@ class profile:  # noqa: N801  (torch.profiler.profile)
             last = self._events[-1]
             self._events.append(FunctionEvent(f"trace {compiled.name}", "retrace",
                                               last.start_us, last.duration_us,
-                                              detail=last.detail))
+                                              detail=last.detail,
+                                              compile_us=last.compile_us))
         return out
 
     # -- results --------------------------------------------------------------------------
@@ -311,7 +341,8 @@ class profile:  # noqa: N801  (torch.profiler.profile)
                 row = rows[key] = _Average(e.name, e.input_shapes if group_by_input_shape
                                            else "", e.kernel)
             row.count += 1
-            row.cpu_time_total += e.duration_us
+            row.cpu_time_total += e.cpu_time_total
+            row.compile_time_total += e.compile_us
         return EventList(rows.values())
 
     def export_chrome_trace(self, path: str) -> None:

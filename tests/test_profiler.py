@@ -40,10 +40,18 @@ def test_eager_ops_compiled_steps_and_ranges(tmp_path):
     assert all(rng.start_us <= e.start_us and e.start_us + e.duration_us
                <= rng.start_us + rng.duration_us + 1e-3 and e.depth == rng.depth + 1
                for e in ops)
-    total = sum(e.duration_us for e in prof.events())
+    # compilation is reported apart: the step's first call traced and compiled, its second
+    # ran the cached executable (JAX's compile events, summed per recorded call)
+    first, second = [e for e in prof.events() if e.name == f"compiled {name}"][:2]
+    assert 0 < first.compile_us <= first.duration_us and second.compile_us == 0
+    assert first.cpu_time_total == pytest.approx(first.duration_us - first.compile_us)
+    assert rows[f"compiled {name}"].compile_time_total >= first.compile_us
+    total = sum(e.cpu_time_total for e in prof.events())
+    compiling = sum(e.compile_us for e in prof.events())
     table = prof.key_averages().table(sort_by="cpu_time_total", row_limit=5)
     assert table.splitlines()[0].startswith("Name") and len(table.splitlines()) == 2 + 5 + 1
-    assert f"Total: {total:.1f} us" in table
+    assert "Compile us" in table.splitlines()[0]
+    assert f"Total: {total:.1f} us in" in table and f"and {compiling:.1f} us compiling" in table
     path = tmp_path / "trace.json"
     prof.export_chrome_trace(str(path))
     events = json.loads(path.read_text())["traceEvents"]
