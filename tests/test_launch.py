@@ -86,6 +86,30 @@ def test_launcher_sets_the_torchrun_environment(tmp_path: Path) -> None:
                      f"PYTHONUNBUFFERED=1 ['--lr', '0.1']" for i in range(3)], out
 
 
+def test_launcher_prefixes_whole_lines_with_the_rank(tmp_path: Path) -> None:
+    """Each process's lines reach the launcher's output whole, prefixed with its rank (as
+    torchrun does), however the processes' writes interleave; --no_prefix passes through."""
+    script = tmp_path / "talk.py"
+    script.write_text("import os, sys\n"
+                      "r = os.environ['RANK']\n"
+                      "for i in range(200):\n"
+                      "    sys.stdout.write(f'line {i} of rank ')\n"  # two writes per line
+                      "    sys.stdout.write(f'{r} end\\n')\n"
+                      "print(f'err of rank {r}', file=sys.stderr)\n"
+                      "sys.stdout.write('no newline')\n")
+    rc, out, _ = _launch(["--nproc_per_node", "2", str(script)], 60)
+    assert rc == 0, out
+    lines = out.splitlines()
+    for r in (0, 1):
+        mine = [ln for ln in lines if ln.startswith(f"[rank{r}]: ")]
+        assert [ln for ln in mine if ln.startswith(f"[rank{r}]: line")] == \
+            [f"[rank{r}]: line {i} of rank {r} end" for i in range(200)], out[:2000]
+        assert f"[rank{r}]: err of rank {r}" in mine and f"[rank{r}]: no newline" in mine
+    assert all(re.match(r"\[rank[01]\]: ", ln) for ln in lines), out[:2000]
+    rc, out, _ = _launch(["--nproc_per_node", "1", "--no_prefix", str(script)], 60)
+    assert rc == 0 and "line 0 of rank 0 end\n" in out and "[rank" not in out, out[:2000]
+
+
 def test_launcher_default_ports() -> None:
     one = launch.build_envs(2, master_port=launch.free_port())
     assert one[0]["MASTER_PORT"] == one[1]["MASTER_PORT"] != str(launch.DEFAULT_MULTI_NODE_PORT)
@@ -117,7 +141,8 @@ def test_launcher_rejects_bad_arguments(argv: list[str], message: str) -> None:
 
 # -- data-parallel training, launched vs. one process ------------------------------------------
 def _losses(out: str) -> list[float]:
-    return [float(v) for v in re.findall(r"^step +\d+ +loss ([0-9.]+)$", out, re.M)]
+    return [float(v) for v in re.findall(r"^(?:\[rank\d+\]: )?step +\d+ +loss ([0-9.]+)$", out,
+                                         re.M)]
 
 
 @needs_gloo

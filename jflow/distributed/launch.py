@@ -16,8 +16,13 @@ starts ``--nproc_per_node`` copies of the script, each with the variables that
 ``LOCAL_RANK``              this process among those of this host: ``0..nproc_per_node-1``
 ``LOCAL_WORLD_SIZE``        ``nproc_per_node``
 ``JFLOW_LOCAL_DEVICE_COUNT``  CPU devices per process (only with ``--local_device_count``)
-``PYTHONUNBUFFERED``        ``1``: the processes' lines interleave as they are printed
+``PYTHONUNBUFFERED``        ``1``: each process's lines reach the launcher as printed
 ==========================  ===============================================================
+
+Output: the launcher reads each process's stdout and stderr and writes them to its own, a
+whole line at a time, each line prefixed with the process's rank (``[rank1]: loss 0.52``, as
+torchrun prefixes them), so lines of different processes never mix mid-line.
+``--no_prefix`` passes the processes' output through untouched (their own streams).
 
 (a *rank* here is a process, as in PyTorch; ``flow.placement`` ranks devices). Several hosts:
 run the launcher once per host with the same ``--nnodes``, ``--master_addr`` and
@@ -42,9 +47,11 @@ import signal
 import socket
 import subprocess
 import sys
+import threading
 import time
 from collections.abc import Sequence
 from types import FrameType
+from typing import Any
 
 __all__ = ["main", "build_envs", "free_port", "DEFAULT_MULTI_NODE_PORT"]
 
@@ -82,6 +89,9 @@ def _parser() -> argparse.ArgumentParser:
     ap.add_argument("--kill_timeout", "--kill-timeout", type=float, default=5.0,
                     help="seconds between SIGTERM and SIGKILL when stopping the processes "
                          "after one failed (default 5)")
+    ap.add_argument("--no_prefix", "--no-prefix", action="store_true",
+                    help="pass each process's output through as it is (default: whole "
+                         "lines, each prefixed with [rankN]: )")
     ap.add_argument("-m", "--module", action="store_true",
                     help="run the script argument as a module (python -m MODULE)")
     ap.add_argument("script", help="the Python script (or module, with -m) every process runs")
@@ -143,6 +153,25 @@ def _stop(procs: Sequence[subprocess.Popen], kill_timeout: float) -> None:
         p.wait()
 
 
+_WRITE_LOCK = threading.Lock()
+
+
+def _relay(stream: Any, rank: int, out: Any) -> None:
+    """Copy a process's output stream to ``out`` line by line, each line prefixed with its
+    rank and written whole under one lock (a last line without a newline gets one)."""
+    prefix = f"[rank{rank}]: ".encode()
+    for line in iter(stream.readline, b""):
+        if not line.endswith(b"\n"):
+            line += b"\n"
+        with _WRITE_LOCK:
+            if hasattr(out, "buffer"):  # a real stream: the bytes as the process wrote them
+                out.buffer.write(prefix + line)
+            else:  # a text-only stream (a test's capture)
+                out.write((prefix + line).decode(errors="replace"))
+            out.flush()
+    stream.close()
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     """Parse the command line, start the processes, wait for them; returns (and, run as a
     program, exits with) 0 when all succeeded, else the first failure's exit code."""
@@ -156,6 +185,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     cmd = [sys.executable, "-u", *(["-m"] if args.module else []), args.script,
            *args.script_args]
     procs: list[subprocess.Popen] = []
+    relays: list[threading.Thread] = []
     stopped: list[int] = []
 
     def on_signal(signum: int, frame: FrameType | None) -> None:
@@ -164,7 +194,16 @@ def main(argv: Sequence[str] | None = None) -> int:
     old = {s: signal.signal(s, on_signal) for s in (signal.SIGINT, signal.SIGTERM)}
     try:
         for env in envs:
-            procs.append(subprocess.Popen(cmd, env=env))
+            if args.no_prefix:
+                procs.append(subprocess.Popen(cmd, env=env))
+                continue
+            p = subprocess.Popen(cmd, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+            procs.append(p)
+            for stream, out in ((p.stdout, sys.stdout), (p.stderr, sys.stderr)):
+                t = threading.Thread(target=_relay, args=(stream, int(env["RANK"]), out),
+                                     daemon=True)
+                t.start()
+                relays.append(t)
         while True:
             if stopped:
                 print(f"jflow.distributed.launch: got signal {stopped[0]}, stopping the "
@@ -187,6 +226,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     finally:
         if any(p.poll() is None for p in procs):  # an error in the launcher itself
             _stop(procs, args.kill_timeout)
+        for t in relays:  # the processes have ended: their last lines are out before we are
+            t.join(timeout=10)
         for s, h in old.items():
             signal.signal(s, h)
 
