@@ -24,6 +24,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from .ops.attrs import normalize_attr
+from .ops.python_op import seed_name
 from .ops.registry import OpDef, get
 from .tensor import Tensor
 
@@ -87,6 +88,7 @@ class UserOpBuilder:
         """Bind the declared input ``input_name`` to a list of tensors (one for a plain or
         optional input, any number >= the minimum for a variadic one)."""
         op = self._need_op("Input")
+        input_name = seed_name(op.name, "input", input_name)
         spec = next((i for i in op.inputs if i.name == input_name), None)
         if spec is None:
             raise UserOpBuilderError(f"{self._where()}: unknown input '{input_name}'; the op's "
@@ -115,6 +117,7 @@ class UserOpBuilder:
         """Ask for the declared output ``output_name`` (``num`` tensors for a variadic one;
         checked against the op's inference when it runs)."""
         op = self._need_op("Output")
+        output_name = seed_name(op.name, "output", output_name)
         spec = next((o for o in op.outputs if o.name == output_name), None)
         if spec is None:
             raise UserOpBuilderError(f"{self._where()}: unknown output '{output_name}'; the "
@@ -238,6 +241,7 @@ class UserOp:
     def OutputBlobs(self, output_name: str) -> list[Any]:
         """The tensors of one requested output."""
         res = self._run_if_needed()
+        output_name = seed_name(self.op.name, "output", output_name)
         if output_name not in self._requested:
             raise UserOpBuilderError(f"{self._where()}: output '{output_name}' was not "
                                      f"requested; requested: {list(self._requested)}")

@@ -239,6 +239,90 @@ def test_python_op_definition_errors() -> None:
                          "tco_gtaken")]
 
 
+def _make_scaled(k: float):
+    """A notebook cell defining the kernels: each run makes new function objects with the
+    same code (and the same closure value ``k`` when the cell is unchanged)."""
+    def fwd(args):
+        (x,) = args
+        return (k * x).astype(x.dtype)
+
+    def bwd(args):
+        (y, dy) = args
+        return (k * dy).astype(dy.dtype)
+    return fwd, bwd
+
+
+def test_python_op_redefinition_in_one_process() -> None:
+    """A notebook re-running its cells: identical -> the same op; different -> an error
+    naming replace=True; replace=True -> the new kernels, eagerly and in cached jits."""
+    name = _name("redef")
+    op1 = define_python_op(name, *_make_scaled(2.0))
+    assert define_python_op(name, *_make_scaled(2.0)) is op1  # re-run cell: same op
+    with pytest.raises(OpDefinitionError, match=rf"python op '{name}': an op with this name is "
+                                                rf"already defined differently \(differs in: "
+                                                rf"forward, backward\); pass replace=True"):
+        define_python_op(name, *_make_scaled(3.0))
+    with pytest.raises(OpDefinitionError, match=r"differs in: save"):
+        define_python_op(name, *_make_scaled(2.0), save=["x"])
+    assert flow.ops.get(name) is op1  # the failed definitions changed nothing
+
+    by_name_jax = jax.jit(lambda v: flow.ops.get(name)(T(v))._value)
+    by_name_flow = flow.jit(lambda t: flow.ops.get(name)(t))
+    t = flow.tensor(X)
+    np.testing.assert_allclose(op1(t).numpy(), 2 * X)
+    np.testing.assert_allclose(by_name_jax(jnp.asarray(X)), 2 * X)
+    np.testing.assert_allclose(by_name_flow(t).numpy(), 2 * X)
+
+    op2 = define_python_op(name, *_make_scaled(3.0), replace=True)
+    assert op2 is not op1 and flow.ops.get(name) is op2
+    assert flow.ops.get(f"{name}_grad") is not None
+    np.testing.assert_allclose(op2(t).numpy(), 3 * X)  # eager: no stale executable
+    np.testing.assert_allclose(by_name_jax(jnp.asarray(X)), 3 * X)  # same jit, same shapes
+    np.testing.assert_allclose(by_name_flow(t).numpy(), 3 * X)
+    x = flow.tensor(X, requires_grad=True)
+    (op2(x) * flow.tensor(W)).sum().backward()  # the new backward (3 * dy) and grad op
+    np.testing.assert_allclose(x.grad.numpy(), 3 * W)
+    y = (user_op_builder("redef").Op(name).Input("x", [t]).Output("y").Build()
+         .InferAndTryRun().SoleOutputBlob())
+    np.testing.assert_allclose(y.numpy(), 3 * X)
+    with pytest.raises(RuntimeError, match=rf"op '{name}' was redefined by "
+                                           rf"define_python_op\(\.\.\., replace=True\)"):
+        op1(t)
+    # an op not made by define_python_op is never replaced
+    with pytest.raises(OpDefinitionError, match=r"cannot define op 'relu': .*built-in"):
+        define_python_op("relu", _relu_fwd, replace=True)
+
+
+def test_python_op_grad_name_hint_is_true() -> None:
+    """A grad op name taken by another op: the error says grad_op_name=, and following it
+    defines the op with a working gradient."""
+    name = _name("ghint")
+    define_python_op(f"{name}_grad", _relu_fwd)  # an unrelated op holds the default name
+    with pytest.raises(OpDefinitionError, match=rf"its grad op name '{name}_grad' is already "
+                                                rf"registered by another op \(pass grad_op_name="):
+        define_python_op(name, _relu_fwd, _relu_bwd)
+    op = define_python_op(name, _relu_fwd, _relu_bwd, grad_op_name=f"{name}_backward")
+    x = flow.tensor(X, requires_grad=True)
+    (op(x) * flow.tensor(W)).sum().backward()
+    np.testing.assert_allclose(x.grad.numpy(), (X > 0) * W)
+    assert flow.ops.get(f"{name}_backward").inputs[0].name == "y"
+
+
+def test_builder_takes_the_seeds_in_out_for_default_python_op_names() -> None:
+    """user_relu's wrapper writes .Input("in", [x]).Output("out"); define_python_op's
+    default names are x / y: the builder maps one onto the other (only for those defaults)."""
+    op = define_python_op(_name("seednames"), _relu_fwd, _relu_bwd)
+    t = flow.tensor(X)
+    run = (user_op_builder("user_relu").Op(op.name).Input("in", [t]).Output("out").Build()
+           .InferAndTryRun())
+    np.testing.assert_array_equal(run.SoleOutputBlob().numpy(), np.maximum(X, 0))
+    np.testing.assert_array_equal(run.OutputBlobs("out")[0].numpy(), np.maximum(X, 0))
+    named = define_python_op(_name("seednamed"), _relu_fwd, inputs=["a"], outputs=["b"])
+    with pytest.raises(UserOpBuilderError, match=r"unknown input 'in'; the op's inputs are "
+                                                 r"\['a'\]"):
+        user_op_builder("u").Op(named.name).Input("in", [t])
+
+
 # ---- bad input named by its culprit -------------------------------------------------------------
 
 def test_op_name_colliding_with_a_builtin() -> None:

@@ -26,15 +26,18 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable, Sequence
 from typing import Any
 
+import jax
 import numpy as np
 
 from ..autograd.rule import GradientNotFoundError, register_backward
+from ..kernels import registry as _kernel_registry
 from ..kernels.registry import PLATFORMS, register_kernel
+from . import registry as _op_registry
 from .infer import desc
 from .primitive import define_op
 from .registry import Attr, Input, OpDef, OpDefinitionError, Output, get
 
-__all__ = ["define_python_op", "INPUT_SHAPES_ATTR", "INPUT_DTYPES_ATTR"]
+__all__ = ["define_python_op", "INPUT_SHAPES_ATTR", "INPUT_DTYPES_ATTR", "seed_name"]
 
 #: Attrs of the grad op: the forward inputs' (per-example) shapes and dtypes, which are the
 #: shapes and dtypes of the gradients the NumPy backward returns (its inference).
@@ -59,6 +62,86 @@ def _same_as_first_input(n_out: int) -> Callable[..., Any]:
         d = desc(avals[0].shape, avals[0].dtype)
         return d if n_out == 1 else tuple(d for _ in range(n_out))
     return infer
+
+
+#: What each python op was defined with (op name -> parts), so that running the defining
+#: code again (a notebook cell) can tell an identical definition from a different one.
+_DEFINITIONS: dict[str, dict[str, Any]] = {}
+
+
+#: The seeds' names of a python op's one input and output (OneFlow's ``in`` / ``out``, as in
+#: ``user_relu``'s builder calls) -> define_python_op's default names.
+_SEED_NAMES = {"input": ("in", "x"), "output": ("out", "y")}
+
+
+def seed_name(op_name: str, kind: str, name: str) -> str:
+    """The declared name the builder should use for ``name``: ``in`` / ``out`` mean ``x`` /
+    ``y`` for a python op that kept the default single input ``x`` / output ``y`` (so the
+    seeds' ``.Input("in", [x]).Output("out")`` runs it); any other name is itself."""
+    parts = _DEFINITIONS.get(op_name)
+    seed, default = _SEED_NAMES[kind]
+    if parts is None or name != seed:
+        return name
+    declared = [getattr(d, "name", d) for d in parts["inputs" if kind == "input" else "outputs"]]
+    return default if declared == [default] else name
+
+
+def _same(a: Any, b: Any) -> bool:
+    """Equality that never raises (closure cells may hold arrays, whose ``==`` is elementwise)."""
+    if a is b:
+        return True
+    if isinstance(a, (tuple, list)) and isinstance(b, (tuple, list)):
+        return len(a) == len(b) and all(_same(x, y) for x, y in zip(a, b))
+    try:
+        return bool(a == b)
+    except Exception:  # noqa: BLE001 - an undecidable comparison counts as different
+        return False
+
+
+def _fn_key(fn: Any) -> Any:
+    """A function as compared across definitions: its code (equal when a cell is re-run),
+    defaults and closure values; anything else (a callable object) as itself."""
+    code = getattr(fn, "__code__", None)
+    if code is None:
+        return fn
+    try:
+        cells = tuple(c.cell_contents for c in (fn.__closure__ or ()))
+    except ValueError:  # an empty cell
+        return fn
+    return (code, fn.__defaults__, fn.__kwdefaults__, cells)
+
+
+def _differences(old: dict[str, Any], new: dict[str, Any]) -> list[str]:
+    return [k for k in new if not _same(old.get(k), new[k])]
+
+
+def _remove_python_op(name: str) -> None:
+    """Forget python op ``name`` and its grad op (``replace=True``): registry entries,
+    kernels, and every compiled executable that may hold their old kernels. The old
+    :class:`OpDef` objects stop working with an error saying what replaced them."""
+    parts = _DEFINITIONS.pop(name)
+    for n in (name, parts["grad_op_name"]):
+        old = _op_registry._REGISTRY.pop(n, None)
+        _kernel_registry._KERNELS.pop(n, None)
+        _kernel_registry.HOST_OPS.discard(n)
+        _kernel_registry.TRUSTED_OPS.discard(n)
+        if old is not None and old.apply is not None:
+            caches = getattr(old.apply, "_caches", None)
+            if caches is not None:
+                caches[0].clear()
+            old.apply = _replaced(n)
+    # jitted functions traced with the old primitive (jax.jit, flow.jit, eager executables)
+    # must retrace: a cached executable would run the old kernel
+    _kernel_registry._LOWERED.clear()
+    jax.clear_caches()
+
+
+def _replaced(name: str) -> Callable[..., Any]:
+    def apply(*args: Any, **kwargs: Any) -> Any:
+        raise RuntimeError(f"op '{name}' was redefined by define_python_op(..., replace=True); "
+                           f"this is the old definition: use the op that call returned, or "
+                           f"jflow.ops.get('{name}')")
+    return apply
 
 
 def _unique(base: str, fallback: str, taken: set[str]) -> str:
@@ -87,6 +170,7 @@ def define_python_op(
     platforms: Iterable[str] = PLATFORMS,
     grad_op_name: str | None = None,
     doc: str = "",
+    replace: bool = False,
 ) -> OpDef:
     """Define op ``name`` computed by NumPy ``forward(args)`` (and ``backward(args)``).
 
@@ -106,6 +190,12 @@ def define_python_op(
     saved tensors, then the output gradients). Without them global tensors are gathered and
     the NumPy function sees whole tensors; with them it runs per shard. ``grad_sbp`` needs
     every input in ``save`` (the gradients' shapes are then read from the saved inputs).
+
+    Defining ``name`` again in the same process (re-running a notebook cell) returns the
+    existing op when the definition is identical (same functions' code, closure values and
+    every other argument); a different definition is an error unless ``replace=True``, which
+    drops the old op, its grad op, kernels and compiled executables first (the old op
+    object then raises if called).
 
     Returns the op; its grad op is ``jflow.ops.get(grad_op_name or name + "_grad")``.
     """
@@ -139,24 +229,49 @@ def define_python_op(
     platforms = (platforms,) if isinstance(platforms, str) else tuple(platforms)
     traits = tuple(traits)
     grad_name = grad_op_name or f"{name}_grad"
+    if not isinstance(replace, bool):
+        fail(f"replace= must be True or False, got {replace!r}")
+    parts = {"forward": _fn_key(forward), "backward": _fn_key(backward), "inputs": tuple(ins),
+             "outputs": tuple(outs), "attrs": attrs_t, "infer": _fn_key(infer),
+             "save": None if save is None else tuple(save), "traits": traits,
+             "check": _fn_key(check), "sbp": sbp, "grad_sbp": grad_sbp,
+             "platforms": platforms, "grad_op_name": grad_name, "doc": doc}
+    # the op's own name first: when the op already exists, its grad op does too, and the
+    # remedy is replace=, not grad_op_name=
+    if isinstance(name, str) and name in _op_registry._REGISTRY:
+        old = _DEFINITIONS.get(name)
+        if old is None:
+            kind = ("a jflow built-in op" if get(name).builtin
+                    else "not a python op: replace= only replaces define_python_op's ops")
+            raise OpDefinitionError(f"cannot define op '{name}': an op with this name is "
+                                    f"already registered ({kind}); choose another name")
+        diff = _differences(old, parts)
+        if not diff:
+            return get(name)
+        if not replace:
+            fail(f"an op with this name is already defined differently (differs in: "
+                 f"{', '.join(diff)}); pass replace=True to replace it (e.g. when re-running "
+                 f"a notebook cell), or choose another name")
     if backward is not None:
         if "NoGrad" in traits:
             fail("a backward was given but the op is marked NoGrad")
         # fail before anything is registered: a half-defined pair could not be defined again
         if grad_name == name:
             fail("grad_op_name must differ from the op's name")
-        try:
-            get(grad_name)
-        except KeyError:
-            pass
-        else:
-            fail(f"its grad op name '{grad_name}' is already registered (pass grad_op_name=)")
+        taken = grad_name in _op_registry._REGISTRY and not (
+            replace and name in _DEFINITIONS
+            and _DEFINITIONS[name]["grad_op_name"] == grad_name)
+        if taken:
+            fail(f"its grad op name '{grad_name}' is already registered by another op "
+                 f"(pass grad_op_name= with a free name, e.g. grad_op_name='{name}_backward')")
 
     plan = None
     if backward is not None:
         plan = _plan_grad(name, grad_name, [getattr(i, "name", i) for i in ins],
                           [getattr(o, "name", o) for o in outs], attrs_t, save, grad_sbp)
 
+    if replace and name in _DEFINITIONS:
+        _remove_python_op(name)
     op = define_op(name, inputs=ins, outputs=outs, attrs=attrs_t, infer=infer, traits=traits,
                    check=check, sbp=sbp, doc=doc)
 
@@ -168,6 +283,7 @@ def define_python_op(
     if backward is not None:
         assert plan is not None
         _define_grad(op, backward, grad_name, plan, attrs_t, grad_sbp, platforms)
+    _DEFINITIONS[name] = parts
     return op
 
 
