@@ -26,7 +26,7 @@ from __future__ import annotations
 import functools
 import heapq
 import math
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from fractions import Fraction
 
 from .sbp import SbpParallel, _Broadcast, _PartialSum, _Split
@@ -77,6 +77,19 @@ def _moves(a: SbpParallel, b: SbpParallel) -> bool:
     return not (isinstance(a, _Broadcast) or isinstance(b, _PartialSum))
 
 
+def steps_from(state: NdSbp, kinds: Sequence[SbpParallel], hierarchy: tuple[int, ...],
+               shape: tuple[int, ...] | None) -> Iterator[tuple]:
+    """The valid one-axis steps out of ``state``: ``(axis, from, to, next state, bytes per
+    device as a fraction of the tensor's)`` — the edges both Dijkstra searches walk (this
+    module's ``plan`` to one destination, ``plan.py``'s to all of them)."""
+    for k, a in enumerate(state):
+        for b in kinds:
+            nxt = state[:k] + (b,) + state[k + 1:]
+            if b == a or not _ordered(state, k, a, b) or not _divides(nxt, hierarchy, shape):
+                continue
+            yield k, a, b, nxt, step_bytes(state, k, b, hierarchy)
+
+
 @functools.lru_cache(maxsize=4096)
 def plan(src: NdSbp, dst: NdSbp, hierarchy: tuple[int, ...],
          shape: tuple[int, ...] | None = None) -> tuple[tuple[Step, ...], Fraction]:
@@ -97,18 +110,13 @@ def plan(src: NdSbp, dst: NdSbp, hierarchy: tuple[int, ...],
             break
         if (c, colls, steps) != best[state]:
             continue
-        for k, a in enumerate(state):
-            for b in kinds:
-                nxt = state[:k] + (b,) + state[k + 1:]
-                if b == a or not _ordered(state, k, a, b) or \
-                        not _divides(nxt, hierarchy, shape):
-                    continue
-                key = (c + step_bytes(state, k, b, hierarchy), colls + _moves(a, b), steps + 1)
-                if nxt not in best or key < best[nxt]:
-                    best[nxt] = key
-                    back[nxt] = (state, (k, a, b))
-                    tick += 1
-                    heapq.heappush(heap, (*key, tick, nxt))
+        for k, a, b, nxt, nbytes in steps_from(state, kinds, hierarchy, shape):
+            key = (c + nbytes, colls + _moves(a, b), steps + 1)
+            if nxt not in best or key < best[nxt]:
+                best[nxt] = key
+                back[nxt] = (state, (k, a, b))
+                tick += 1
+                heapq.heappush(heap, (*key, tick, nxt))
     if dst not in best:  # unreachable for valid src and dst: B everywhere is always valid
         raise AssertionError(f"no boxing path from {src} to {dst}")
     path: list[Step] = []

@@ -43,7 +43,7 @@ from typing import Any
 import numpy as np
 
 from .boxing import cost
-from .boxing_plan import _divides, _ordered, step_bytes
+from .boxing_plan import steps_from
 from .sbp import _Broadcast, _PartialSum, _Split
 
 __all__ = ["StepRecorder", "StepPlan", "recording", "forcing", "following", "active", "solve"]
@@ -220,17 +220,12 @@ def _fractions(src: tuple, hierarchy: tuple[int, ...], shape: tuple[int, ...]) -
         c, _, state = heapq.heappop(heap)
         if c != best[state]:
             continue
-        for k, a in enumerate(state):
-            for b in kinds:
-                nxt = state[:k] + (b,) + state[k + 1:]
-                if b == a or not _ordered(state, k, a, b) or \
-                        not _divides(nxt, hierarchy, shape):
-                    continue
-                cn = c + step_bytes(state, k, b, hierarchy)
-                if nxt not in best or cn < best[nxt]:
-                    best[nxt] = cn
-                    tick += 1
-                    heapq.heappush(heap, (cn, tick, nxt))
+        for _, _, _, nxt, nbytes in steps_from(state, kinds, hierarchy, shape):
+            cn = c + nbytes
+            if nxt not in best or cn < best[nxt]:
+                best[nxt] = cn
+                tick += 1
+                heapq.heappush(heap, (cn, tick, nxt))
     _FROM[key] = best
     return best
 
