@@ -203,6 +203,18 @@ def _from_user(k: Kernel) -> bool:
         .startswith("jflow.")
 
 
+def forget_kernels(op_names: Sequence[str]) -> None:
+    """Drop the kernels of ``op_names`` (ops being replaced) and every compiled lowering that
+    may hold them: JAX's caches (the eager executables, ``jax.jit``, ``flow.jit``) must
+    retrace, as when a kernel is registered after an op was lowered."""
+    for n in op_names:
+        _KERNELS.pop(n, None)
+        HOST_OPS.discard(n)
+        TRUSTED_OPS.discard(n)
+    _LOWERED.clear()
+    jax.clear_caches()
+
+
 def kernels_for(op_name: str) -> list[Kernel]:
     """The kernels registered for an op, in registration order."""
     return list(_KERNELS.get(op_name, ()))

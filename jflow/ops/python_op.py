@@ -26,7 +26,6 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable, Sequence
 from typing import Any
 
-import jax
 import numpy as np
 
 from ..autograd.rule import GradientNotFoundError, register_backward
@@ -120,11 +119,9 @@ def _remove_python_op(name: str) -> None:
     kernels, and every compiled executable that may hold their old kernels. The old
     :class:`OpDef` objects stop working with an error saying what replaced them."""
     parts = _DEFINITIONS.pop(name)
-    for n in (name, parts["grad_op_name"]):
-        old = _op_registry._REGISTRY.pop(n, None)
-        _kernel_registry._KERNELS.pop(n, None)
-        _kernel_registry.HOST_OPS.discard(n)
-        _kernel_registry.TRUSTED_OPS.discard(n)
+    names = (name, parts["grad_op_name"])
+    for n in names:
+        old = _op_registry.unregister(n)
         if old is not None and old.apply is not None:
             caches = getattr(old.apply, "_caches", None)
             if caches is not None:
@@ -132,8 +129,7 @@ def _remove_python_op(name: str) -> None:
             old.apply = _replaced(n)
     # jitted functions traced with the old primitive (jax.jit, flow.jit, eager executables)
     # must retrace: a cached executable would run the old kernel
-    _kernel_registry._LOWERED.clear()
-    jax.clear_caches()
+    _kernel_registry.forget_kernels(names)
 
 
 def _replaced(name: str) -> Callable[..., Any]:
@@ -238,7 +234,7 @@ def define_python_op(
              "platforms": platforms, "grad_op_name": grad_name, "doc": doc}
     # the op's own name first: when the op already exists, its grad op does too, and the
     # remedy is replace=, not grad_op_name=
-    if isinstance(name, str) and name in _op_registry._REGISTRY:
+    if isinstance(name, str) and _op_registry.is_registered(name):
         old = _DEFINITIONS.get(name)
         if old is None:
             kind = ("a jflow built-in op" if get(name).builtin
@@ -258,7 +254,7 @@ def define_python_op(
         # fail before anything is registered: a half-defined pair could not be defined again
         if grad_name == name:
             fail("grad_op_name must differ from the op's name")
-        taken = grad_name in _op_registry._REGISTRY and not (
+        taken = _op_registry.is_registered(grad_name) and not (
             replace and name in _DEFINITIONS
             and _DEFINITIONS[name]["grad_op_name"] == grad_name)
         if taken:

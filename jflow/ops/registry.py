@@ -413,6 +413,18 @@ def list_ops() -> list[str]:
     return sorted(_REGISTRY)
 
 
+def is_registered(name: str) -> bool:
+    """Whether an op named ``name`` is registered."""
+    return name in _REGISTRY
+
+
+def unregister(name: str) -> OpDef | None:
+    """Forget op ``name`` (a user's op being replaced: ``define_python_op(replace=True)``);
+    returns its definition, or None if there was none. Its kernels are the kernel
+    registry's to forget (``kernels.registry.forget_kernels``)."""
+    return _REGISTRY.pop(name, None)
+
+
 def _check_definition(name: str, inputs: tuple[Any, ...], outputs: tuple[Any, ...],
                       attrs: tuple[Any, ...], traits: frozenset[str], infer: Any,
                       check: Any) -> None:
