@@ -118,7 +118,7 @@ def training(batch: np.ndarray, lazily: Callable[[Callable[[], Any]], Callable[[
     def jflow_train() -> Any:
         return train_step(fmodel, fopt, fdata, ftarget, flow.nn.functional.mse_loss)
 
-    jtrain = [[(jnp.asarray(m.weight.numpy()), jnp.asarray(m.bias.numpy()))
+    jtrain = [[(jnp.asarray(m.weight.detach().numpy()), jnp.asarray(m.bias.detach().numpy()))
                for m in fmodel if hasattr(m, "weight")]]
     jdata, jtarget = jnp.asarray(batch), jnp.asarray(batch[::-1].copy())
 
@@ -136,8 +136,8 @@ def training(batch: np.ndarray, lazily: Callable[[Callable[[], Any]], Callable[[
     with torch.no_grad():
         for tm, fm in zip(tmodel, fmodel):
             if hasattr(tm, "weight"):
-                tm.weight.copy_(torch.tensor(fm.weight.numpy()))
-                tm.bias.copy_(torch.tensor(fm.bias.numpy()))
+                tm.weight.copy_(torch.tensor(fm.weight.detach().numpy()))
+                tm.bias.copy_(torch.tensor(fm.bias.detach().numpy()))
     topt = torch.optim.SGD(tmodel.parameters(), lr=0.01)
     tdata, ttarget = torch.tensor(batch), torch.tensor(batch[::-1].copy())
     out[TORCH] = lambda: train_step(tmodel, topt, tdata, ttarget, torch.nn.functional.mse_loss)

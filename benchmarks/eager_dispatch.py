@@ -4,7 +4,7 @@
     python benchmarks/eager_dispatch.py [--repeat 7] [--number 2000]
 
 Targets: jflow eager <= 1.3x the bare cached jax.jit call, and faster than the
-eager jax.numpy call.
+eager jax.numpy call. ``flow.tensor(ndarray)`` (host to device, every training step): <= 10 µs.
 
 Dynamic attrs (second table): a loop of 1000 calls each with a value never seen before
 (leaky_relu alphas, clamp bounds) against the same loop with one value 1000 times; the
@@ -64,6 +64,16 @@ def cases() -> list[tuple[str, dict[str, Callable[[], Any]]]]:
             "jax": lambda: ja + jb,
         }),
     ]
+    # host to device (issue 40): a new tensor from a NumPy batch, as every training step makes
+    # one; "jax.jit" is the floor (a jitted identity: JAX's C++ argument transfer), "jax" is
+    # jax.device_put (jflow.host_transfer uses the first for shapes seen twice before)
+    h64 = rng.standard_normal(64).astype(np.float32)
+    jit_ident = jax.jit(lambda x: x)
+    out.append(("flow.tensor(ndarray 64)", {
+        "jflow": lambda: flow.tensor(h64),
+        "jax.jit": lambda: jit_ident(h64),
+        "jax": lambda: jax.device_put(h64),
+    }))
     if hasattr(flow, "matmul"):
         out.append(("matmul (16x16)", {
             "jflow": lambda: flow.matmul(fa, fb),
@@ -86,6 +96,7 @@ def cases() -> list[tuple[str, dict[str, Callable[[], Any]]]]:
             "a + b operator (16x16)": lambda: ta + tb,
             "matmul (16x16)": lambda: torch.matmul(ta, tb),
             "sum (16x16)": lambda: torch.sum(ta),
+            "flow.tensor(ndarray 64)": lambda: torch.tensor(h64),
         }
         for name, fns in out:
             fns["torch"] = torch_fns[name]

@@ -174,7 +174,7 @@ def jax_lm_step() -> Callable:
 # -- models and data ----------------------------------------------------------------------------
 def numpy_params(model: flow.nn.Module) -> dict[str, np.ndarray]:
     """The initial weights every implementation starts from."""
-    return {k: v.numpy().copy() for k, v in model.named_parameters()}
+    return {k: v.detach().numpy().copy() for k, v in model.named_parameters()}
 
 
 def mlp_case() -> tuple[Any, ...]:
@@ -337,7 +337,7 @@ def check_same_math(kind: str, init: dict[str, np.ndarray], x_np: np.ndarray,
         p, s, _ = jstep(p, s, jnp.asarray(x_np), jnp.asarray(y_np), *extra)
     for mode, model in runs.items():
         for k, v in model.named_parameters():
-            d = float(np.max(np.abs(v.numpy() - np.asarray(p[k]))))
+            d = float(np.max(np.abs(v.detach().numpy() - np.asarray(p[k]))))
             if d > 1e-4:
                 raise AssertionError(f"{kind}: after {steps} steps, jflow {mode}'s {k} differs "
                                      f"from the pure-JAX step's by {d:.2e}: not the same math")

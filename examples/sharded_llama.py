@@ -20,11 +20,13 @@ are plain local tensors; ``implicit_replication()`` (PyTorch's
 ``torch.distributed.tensor.experimental``) takes them as replicated, which is exact here: one
 process holds every device, so a local tensor is one value.
 
-It prints the losses of both runs (they must agree to rtol 1e-5) and the collective bytes per
-device the compiled sharded step moves (parsed from its optimized HLO, ring algorithms: the
-unit of jflow's cost model) against the whole-step minimum the SBP planner reports for it
-(``flow.jit(...).sbp_plans``; docs/sbp.md "Whole-step choice"). With ``--json PATH`` it also
-writes them (``tests/test_dtensor.py`` runs it).
+It prints the losses of both runs (they must agree to rtol 1e-5), how the SBP planner laid
+out the step (docs/sbp.md "Whole-step choice": the plan of least modelled time on an
+accelerator, boxing bytes over the interconnect plus per-device compute; how many calls divide
+their work over how many devices, against the greedy per-op choice) and the collective bytes
+per device the compiled sharded step moves (parsed from its optimized HLO, ring algorithms:
+the unit of jflow's cost model) against the bytes the plan counts. With ``--json PATH`` it
+also writes them (``tests/test_dtensor.py`` runs it).
 """
 
 from __future__ import annotations
@@ -177,22 +179,30 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
     print(f"\ncollectives in the compiled step: {len(colls)}, {wire:,.0f} B per device "
           f"(wire)")
     if step.sbp_plans or solved.get("outcome") == "solved":
-        moved = solved.get("planned_bytes", planned)  # the plan's bytes (no compute term)
+        moved = solved["planned_bytes"]  # the plan's boxing bytes (its cost adds compute)
         print(f"planner ({solved.get('calls', 0)} global op calls, "
               f"{solved.get('kept_calls', 0)} left after eliminating chains, "
               f"{solved.get('variables', 0):,} variables, built in "
               f"{solved.get('build_s', 0.0):.1f} s, solved in {solved.get('solve_s', 0.0):.1f} s, "
-              f"{'optimal' if solved.get('optimal') else 'not proven optimal'}):\n"
-              f"  whole-step minimum {moved:,.0f} B, greedy per-op choice {greedy:,.0f} B "
-              f"({'plan adopted' if step.sbp_plans else 'greedy already optimal'})")
-        print(f"compiled / minimum = {wire / moved:.3f}")
+              f"{'optimal' if solved.get('optimal') else 'not proven optimal'}; modelled "
+              f"device: {solved['flop_rate'] / 1e12:g} TFLOP/s, link "
+              f"{solved['link_bandwidth'] / 1e9:g} GB/s, memory "
+              f"{solved['memory_bandwidth'] / 1e12:g} TB/s):")
+        for who, pre in (("plan", "planned"), ("greedy per-op choice", "greedy")):
+            split = solved[f"{pre}_work_split" if pre == "greedy" else "work_split"]
+            print(f"  {who:21s} {solved[f'{pre}_bytes']:>11,.0f} B + "
+                  f"{solved[f'{pre}_compute_s'] * 1e6:7.2f} us compute = "
+                  f"{solved[f'{pre}_s'] * 1e6:7.2f} us; calls by devices sharing their work: "
+                  + ", ".join(f"{n}: {c}" for n, c in split.items()))
+        print(f"  ({'plan adopted' if step.sbp_plans else 'greedy already optimal'})")
+        print(f"compiled / planned bytes = {wire / moved:.3f}")
     else:
         print(f"planner: no whole-step plan: {solved.get('outcome', 'not run')} "
               f"({solved.get('calls', 0)} global op calls, {solved.get('candidates', 0):,} "
               f"candidate signatures, >= {solved.get('variables', 0):,} variables; the "
               f"bound is {sbp_plan._MAX_VARIABLES:,}); the step keeps the greedy per-op "
-              f"choice, whose cost-model estimate is {greedy:,.0f} B (compiled/estimate = "
-              f"{wire / greedy:.3f})")
+              f"choice, whose cost-model estimate is {solved.get('greedy_bytes', greedy):,.0f}"
+              f" B (compiled/estimate = {wire / solved.get('greedy_bytes', greedy):.3f})")
     res = {"ref_losses": ref_losses, "losses": losses, "wire": wire, "planned": planned,
            "greedy": greedy, "collectives": len(colls), "mesh": [dp, tp],
            "trace_count": step.trace_count, "planner": solved}

@@ -28,7 +28,6 @@ from .kernels import ffi as _ffi  # noqa: E402,F401  (the "ffi" backend: defines
 from . import views  # noqa: E402,F401  (views alias their base: before the functional layer)
 from . import functional  # noqa: E402
 from . import _C  # noqa: E402
-from .amp import _linear as _amp_linear  # noqa: E402,F401  (autocast of _C.linear; before flow.*)
 from .autograd import rules as _grad_rules  # noqa: E402,F401  (needs the functional layer)
 from . import tensor_methods as _tensor_methods  # noqa: E402,F401
 from . import tensor_indexing as _tensor_indexing  # noqa: E402,F401  (after: varargs forms win)
@@ -46,8 +45,8 @@ from .creation import empty_strided, logspace, normal  # noqa: E402  (0-d tensor
 from .storage import UntypedStorage, asarray  # noqa: E402  (byte storages: jflow.storage)
 from .tensor_methods import gradient, histogram, histogramdd, unravel_index  # noqa: E402
 from .tensor_methods import addcdiv, addcmul, lerp  # noqa: E402
-from .tensor_methods import (atleast_1d, atleast_2d, atleast_3d,  # noqa: E402  (issue 14,
-                             broadcast_shapes, broadcast_tensors, can_cast,  # breadth 2)
+from .tensor_methods import (atleast_1d, atleast_2d, atleast_3d,  # noqa: E402
+                             broadcast_shapes, broadcast_tensors, can_cast,
                              detach, fill, is_floating_point, is_nonzero, is_same_size,
                              is_signed, numel, positive, result_type, scalar_tensor, select)
 from .tensor_methods import INPLACE_FUNCTIONS as _INPLACE  # noqa: E402  (torch.<op>_)

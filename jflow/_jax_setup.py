@@ -1,13 +1,17 @@
 """JAX configuration jflow needs before any array is made.
 
 jflow has every dtype of PyTorch/OneFlow, int64 and float64 included, so JAX's 64-bit mode
-is switched on once, here, at import. Defaults (float32 / int64) are jflow's business and are
+is switched on once, here, at import, and so is JAX's persistent compilation cache
+(:mod:`jflow.compilation_cache`). Defaults (float32 / int64) are jflow's business and are
 applied by jflow's factories, never by JAX's own defaults.
 """
 
 import jax
 
+from . import compilation_cache
+
 jax.config.update("jax_enable_x64", True)
+compilation_cache.configure_from_env()  # on disk, per user: a second run compiles nothing
 
 #: ``compiler_options`` of the executables that stand for a run of eager ops (a lazy segment,
 #: the whole-backward of the tape): XLA may otherwise keep a bfloat16 / float16 intermediate

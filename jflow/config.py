@@ -15,8 +15,18 @@ changes one); :func:`set_executable_limit` bounds the executables JAX keeps for 
 (:mod:`jflow.executable_budget`: JAX's caches are cleared after that many compiles, at the
 next op call outside a trace; the cost is a recompile of shapes seen again).
 
+Debugging: :func:`set_codegen` ``(False)`` (or ``JFLOW_CODEGEN=0`` before import) runs the plain
+Python twin of every function jflow generates at run time (op dispatch, argument parsers, tape
+and lazy recorders, lazy backward templates, compiled-call fast paths): same results, easier
+to step through (:mod:`jflow._codegen`; docs/architecture.md "Generated code and how to debug
+it").
+
+Start-up: JAX's persistent compilation cache is on (a per-user directory, bounded;
+:mod:`jflow.compilation_cache`): :func:`set_compilation_cache` moves or (``None``) disables
+it, as ``JFLOW_COMPILATION_CACHE`` does before import.
+
 Several processes: :func:`set_collective_check` sets when global ops are checked to be the
-same on every process, and how long a check waits (:mod:`jflow.distributed.consistency`;
+same on every process, and how long a check waits (:mod:`jflow.sharding.consistency`;
 also ``JFLOW_COLLECTIVE_CHECK`` and ``JFLOW_COLLECTIVE_CHECK_TIMEOUT_S``).
 """
 
@@ -26,16 +36,18 @@ import contextlib
 from collections.abc import Iterator
 from typing import Any
 
+from . import _codegen
+from . import compilation_cache as _compilation_cache
 from . import dispatch as _dispatch
 from . import executable_budget as _budget
 from . import lazy_mode as _lazy_mode
 from .autograd import engine as _engine
 from .autograd import jax_rules as _jax_rules
-from .distributed import consistency as _consistency
 from .functional import promotion as _promotion
 from .kernels import pallas as _pallas
 from .kernels.ffi import Library, LibraryError, load_library, loaded_libraries
 from .lazy_mode import segment as _lazy_segment
+from .sharding import consistency as _consistency
 from .sharding import execute as _sharded
 from .sharding import global_tensor as _global_tensor
 
@@ -43,7 +55,8 @@ __all__ = ["load_library", "loaded_libraries", "Library", "LibraryError",
            "enable_pallas_interpret", "pallas_interpret", "pallas_interpret_enabled",
            "cache_limits", "set_cache_limit", "set_executable_limit", "executable_limit",
            "executable_stats", "clear_compiled", "set_collective_check", "collective_check",
-           "set_lazy", "is_lazy", "set_lazy_call_sites"]
+           "set_lazy", "is_lazy", "set_lazy_call_sites", "set_codegen", "codegen_enabled",
+           "set_compilation_cache", "compilation_cache_dir"]
 
 #: jflow's caches: name -> (owner, attribute holding its bound, what one entry is)
 _CACHES: dict[str, tuple[Any, str, str]] = {
@@ -83,6 +96,8 @@ is_lazy = _lazy_mode.is_lazy
 set_lazy_call_sites = _lazy_mode.set_call_sites
 set_collective_check = _consistency.set_check
 collective_check = _consistency.get_check
+set_compilation_cache = _compilation_cache.set_compilation_cache
+compilation_cache_dir = _compilation_cache.compilation_cache_dir
 set_executable_limit = _budget.set_limit
 executable_limit = _budget.get_limit
 executable_stats = _budget.stats
@@ -106,3 +121,17 @@ def pallas_interpret(flag: bool = True) -> Iterator[None]:
     """``with flow.config.pallas_interpret():`` Pallas kernels on CPU inside the block."""
     with _pallas.interpret(flag):
         yield
+
+
+def set_codegen(flag: bool) -> bool:
+    """Run jflow's generated code (True, the default) or its plain Python twins (False: one
+    function per generator, stepped through by pdb like any code); returns the previous
+    setting. Takes effect at the next call of every op and parser (the functions switch code
+    in place), and drops the per-graph generated caches (lazy backward templates, fast paths
+    of compiled calls). ``JFLOW_CODEGEN=0`` sets it at import."""
+    return _codegen.set_enabled(flag)
+
+
+def codegen_enabled() -> bool:
+    """Whether jflow's generated code runs (see :func:`set_codegen`)."""
+    return _codegen.enabled()

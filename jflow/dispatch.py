@@ -19,6 +19,7 @@ kernel). An op without dynamic attrs runs exactly the code it always did.
 
 from __future__ import annotations
 
+import inspect
 import operator
 import types
 from collections.abc import Callable
@@ -27,6 +28,7 @@ from typing import Any
 import jax
 from jax.core import Tracer
 
+from . import _codegen
 from ._jax_compat import drop_traceback_note as _drop_note
 from .autograd.graph import record, record1, record2, record_single
 from .kernels.registry import reraise_host_error as _reraise_host_error
@@ -405,23 +407,187 @@ def make_apply(op: Any) -> Callable[..., Any]:
         "        _drop_note(_e)", "        raise",
         "    except Exception as _e:", "        _drop_note(_e)", "        raise"]
     src = "\n".join(lines) + "\n"
-    exec(compile(src, f"<jflow apply {op.name}>", "exec"), ns)
-    fn = ns["apply"]
+    # the plain twin (jflow._codegen, plain mode): the same steps as a closure over the op
+    ns["_PLAIN"] = _plain_apply(op, cache, build)
+    fn = _codegen.define("apply", op.name, src, ns, plain={"apply": _apply_plain})["apply"]
     fn.__name__ = op.name
     fn.__qualname__ = f"{op.name}.apply"
     fn.__doc__ = f"Apply op {op.signature()}"
-    fn._source = src  # for debugging: print(op.apply._source)
     fn._caches = (cache, build)  # for executables(op)
     # profiling (jflow.profiler): a second code object for the same function object, swapped
     # in while a profiler runs (every reference to op.apply sees it), so the plain path pays
-    # nothing; it times the plain body, kept as its own function
-    inner = types.FunctionType(fn.__code__, ns, fn.__name__, fn.__defaults__)
+    # nothing; it times the body, kept as its own function (generated or plain, as apply)
+    gen, plain = _codegen.twin_codes(fn)
+    inner = types.FunctionType(gen, ns, fn.__name__, fn.__defaults__)
     inner.__kwdefaults__ = fn.__kwdefaults__
+    # (the op's signature in both modes: the plain code takes ``*args, **kwargs``)
+    fn.__signature__ = inspect.signature(inner)
+    _codegen.register_twin(inner, gen, plain)
     ns["_inner"] = inner
     ns["_profiled_call"] = _profiled_call
-    exec(_PROFILED_SRC, ns)  # noqa: S102
-    fn._codes = (fn.__code__, ns["_profiled"].__code__)
+    profiled = _codegen.define("profiled", op.name, _PROFILED_SRC, ns)["_profiled"]
+    fn._codes = (gen, profiled.__code__)
     return fn
+
+
+def _apply_plain(*args, **kwargs):  # type: ignore[no-untyped-def]  # noqa: ANN002, ANN003, ANN202
+    """The code a generated ``apply`` runs in plain mode (jflow._codegen): its namespace's
+    ``_PLAIN``, the :func:`_plain_apply` closure of its op."""
+    return _PLAIN(args, kwargs)  # type: ignore[name-defined]  # noqa: F821
+
+
+def _attr_key(a: Any) -> Callable[[Any], Any]:
+    """The cache key part of one attr value (a generated ``apply``'s ``k(a)``): as True == 1
+    in Python, a bool / int attr's key keeps the two apart."""
+    if a.type == "bool":
+        return lambda v: v if v.__class__ is bool or v is None else (v,)
+    if a.type in ("int32", "int64"):
+        return lambda v: v if v.__class__ is not bool else (v,)
+    return lambda v: v
+
+
+def _plain_apply(op: Any, cache: dict, build: Callable[..., Any]) -> Callable[[tuple, dict], Any]:
+    """A generated ``apply``'s plain twin: the steps of :func:`make_apply`'s text, written once
+    as a loop over the op's inputs and attrs (what ``JFLOW_CODEGEN=0`` runs)."""
+    ins = op.inputs
+    n_in = len(ins)
+    params_in = [i.param for i in ins]
+    attrs = op.attrs
+    keys = [_attr_key(a) for a in attrs]
+    single = len(op.outputs) == 1 and not op.outputs[0].variadic
+    dyn = bool(op.dynamic_attrs)
+    grad = bool(ins) and not op.has_trait("NoGrad")
+    structured = op.structured
+    fixed = structured and not any(i.variadic for i in ins)
+    prim = op.primitive
+    fname = f"{op.name}.apply"
+
+    def bind(args: tuple, kwargs: dict) -> tuple[list, dict]:
+        """The call's inputs and attrs, as CPython binds the generated signature."""
+        if len(args) > n_in:
+            raise TypeError(f"{fname}() takes {n_in} positional argument"
+                            f"{'' if n_in == 1 else 's'} but {len(args)} were given")
+        kw = dict(kwargs)
+        inputs = list(args)
+        for p in params_in[:len(args)]:
+            if p in kw:
+                raise TypeError(f"{fname}() got multiple values for argument '{p}'")
+        for i in ins[len(args):]:
+            if i.param in kw:
+                inputs.append(kw.pop(i.param))
+            elif i.optional:
+                inputs.append(None)
+            else:
+                raise TypeError(f"{fname}() missing 1 required positional argument: "
+                                f"'{i.param}'")
+        given = {}
+        for a in attrs:
+            if a.name in kw:
+                given[a.name] = kw.pop(a.name)
+            elif a.default is REQUIRED:
+                raise TypeError(f"{fname}() missing 1 required keyword-only argument: "
+                                f"'{a.name}'")
+            else:
+                given[a.name] = a.default
+        if kw:
+            raise TypeError(f"{fname}() got an unexpected keyword argument '{next(iter(kw))}'")
+        return inputs, given
+
+    def apply(args: tuple, kwargs: dict) -> Any:
+        inputs, given = bind(args, kwargs)
+        try:
+            return run(inputs, given)
+        except AttributeError as e:
+            _check_inputs(op, tuple(inputs))
+            _drop_note(e)
+            raise
+        except Exception as e:
+            _drop_note(e)
+            raise
+
+    def run(inputs: list, given: dict) -> Any:
+        if ins and _WATCH[0] is not None:
+            _WATCH[0](op, tuple(inputs))
+        if fixed:
+            layout = tuple(0 if x is None else 1 for x in inputs)
+        elif structured:
+            layout = op.layout_of(tuple(inputs))
+        else:
+            layout = None
+        kparts = [k(given[a.name]) for k, a in zip(keys, attrs)]
+        if structured:
+            key = (layout, *kparts)
+        else:
+            key = kparts[0] if len(kparts) == 1 else tuple(kparts)
+        try:
+            entry = cache[key]
+        except (KeyError, TypeError):
+            entry = build(key, layout, **given)
+        f, params = entry[0], entry[1]
+        dv = entry[2] if dyn else ()
+        if structured:  # the flat inputs: optional ones left out, variadic ones spread
+            flat: Any = []
+            for i, x in zip(ins, inputs):
+                if i.variadic:
+                    flat += x
+                elif not i.optional or x is not None:
+                    flat.append(x)
+        else:
+            flat = tuple(inputs)
+        seg = _LAZY_LOCAL.active if _LAZY_HOOK[0] is not None else None
+        if ins and seg is not None and _WATCH[0] is None:  # lazy mode: recorded, not run
+            if not structured and single and n_in in (1, 2):  # (the fused recorders)
+                rec = record_lazy1 if n_in == 1 else record_lazy2
+                t = rec(seg, f, *inputs, dv, op if grad else None, params)
+                if t is not NotImplemented:
+                    return t
+            else:
+                t = seg.add(f, tuple(flat), dv, single)
+                if t is not NotImplemented:
+                    if grad and any(x._requires_grad for x in flat):
+                        rec = record_single if single and structured else record
+                        return rec(op, params, flat, t, dv)
+                    return t
+        # (the generated order: a structured op reads the values before its global test)
+        if structured:
+            vals = [x._value for x in flat]
+        if ins and any(x._global is not None for x in flat):
+            return global_apply(op, params, list(flat), single, dv)
+        if not structured:
+            vals = [x._value for x in flat]
+        call = [*vals, *dv]
+        if not any(isinstance(v, Tracer) for v in vals):
+            if single:
+                t = object.__new__(_Tensor)
+                try:
+                    t._value = f(*call)
+                except jax.errors.JaxRuntimeError:
+                    _reraise_host_error(op, call)
+                except TypeError:  # a meta input (jflow.meta): the abstract evaluation
+                    t._value = _abstract_bind(prim, params, call)[0]
+                t._requires_grad = False
+                t._grad = None
+                t.grad_fn = None
+                t._version = 0
+                t._global = None
+            else:
+                try:
+                    t = tuple(map(_new_tensor, f(*call)))
+                except jax.errors.JaxRuntimeError:
+                    _reraise_host_error(op, call)
+                except TypeError:
+                    t = tuple(map(_new_tensor, _abstract_bind(prim, params, call)))
+        else:
+            t = _traced(prim, params, call, single)
+        if grad and any(x._requires_grad for x in flat):
+            if single and not structured and n_in in (1, 2):
+                return (record1 if n_in == 1 else record2)(op, params, *inputs, t, dv)
+            if single and structured:
+                return record_single(op, params, flat, t, dv)
+            return record(op, params, flat, t, dv)
+        return t
+
+    return apply
 
 
 #: ``[fn or None]``: the active profiler's ``fn(op, body, args, kwargs)`` (jflow.profiler)
@@ -441,8 +607,8 @@ def _profiled_call(op: Any, body: Callable[..., Any], args: tuple, kwargs: dict)
 def set_profiled(op: Any, on: bool) -> None:
     """Switch ``op.apply`` between its plain and its profiled code."""
     codes = getattr(op.apply, "_codes", None)
-    if codes is not None:
-        op.apply.__code__ = codes[1] if on else codes[0]
+    if codes is not None:  # (off: the code of the current mode, generated or plain)
+        op.apply.__code__ = codes[1] if on else _codegen.current_code(op.apply)
 
 
 def executables(op: Any) -> int:

@@ -30,6 +30,8 @@ from typing import Any
 import jax
 import numpy as np
 
+from . import foreign_logs
+from .sharding import consistency
 from .sharding.global_tensor import make_global
 from .sharding.placement import _platform, devices_by_rank
 from .sharding.sbp import _PartialSum
@@ -48,15 +50,18 @@ def _backend_started() -> bool:
     return xla_bridge.backends_are_initialized()
 
 
-def _env_int(name: str) -> int | None:
+def env_int(name: str, caller: str = "flow.env.init_distributed") -> int | None:
+    """The integer environment variable ``name`` (None when unset or empty); a value that is
+    not an integer raises, naming ``caller`` (the launcher's ``WORLD_SIZE``/``RANK`` are read
+    here and by ``flow.distributed.init_process_group``)."""
     v = os.environ.get(name)
     if v in (None, ""):
         return None
     try:
         return int(v)
     except ValueError:
-        raise ValueError(f"flow.env.init_distributed: environment variable {name} must be an "
-                         f"integer, got {v!r}") from None
+        raise ValueError(f"{caller}: environment variable {name} must be an integer, got "
+                         f"{v!r}") from None
 
 
 def init_distributed(coordinator_address: str | None = None, num_processes: int | None = None,
@@ -79,9 +84,10 @@ def init_distributed(coordinator_address: str | None = None, num_processes: int 
 
     With several processes, two more things are switched on: every op on global tensors is
     checked to be the same on all processes when first met
-    (:mod:`jflow.distributed.consistency`: a mismatch or a process that does not arrive
+    (:mod:`jflow.sharding.consistency`: a mismatch or a process that does not arrive
     raises an error naming the op instead of hanging), and an uncaught exception ends the
-    process at once (see :func:`_exit_at_once_on_uncaught_exception`).
+    process at once (see :func:`_exit_at_once_on_uncaught_exception`). gRPC's C++ logs are
+    quieted (``GRPC_VERBOSITY=NONE`` unless set: :mod:`jflow.foreign_logs`).
     """
     if jax.distributed.is_initialized():
         raise RuntimeError("flow.env.init_distributed: already initialized (call it once per "
@@ -94,22 +100,22 @@ def init_distributed(coordinator_address: str | None = None, num_processes: int 
     if coordinator_address is None and os.environ.get("MASTER_ADDR"):
         coordinator_address = f"{os.environ['MASTER_ADDR']}:{os.environ.get('MASTER_PORT', 1234)}"
     if num_processes is None:
-        num_processes = _env_int("WORLD_SIZE")
+        num_processes = env_int("WORLD_SIZE")
     if process_id is None:
-        process_id = _env_int("RANK")
+        process_id = env_int("RANK")
     if local_device_count is None:
-        local_device_count = _env_int("JFLOW_LOCAL_DEVICE_COUNT")
+        local_device_count = env_int("JFLOW_LOCAL_DEVICE_COUNT")
     if local_device_count is not None:
         if local_device_count < 1:
             raise ValueError(f"flow.env.init_distributed: local_device_count must be >= 1, got "
                              f"{local_device_count}")
         jax.config.update("jax_num_cpu_devices", int(local_device_count))
     jax.config.update("jax_cpu_collectives_implementation", cpu_collectives)
+    foreign_logs.quiet()  # before gRPC starts: its logs would bury jflow's errors
     jax.distributed.initialize(coordinator_address, num_processes, process_id,
                                initialization_timeout=timeout_s)
     _LOCAL_RANK[0] = _find_local_rank()
     if jax.process_count() > 1:
-        from .distributed import consistency  # jflow.distributed imports this module
         consistency.install()
         _exit_at_once_on_uncaught_exception()
 
@@ -141,7 +147,7 @@ def _exit_at_once_on_uncaught_exception() -> None:
 def _find_local_rank() -> int:
     """``LOCAL_RANK`` if the launcher set it, else this process's position among those that
     share its host name (exchanged through the coordinator's key-value store)."""
-    env = _env_int("LOCAL_RANK")
+    env = env_int("LOCAL_RANK")
     if env is not None:
         return env
     from jax._src.distributed import global_state  # the client has no public accessor

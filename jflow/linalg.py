@@ -20,7 +20,7 @@ from .views.methods import diagonal as _diagonal
 __all__ = ["norm", "vector_norm", "matrix_norm", "inv", "det", "slogdet", "solve", "cholesky",
            "qr", "svd", "svdvals", "eigh", "eigvalsh", "pinv", "lstsq", "matrix_rank", "cross",
            "multi_dot"]
-__all__ += ["matrix_power"]  # issue 14, breadth round 2
+__all__ += ["matrix_power"]
 __all__ += ["solve_triangular", "lu_factor", "lu_factor_ex", "lu", "lu_solve", "eig", "eigvals",
             "vecdot", "cholesky_ex", "inv_ex", "solve_ex", "cond", "householder_product",
             "tensorinv", "tensorsolve", "vander", "diagonal", "matmul", "matrix_exp",

@@ -12,8 +12,9 @@ by :mod:`jflow.sharding.global_tensor`, operators and op-backed methods by
 from __future__ import annotations
 
 import copy
+import threading
 import weakref
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from typing import Any
 
 import jax
@@ -22,6 +23,7 @@ import numpy as np
 from jax.core import Tracer
 
 from . import dtypes as _dt
+from ._dims import wrap_dim
 from .device import DEFAULT_IS_META as _DEFAULT_IS_META
 from .device import META as _META
 from .device import MetaValue as _MetaValue
@@ -29,8 +31,28 @@ from .device import device as _device
 from .device import is_meta_device as _is_meta_device
 from .device import meta_value as _meta_value
 from .device import no_data as _no_data
+from .host_transfer import to_device
 
 __all__ = ["Tensor", "Size", "is_tensor"]
+
+#: Whether grad mode is on (``flow.is_grad_enabled``), set by :mod:`jflow.autograd.grad_mode`
+#: (a layer above). ``numpy()`` / ``__array__`` read it: as in PyTorch, a tensor that requires
+#: grad is refused only while grad mode is on (under ``no_grad`` it converts).
+GRAD_ENABLED: list[Callable[[], bool]] = [lambda: True]
+
+_NUMPY_REQUIRES_GRAD = ("Can't call numpy() on Tensor that requires grad. Use "
+                        "tensor.detach().numpy() instead.")
+
+
+class _Reads(threading.local):
+    """Per thread: ``checked`` is False while jflow itself converts data that may hold
+    tensors (``flow.tensor([t0, t1])``: NumPy reads each through ``__array__``), which
+    PyTorch allows for tensors that require grad."""
+
+    checked = True
+
+
+_READS = _Reads()
 
 
 class Size(tuple):
@@ -141,10 +163,7 @@ class Tensor:
         if nd == 0:
             raise IndexError(f"Tensor.size(): dimension specified as {dim} but the tensor has "
                              f"no dimensions")
-        if not -nd <= dim < nd:
-            raise IndexError(f"Tensor.size(): dimension out of range (expected to be in range "
-                             f"of [{-nd}, {nd - 1}], but got {dim})")
-        return self._meta.shape[dim]
+        return self._meta.shape[wrap_dim("Tensor.size", dim, nd)]
 
     #: PyTorch's flag for Intel XPU devices: jflow has none (mock_torch libraries probe it)
     is_xpu = False
@@ -309,11 +328,16 @@ class Tensor:
         return self._global[1]
 
     def numpy(self, *, force: bool = False) -> np.ndarray:
-        """The value as a NumPy array (read-only view where JAX allows). ``force`` is
-        PyTorch's ``detach().cpu().resolve_conj()`` first: the value is always read from
-        the host, detached and with a conjugate view resolved, so both give the same array."""
+        """The value as a NumPy array (read-only view where JAX allows). As in PyTorch, a
+        tensor that requires grad is refused while grad mode is on (the array would silently
+        leave the graph): use ``.detach().numpy()``, or ``force=True``, PyTorch's
+        ``detach().cpu().resolve_conj()`` first (the value is always read from the host and
+        a conjugate view resolved, so here ``force`` only skips that check). jflow's own
+        readers of parameters (saving, printing, optimizers) use ``force=True``."""
         if not isinstance(force, bool):
             raise TypeError(f"Tensor.numpy: force must be a bool, got {type(force).__name__}")
+        if not force and self.requires_grad and _READS.checked and GRAD_ENABLED[0]():
+            raise RuntimeError(_NUMPY_REQUIRES_GRAD)
         return np.asarray(self._concrete("numpy"))
 
     def item(self) -> Any:
@@ -330,7 +354,10 @@ class Tensor:
 
     def __array__(self, dtype: Any = None, copy: Any = None) -> np.ndarray:
         """NumPy's view of the value: read-only and zero-copy unless ``dtype`` or ``copy=True``
-        asks for a new array (``copy=False`` with a dtype change is refused, as NumPy does)."""
+        asks for a new array (``copy=False`` with a dtype change is refused, as NumPy does).
+        ``np.asarray(t)`` of a tensor that requires grad is refused as ``t.numpy()`` is."""
+        if self.requires_grad and _READS.checked and GRAD_ENABLED[0]():
+            raise RuntimeError(_NUMPY_REQUIRES_GRAD)
         a = np.asarray(self._concrete("__array__"))
         if dtype is not None and np.dtype(dtype) != a.dtype:
             if copy is False:
@@ -586,11 +613,14 @@ def _tensor_value(data: Any, dtype: _dt.dtype | None, device: Any, fname: str,
         if dtype is None:
             _dt.from_numpy_dtype(arr.dtype)  # raises a clear error for unsupported dtypes
     else:
+        prev, _READS.checked = _READS.checked, False  # tensors inside: read, as PyTorch
         try:
             arr = np.asarray(data)
         except (ValueError, TypeError) as e:
             raise TypeError(f"{fname}: could not convert {type(data).__name__} to a tensor: "
                             f"{e}") from None
+        finally:
+            _READS.checked = prev
         kind = arr.dtype.kind
         if kind in "uO" or (kind == "f" and np.abs(arr).max(initial=0) >= 2.0**63):
             arr, dtype = _big_ints(data, arr, dtype, fname)
@@ -613,6 +643,8 @@ def _tensor_value(data: Any, dtype: _dt.dtype | None, device: Any, fname: str,
     # memory, and the tensor must not change when the caller's array does.
     if _wants_meta(device):  # shape and dtype only: nothing goes to a device (jflow.meta)
         return _meta_value(arr.shape, np_dtype)
+    if copy and not (pending and device is None and HOST_DATA[0] is not None):
+        return _place(to_device(np.asarray(arr, np_dtype)), device)  # (jflow.host_transfer)
     host = np.array(arr, dtype=np_dtype, copy=True) if copy else np.asarray(arr, np_dtype)
     if pending and copy and device is None and HOST_DATA[0] is not None:
         ref = HOST_DATA[0](host)  # (lazy mode: the pending run takes the host copy)

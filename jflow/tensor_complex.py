@@ -1,6 +1,6 @@
 """Tensor methods and properties for complex numbers (``x.real``, ``x.conj()``,
 ``x.is_complex()``, ``x.cfloat()`` ...), attached once the functional layer is loaded, as
-``tensor_methods.py`` attaches the others. ``real`` and ``imag`` are properties that return
+the ``tensor_methods`` package attaches the others. ``real`` and ``imag`` are properties that return
 views, as PyTorch's; assigning to them writes the part into the tensor.
 """
 

@@ -32,6 +32,7 @@ import numpy as np
 from jax.core import Tracer
 
 from . import dtypes as _dt
+from ._dims import wrap_dim
 from .autograd.graph import rebase_inplace
 from .functional import F
 from .functional.functors.index import checked_min_max
@@ -291,9 +292,9 @@ def select(self: Tensor, dim: int, index: int) -> Tensor:
     nd = self._meta.ndim
     if nd == 0:
         raise IndexError("select() cannot be applied to a 0-dim tensor")
-    if isinstance(dim, bool) or not isinstance(dim, _INTS) or not -nd <= dim < nd:
-        raise IndexError(f"select(): dimension out of range (expected to be in range of "
-                         f"[{-nd}, {nd - 1}], but got {dim!r})")
+    if isinstance(dim, bool) or not isinstance(dim, _INTS):
+        raise TypeError(f"select(): argument 'dim' must be int, not {type(dim).__name__}")
+    dim = wrap_dim("select", dim, nd)
     size = self._meta.shape[dim]
     if isinstance(index, Tensor):
         index = operator.index(index)
@@ -509,7 +510,7 @@ for _fn in (reshape, view, permute, expand, repeat, tile, flip, expand_as, view_
 del _fn
 
 
-# -- issue 14: PyTorch's varargs forms of meshgrid / block_diag / cartesian_prod ---------------
+# -- PyTorch's varargs forms of meshgrid / block_diag / cartesian_prod -------------------------
 # (their api.yaml entries take one list; jflow/__init__.py may re-export these as flow.<name>)
 
 def _tensor_args(args: tuple) -> list:

@@ -52,29 +52,29 @@ def main() -> None:
     for op, want in expect.items():
         t = flow.tensor(mine)
         assert dist.all_reduce(t, op=op) is None
-        np.testing.assert_allclose(t.numpy(), want, rtol=1e-6, err_msg=str(op))
+        np.testing.assert_allclose(t.detach().numpy(), want, rtol=1e-6, err_msg=str(op))
     leaf = flow.tensor(mine, requires_grad=True)  # not differentiable: the data is written
     work = dist.all_reduce(leaf, async_op=True)
     assert work.wait() and work.is_completed()
-    np.testing.assert_allclose(leaf.numpy(), sum(vals), rtol=1e-6)
+    np.testing.assert_allclose(leaf.detach().numpy(), sum(vals), rtol=1e-6)
     assert leaf.requires_grad and leaf.grad_fn is None
     ti = flow.tensor([rank + 1, 7], dtype=flow.int64)
     dist.all_reduce(ti)
-    assert ti.numpy().tolist() == [world * (world + 1) // 2, 7 * world]
+    assert ti.detach().numpy().tolist() == [world * (world + 1) // 2, 7 * world]
     assert ti.dtype == flow.int64
 
     tb = flow.tensor(mine)
     dist.broadcast(tb, src=world - 1)
-    np.testing.assert_array_equal(tb.numpy(), vals[world - 1])
+    np.testing.assert_array_equal(tb.detach().numpy(), vals[world - 1])
 
     gathered = [flow.zeros(3) for _ in range(world)]
     dist.all_gather(gathered, flow.tensor(mine))
     for r in range(world):
-        np.testing.assert_array_equal(gathered[r].numpy(), vals[r])
+        np.testing.assert_array_equal(gathered[r].detach().numpy(), vals[r])
 
     tr = flow.tensor(mine)
     dist.reduce(tr, dst=0)
-    np.testing.assert_allclose(tr.numpy(), sum(vals) if rank == 0 else mine, rtol=1e-6)
+    np.testing.assert_allclose(tr.detach().numpy(), sum(vals) if rank == 0 else mine, rtol=1e-6)
     dist.barrier()
 
     # -- DDP: processes start from different weights; process 0's win ------------------------
@@ -84,7 +84,7 @@ def main() -> None:
     for (name, p), q in zip(model.named_parameters(), ref.parameters()):
         assert p.placement.ranks == list(range(world * LOCAL_DEVICES)), name
         assert p.sbp == (flow.sbp.broadcast,), (name, p.sbp)
-        np.testing.assert_array_equal(p.numpy(), q.numpy(), err_msg=name)
+        np.testing.assert_array_equal(p.detach().numpy(), q.detach().numpy(), err_msg=name)
 
     rng = np.random.default_rng(0)  # the same global batch on every process
     n_local = 2 * LOCAL_DEVICES
@@ -109,7 +109,7 @@ def main() -> None:
         for q in ref.parameters():
             q -= 0.5 * q.grad
     for (name, p), q in zip(model.named_parameters(), ref.parameters()):
-        np.testing.assert_allclose(p.numpy(), q.numpy(), err_msg=name, **TOL)
+        np.testing.assert_allclose(p.detach().numpy(), q.detach().numpy(), err_msg=name, **TOL)
 
     dist.destroy_process_group()
     assert not dist.is_initialized()

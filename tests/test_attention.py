@@ -59,7 +59,7 @@ def test_sdpa_matches_torch_with_grads(case):
     out = F.scaled_dot_product_attention(qj, kj, vj, **kw_j)
     ref = torch.nn.functional.scaled_dot_product_attention(
         qt, kt.expand(2, 3, 6, 5), vt.expand(2, 3, 6, 7), **kw_t)
-    np.testing.assert_allclose(out.numpy(), ref.detach().numpy(), rtol=1e-10, atol=1e-12)
+    np.testing.assert_allclose(out.detach().numpy(), ref.detach().numpy(), rtol=1e-10, atol=1e-12)
     g = _r(*ref.shape)
     out.backward(_j(g))
     ref.backward(_t(g))
@@ -93,7 +93,7 @@ def test_sdpa_fully_masked_row_gives_zeros():
     mask[2] = False
     q, k, v = _j(_Q, True), _j(_K, True), _j(_V, True)
     out = F.scaled_dot_product_attention(q, k, v, attn_mask=_j(mask))
-    o = out.numpy()
+    o = out.detach().numpy()
     assert np.all(o[..., 2, :] == 0) and np.all(np.isfinite(o))
     out.sum().backward()
     for t in (q, k, v):
@@ -184,9 +184,10 @@ def _pair_mha(**kw):
 
 def test_mha_init_as_pytorch():
     m = nn.MultiheadAttention(8, 2)
-    assert np.all(m.in_proj_bias.numpy() == 0) and np.all(m.out_proj.bias.numpy() == 0)
+    assert np.all(m.in_proj_bias.detach().numpy() == 0)
+    assert np.all(m.out_proj.bias.detach().numpy() == 0)
     bound = np.sqrt(6.0 / (8 + 24))                       # xavier_uniform on (3E, E)
-    w = m.in_proj_weight.numpy()
+    w = m.in_proj_weight.detach().numpy()
     assert w.shape == (24, 8) and np.abs(w).max() <= bound and np.abs(w).max() > bound / 2
     m2 = nn.MultiheadAttention(8, 2, kdim=3, vdim=5, bias=False)
     assert m2.in_proj_weight is None and m2.in_proj_bias is None
@@ -220,11 +221,12 @@ def test_mha_matches_torch(batch_first):
             kt[name] = _t(arr) if arr is not None else val
         oj, wj = jm(_j(q), _j(k), _j(v), **kj)
         ot, wt = tm(_t(q), _t(k), _t(v), **kt)
-        np.testing.assert_allclose(oj.numpy(), ot.detach().numpy(), rtol=1e-9, atol=1e-11)
+        np.testing.assert_allclose(oj.detach().numpy(), ot.detach().numpy(), rtol=1e-9, atol=1e-11)
         if wt is None:
             assert wj is None
         else:
-            np.testing.assert_allclose(wj.numpy(), wt.detach().numpy(), rtol=1e-9, atol=1e-11)
+            np.testing.assert_allclose(wj.detach().numpy(), wt.detach().numpy(), rtol=1e-9,
+                                       atol=1e-11)
 
 
 def test_mha_causal_kdim_unbatched_and_grads():
@@ -234,7 +236,7 @@ def test_mha_causal_kdim_unbatched_and_grads():
     causal = np.triu(np.ones((4, 4), bool), 1)             # torch: True = masked
     oj, _ = jm(_j(q), _j(k), _j(v), attn_mask=_j(causal), is_causal=True, need_weights=False)
     ot, _ = tm(_t(q), _t(k), _t(v), attn_mask=_t(causal), is_causal=True, need_weights=False)
-    np.testing.assert_allclose(oj.numpy(), ot.detach().numpy(), rtol=1e-9, atol=1e-11)
+    np.testing.assert_allclose(oj.detach().numpy(), ot.detach().numpy(), rtol=1e-9, atol=1e-11)
     g = _r(*ot.shape)
     oj.backward(_j(g))
     ot.backward(_t(g))
@@ -246,13 +248,13 @@ def test_mha_causal_kdim_unbatched_and_grads():
     # the causal hint with weights (the materialised path)
     oj, wj = jm(_j(q), _j(k), _j(v), attn_mask=_j(causal), is_causal=True)
     ot, wt = tm(_t(q), _t(k), _t(v), attn_mask=_t(causal), is_causal=True)
-    np.testing.assert_allclose(oj.numpy(), ot.detach().numpy(), rtol=1e-9, atol=1e-11)
-    np.testing.assert_allclose(wj.numpy(), wt.detach().numpy(), rtol=1e-9, atol=1e-11)
+    np.testing.assert_allclose(oj.detach().numpy(), ot.detach().numpy(), rtol=1e-9, atol=1e-11)
+    np.testing.assert_allclose(wj.detach().numpy(), wt.detach().numpy(), rtol=1e-9, atol=1e-11)
     # unbatched (L, E) input
     oj, wj = jm(_j(q[0]), _j(k[0]), _j(v[0]))
     ot, wt = tm(_t(q[0]), _t(k[0]), _t(v[0]))
-    np.testing.assert_allclose(oj.numpy(), ot.detach().numpy(), rtol=1e-9, atol=1e-11)
-    np.testing.assert_allclose(wj.numpy(), wt.detach().numpy(), rtol=1e-9, atol=1e-11)
+    np.testing.assert_allclose(oj.detach().numpy(), ot.detach().numpy(), rtol=1e-9, atol=1e-11)
+    np.testing.assert_allclose(wj.detach().numpy(), wt.detach().numpy(), rtol=1e-9, atol=1e-11)
 
 
 def _pair_layer(**kw):
@@ -280,7 +282,7 @@ def test_encoder_layer_matches_torch(batch_first, norm_first, activation):
         oj = jl(_j(x), **kj)
         with torch.no_grad():
             ot = tl(_t(x), **kt)
-        np.testing.assert_allclose(oj.numpy(), ot.numpy(), rtol=1e-9, atol=1e-10)
+        np.testing.assert_allclose(oj.detach().numpy(), ot.numpy(), rtol=1e-9, atol=1e-10)
     # gradients reach every parameter and agree with torch
     jl.train()
     tl.train()
@@ -313,7 +315,7 @@ def test_encoder_stack_matches_torch_and_jits():
     with torch.no_grad():
         ot = tenc(_t(x), mask=_t(causal), is_causal=True)
     oj = jenc(_j(x), mask=_j(causal), is_causal=True)
-    np.testing.assert_allclose(oj.numpy(), ot.numpy(), rtol=1e-9, atol=1e-10)
+    np.testing.assert_allclose(oj.detach().numpy(), ot.numpy(), rtol=1e-9, atol=1e-10)
     # compiled: flow.jit of a function of the module (a training step's forward + backward),
     # and plain jax.jit of a function of arrays that closes over the module
     jenc.train()
@@ -338,8 +340,8 @@ def test_encoder_stack_matches_torch_and_jits():
     (jenc(_j(x), is_causal=True) ** 2).mean().backward()
     for n, p in jenc.named_parameters():
         np.testing.assert_allclose(p.grad.numpy(), grads[n], rtol=1e-8, atol=1e-10, err_msg=n)
-    np.testing.assert_allclose(float(loss.numpy()), float((oj * oj).mean().numpy()),
+    np.testing.assert_allclose(float(loss.numpy()), float((oj * oj).mean().detach().numpy()),
                                rtol=1e-9)
     jenc.eval()
     jitted = jax.jit(lambda a: jenc(_w(a), mask=_j(causal))._value)(x)
-    np.testing.assert_allclose(np.asarray(jitted), oj.numpy(), rtol=1e-9, atol=1e-10)
+    np.testing.assert_allclose(np.asarray(jitted), oj.detach().numpy(), rtol=1e-9, atol=1e-10)

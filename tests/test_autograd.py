@@ -177,7 +177,7 @@ def test_in_place_ops_join_the_tape() -> None:
     with flow.no_grad():
         x.sub_(x.grad * 0.1)  # an optimizer step
     assert x.is_leaf and x.requires_grad
-    np.testing.assert_allclose(x.numpy(), X - 0.8 * X)
+    np.testing.assert_allclose(x.detach().numpy(), X - 0.8 * X)
     b = flow.zeros(2, 3, dtype=flow.float64)
     b[0] = x[1]  # setitem records: b now depends on x
     b.sum().backward()
@@ -188,7 +188,7 @@ def test_missing_rule_raises_when_gradient_flows_in() -> None:
     x = leaf(X)
     op = flow.ops.get("test_autograd_norule")
     y = op(x)
-    np.testing.assert_allclose(y.numpy(), 3 * X)  # forward works
+    np.testing.assert_allclose(y.detach().numpy(), 3 * X)  # forward works
     with pytest.raises(GradientNotFoundError,
                        match="the gradient function for op test_autograd_norule is not found"):
         y.sum().backward()
@@ -279,7 +279,7 @@ def test_second_derivatives_with_create_graph(name, fn, ref, x0) -> None:
     x = leaf(x0)
     (g,) = flow.autograd.grad((fn(x) * flow.tensor(c)).sum(), x, create_graph=True)
     assert g.requires_grad
-    np.testing.assert_allclose(g.numpy(), jax.grad(loss_ref)(x0), rtol=1e-10, atol=1e-12)
+    np.testing.assert_allclose(g.detach().numpy(), jax.grad(loss_ref)(x0), rtol=1e-10, atol=1e-12)
     u = np.cos(np.arange(x0.size)).reshape(x0.shape)  # Hessian-vector product
     (h,) = flow.autograd.grad((g * flow.tensor(u)).sum(), x)
     want = jax.jvp(jax.grad(loss_ref), (jnp.asarray(x0),), (jnp.asarray(u),))[1]
@@ -408,7 +408,7 @@ def test_cold_and_warm_backward_give_bitwise_equal_training():
             opt.zero_grad()
             loss.backward()
             opt.step()
-        return [p.numpy().copy() for p in params]
+        return [p.detach().numpy().copy() for p in params]
 
     engine.graph_cache.clear()
     cold = train()

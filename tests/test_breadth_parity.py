@@ -25,7 +25,7 @@ def _np(t) -> np.ndarray:
     if isinstance(t, flow.Tensor):
         if t.dtype in (flow.float16, flow.bfloat16):
             t = t.to(flow.float32)
-        return t.numpy()
+        return t.detach().numpy()
     t = t.detach()
     if t.dtype in (torch.float16, torch.bfloat16):
         t = t.float()

@@ -57,12 +57,16 @@ def test_report_counts_what_ran() -> None:
     register_samples(name, [
         Sample([X]),
         Sample([X.astype(np.float64)], vmap=False),
-        Sample([X], grad=False, rtol=1e-3, atol=1e-4, name="loose"),
+        # vmap runs on the first sample per kernel; vmap=True adds this one
+        Sample([X], grad=False, rtol=1e-3, atol=1e-4, name="loose", vmap=True),
     ], np.sin, errors=[ErrorSample([np.arange(3)], {}, TypeError, "must be floating")])
     rep = check_op(name)
     assert isinstance(rep, CheckReport)
     assert (rep.samples, rep.inference, rep.vmap, rep.errors) == (3, 3, 2, 1)
+    # jax.jit: the kernel's first batchable sample and the vmap=True one, not the second
+    assert rep.jit == 2
     assert rep.grad == (2, 0)  # the grad=False sample is not applicable
+    assert rep.grad_jax == 1  # both gradient samples are real in, real out (in float64)
     assert rep.input_dtypes == ["float32", "float64"]
     assert rep.tolerances == ["float32 rtol=2e-05 atol=2e-06", "float64 rtol=1e-09 atol=1e-12",
                               "float32 rtol=0.001 atol=0.0001"]
@@ -70,7 +74,10 @@ def test_report_counts_what_ran() -> None:
     assert text.splitlines()[0] == f"check_op('{name}'): passed"
     assert "samples: 3 (input dtypes: float32, float64), error samples: 1" in text
     assert "vmap: jax.vmap vs a loop of eager calls on 2 of 3 sample(s)" in text
-    assert "in float64, on 2 sample(s); 0 skipped (no float64 output); 1 not applicable" in text
+    assert "values: eager vs the NumPy reference on 3 sample(s), jax.jit on 2 of them" in text
+    assert "in float64 on 2 sample(s), jax.grad vs the same and jax.jvp vs jax.vjp on 1 of " \
+           "them" in text
+    assert "; 0 skipped (no float64 output); 1 not applicable" in text
     assert "SBP: not checked" in text
 
 

@@ -104,6 +104,23 @@ def test_jit_disagreeing_with_eager_is_caught() -> None:
         check_op("test_chk_jit", grad=False)
 
 
+def test_jit_bug_of_a_second_kernel_is_caught() -> None:
+    # jax.jit runs on one sample per kernel: the float64 kernel reads Python state when
+    # traced; its sample is not the op's first, yet its fresh trace is what shows the change
+    state = {"scale": 2.0}
+    name = "test_chk_jit_kernel"
+    define_op(name, inputs=["x"], infer=same_as_input())
+    register_kernel(name, lambda x: x * 2)
+    register_kernel(name, lambda x: x * state["scale"], dtypes={"x": [np.float64]},
+                    priority=10, name="stateful_f64")
+    register_samples(name, [Sample([X], vmap=False), Sample([X.astype(np.float64)],
+                                                            vmap=False)], lambda x: x * 2)
+    assert check_op(name, grad=False).jit == 2
+    state["scale"] = 3.0
+    with pytest.raises(CheckFailure, match="under jax.jit vs NumPy reference"):
+        check_op(name, grad=False)
+
+
 def test_row_dependent_kernel_batches_exactly() -> None:
     # a kernel that treats dim 0 specially: the generic _vmap rule keeps it exact
     define_op("test_chk_vmap", inputs=["x"], infer=same_as_input())
@@ -144,6 +161,27 @@ def test_batching_rule_wrong_for_unbatched_inputs_is_caught() -> None:
     batching.fancy_primitive_batchers[op.primitive] = half_right
     with pytest.raises(CheckFailure, match=r"in_axes=\[0, None\]"):
         check_op("test_chk_vmap_first", grad=False)
+
+
+def test_batching_bug_of_a_second_kernel_is_caught() -> None:
+    # vmap runs on one sample per kernel the registry picks: a float64-only kernel whose
+    # host callback claims to batch (vmap_method="expand_dims") but subtracts row 0 of the
+    # whole batch is wrong only under vmap, and only its float64 sample can show it, though
+    # a float32 sample (the generic kernel, batched right) comes first
+    name = "test_chk_vmap_kernel"
+    define_op(name, inputs=["x"], infer=same_as_input())
+    register_kernel(name, lambda x: x - x[0:1])
+
+    def by_host(x: Any) -> Any:
+        return jax.pure_callback(lambda a: a - a[0:1], jax.ShapeDtypeStruct(x.shape, x.dtype),
+                                 x, vmap_method="expand_dims")
+
+    register_kernel(name, by_host, dtypes={"x": [np.float64]},
+                    priority=10, name="host_f64")
+    register_samples(name, [Sample([X]), Sample([X.astype(np.float64)])],
+                     lambda x: x - x[0:1])
+    with pytest.raises(CheckFailure, match=r"sample \{\}: output 0 under jax.vmap"):
+        check_op(name, grad=False)
 
 
 # -- error samples -------------------------------------------------------------------------
@@ -224,6 +262,33 @@ def test_wrong_jax_rule_is_caught() -> None:
     ad.primitive_jvps[op.primitive] = wrong_jvp
     with pytest.raises(GradCheckFailure, match=r"\(jax.grad\).*finite differences"):
         check_op("test_chk_badjvp")
+
+
+def test_wrong_jax_rule_for_complex_inputs_is_caught() -> None:
+    # jax.grad runs on one sample per kind of inputs (real, complex): a JVP rule wrong only
+    # for complex inputs is caught on the complex sample though a real one comes first
+    op = define_op("test_chk_badjvp_c", inputs=["x"], infer=lambda x: desc(x.shape, x.dtype))
+    register_kernel("test_chk_badjvp_c", jnp.sin)
+    register_samples("test_chk_badjvp_c", [Sample([X]), Sample([X + 0.5j * X[::-1]])],
+                     np.sin)
+
+    @register_backward("test_chk_badjvp_c", save=["x"])
+    def _(ctx: Any, dy: Any) -> Any:
+        (x,) = ctx.saved_tensors
+        return dy * x.cos()
+
+    check_op("test_chk_badjvp_c")
+    right = ad.primitive_jvps[op.primitive]
+
+    def wrong_for_complex(primals: Any, tangents: Any, **params: Any) -> Any:
+        (x,), (t,) = primals, tangents
+        if not jnp.iscomplexobj(x):
+            return right(primals, tangents, **params)
+        return op.primitive.bind(x, **params), [ad.instantiate_zeros(t) * -jnp.cos(x)]
+
+    ad.primitive_jvps[op.primitive] = wrong_for_complex
+    with pytest.raises(GradCheckFailure, match=r"\(jax.grad\).*finite differences"):
+        check_op("test_chk_badjvp_c")
 
 
 def test_rule_not_linear_in_its_cotangent_is_caught() -> None:

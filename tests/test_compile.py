@@ -55,7 +55,8 @@ def _eager_steps(model, opt, n, sched=None, clip=None):
 
 def _assert_same_params(a, b, tol=2e-5):
     for (name, p), q in zip(a.named_parameters(), b.parameters()):
-        np.testing.assert_allclose(p.numpy(), q.numpy(), rtol=tol, atol=tol, err_msg=name)
+        np.testing.assert_allclose(p.detach().numpy(), q.detach().numpy(), rtol=tol, atol=tol,
+                                   err_msg=name)
 
 
 @pytest.mark.parametrize("make_opt", [
@@ -154,9 +155,9 @@ def test_graph_donation_keeps_aliases_valid_and_errors():
     step(flow.tensor(X), flow.tensor(Y))
     step(flow.tensor(X), flow.tensor(Y))
     # the copies still hold the old values (a donated buffer is never one someone else holds)
-    np.testing.assert_array_equal(snapshot[0].weight.numpy(), w_before.numpy())
-    assert not np.allclose(m[0].weight.numpy(), w_before.numpy())
-    np.testing.assert_array_equal(w_view.numpy(), m[0].weight.numpy())
+    np.testing.assert_array_equal(snapshot[0].weight.detach().numpy(), w_before.detach().numpy())
+    assert not np.allclose(m[0].weight.detach().numpy(), w_before.detach().numpy())
+    np.testing.assert_array_equal(w_view.numpy(), m[0].weight.detach().numpy())
 
     class NoBackward(nn.Graph):
         def __init__(self):
@@ -311,9 +312,9 @@ def test_graph_data_parallel_on_global_tensors():
 def test_jit_of_a_module_and_of_a_bound_method():
     model = _model().eval()
     x = flow.tensor(X)
-    want = model(x).numpy()
+    want = model(x).detach().numpy()
     for compiled in (flow.jit(model), flow.jit(model.forward)):
-        np.testing.assert_allclose(compiled(x).numpy(), want, rtol=1e-6, atol=1e-6)
+        np.testing.assert_allclose(compiled(x).detach().numpy(), want, rtol=1e-6, atol=1e-6)
     with flow.no_grad():
         model[0].weight.mul_(0.0)           # state is read at call time, not frozen
         np.testing.assert_allclose(compiled(x).numpy(), model(x).numpy(), rtol=1e-6,
@@ -336,8 +337,8 @@ def test_graph_updates_batchnorm_running_stats_as_eager():
     assert int(compiled[1].num_batches_tracked) == 4
     _assert_same_params(eager, compiled)
     eager.eval(), compiled.eval()      # eval mode (running stats) through flow.jit
-    np.testing.assert_allclose(flow.jit(compiled)(flow.tensor(X)).numpy(),
-                               eager(flow.tensor(X)).numpy(), rtol=1e-5, atol=1e-6)
+    np.testing.assert_allclose(flow.jit(compiled)(flow.tensor(X)).detach().numpy(),
+                               eager(flow.tensor(X)).detach().numpy(), rtol=1e-5, atol=1e-6)
 
 
 def test_graph_optimizer_state_created_up_front_only_where_exact():

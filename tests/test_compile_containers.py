@@ -119,7 +119,8 @@ def _grads(m):
 
 
 def _close(a, b, tol=1e-5):
-    np.testing.assert_allclose(np.asarray(a.numpy()), np.asarray(b.numpy()), rtol=tol, atol=tol)
+    np.testing.assert_allclose(np.asarray(a.detach().numpy()), np.asarray(b.detach().numpy()),
+                               rtol=tol, atol=tol)
 
 
 def test_model_output_values_grads_and_cache_hit():

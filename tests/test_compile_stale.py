@@ -20,7 +20,8 @@ def _net(seed: int) -> flow.nn.Module:
 
 
 def _same(compiled: flow.Tensor, eager: flow.Tensor) -> None:
-    np.testing.assert_allclose(compiled.numpy(), eager.numpy(), rtol=1e-6, atol=1e-6)
+    np.testing.assert_allclose(compiled.detach().numpy(), eager.detach().numpy(), rtol=1e-6,
+                               atol=1e-6)
 
 
 def test_rebound_closure_variable():

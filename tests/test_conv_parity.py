@@ -24,7 +24,7 @@ def _parity(jfn, tfn, arrays, kwargs, *, tkwargs=None, rtol=1e-9, atol=1e-9):
     y = jfn(*js, **kwargs)
     t = tfn(*ts, **(kwargs if tkwargs is None else tkwargs))
     assert tuple(y.shape) == tuple(t.shape)
-    np.testing.assert_allclose(y.numpy(), t.detach().numpy(), rtol=rtol, atol=atol)
+    np.testing.assert_allclose(y.detach().numpy(), t.detach().numpy(), rtol=rtol, atol=atol)
     g = RS.standard_normal(tuple(t.shape))
     (y * flow.tensor(g)).sum().backward()
     (t * torch.tensor(g)).sum().backward()
@@ -139,7 +139,7 @@ def _module_parity(m, tm, x, **fwd):
     _copy_params(m, tm)
     y = m(flow.tensor(x), **fwd)
     t = tm(torch.tensor(x), **fwd)
-    np.testing.assert_allclose(y.numpy(), t.detach().numpy(), rtol=1e-5, atol=1e-5)
+    np.testing.assert_allclose(y.detach().numpy(), t.detach().numpy(), rtol=1e-5, atol=1e-5)
     g = RS.standard_normal(tuple(t.shape)).astype(np.float32)
     (y * flow.tensor(g)).sum().backward()
     (t * torch.tensor(g)).sum().backward()
@@ -177,8 +177,8 @@ def test_default_init_bounds_and_state_dict_keys():
                                                                                  groups=2)):
         fan_in = m.weight.shape[1] * int(np.prod(m.kernel_size))
         bound = 1 / np.sqrt(fan_in)
-        assert np.abs(m.weight.numpy()).max() <= bound
-        assert np.abs(m.bias.numpy()).max() <= bound
+        assert np.abs(m.weight.detach().numpy()).max() <= bound
+        assert np.abs(m.bias.detach().numpy()).max() <= bound
         assert sorted(m.state_dict()) == ["bias", "weight"]
 
 

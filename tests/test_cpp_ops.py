@@ -1,7 +1,8 @@
 """C++/CUDA ops: jflow/op.h, flow.config.load_library, cpp_extension, sysconfig.
 
-The libraries are compiled once per session into a temporary build directory (module-scoped
-fixtures); the examples under examples/custom_ops/ run as subprocesses sharing it.
+The libraries are compiled once per run into a temporary build directory that pytest-xdist's
+workers share (module-scoped fixtures, tests/_shared.py); the examples under
+examples/custom_ops/ run as subprocesses sharing it.
 """
 
 from __future__ import annotations
@@ -14,6 +15,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 import pytest
+from _shared import shared_dir, write_if_changed
 
 import jflow as flow
 from jflow import sysconfig
@@ -137,19 +139,21 @@ def cxx() -> str:
 
 @pytest.fixture(scope="module")
 def build_dir(tmp_path_factory, cxx) -> str:
-    return str(tmp_path_factory.mktemp("jflow_ext"))
+    """One directory for the run, shared by pytest-xdist's workers (tests/_shared.py): the
+    first worker builds the libraries, the others find them in the build cache."""
+    with shared_dir(tmp_path_factory, "jflow_ext") as d:
+        return str(d)
 
 
 @pytest.fixture(scope="module")
-def sources(build_dir) -> dict[str, str]:
-    src = os.path.join(build_dir, "src")
-    os.makedirs(src)
+def sources(tmp_path_factory, build_dir) -> dict[str, str]:
     out = {}
-    for name, text in (("testlib.cpp", TEST_LIB), ("testlib.cu", TEST_LIB_CU),
-                       ("bad.cpp", BAD_LIB)):
-        out[name] = os.path.join(src, name)
-        with open(out[name], "w") as f:
-            f.write(text)
+    with shared_dir(tmp_path_factory, "jflow_ext") as d:
+        (d / "src").mkdir(exist_ok=True)
+        for name, text in (("testlib.cpp", TEST_LIB), ("testlib.cu", TEST_LIB_CU),
+                           ("bad.cpp", BAD_LIB)):
+            write_if_changed(d / "src" / name, text)
+            out[name] = str(d / "src" / name)
     return out
 
 
@@ -157,7 +161,7 @@ EXAMPLES = os.path.join(ROOT, "examples", "custom_ops")
 
 
 @pytest.fixture(scope="module")
-def built(build_dir, sources) -> dict[str, str]:
+def built(tmp_path_factory, build_dir, sources) -> dict[str, str]:
     """Every library of this module: name -> path of the .so. The examples' libraries too,
     with the arguments their run.py uses, so that they find them cached. (Built one after the
     other: parallel compiles were slower on the 2-core test machines.)"""
@@ -170,8 +174,10 @@ def built(build_dir, sources) -> dict[str, str]:
             "myop": ([os.path.join(EXAMPLES, "myop", "myop.cpp")], None)}
     for case, name in BAD_CASES.items():
         jobs[f"bad_{name}"] = ([sources["bad.cpp"]], [f"-DCASE={case}", *fast])
-    return {n: cpp_extension.build(n, srcs, extra_cflags=fl, extra_cuda_cflags=fl,
-                                   build_directory=build_dir) for n, (srcs, fl) in jobs.items()}
+    with shared_dir(tmp_path_factory, "jflow_ext"):  # (another worker may be building them)
+        return {n: cpp_extension.build(n, srcs, extra_cflags=fl, extra_cuda_cflags=fl,
+                                       build_directory=build_dir)
+                for n, (srcs, fl) in jobs.items()}
 
 
 @pytest.fixture(scope="module")

@@ -143,10 +143,20 @@ def test_nn_functional_cases_cover_the_wrappers():
             "softmin", "linear"} <= covered
 
 
-@pytest.mark.parametrize("fn,param,api,api_param", _NNF_CASES,
-                         ids=[f"{c[0].__name__}.{c[1]}" for c in _NNF_CASES])
-def test_nn_functional_reads_api_defaults(fn, param, api, api_param):
-    _check_reads_api(fn, param, api, api_param)
+def _violations(cases: list[tuple[Callable[..., Any], str, str, str]]) -> list[str]:
+    """Every case's failure of :func:`_check_reads_api` (one test lists them all)."""
+    out = []
+    for fn, param, api, api_param in cases:
+        try:
+            _check_reads_api(fn, param, api, api_param)
+        except AssertionError as e:
+            out.append(str(e).split("\nassert")[0])
+    return out
+
+
+def test_nn_functional_reads_api_defaults():
+    wrong = _violations(_NNF_CASES)
+    assert not wrong, "\n".join(wrong)
 
 
 #: module constructor -> (the flow._C function its forward calls, {param: that function's
@@ -197,10 +207,9 @@ _MODULE_CASES = [(fn, p, api, p if ap is _SAME else ap)
                  for fn, api, params in _MODULES for p, ap in params.items()]
 
 
-@pytest.mark.parametrize("fn,param,api,api_param", _MODULE_CASES,
-                         ids=[f"{c[0].__qualname__}.{c[1]}" for c in _MODULE_CASES])
-def test_nn_modules_read_api_defaults(fn, param, api, api_param):
-    _check_reads_api(fn, param, api, api_param)
+def test_nn_modules_read_api_defaults():
+    wrong = _violations(_MODULE_CASES)
+    assert not wrong, "\n".join(wrong)
 
 
 def test_a_restated_module_default_is_caught():
@@ -210,6 +219,9 @@ def test_a_restated_module_default_is_caught():
 
     with pytest.raises(AssertionError, match=r"restates 0\.5"):
         _check_reads_api(Restated.__init__, "p", "dropout", "p")
+    assert [w.split(":")[1].strip() for w in _violations(
+        [(Restated.__init__, "p", "dropout", "p")])] == ["restates 0.5; read it from the "
+                                                        "functional API"]
 
 
 def test_list_defaults_are_shown_as_written():

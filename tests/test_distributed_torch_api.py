@@ -68,7 +68,7 @@ def test_before_init_every_call_raises_pytorchs_error(clean: None) -> None:
         with pytest.raises(ValueError) as e:
             call()
         assert str(e.value) == f"flow.distributed.{name}: {NOT_INIT}"
-    assert t.numpy().tolist() == [1.0, 1.0]
+    assert t.detach().numpy().tolist() == [1.0, 1.0]
 
 
 def test_one_process_world_and_destroy(clean: None) -> None:
@@ -106,7 +106,7 @@ def test_one_process_all_reduce_is_identity(world: None, op: str) -> None:
     vals = np.array([[1.5, -2.0], [3.0, 0.25]], np.float32)
     t = flow.tensor(vals)
     assert dist.all_reduce(t, op=getattr(dist.ReduceOp, op)) is None
-    np.testing.assert_array_equal(t.numpy(), vals)
+    np.testing.assert_array_equal(t.detach().numpy(), vals)
     assert t.dtype == flow.float32
 
 
@@ -116,19 +116,19 @@ def test_one_process_collectives(world: None) -> None:
     work = dist.all_reduce(leaf, async_op=True)
     assert work.wait() and work.is_completed() and work.result() == [leaf]
     assert leaf.requires_grad and leaf.grad_fn is None
-    np.testing.assert_array_equal(leaf.numpy(), vals)
+    np.testing.assert_array_equal(leaf.detach().numpy(), vals)
     ti = flow.tensor([3, 4], dtype=flow.int64)
     dist.all_reduce(ti, dist.ReduceOp.SUM)
     dist.all_reduce(ti, dist.ReduceOp.BOR)
-    assert ti.numpy().tolist() == [3, 4]
+    assert ti.detach().numpy().tolist() == [3, 4]
     dist.broadcast(leaf, src=0)
-    np.testing.assert_array_equal(leaf.numpy(), vals)
+    np.testing.assert_array_equal(leaf.detach().numpy(), vals)
     out = [flow.zeros(3)]
     dist.all_gather(out, flow.tensor(vals))  # written in place into the list's tensor
     np.testing.assert_array_equal(out[0].numpy(), vals)
     tr = flow.tensor(vals)
     dist.reduce(tr, dst=0, op=dist.ReduceOp.MAX)
-    np.testing.assert_array_equal(tr.numpy(), vals)
+    np.testing.assert_array_equal(tr.detach().numpy(), vals)
     assert dist.barrier(async_op=True).is_completed()
 
 
@@ -251,8 +251,9 @@ def test_ddp_optimizer_steps_equal_the_plain_module(opt_name: str) -> None:
             opt.step()
     for (name, p), q in zip(model.named_parameters(), ref.parameters()):
         assert p.sbp == (B,) and p.placement.ranks == list(range(8)), name
-        np.testing.assert_allclose(p.numpy(), q.numpy(), err_msg=name, **TOL)
-    assert not np.allclose(ref[0].weight.numpy(), _model()[0].weight.numpy())  # it trained
+        np.testing.assert_allclose(p.detach().numpy(), q.detach().numpy(), err_msg=name, **TOL)
+    assert not np.allclose(ref[0].weight.detach().numpy(),
+                           _model()[0].weight.detach().numpy())  # it trained
 
 
 def test_ddp_compiled_training_step_equals_eager_plain_steps() -> None:
@@ -277,12 +278,12 @@ def test_ddp_compiled_training_step_equals_eager_plain_steps() -> None:
         ref_loss = F.cross_entropy(ref(flow.tensor(x)), flow.tensor(y))
         ref_loss.backward()
         opt_r.step()
-        np.testing.assert_allclose(loss.numpy(), ref_loss.numpy(), **TOL)
+        np.testing.assert_allclose(loss.detach().numpy(), ref_loss.detach().numpy(), **TOL)
     # one trace, and one more once the .grad tensors exist (as for any module): not one per call
     assert step.trace_count <= 2, step.recompile_reasons
     for (name, p), q in zip(model.named_parameters(), ref.parameters()):
         assert p.sbp == (B,), name
-        np.testing.assert_allclose(p.numpy(), q.numpy(), err_msg=name, **TOL)
+        np.testing.assert_allclose(p.detach().numpy(), q.detach().numpy(), err_msg=name, **TOL)
 
 
 def test_ddp_no_sync_accumulates_the_same_gradient() -> None:
@@ -331,7 +332,7 @@ def test_ddp_gradient_equals_torch_ddp_on_a_group_of_one() -> None:
     tmodel = torch.nn.Sequential(torch.nn.Linear(6, 16), torch.nn.Tanh(), torch.nn.Linear(16, 4))
     with torch.no_grad():
         for tp, p in zip(tmodel.parameters(), model.parameters()):
-            tp.copy_(torch.from_numpy(np.array(p.numpy())))
+            tp.copy_(torch.from_numpy(np.array(p.detach().numpy())))
     x, y = _batch()
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))

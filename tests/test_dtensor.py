@@ -227,7 +227,7 @@ def test_parallelize_module_colwise_rowwise_is_megatron():
         ((Shard(0),), (Shard(0),), (Shard(1),))
     y = m(x)  # a local input is the logical value, laid out as input_layouts (replicated)
     assert y.placements == (Replicate(),)
-    np.testing.assert_allclose(y.full_tensor().numpy(), ref.detach().numpy(), rtol=1e-5,
+    np.testing.assert_allclose(y.full_tensor().detach().numpy(), ref.detach().numpy(), rtol=1e-5,
                                atol=1e-6)
     y.full_tensor().square().sum().backward()
     for k, p in m.named_parameters():
@@ -270,12 +270,32 @@ def test_sharded_llama_example_matches_one_device(llama_run):
     assert llama_run["collectives"] > 0 and llama_run["wire"] > 0  # it did run sharded
 
 
-def test_sharded_llama_example_moves_at_most_1_1x_the_planned_minimum(llama_run):
-    """The whole-step planner solves this step (443 global op calls) to a proven minimum of
-    its cost model, and the compiled step moves no more than 1.1x that (docs/sbp.md)."""
+def test_sharded_llama_example_moves_what_its_plan_counts(llama_run):
+    """The whole-step planner solves this step (443 global op calls) to a proven optimum of
+    its cost model (modelled time: boxing bytes over the link + per-device compute), cheaper
+    than the greedy per-op choice, and the compiled step's collectives move within 1.1x the
+    bytes the plan counts — bytes against bytes (docs/sbp.md)."""
     solved = llama_run["planner"]
     assert solved["outcome"] == "solved" and solved["optimal"], solved
     assert solved["bound"] == pytest.approx(llama_run["planned"], rel=1e-6), solved
     assert llama_run["planned"] < llama_run["greedy"], solved  # the plan was adopted
-    # (planned_bytes: the plan's boxing bytes, without the small compute term of its cost)
-    assert llama_run["wire"] <= 1.1 * solved["planned_bytes"], solved
+    assert solved["planned_s"] < solved["greedy_s"], solved
+    # the objective is the modelled seconds in bytes the link moves meanwhile
+    assert solved["planned_s"] == pytest.approx(
+        solved["planned_bytes"] / solved["link_bandwidth"] + solved["planned_compute_s"])
+    assert solved["planned"] == pytest.approx(solved["planned_s"] * solved["link_bandwidth"])
+    assert solved["planned_bytes"] / 1.1 <= llama_run["wire"] <= 1.1 * solved["planned_bytes"], \
+        solved
+
+
+def test_sharded_llama_example_stays_tensor_parallel(llama_run):
+    """Weighing per-device compute against communication, the step stays data x tensor
+    parallel: most calls divide their work over all 8 devices (batch over dp, heads /
+    hidden features over tp) and few run whole on every device. (Counting bytes alone, the
+    planner gathered the tp-split weights once and ran 410 of the 443 calls whole on every
+    device: fewer bytes, at up to 8x the compute.)"""
+    solved = llama_run["planner"]
+    split = {int(n): c for n, c in solved["work_split"].items()}
+    assert sum(split.values()) == solved["calls"] == 443, solved
+    assert split.get(8, 0) > 0.75 * solved["calls"], split
+    assert split.get(1, 0) < 0.1 * solved["calls"], split

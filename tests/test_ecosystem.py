@@ -2,7 +2,8 @@
 run unmodified on jflow through ``jflow.mock_torch``: each model is built with real PyTorch
 (seeded), its weights, forward output, loss, gradients and loss after one AdamW step are the
 reference; the same library is then imported under the mock in a fresh subprocess (so none
-of its modules keeps real torch), loads the same weights and must match -- eagerly, under
+of its modules keeps real torch; one process per half for each group of cases), loads the
+same weights and must match -- eagerly, under
 ``torch.compile`` (``flow.compile``) and in lazy execution mode (``flow.lazy``), with the mock's
 lazy placeholders on and none of them reached."""
 
@@ -66,15 +67,18 @@ CASES = {
                 "randint", "o = net(x, attention_mask=(x % 7 != 0).long()).logits", _CE),
 }
 
-# the run: PyTorch's half runs the step once eagerly (the reference); jflow's half runs it
-# eagerly, under `torch.compile` (flow.compile) and in lazy execution mode (flow.lazy), each
-# from PyTorch's weights with a fresh optimizer, in one process (importing the library is
-# most of a case's time). The mock is enabled with lazy placeholders, and the run prints what
-# it touched: the test requires no placeholder among it, so strict mode takes the same path.
+# the run: PyTorch's half runs each case's step once eagerly (the reference); jflow's half runs
+# it eagerly, under `torch.compile` (flow.compile) and in lazy execution mode (flow.lazy), each
+# from PyTorch's weights with a fresh optimizer. One process per half runs every case of a
+# group one after the other: importing torch, jflow and the libraries is most of a case's
+# time, and cases of one group share jflow's compiled executables (timm's and torchvision's
+# resnet18 have the same layers). A case that raises is reported (ERROR) and the next one
+# runs. The mock is enabled with lazy placeholders, and the run prints what the process
+# touched: the test requires no placeholder among it, so strict mode takes the same path.
 RUN = textwrap.dedent('''
-    import contextlib, importlib, json, os, sys, time
+    import contextlib, importlib, json, os, sys, time, traceback
     import numpy as np
-    name, lib_name, build, forward, loss_code, out, half = json.loads(sys.argv[1])
+    cases, half = json.loads(sys.argv[1])
     t0 = time.perf_counter()
     if half == "jflow":
         import jflow as flow
@@ -92,49 +96,63 @@ RUN = textwrap.dedent('''
             lib.define("qnms(Tensor dets, Tensor scores, float iou_threshold) -> Tensor")
         except RuntimeError:
             pass  # its compiled ops loaded: they are defined already
-    globals()[lib_name] = importlib.import_module(lib_name)
-    torch.manual_seed(0)
-    exec(build)
-    data = np.load(out + ".in.npz")
-    x, y = torch.tensor(data["x"]), torch.tensor(data["y"])
-    if half == "jflow":
-        w = np.load(out + ".weights.npz")
-        weights = {k: torch.tensor(w[k]) for k in w.files}
-        stages = ("eager", "compiled", "lazy")
-    else:
-        np.savez(out + ".weights.npz", **{k: v.numpy() for k, v in model.state_dict().items()})
-        stages = ("eager",)
-    times = {"import": time.perf_counter() - t0}
-    res = {}
-    for stage in stages:
+    print("START " + json.dumps(time.perf_counter() - t0))
+
+    def run_case(name, lib_name, build, forward, loss_code, out):
         t0 = time.perf_counter()
+        env = {"torch": torch, "F": F, "flow": globals().get("flow")}
+        env[lib_name] = importlib.import_module(lib_name)
+        torch.manual_seed(0)
+        exec(build, env)
+        model = env["model"]
+        data = np.load(out + ".in.npz")
+        env["x"], env["y"] = torch.tensor(data["x"]), torch.tensor(data["y"])
         if half == "jflow":
-            model.load_state_dict(weights)
-        # eval mode: no dropout (its random draws are not PyTorch's) and BatchNorm on running
-        # statistics (train-mode BatchNorm over a batch of 2 at 1x1 spatial size divides by a
-        # near-zero variance: float32 rounding alone moves its gradients by percents)
-        model.eval()
-        net = torch.compile(model) if stage == "compiled" else model
-        mode = flow.lazy() if stage == "lazy" else contextlib.nullcontext()
-        with mode:
-            opt = torch.optim.AdamW(model.parameters(), lr=1e-3)
-            exec(forward)
-            loss = eval(loss_code)
-            loss.backward()
-            res.update({stage + ".grad." + k: p.grad.numpy()
-                        for k, p in model.named_parameters() if p.grad is not None})
-            res[stage + ".out"] = o.detach().numpy()
-            res[stage + ".loss"] = np.array(loss.item())
-            opt.step()
-            opt.zero_grad()
-            exec(forward)
-            res[stage + ".loss2"] = np.array(eval(loss_code).item())
-        if stage == "compiled":  # (the traces of jflow's flow.jit under the wrapper)
-            res["recompile_reasons"] = np.array(json.dumps(net.recompile_reasons))
-            res["traces"] = np.array(net._compiled_for().trace_count)
-        times[stage] = time.perf_counter() - t0
-    np.savez(out + "." + half + ".npz", **res)
-    print("TIMES " + json.dumps(times))
+            w = np.load(out + ".weights.npz")
+            weights = {k: torch.tensor(w[k]) for k in w.files}
+            stages = ("eager", "compiled", "lazy")
+        else:
+            np.savez(out + ".weights.npz",
+                     **{k: v.numpy() for k, v in model.state_dict().items()})
+            stages = ("eager",)
+        times = {"import": time.perf_counter() - t0}
+        res = {}
+        for stage in stages:
+            t0 = time.perf_counter()
+            if half == "jflow":
+                model.load_state_dict(weights)
+            # eval mode: no dropout (its random draws are not PyTorch's) and BatchNorm on
+            # running statistics (train-mode BatchNorm over a batch of 2 at 1x1 spatial size
+            # divides by a near-zero variance: float32 rounding alone moves its gradients by
+            # percents)
+            model.eval()
+            env["net"] = net = torch.compile(model) if stage == "compiled" else model
+            mode = flow.lazy() if stage == "lazy" else contextlib.nullcontext()
+            with mode:
+                opt = torch.optim.AdamW(model.parameters(), lr=1e-3)
+                exec(forward, env)
+                loss = eval(loss_code, env)
+                loss.backward()
+                res.update({stage + ".grad." + k: p.grad.numpy()
+                            for k, p in model.named_parameters() if p.grad is not None})
+                res[stage + ".out"] = env["o"].detach().numpy()
+                res[stage + ".loss"] = np.array(loss.item())
+                opt.step()
+                opt.zero_grad()
+                exec(forward, env)
+                res[stage + ".loss2"] = np.array(eval(loss_code, env).item())
+            if stage == "compiled":  # (the traces of jflow's flow.jit under the wrapper)
+                res["recompile_reasons"] = np.array(json.dumps(net.recompile_reasons))
+                res["traces"] = np.array(net._compiled_for().trace_count)
+            times[stage] = time.perf_counter() - t0
+        np.savez(out + "." + half + ".npz", **res)
+        print("TIMES " + json.dumps([name, times]), flush=True)
+
+    for case in cases:
+        try:
+            run_case(*case)
+        except Exception:
+            print("ERROR " + json.dumps([case[0], traceback.format_exc()]), flush=True)
     if half == "jflow":
         print("TOUCHED " + json.dumps(mock.touched()))
 ''')
@@ -142,7 +160,7 @@ RUN = textwrap.dedent('''
 
 def _run(args: list, env: dict) -> subprocess.CompletedProcess:
     return subprocess.run([sys.executable, "-c", RUN, json.dumps(args)], env=env, cwd=ROOT,
-                          capture_output=True, text=True, timeout=600)
+                          capture_output=True, text=True, timeout=1200)
 
 
 #: names PyTorch has and jflow deliberately lacks that libraries read at import with
@@ -150,38 +168,24 @@ def _run(args: list, env: dict) -> subprocess.CompletedProcess:
 #: lazy mode a placeholder, in strict mode None; no tensor's dtype is either
 _UNUSED_PLACEHOLDERS = {"torch.float4_e2m1fn_x2"}
 
+def _lines(stdout: str, tag: str) -> list:
+    return [json.loads(ln[len(tag) + 1:]) for ln in stdout.splitlines()
+            if ln.startswith(tag + " ")]
+
+
 def _line(stdout: str, tag: str) -> object:
-    return json.loads(next(ln for ln in stdout.splitlines() if ln.startswith(tag + " "))
-                      [len(tag) + 1:])
+    return _lines(stdout, tag)[0]
 
 
-@pytest.mark.parametrize("name", sorted(CASES))
-def test_library_matches_pytorch(name, tmp_path):
-    """One step eagerly, compiled and in lazy mode: each equals PyTorch's eager step."""
-    lib_name, build, make_input, forward, loss_code = CASES[name]
-    if importlib.util.find_spec(lib_name) is None:  # not imported here: the halves import it
-        pytest.skip(f"{lib_name} is not installed")
-    env = dict(os.environ, HF_HUB_OFFLINE="1", PYTHONPATH=str(ROOT))
-    env.pop("XLA_FLAGS", None)
-    out = str(tmp_path / name)
-    g = np.random.default_rng(0)
-    if make_input == "randint":
-        x = g.integers(0, 256, (2, 16))
-    else:
-        shape = tuple(int(v) for v in make_input[len("randn("):-1].split(","))
-        x = g.standard_normal(shape).astype(np.float32)
-    np.savez(out + ".in.npz", x=x, y=np.array([1, 7]))
-    runs = {}
-    for half in ("torch", "jflow"):
-        r = _run([name, lib_name, build, forward, loss_code, out, half], env)
-        assert r.returncode == 0, r.stderr[-3000:]
-        runs[half] = r.stdout
-    print(name, "seconds:", _line(runs["torch"], "TIMES"), _line(runs["jflow"], "TIMES"))
-    # lazy placeholders were on: none may have been reached, so strict mode (where each of
-    # these names raises) takes the same path
-    touched = _line(runs["jflow"], "TOUCHED")
-    assert not [e for e in touched if "placeholder" in e
-                and e.split(" ")[0] not in _UNUSED_PLACEHOLDERS], touched
+#: the cases of each test, run in one process per half (see RUN): vision models (timm's and
+#: torchvision's resnet18 share jflow's executables), then language models (three share the
+#: transformers import); two groups so that pytest-xdist's two workers can take one each
+GROUPS = {"vision": ("timm_resnet18", "torchvision_resnet18", "einops_layers"),
+          "text": ("x_transformers_decoder", "hf_gpt2", "hf_llama", "hf_bert")}
+
+
+def _check_case(name: str, out: str) -> None:
+    """One case's jflow stages against PyTorch's eager step (raises AssertionError)."""
     ref, got = np.load(out + ".torch.npz"), np.load(out + ".jflow.npz")
     assert {k.split(".")[0] for k in got.files} == {"eager", "compiled", "lazy",
                                                     "recompile_reasons", "traces"}
@@ -202,6 +206,56 @@ def test_library_matches_pytorch(name, tmp_path):
     # would run the call eagerly, still matching, with its reason here) and no retrace
     reasons = json.loads(str(got["recompile_reasons"]))
     assert reasons == [] and int(got["traces"]) == 1, (reasons, int(got["traces"]))
+
+
+def test_groups_hold_every_case_once() -> None:
+    assert sorted(n for g in GROUPS.values() for n in g) == sorted(CASES)
+
+
+@pytest.mark.parametrize("group", sorted(GROUPS))
+def test_library_matches_pytorch(group, tmp_path):
+    """One step eagerly, compiled and in lazy mode: each equals PyTorch's eager step, for
+    every case of the group (each case's failure is reported, not only the first)."""
+    names = [n for n in GROUPS[group] if importlib.util.find_spec(CASES[n][0]) is not None]
+    if not names:  # not imported here: the halves import them
+        pytest.skip(f"none of {sorted({CASES[n][0] for n in GROUPS[group]})} is installed")
+    env = dict(os.environ, HF_HUB_OFFLINE="1", PYTHONPATH=str(ROOT))
+    env.pop("XLA_FLAGS", None)
+    g = np.random.default_rng(0)
+    cases = []
+    for name in names:
+        lib_name, build, make_input, forward, loss_code = CASES[name]
+        out = str(tmp_path / name)
+        if make_input == "randint":
+            x = g.integers(0, 256, (2, 16))
+        else:
+            shape = tuple(int(v) for v in make_input[len("randn("):-1].split(","))
+            x = g.standard_normal(shape).astype(np.float32)
+        np.savez(out + ".in.npz", x=x, y=np.array([1, 7]))
+        cases.append([name, lib_name, build, forward, loss_code, out])
+    runs = {}
+    for half in ("torch", "jflow"):
+        r = _run([cases, half], env)
+        assert r.returncode == 0, r.stdout[-2000:] + r.stderr[-3000:]
+        runs[half] = r.stdout
+    times = {half: {n: t for n, t in _lines(runs[half], "TIMES")} for half in runs}
+    for name in names:
+        print(name, "seconds:", times["torch"].get(name), times["jflow"].get(name))
+    # lazy placeholders were on: none may have been reached, so strict mode (where each of
+    # these names raises) takes the same path
+    touched = _line(runs["jflow"], "TOUCHED")
+    assert not [e for e in touched if "placeholder" in e
+                and e.split(" ")[0] not in _UNUSED_PLACEHOLDERS], touched
+    failures = [f"{name} ({half} half) raised:\n{tb}" for half in runs
+                for name, tb in _lines(runs[half], "ERROR")]
+    for name in names:
+        if any(f.startswith(name + " ") for f in failures):
+            continue
+        try:
+            _check_case(name, str(tmp_path / name))
+        except AssertionError as e:
+            failures.append(f"{name}: {e}")
+    assert not failures, "\n\n".join(failures)
 
 
 def test_einops_in_lazy_mode():

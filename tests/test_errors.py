@@ -22,6 +22,7 @@ import traceback
 import jax
 import numpy as np
 import pytest
+from _shared import shared_dir, write_if_changed
 
 import jflow as flow
 from jflow.config import load_library
@@ -135,11 +136,12 @@ JFLOW_REGISTER_FFI_HANDLER("err_t_raw", "cpu", RawHandler);
 def lib(tmp_path_factory):
     if cpp_extension.find_cxx() is None:
         pytest.skip("no C++ compiler (g++ or $CXX): C++ op libraries cannot be built here")
-    d = tmp_path_factory.mktemp("err_ext")
-    src = d / "errlib.cpp"
-    src.write_text(LIB)
-    return load_library(cpp_extension.build("errlib", [str(src)], extra_cflags=["-O0"],
-                                            build_directory=str(d)))
+    with shared_dir(tmp_path_factory, "err_ext") as d:  # built once per run (tests/_shared.py)
+        src = d / "errlib.cpp"
+        write_if_changed(src, LIB)
+        path = cpp_extension.build("errlib", [str(src)], extra_cflags=["-O0"],
+                                   build_directory=str(d))
+    return load_library(path)
 
 
 def _eager(op, x):

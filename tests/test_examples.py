@@ -43,7 +43,8 @@ def test_digits_mlp_eager_and_graph_agree_and_learn(capsys: pytest.CaptureFixtur
     np.testing.assert_allclose(graph["losses"], eager["losses"], rtol=2e-3)
     pe = dict(eager["model"].named_parameters())
     for k, p in graph["model"].named_parameters():
-        np.testing.assert_allclose(p.numpy(), pe[k].numpy(), rtol=1e-3, atol=2e-4, err_msg=k)
+        np.testing.assert_allclose(p.detach().numpy(), pe[k].detach().numpy(), rtol=1e-3,
+                                   atol=2e-4, err_msg=k)
 
 
 def test_digits_cnn_graph_learns() -> None:

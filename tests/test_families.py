@@ -4,6 +4,9 @@ rule in ``jflow/autograd/rules/<family>.py``, its checker samples in
 ``jflow/functional/functors/<family>.py``, so whoever looks for one part of an op finds the
 others by the same file name.
 
+Each convention is one test listing every violation (not one test per op: a broken
+convention reads as one failure with the whole list).
+
 Which module defined an op is recorded by ``define_op`` (``op.module``: a helper such as
 ``_unary`` in ``ops/math.py`` counts for its module).
 """
@@ -59,20 +62,28 @@ def test_family_packages_hold_only_family_files(package) -> None:
                        f"({FAMILIES}): {stray}")
 
 
-@pytest.mark.parametrize("op_name", [n for n in BUILTIN if jflow.ops.get(n).grad_rule])
-def test_rule_lives_in_the_family_file(op_name: str) -> None:
-    where = jflow.ops.get(op_name).grad_rule.apply.__module__
-    want = f"jflow.autograd.rules.{_family(op_name)}"
-    assert where == want, (f"op '{op_name}' is defined in {DEFINED_IN[op_name]}, so its backward "
-                           f"rule belongs in {want}, not {where}")
+def test_rules_live_in_the_family_file() -> None:
+    wrong = []
+    for op_name in BUILTIN:
+        rule = jflow.ops.get(op_name).grad_rule
+        if rule is None:
+            continue
+        where, want = rule.apply.__module__, f"jflow.autograd.rules.{_family(op_name)}"
+        if where != want:
+            wrong.append(f"op '{op_name}' (defined in {DEFINED_IN[op_name]}): its backward rule "
+                         f"belongs in {want}, not {where}")
+    assert not wrong, "\n".join(wrong)
 
 
-@pytest.mark.parametrize("op_name", BUILTIN)
-def test_samples_live_in_the_family_file(op_name: str) -> None:
-    where = get_samples(op_name).module
-    want = f"jflow.testing.op_samples.{_family(op_name)}"
-    assert where == want, (f"op '{op_name}' is defined in {DEFINED_IN[op_name]}, so its checker "
-                           f"samples belong in {want}, not {where}")
+def test_samples_live_in_the_family_file() -> None:
+    wrong = []
+    for op_name in BUILTIN:
+        where = get_samples(op_name).module
+        want = f"jflow.testing.op_samples.{_family(op_name)}"
+        if where != want:
+            wrong.append(f"op '{op_name}' (defined in {DEFINED_IN[op_name]}): its checker "
+                         f"samples belong in {want}, not {where}")
+    assert not wrong, "\n".join(wrong)
 
 
 def _op_of_functor(name: str) -> str | None:
@@ -92,11 +103,14 @@ def test_functor_names_map_to_ops() -> None:
     assert len(_NAMED_AFTER_OPS) > len(FUNCTORS) // 2
 
 
-@pytest.mark.parametrize("functor_name", _NAMED_AFTER_OPS)
-def test_functor_lives_in_the_family_file(functor_name: str) -> None:
+def test_functors_live_in_the_family_file() -> None:
     """A functor named after an op lives in the functors file of that op's family."""
-    op = _op_of_functor(functor_name)
-    where = FUNCTORS[functor_name].__module__
-    want = f"jflow.functional.functors.{_family(op)}"
-    assert where == want, (f"functor '{functor_name}' (of op '{op}', defined in "
-                           f"{DEFINED_IN[op]}) belongs in {want}, not {where}")
+    wrong = []
+    for functor_name in _NAMED_AFTER_OPS:
+        op = _op_of_functor(functor_name)
+        where = FUNCTORS[functor_name].__module__
+        want = f"jflow.functional.functors.{_family(op)}"
+        if where != want:
+            wrong.append(f"functor '{functor_name}' (of op '{op}', defined in {DEFINED_IN[op]}) "
+                         f"belongs in {want}, not {where}")
+    assert not wrong, "\n".join(wrong)

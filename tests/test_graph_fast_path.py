@@ -20,7 +20,8 @@ def _net(seed: int, n_in: int = 3, n_out: int = 2) -> flow.nn.Module:
 
 
 def _same(compiled: flow.Tensor, eager: flow.Tensor) -> None:
-    np.testing.assert_allclose(compiled.numpy(), eager.numpy(), rtol=1e-5, atol=1e-6)
+    np.testing.assert_allclose(compiled.detach().numpy(), eager.detach().numpy(), rtol=1e-5,
+                               atol=1e-6)
 
 
 def _steady(f, *args) -> None:

@@ -29,6 +29,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from _shared import shared_dir
 
 pytest.importorskip("torch")
 if importlib.util.find_spec("transformers") is None:  # (imported only by the subprocesses)
@@ -65,7 +66,7 @@ TORCH_HALF = textwrap.dedent('''
         model.eval()
         model.save_pretrained(os.path.join(out, name + "_safetensors"))
         d = os.path.join(out, name + "_bin")
-        os.makedirs(d)
+        os.makedirs(d, exist_ok=True)
         model.config.save_pretrained(d)
         torch.save(model.state_dict(), os.path.join(d, "pytorch_model.bin"))
         np.savez(os.path.join(out, name + ".weights.npz"),
@@ -118,16 +119,20 @@ JFLOW_HALF = textwrap.dedent('''
 
 @pytest.fixture(scope="module")
 def results(tmp_path_factory):
-    """Both halves, once for every case: (PyTorch's reference, jflow's results, errors)."""
-    out = tmp_path_factory.mktemp("hf_pretrained")
-    env = dict(os.environ, HF_HUB_OFFLINE="1", PYTHONPATH=str(ROOT),
-               TRANSFORMERS_VERBOSITY="error")
-    env.pop("XLA_FLAGS", None)
-    args = json.dumps([MODELS, IDS, NEW_TOKENS, str(out)])
-    for src in (TORCH_HALF, JFLOW_HALF):
-        r = subprocess.run([sys.executable, "-c", src, args], env=env, cwd=ROOT,
-                           capture_output=True, text=True, timeout=1200)
-        assert r.returncode == 0, r.stderr[-4000:]
+    """Both halves, once for every case: (PyTorch's reference, jflow's results, errors).
+    Once per run: pytest-xdist's workers share the directory (tests/_shared.py), the first
+    runs the two subprocesses and the others read what they wrote."""
+    with shared_dir(tmp_path_factory, "hf_pretrained") as out:
+        if not (out / "done").exists():
+            env = dict(os.environ, HF_HUB_OFFLINE="1", PYTHONPATH=str(ROOT),
+                       TRANSFORMERS_VERBOSITY="error")
+            env.pop("XLA_FLAGS", None)
+            args = json.dumps([MODELS, IDS, NEW_TOKENS, str(out)])
+            for src in (TORCH_HALF, JFLOW_HALF):
+                r = subprocess.run([sys.executable, "-c", src, args], env=env, cwd=ROOT,
+                                   capture_output=True, text=True, timeout=1200)
+                assert r.returncode == 0, r.stderr[-4000:]
+            (out / "done").write_text("")
     errors = json.loads((out / "errors.json").read_text())
     return np.load(out / "torch.npz"), np.load(out / "jflow.npz"), errors
 

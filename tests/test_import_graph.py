@@ -147,9 +147,10 @@ def test_function_level_imports_say_why():
 
 
 def test_tensor_is_the_bottom_layer():
-    """``Tensor`` needs nothing above dtypes/device: higher layers attach their methods."""
+    """``Tensor`` needs nothing above dtypes/device/_dims: higher layers attach their methods."""
     _, edges, _ = _graph()
-    assert edges["jflow.tensor"] <= {"jflow.dtypes", "jflow.device"}
+    assert edges["jflow.tensor"] <= {"jflow.dtypes", "jflow.device", "jflow._dims",
+                                     "jflow.host_transfer"}
 
 
 def test_kernel_registry_does_not_reach_up():

@@ -73,9 +73,9 @@ def test_pytorch_weights_load_into_the_same_architecture(tmp_path):
     want = ref(torch.tensor(x)).detach().numpy()
     ours = net(flow).eval()
     ours.load_state_dict(ref.state_dict())  # torch tensors, as they come
-    np.testing.assert_allclose(ours(flow.tensor(x)).numpy(), want, rtol=1e-5, atol=1e-6)
+    np.testing.assert_allclose(ours(flow.tensor(x)).detach().numpy(), want, rtol=1e-5, atol=1e-6)
     path = tmp_path / "torch_weights.safetensors"
     st.save_file({k: v.contiguous() for k, v in ref.state_dict().items()}, str(path))
     again = net(flow).eval()
     again.load_state_dict(flow.load(str(path)))
-    np.testing.assert_allclose(again(flow.tensor(x)).numpy(), want, rtol=1e-5, atol=1e-6)
+    np.testing.assert_allclose(again(flow.tensor(x)).detach().numpy(), want, rtol=1e-5, atol=1e-6)

@@ -150,7 +150,7 @@ def test_mlp_training_steps_match_eager():
             ol.step()
         _close(ll.item(), le.item())
     for (_, a), (_, b) in zip(me.named_parameters(), ml.named_parameters()):
-        _close(a.numpy(), b.numpy())
+        _close(a.detach().numpy(), b.detach().numpy())
 
 
 def _mlp_steps(width, batch, steps, lazy):
@@ -173,7 +173,7 @@ def _mlp_steps(width, batch, steps, lazy):
             opt.step()
         flushes.append(seg.stats()["flushes"] - before)
         losses.append(loss.item())
-    return losses, [p.numpy() for p in m.parameters()], flushes
+    return losses, [p.detach().numpy() for p in m.parameters()], flushes
 
 
 def test_a_heavy_forward_runs_before_its_backward_is_recorded():
@@ -506,10 +506,10 @@ def test_compiled_function_inside_lazy_block_traces_as_usual():
     m = flow.nn.Linear(5, 2)
     f = flow.jit(lambda x: m(x).relu())
     x = flow.tensor(XN)
-    ref = f(x).numpy()
+    ref = f(x).detach().numpy()
     with flow.lazy():
         y = f(x) * 2.0
-    _close(y.numpy(), ref * 2)
+    _close(y.detach().numpy(), ref * 2)
 
 
 def test_a_failing_segment_raises_on_every_read():
@@ -640,7 +640,7 @@ def test_global_tensors_record_and_match_eager():
 
     for a, b in zip(run(True), run(False)):
         assert a.sbp == b.sbp and a.placement == b.placement
-        _close(a.numpy(), b.numpy(), tol=1e-4)
+        _close(a.detach().numpy(), b.detach().numpy(), tol=1e-4)
 
 
 def test_hooks_run_and_match_eager():
@@ -673,7 +673,7 @@ def test_a_backward_whose_rule_computes_on_constants(name):
         x = flow.tensor(XN, requires_grad=True)
         with flow.lazy(lazy):
             y = getattr(F, name)(x, lambd=0.7)
-            first = y.numpy()  # (a flush: the backward starts a new segment)
+            first = y.detach().numpy()  # (a flush: the backward starts a new segment)
             (y * y).sum().backward()
         return first, x.grad.numpy()
 

@@ -85,7 +85,7 @@ def test_optimizer_steps_match_eager_and_fuse(name):
                 opt.step()
                 sched.step()
                 losses.append(loss)
-        params = [p.numpy() for p in model.parameters()]
+        params = [p.detach().numpy() for p in model.parameters()]
         versions = [p._version for p in model.parameters()]
         return [loss.item() for loss in losses], params, versions, opt, model
 
@@ -140,7 +140,7 @@ def test_a_step_that_cannot_be_traced_runs_as_code():
                 opt.zero_grad()
                 F.mse_loss(model(x), y).backward()
                 opt.step()
-        return [p.numpy() for p in model.parameters()], opt
+        return [p.detach().numpy() for p in model.parameters()], opt
 
     (p_lazy, opt), (p_eager, _) = train(True), train(False)
     for a, b in zip(p_lazy, p_eager):
@@ -210,7 +210,7 @@ def test_tensors_from_host_data_are_pending_copies():
             a[:] = 0.0
             (t * t).sum().backward()
             out = t * 2.0
-        _close(out.numpy(), XN * 2)
+        _close(out.detach().numpy(), XN * 2)
         _close(t.grad.numpy(), XN * 2)
         assert lst.dtype == flow.float32 and lst.numpy().tolist() == [[1.0, 2.0]]
 
@@ -311,7 +311,7 @@ def test_a_compiled_training_step_inside_a_lazy_block():
         step = Step()
         with flow.lazy(lazy):
             losses = [step(x, y) * 1.0 for _ in range(3)]
-        return [loss.item() for loss in losses], [p.numpy() for p in model.parameters()]
+        return [loss.item() for loss in losses], [p.detach().numpy() for p in model.parameters()]
 
     (l1, p1), (l2, p2) = train(True), train(False)
     _close(l1, l2)
@@ -339,7 +339,7 @@ def test_a_group_of_float64_and_float32_parameters_updates_as_eagerly(name):
                 loss = (flow.sin(w * xt)).sum() + (v * v).sum().to(flow.float64)
                 loss.backward()
                 opt.step()
-        return w.numpy(), v.numpy()
+        return w.detach().numpy(), v.detach().numpy()
 
     (w_lazy, v_lazy), (w_eager, v_eager) = train(True), train(False)
     np.testing.assert_allclose(w_lazy, w_eager, rtol=1e-14, atol=1e-15)
@@ -364,7 +364,7 @@ def test_a_step_after_the_state_was_cleared_matches_eager():
                 loss.backward()
                 opt.step()
                 losses.append(loss)
-        return [loss.item() for loss in losses], [p.numpy() for p in model.parameters()]
+        return [loss.item() for loss in losses], [p.detach().numpy() for p in model.parameters()]
 
     (l_lazy, p_lazy), (l_eager, p_eager) = train(True), train(False)
     _close(l_lazy, l_eager, tol=2e-5)
@@ -390,7 +390,7 @@ def test_a_bfloat16_adam_training_equals_eager_bit_for_bit():
                 loss.backward()
                 opt.step()
             losses.append(loss.item())
-        return losses, m.weight.float().numpy()
+        return losses, m.weight.float().detach().numpy()
     (eager, we), (lazy, wl) = train(False), train(True)
     assert eager == lazy and eager[-1] < eager[0]
     np.testing.assert_array_equal(wl, we)

@@ -42,7 +42,7 @@ def _both(arrays, grad=False):
 
 
 def _np(t):
-    return t.detach().numpy() if isinstance(t, torch.Tensor) else np.asarray(t.numpy())
+    return t.detach().numpy() if isinstance(t, torch.Tensor) else np.asarray(t.detach().numpy())
 
 
 def _compare(f_fn, t_fn, arrays, dtype=np.float64, grad=False, out=None):

@@ -22,7 +22,7 @@ def _f(t):
 
 
 def _close(got, want, tol=1e-5):
-    a = np.asarray(got.numpy() if isinstance(got, flow.Tensor) else got)
+    a = np.asarray(got.detach().numpy() if isinstance(got, flow.Tensor) else got)
     b = want.detach().numpy() if isinstance(want, torch.Tensor) else np.asarray(want)
     assert a.shape == b.shape, (a.shape, b.shape)
     if isinstance(got, flow.Tensor) and isinstance(want, torch.Tensor):

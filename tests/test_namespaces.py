@@ -205,7 +205,8 @@ def test_grad_scaler_steps_on_finite_grads():
     scaler.update()
     ref(x).sum().backward()
     ref_opt.step()
-    np.testing.assert_allclose(model.weight.numpy(), ref.weight.numpy(), rtol=1e-5)
+    np.testing.assert_allclose(model.weight.detach().numpy(), ref.weight.detach().numpy(),
+                               rtol=1e-5)
     assert scaler.get_scale() == 1024.0
     opt.zero_grad()
     scaler.scale(model(x).sum()).backward()
@@ -217,13 +218,13 @@ def test_grad_scaler_steps_on_finite_grads():
 def test_grad_scaler_skips_a_step_with_inf_grads():
     model, opt = _setup()
     scaler = flow.cuda.amp.GradScaler(init_scale=8.0)
-    before = [p.numpy().copy() for p in model.parameters()]
+    before = [p.detach().numpy().copy() for p in model.parameters()]
     bad = flow.tensor(np.where(np.arange(32).reshape(4, 8) == 5, np.inf, X).astype(np.float32))
     scaler.scale(model(bad).sum()).backward()
     assert scaler.step(opt) is None
     scaler.update()
     for p, b in zip(model.parameters(), before):
-        np.testing.assert_array_equal(p.numpy(), b)     # unchanged
+        np.testing.assert_array_equal(p.detach().numpy(), b)     # unchanged
     assert scaler.get_scale() == 4.0                    # backed off
     opt.zero_grad()
     scaler.scale(model(flow.tensor(X)).sum()).backward()
@@ -234,7 +235,7 @@ def test_grad_scaler_skips_a_step_with_inf_grads():
         scaler.unscale_(opt)
     scaler.step(opt)
     scaler.update()
-    assert not np.array_equal(model.weight.numpy(), before[0])
+    assert not np.array_equal(model.weight.detach().numpy(), before[0])
 
 
 def test_grad_scaler_state_dict_and_disabled():
@@ -251,10 +252,10 @@ def test_grad_scaler_state_dict_and_disabled():
     assert off.scale(loss) is loss
     assert off.state_dict() == {} and off.get_scale() == 1.0 and not off.is_enabled()
     loss.backward()
-    before = model.weight.numpy().copy()
+    before = model.weight.detach().numpy().copy()
     off.step(opt)
     off.update()
-    assert not np.array_equal(model.weight.numpy(), before)
+    assert not np.array_equal(model.weight.detach().numpy(), before)
 
 
 def test_grad_scaler_with_bfloat16_autocast():
@@ -263,11 +264,11 @@ def test_grad_scaler_with_bfloat16_autocast():
     with flow.autocast("cpu"):
         loss = model(flow.tensor(X)).float().sum()
     scaler.scale(loss).backward()
-    before = model.weight.numpy().copy()
+    before = model.weight.detach().numpy().copy()
     scaler.step(opt)
     scaler.update()
-    assert not np.array_equal(model.weight.numpy(), before)
-    assert np.isfinite(model.weight.numpy()).all()
+    assert not np.array_equal(model.weight.detach().numpy(), before)
+    assert np.isfinite(model.weight.detach().numpy()).all()
 
 
 # -- inference_mode -------------------------------------------------------------------------
@@ -344,7 +345,8 @@ def test_compile_module_equals_eager_and_forwards_attributes():
     model = _seq()
     compiled = flow.compile(model)
     x = flow.tensor(X)
-    np.testing.assert_allclose(compiled(x).numpy(), model(x).numpy(), rtol=1e-5, atol=1e-6)
+    np.testing.assert_allclose(compiled(x).detach().numpy(), model(x).detach().numpy(), rtol=1e-5,
+                               atol=1e-6)
     assert compiled._orig_mod is model
     assert [p is q for p, q in zip(compiled.parameters(), model.parameters())] == [True] * 4
     assert compiled.state_dict().keys() == model.state_dict().keys()  # no _orig_mod. prefix
@@ -369,8 +371,8 @@ def test_compile_module_trains_like_eager():
             o.zero_grad()
             m(x).square().sum().backward()
             o.step()
-    np.testing.assert_allclose(model[0].weight.numpy(), ref[0].weight.numpy(), rtol=1e-4,
-                               atol=1e-5)
+    np.testing.assert_allclose(model[0].weight.detach().numpy(), ref[0].weight.detach().numpy(),
+                               rtol=1e-4, atol=1e-5)
     assert compiled._by_autocast[None].trace_count >= 1      # it ran through flow.jit
 
 
@@ -382,7 +384,8 @@ def test_compile_function_decorator_disable_and_autocast():
     def f(t):
         return model(t) * 2
 
-    np.testing.assert_allclose(f(x).numpy(), model(x).numpy() * 2, rtol=1e-5, atol=1e-6)
+    np.testing.assert_allclose(f(x).detach().numpy(), model(x).detach().numpy() * 2, rtol=1e-5,
+                               atol=1e-6)
     g = flow.compile(backend="inductor")(lambda t: t + 1)
     np.testing.assert_allclose(g(x).numpy(), X + 1)
     assert flow.compile(model, disable=True) is model
@@ -423,7 +426,8 @@ def test_save_module_writes_pytorch_format(tmp_path):
     back = flow.load(tmp_path / "m.flow", weights_only=False)
     assert back["epoch"] == 3
     x = flow.randn(2, 8)
-    np.testing.assert_allclose(back["model"](x).numpy(), model(x).numpy(), rtol=1e-6)
+    np.testing.assert_allclose(back["model"](x).detach().numpy(), model(x).detach().numpy(),
+                               rtol=1e-6)
 
 
 def test_load_accepts_torch_keywords(tmp_path):

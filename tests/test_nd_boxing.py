@@ -158,17 +158,18 @@ def _short(nd: tuple) -> str:
 
 def test_every_pair_round_trips_and_moves_what_the_formula_says() -> None:
     rng = np.random.default_rng(0)
-    x = rng.standard_normal((16, 24)).astype(np.float32)
+    # float64: boxing moves and sums values without rounding them, checked to 1e-12
+    x = rng.standard_normal((16, 24))
     ints = rng.integers(-9, 9, size=(8, 8))  # the reference simulates on exact integers
     base = flow.tensor(x)
     for src in NDS:
         a = base.to_global(P24, src)
-        np.testing.assert_allclose(a.numpy(), x, rtol=1e-6, atol=1e-6)
+        np.testing.assert_allclose(a.numpy(), x, rtol=1e-12, atol=1e-12)
         for dst in NDS:
             pair = f"{_short(src)} -> {_short(dst)}"
             b = a.to_global(sbp=dst)
             assert b.sbp == dst
-            np.testing.assert_allclose(b.numpy(), x, rtol=1e-6, atol=1e-6, err_msg=pair)
+            np.testing.assert_allclose(b.numpy(), x, rtol=1e-12, atol=1e-12, err_msg=pair)
             got = cost(src, dst, x.nbytes, H, x.shape)
             want = float(reference_bytes(src, dst, ints) * x.nbytes)
             assert got == pytest.approx(want, abs=1e-9), pair

@@ -56,11 +56,11 @@ def test_conv_shapes_params_and_keys():
 def test_conv_default_init_bounds():
     c = nn.Conv2d(3, 8, 3)
     bound = 1 / math.sqrt(3 * 9)  # kaiming_uniform(a=sqrt(5)) == U(+-1/sqrt(fan_in))
-    w, b = c.weight.numpy(), c.bias.numpy()
+    w, b = c.weight.detach().numpy(), c.bias.detach().numpy()
     assert np.abs(w).max() <= bound and np.abs(w).max() > 0.5 * bound
     assert np.abs(b).max() <= bound
     ct = nn.ConvTranspose2d(3, 8, 3)  # fan_in from weight.shape[1] = out_channels
-    assert np.abs(ct.weight.numpy()).max() <= 1 / math.sqrt(8 * 9)
+    assert np.abs(ct.weight.detach().numpy()).max() <= 1 / math.sqrt(8 * 9)
 
 
 def test_conv_argument_errors():
@@ -95,11 +95,11 @@ def test_conv_transpose_second_derivative():
     (gw,) = flow.autograd.grad(gx.sum(), [w])
     # d/dw sum_x d/dx sum y^2 = d/dw sum(2 * T^T T x): compare with finite differences
     def f(wv):
-        xx = t(x.numpy()).requires_grad_()
+        xx = t(x.detach().numpy()).requires_grad_()
         yy = flow.nn.functional.conv_transpose2d(xx, t(wv), stride=2, output_padding=1)
         (g,) = flow.autograd.grad((yy * yy).sum(), [xx])
         return float(g.sum().numpy())
-    w0, eps = w.numpy(), 1e-6
+    w0, eps = w.detach().numpy(), 1e-6
     num = np.zeros_like(w0)
     for i in np.ndindex(w0.shape):
         d = np.zeros_like(w0)
@@ -131,7 +131,7 @@ def test_conv_layers_match_torch():
         _copy_to_torch(mine, theirs)
         xm, xt = t(x).requires_grad_(), torch.tensor(x, requires_grad=True)
         ym, yt = mine(xm), theirs(xt)
-        np.testing.assert_allclose(ym.numpy(), yt.detach().numpy(), rtol=1e-5, atol=1e-5)
+        np.testing.assert_allclose(ym.detach().numpy(), yt.detach().numpy(), rtol=1e-5, atol=1e-5)
         gy = _x(*yt.shape)
         ym.backward(t(gy))
         yt.backward(torch.tensor(gy))
@@ -174,7 +174,7 @@ def test_pool_layers_match_torch():
     for mine, theirs in pairs:
         xm, xt = t(x).requires_grad_(), torch.tensor(x, requires_grad=True)
         ym, yt = mine(xm), theirs(xt)
-        np.testing.assert_allclose(ym.numpy(), yt.detach().numpy(), rtol=1e-5, atol=1e-6)
+        np.testing.assert_allclose(ym.detach().numpy(), yt.detach().numpy(), rtol=1e-5, atol=1e-6)
         gy = _x(*yt.shape)
         ym.backward(t(gy))
         yt.backward(torch.tensor(gy))
@@ -215,7 +215,7 @@ def test_batchnorm_running_stats_and_eval():
     bn.eval()
     x = _x(2, 3, 2, 2)
     want = (x - rm.reshape(1, 3, 1, 1)) / np.sqrt(rv.reshape(1, 3, 1, 1) + 1e-5)
-    np.testing.assert_allclose(bn(t(x)).numpy(), want, rtol=1e-5, atol=1e-5)
+    np.testing.assert_allclose(bn(t(x)).detach().numpy(), want, rtol=1e-5, atol=1e-5)
     np.testing.assert_allclose(bn.running_mean.numpy(), rm, rtol=1e-5, atol=1e-6)  # unchanged
     # cumulative moving average
     cma = nn.BatchNorm1d(3, momentum=None)
@@ -242,7 +242,8 @@ def test_batchnorm_matches_torch():
             x = _x(*shape) * (step + 1)
             xm, xt = t(x).requires_grad_(), torch.tensor(x, requires_grad=True)
             ym, yt = mine(xm), theirs(xt)
-            np.testing.assert_allclose(ym.numpy(), yt.detach().numpy(), rtol=1e-4, atol=1e-5)
+            np.testing.assert_allclose(ym.detach().numpy(), yt.detach().numpy(), rtol=1e-4,
+                                       atol=1e-5)
             ym.sum().backward() if step else (ym * ym).sum().backward()
             yt.sum().backward() if step else (yt * yt).sum().backward()
             np.testing.assert_allclose(xm.grad.numpy(), xt.grad.numpy(), rtol=1e-4, atol=1e-4)
@@ -252,8 +253,8 @@ def test_batchnorm_matches_torch():
         mine.eval()
         theirs.eval()
         x = _x(*shape)
-        np.testing.assert_allclose(mine(t(x)).numpy(), theirs(torch.tensor(x)).detach().numpy(),
-                                   rtol=1e-5, atol=1e-5)
+        np.testing.assert_allclose(mine(t(x)).detach().numpy(),
+                                   theirs(torch.tensor(x)).detach().numpy(), rtol=1e-5, atol=1e-5)
 
 
 def test_small_cnn_trains():
@@ -271,7 +272,7 @@ def test_small_cnn_trains():
         opt.zero_grad()
         loss.backward()
         opt.step()
-        losses.append(float(loss.numpy()))
+        losses.append(float(loss.detach().numpy()))
     assert losses[-1] < losses[0]
     model.eval()
     assert tuple(model(x).shape) == (4, 1, 6, 6)

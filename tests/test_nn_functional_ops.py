@@ -27,7 +27,7 @@ def _close(a, b, tol=1e-9):
 
 def _check(fj, ft, jins, tins):
     yj, yt = fj(*jins), ft(*tins)
-    _close(yj.numpy(), yt)
+    _close(yj.detach().numpy(), yt)
     ct = _rng.standard_normal(tuple(yt.shape))
     (yj * flow.tensor(ct)).sum().backward()
     (yt * torch.tensor(ct)).sum().backward()
@@ -73,13 +73,13 @@ def test_dropout_mask_reused_and_reproducible():
     x = flow.ones(200, 50, requires_grad=True)
     g = flow.Generator().manual_seed(3)
     y = flow._C.dropout(x, 0.25, generator=g)
-    kept = y.numpy() != 0
+    kept = y.detach().numpy() != 0
     assert abs(kept.mean() - 0.75) < 0.02
-    np.testing.assert_allclose(y.numpy()[kept], 1 / 0.75)
+    np.testing.assert_allclose(y.detach().numpy()[kept], 1 / 0.75)
     y.sum().backward()
     np.testing.assert_allclose(x.grad.numpy(), np.where(kept, 1 / 0.75, 0.0))
     y2 = flow._C.dropout(x, 0.25, generator=flow.Generator().manual_seed(3))
-    np.testing.assert_array_equal(y2.numpy(), y.numpy())
+    np.testing.assert_array_equal(y2.detach().numpy(), y.detach().numpy())
     assert flow._C.dropout(x, 0.25, training=False) is x
     with pytest.raises(ValueError, match="between 0 and 1"):
         flow._C.dropout(x, 1.5)

@@ -35,13 +35,13 @@ def test_parameter_is_a_tensor_and_a_pytree():
     y = (p * 2 + flow.sin(p)).sum()          # every op accepts it
     assert type(y) is flow.Tensor
     y.backward()
-    np.testing.assert_allclose(p.grad.numpy(), 2 + np.cos(p.numpy()), rtol=1e-6)
+    np.testing.assert_allclose(p.grad.numpy(), 2 + np.cos(p.detach().numpy()), rtol=1e-6)
     leaves, tree = jax.tree_util.tree_flatten({"w": p})
     assert len(leaves) == 1
     back = jax.tree_util.tree_unflatten(tree, leaves)["w"]
     assert isinstance(back, nn.Parameter) and back.requires_grad
     out = jax.jit(lambda q: flow.tanh(q) * 3)(p)      # through jax.jit as a pytree
-    np.testing.assert_allclose(out.numpy(), np.tanh(p.numpy()) * 3, rtol=1e-6)
+    np.testing.assert_allclose(out.detach().numpy(), np.tanh(p.detach().numpy()) * 3, rtol=1e-6)
     assert not nn.Parameter(flow.ones(2), requires_grad=False).requires_grad
     with pytest.raises(TypeError):
         nn.Parameter([1.0, 2.0])
@@ -52,8 +52,8 @@ def test_parameter_deepcopy_and_data():
     q = copy.deepcopy(p)
     assert isinstance(q, nn.Parameter) and q is not p
     q.data = flow.zeros(2)
-    np.testing.assert_array_equal(p.numpy(), [1, 1])
-    np.testing.assert_array_equal(q.numpy(), [0, 0])
+    np.testing.assert_array_equal(p.detach().numpy(), [1, 1])
+    np.testing.assert_array_equal(q.detach().numpy(), [0, 0])
 
 
 # -- registration and traversal ------------------------------------------------------------------
@@ -160,7 +160,7 @@ def test_state_dict_round_trip():
     assert res.missing_keys == [] and res.unexpected_keys == []
     assert b.fc1.weight is w                     # loaded in place
     x = flow.randn(3, 4)
-    np.testing.assert_array_equal(a(x).numpy(), b(x).numpy())
+    np.testing.assert_array_equal(a(x).detach().numpy(), b(x).detach().numpy())
 
 
 def test_load_state_dict_strict_errors():
@@ -217,8 +217,8 @@ def test_containers():
 def test_linear_matches_numpy():
     lin = nn.Linear(3, 2)
     x = flow.randn(4, 3)
-    ref = x.numpy() @ lin.weight.numpy().T + lin.bias.numpy()
-    np.testing.assert_allclose(lin(x).numpy(), ref, rtol=1e-5, atol=1e-6)
+    ref = x.numpy() @ lin.weight.detach().numpy().T + lin.bias.detach().numpy()
+    np.testing.assert_allclose(lin(x).detach().numpy(), ref, rtol=1e-5, atol=1e-6)
     x3 = flow.randn(2, 4, 3)
     assert lin(x3).shape == flow.Size([2, 4, 2])
 
@@ -228,11 +228,12 @@ def test_linear_init_bounds_and_reproducible():
     a = nn.Linear(50, 40)
     flow.manual_seed(123)
     b = nn.Linear(50, 40)
-    np.testing.assert_array_equal(a.weight.numpy(), b.weight.numpy())
-    np.testing.assert_array_equal(a.bias.numpy(), b.bias.numpy())
+    np.testing.assert_array_equal(a.weight.detach().numpy(), b.weight.detach().numpy())
+    np.testing.assert_array_equal(a.bias.detach().numpy(), b.bias.detach().numpy())
     bound = 1 / math.sqrt(50)
-    assert np.abs(a.weight.numpy()).max() <= bound and np.abs(a.bias.numpy()).max() <= bound
-    assert np.abs(a.weight.numpy()).max() > 0.9 * bound      # uniform over the whole range
+    assert np.abs(a.weight.detach().numpy()).max() <= bound
+    assert np.abs(a.bias.detach().numpy()).max() <= bound
+    assert np.abs(a.weight.detach().numpy()).max() > 0.9 * bound      # uniform over the whole range
     assert nn.Linear(3, 3, dtype=flow.float64).weight.dtype == flow.float64
 
 
@@ -316,20 +317,20 @@ def test_deepcopy_module():
     c = copy.deepcopy(m)
     assert c.fc1.weight is not m.fc1.weight and isinstance(c.fc1.weight, nn.Parameter)
     x = flow.randn(2, 4)
-    np.testing.assert_array_equal(c(x).numpy(), m(x).numpy())
+    np.testing.assert_array_equal(c(x).detach().numpy(), m(x).detach().numpy())
 
 
 def test_module_to_global():
     placement = flow.placement("cpu", [0, 1, 2, 3])
     m = nn.Sequential(nn.Linear(4, 8), nn.ReLU(), nn.Linear(8, 2))
     x = flow.randn(8, 4)
-    ref = m(x).numpy()
+    ref = m(x).detach().numpy()
     w = m[0].weight
     m.to_global(placement, flow.sbp.broadcast)
     assert m[0].weight is w and w.is_global and isinstance(w, nn.Parameter)
     out = m(x.to_global(placement, flow.sbp.split(0)))
     assert out.is_global
-    np.testing.assert_allclose(out.numpy(), ref, rtol=1e-5, atol=1e-6)
+    np.testing.assert_allclose(out.detach().numpy(), ref, rtol=1e-5, atol=1e-6)
 
 
 # -- layers over the nn ops (dropout, norms, embedding, losses) -----------------------------
@@ -352,15 +353,15 @@ def test_norm_modules_against_numpy():
     a = x.numpy()
     ln = nn.LayerNorm(4).double()
     ref = (a - a.mean(-1, keepdims=True)) / np.sqrt(a.var(-1, keepdims=True) + 1e-5)
-    np.testing.assert_allclose(ln(x).numpy(), ref, rtol=1e-6, atol=1e-9)
+    np.testing.assert_allclose(ln(x).detach().numpy(), ref, rtol=1e-6, atol=1e-9)
     assert [n for n, _ in ln.named_parameters()] == ["weight", "bias"]
     rms = nn.RMSNorm([6, 4], eps=1e-6).double()
     ref = a / np.sqrt((a * a).mean((1, 2), keepdims=True) + 1e-6)
-    np.testing.assert_allclose(rms(x).numpy(), ref, rtol=1e-6, atol=1e-9)
+    np.testing.assert_allclose(rms(x).detach().numpy(), ref, rtol=1e-6, atol=1e-9)
     gn = nn.GroupNorm(3, 6).double()
     g = a.reshape(2, 3, -1)
     ref = ((g - g.mean(-1, keepdims=True)) / np.sqrt(g.var(-1, keepdims=True) + 1e-5))
-    np.testing.assert_allclose(gn(x).numpy(), ref.reshape(a.shape), rtol=1e-6, atol=1e-9)
+    np.testing.assert_allclose(gn(x).detach().numpy(), ref.reshape(a.shape), rtol=1e-6, atol=1e-9)
     assert repr(ln) == "LayerNorm((4,), eps=1e-05, elementwise_affine=True)"
     assert nn.LayerNorm(4, elementwise_affine=False).weight is None
 
@@ -371,7 +372,7 @@ def test_embedding_module():
     assert float(emb.weight[2].abs().sum()) == 0 and float(emb.weight[3].abs().sum()) > 0
     idx = flow.tensor([[1, 2], [3, 2]])
     out = emb(idx)
-    np.testing.assert_array_equal(out.numpy(), emb.weight.numpy()[idx.numpy()])
+    np.testing.assert_array_equal(out.detach().numpy(), emb.weight.detach().numpy()[idx.numpy()])
     out.sum().backward()
     assert float(emb.weight.grad[2].abs().sum()) == 0      # padding row gets no gradient
     pre = nn.Embedding.from_pretrained(flow.ones(4, 2))
@@ -412,8 +413,8 @@ def test_layers_match_torch():
         with torch.no_grad():
             for (n, p), (tn, tp) in zip(ours.named_parameters(), theirs.named_parameters()):
                 assert n == tn
-                tp.copy_(torch.tensor(p.numpy()))
-        np.testing.assert_allclose(ours(flow.tensor(x)).numpy(),
+                tp.copy_(torch.tensor(p.detach().numpy()))
+        np.testing.assert_allclose(ours(flow.tensor(x)).detach().numpy(),
                                    theirs(torch.tensor(x)).detach().numpy(), rtol=1e-6,
                                    atol=1e-9)
     logits = np.random.default_rng(1).standard_normal((6, 4))
@@ -429,7 +430,7 @@ def test_parameter_data_aliases_the_parameter() -> None:
     # nothing (the PyTorch idiom for untracked updates)
     p = flow.nn.Parameter(flow.ones(3))
     p.data.mul_(0.5)
-    np.testing.assert_array_equal(p.numpy(), [0.5, 0.5, 0.5])
+    np.testing.assert_array_equal(p.detach().numpy(), [0.5, 0.5, 0.5])
     assert p.is_leaf and p.requires_grad and p.grad_fn is None
     d = p.data
     assert not d.requires_grad and d.grad_fn is None

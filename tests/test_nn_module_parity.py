@@ -38,7 +38,7 @@ def _check_fwd_bwd(fn_flow, fn_torch, x: np.ndarray, atol: float = 1e-5) -> None
     fx, tx = _both(x)
     fy, ty = fn_flow(fx), fn_torch(tx)
     assert tuple(fy.shape) == tuple(ty.shape)
-    np.testing.assert_allclose(fy.numpy(), ty.detach().numpy(), rtol=1e-5, atol=atol)
+    np.testing.assert_allclose(fy.detach().numpy(), ty.detach().numpy(), rtol=1e-5, atol=atol)
     g = np.random.RandomState(1).randn(*ty.shape).astype(np.float32)
     fy.backward(flow.tensor(g))
     ty.backward(torch.tensor(g))
@@ -102,7 +102,7 @@ def test_parameter_list_loads_torch_state_dict() -> None:
     fl = nn.ParameterList([flow.zeros(*p.shape) for p in P])
     fl.load_state_dict({k: flow.tensor(v.detach().numpy()) for k, v in tl.state_dict().items()})
     for a, b in zip(fl, tl):
-        np.testing.assert_array_equal(a.numpy(), b.detach().numpy())
+        np.testing.assert_array_equal(a.detach().numpy(), b.detach().numpy())
 
 
 def test_parameter_dict_api_order_and_errors_match_torch() -> None:

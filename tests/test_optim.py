@@ -26,7 +26,7 @@ def _run_jflow(make_opt, p0, grads):
     for g in grads:
         p.grad = flow.tensor(g, dtype=flow.float64)
         opt.step()
-        out.append(p.numpy().copy())
+        out.append(p.detach().numpy().copy())
     return p, opt, out
 
 
@@ -156,7 +156,7 @@ def test_adam_with_a_learning_rate_that_changes_between_steps(name):
             denom = np.sqrt(r["v"]) / math.sqrt(1 - b2 ** t) + eps
             r["p"] = r["p"] - lr / (1 - b1 ** t) * r["m"] / denom
             tol = 1e-5 if dt == flow.float32 else 1e-12
-            np.testing.assert_allclose(p.numpy(), r["p"], rtol=tol, atol=tol)
+            np.testing.assert_allclose(p.detach().numpy(), r["p"], rtol=tol, atol=tol)
 
 
 @pytest.mark.parametrize("name", ["Adam", "AdamW"])
@@ -183,7 +183,7 @@ def test_adam_with_a_scheduler_matches_torch(name, seed):
         topt.step()
         for p, tp in zip(ps, tps):
             tol = 1e-6 if p.dtype == flow.float32 else 1e-12
-            np.testing.assert_allclose(p.numpy(), tp.detach().numpy(), rtol=tol, atol=tol)
+            np.testing.assert_allclose(p.detach().numpy(), tp.detach().numpy(), rtol=tol, atol=tol)
 
 
 def test_parameters_stay_the_same_objects_and_none_grads_skipped():
@@ -192,10 +192,10 @@ def test_parameters_stay_the_same_objects_and_none_grads_skipped():
     opt = optim.Adam(lin.parameters(), lr=0.1)
     lin(flow.randn(4, 3)).sum().backward()
     b.grad = None
-    b0 = b.numpy().copy()
+    b0 = b.detach().numpy().copy()
     opt.step()
     assert lin.weight is w and lin.bias is b and w.is_leaf and w.requires_grad
-    np.testing.assert_array_equal(b.numpy(), b0)
+    np.testing.assert_array_equal(b.detach().numpy(), b0)
     assert b not in opt.state
 
 
@@ -205,8 +205,8 @@ def test_param_groups_and_zero_grad():
     assert opt.param_groups[0]["lr"] == 0.1 and opt.param_groups[1]["lr"] == 1.0
     (a.sum() + b.sum()).backward()
     opt.step()
-    np.testing.assert_allclose(a.numpy(), [0.9, 0.9])
-    np.testing.assert_allclose(b.numpy(), [0.0, 0.0])
+    np.testing.assert_allclose(a.detach().numpy(), [0.9, 0.9])
+    np.testing.assert_allclose(b.detach().numpy(), [0.0, 0.0])
     opt.zero_grad(set_to_none=False)
     assert float(a.grad.sum()) == 0
     opt.zero_grad()
@@ -236,7 +236,7 @@ def test_closure():
     with flow.no_grad():  # the closure still records (grad is enabled inside step)
         loss = opt.step(closure)
     assert float(loss) == 9.0
-    np.testing.assert_allclose(p.numpy(), [1.5])
+    np.testing.assert_allclose(p.detach().numpy(), [1.5])
 
 
 @pytest.mark.parametrize("name, kw", [("SGD", dict(lr=0.1, momentum=0.9)),
@@ -255,7 +255,7 @@ def test_state_dict_resumes_identically(name, kw):
     for g in grads[3:]:
         r.grad = flow.tensor(g, dtype=flow.float64)
         opt3.step()
-    np.testing.assert_allclose(r.numpy(), full[-1], rtol=1e-12)
+    np.testing.assert_allclose(r.detach().numpy(), full[-1], rtol=1e-12)
     # loading copies: stepping the new optimizer leaves the saved state alone
     assert sd["state"][0] is not opt3.state[r]
 
@@ -407,7 +407,8 @@ def test_optimizer_on_global_parameters():
             clip_grad_norm_(mod.parameters(), 1.0)
             opt.step()
     assert glob.weight.is_global and glob.weight.sbp == (flow.sbp.split(0),)
-    np.testing.assert_allclose(glob.weight.numpy(), local.weight.numpy(), rtol=1e-5, atol=1e-6)
+    np.testing.assert_allclose(glob.weight.detach().numpy(), local.weight.detach().numpy(),
+                               rtol=1e-5, atol=1e-6)
 
 
 def _bf16_values(a):
@@ -436,7 +437,7 @@ def test_low_precision_parameters_follow_the_reference(name):
     for g in grads:
         p.grad = flow.tensor(g, dtype=flow.bfloat16)
         opt.step()
-    np.testing.assert_allclose(p.double().numpy(), ref(p0, grads)[-1], atol=8e-3)
+    np.testing.assert_allclose(p.double().detach().numpy(), ref(p0, grads)[-1], atol=8e-3)
     try:  # (and as PyTorch's bfloat16 run, when it is installed)
         import torch
     except ImportError:
@@ -450,7 +451,7 @@ def test_low_precision_parameters_follow_the_reference(name):
     for g in grads:
         tp.grad = torch.tensor(g).bfloat16()
         topt.step()
-    np.testing.assert_allclose(p.double().numpy(), tp.detach().double().numpy(), atol=8e-3)
+    np.testing.assert_allclose(p.double().detach().numpy(), tp.detach().double().numpy(), atol=8e-3)
 
 
 def test_a_low_precision_parameter_counts_its_steps_exactly():
@@ -474,6 +475,6 @@ def test_a_low_precision_step_count_from_an_older_checkpoint_is_widened():
     sd["state"][0]["step"] = flow.tensor(256.0, dtype=flow.bfloat16)
     opt.load_state_dict(sd)
     assert opt.state[p]["step"].dtype == flow.float32
-    before = p.float().numpy().copy()
+    before = p.float().detach().numpy().copy()
     opt.step()
-    assert opt.state[p]["step"].item() == 257 and (p.float().numpy() < before).all()
+    assert opt.state[p]["step"].item() == 257 and (p.float().detach().numpy() < before).all()

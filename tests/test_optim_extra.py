@@ -105,7 +105,7 @@ def test_lbfgs_state_dict_round_trip():
 
     for _ in range(2):
         opt2.step(closure)
-    np.testing.assert_allclose(x.numpy(), full[-1], rtol=1e-12)
+    np.testing.assert_allclose(x.detach().numpy(), full[-1], rtol=1e-12)
     assert (opt2.state[x]["func_evals"], opt2.state[x]["n_iter"]) == (fe, ni)
 
 
@@ -186,10 +186,10 @@ def _sparse_adam_steps(lib, kw, steps=5):
 def test_sparse_adam_matches_torch(kw):
     je, jo = _sparse_adam_steps("jflow", kw)
     te, to = _sparse_adam_steps("torch", kw)
-    np.testing.assert_allclose(je.weight.numpy(), te.weight.detach().numpy(), rtol=1e-12,
+    np.testing.assert_allclose(je.weight.detach().numpy(), te.weight.detach().numpy(), rtol=1e-12,
                                atol=1e-13)
     untouched = [5, 6, 8]
-    np.testing.assert_array_equal(je.weight.numpy()[untouched], EMB[untouched])
+    np.testing.assert_array_equal(je.weight.detach().numpy()[untouched], EMB[untouched])
     sd, tsd = jo.state_dict()["state"][0], to.state_dict()["state"][0]
     assert set(sd) == set(tsd)
     for k in ("exp_avg", "exp_avg_sq"):
@@ -208,7 +208,7 @@ def test_sparse_adam_state_dict_round_trip_and_from_torch():
                            for i, s in tsd["state"].items()},
                  "param_groups": [dict(g) for g in tsd["param_groups"]]}
     for sd in (jo.state_dict(), converted):
-        emb = nn.Embedding(10, 3, _weight=flow.tensor(half.weight.numpy()))
+        emb = nn.Embedding(10, 3, _weight=flow.tensor(half.weight.detach().numpy()))
         opt = optim.SparseAdam(list(emb.parameters()), **kw)
         opt.load_state_dict(sd)
         # continue with the remaining indices
@@ -216,7 +216,8 @@ def test_sparse_adam_state_dict_round_trip_and_from_torch():
             opt.zero_grad()
             ((emb(flow.tensor(idx)) - flow.tensor(TGT[:len(idx)])) ** 2).sum().backward()
             opt.step()
-        np.testing.assert_allclose(emb.weight.numpy(), full.weight.numpy(), rtol=1e-12)
+        np.testing.assert_allclose(emb.weight.detach().numpy(), full.weight.detach().numpy(),
+                                   rtol=1e-12)
 
 
 def test_sparse_adam_errors():
@@ -284,7 +285,7 @@ def test_adafactor_state_dict_round_trip_and_from_torch():
     [rng.standard_normal(s) for s in SHAPES]  # (the initial values, as _adafactor_steps)
     grads = [[rng.standard_normal(s) for s in SHAPES] for _ in range(5)]
     for sd in (jo.state_dict(), converted):
-        ps = [nn.Parameter(flow.tensor(p.numpy())) for p in jo.param_groups[0]["params"]]
+        ps = [nn.Parameter(flow.tensor(p.detach().numpy())) for p in jo.param_groups[0]["params"]]
         opt = optim.Adafactor(ps, **kw)
         opt.load_state_dict(sd)
         for gs in grads[2:]:
@@ -292,7 +293,7 @@ def test_adafactor_state_dict_round_trip_and_from_torch():
                 p.grad = flow.tensor(g)
             opt.step()
         for p, f in zip(ps, full):
-            np.testing.assert_allclose(p.numpy(), f, rtol=1e-12, atol=1e-14)
+            np.testing.assert_allclose(p.detach().numpy(), f, rtol=1e-12, atol=1e-14)
 
 
 def test_adafactor_errors():
@@ -383,5 +384,5 @@ def test_compiled_equals_eager(name, kw, make, loss_fn):
         np.testing.assert_allclose(float(lj), float(le), rtol=1e-5)
     for m in (graph_m, jit_m):
         for a, b in zip(m.parameters(), eager.parameters()):
-            np.testing.assert_allclose(a.numpy(), b.numpy(), rtol=1e-5, atol=1e-6)
+            np.testing.assert_allclose(a.detach().numpy(), b.detach().numpy(), rtol=1e-5, atol=1e-6)
     assert len(jit_step.recompile_reasons) <= 2

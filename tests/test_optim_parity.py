@@ -77,9 +77,10 @@ def _torch_steps(model, opt, n=STEPS):
 
 
 def _same(jm, tm, rtol, atol):
-    np.testing.assert_allclose(jm.weight.numpy(), tm.weight.detach().numpy(), rtol=rtol,
+    np.testing.assert_allclose(jm.weight.detach().numpy(), tm.weight.detach().numpy(), rtol=rtol,
                                atol=atol)
-    np.testing.assert_allclose(jm.bias.numpy(), tm.bias.detach().numpy(), rtol=rtol, atol=atol)
+    np.testing.assert_allclose(jm.bias.detach().numpy(), tm.bias.detach().numpy(), rtol=rtol,
+                               atol=atol)
 
 
 @pytest.mark.parametrize("name, kw", CASES, ids=IDS)
@@ -144,8 +145,8 @@ def test_state_dict_round_trip_and_from_torch(name, kw):
         opt2 = getattr(optim, name)(resumed.parameters(), **kw)
         opt2.load_state_dict(sd)
         _jflow_steps(resumed, opt2, STEPS - 3)
-        np.testing.assert_allclose(resumed.weight.numpy(), full.weight.numpy(), rtol=1e-12,
-                                   atol=1e-13)
+        np.testing.assert_allclose(resumed.weight.detach().numpy(), full.weight.detach().numpy(),
+                                   rtol=1e-12, atol=1e-13)
     assert opt.state_dict()["param_groups"][0]["params"] == [0, 1]
 
 
@@ -198,8 +199,8 @@ def test_compiled_equals_eager(name, kw):
         np.testing.assert_allclose(float(lg), float(le), rtol=1e-5)
         np.testing.assert_allclose(float(lj), float(le), rtol=1e-5)
     for m in (graph_m, jit_m):
-        np.testing.assert_allclose(m.weight.numpy(), eager.weight.numpy(), rtol=1e-5,
-                                   atol=1e-6)
+        np.testing.assert_allclose(m.weight.detach().numpy(), eager.weight.detach().numpy(),
+                                   rtol=1e-5, atol=1e-6)
     assert len(jit_step.recompile_reasons) <= 2  # (lazy state: the first call creates it)
     assert set(og.state[graph_m.weight]) == set(oe.state[eager.weight])
 

@@ -1,7 +1,8 @@
 """The README's speed figures come from the benchmark results files: between the README's
-``<!-- speed figures -->`` markers, every bullet names one ``benchmarks/results_*.txt`` and
-every number it quotes outside code spans (``0.93x``, ``40.266 ms``; counts are written in
-words) appears verbatim, as a whole number, in that file. A stale figure (the file rerun, the
+``<!-- speed figures -->`` markers, every bullet and every table row with a figure names one
+``benchmarks/results_*.txt`` and every number it quotes outside code spans (``0.93x``,
+``40.266 ms``; counts are written in words) appears verbatim, as a whole number, in that
+file. A stale figure (the file rerun, the
 README not) fails here."""
 
 from __future__ import annotations
@@ -17,14 +18,18 @@ FIGURE = re.compile(r"(?<![\w.])\d+(?:\.\d+)?")
 
 
 def speed_bullets(readme: str) -> list[str]:
-    """The bullets (continuation lines joined) between the speed-figure markers."""
+    """The bullets (continuation lines joined) and the table rows quoting a figure, between
+    the speed-figure markers."""
     start = readme.index(BEGIN)
     block = readme[readme.index("\n", start):readme.index(END, start)]
     bullets: list[str] = []
     for line in block.splitlines():
-        if line.startswith("- "):
+        if line.startswith("|"):
+            if figures(line):
+                bullets.append(line)
+        elif line.startswith("- "):
             bullets.append(line)
-        elif line.strip() and bullets:
+        elif line.strip() and bullets and bullets[-1].startswith("- "):
             bullets[-1] += " " + line.strip()
     return bullets
 
@@ -67,3 +72,14 @@ def test_the_check_catches_a_stale_figure() -> None:
     assert stale("- eager is 2.6x torch, 0.21 ms, 41 vs 0.2 ms", results) == \
         ["2.6", "0.21", "41", "0.2"]
     assert figures("`benchmarks/results_x2.txt --number 300` on x86_64") == []
+
+
+def test_table_rows_are_checked_like_bullets() -> None:
+    readme = (f"{BEGIN} -->\nintro 2 cores\n\n| what | jflow | source |\n|---|---|---|\n"
+              f"| one op | 5.49 µs | `benchmarks/results_a.txt` |\n"
+              f"| no file | 1.5 µs | |\n\n- a bullet 0.93x "
+              f"(`benchmarks/results_b.txt`)\n  continued 0.211\n{END}\n")
+    rows = speed_bullets(readme)
+    assert rows == ["| one op | 5.49 µs | `benchmarks/results_a.txt` |", "| no file | 1.5 µs | |",
+                    "- a bullet 0.93x (`benchmarks/results_b.txt`) continued 0.211"]
+    assert stale(rows[0], "x 5.49 y") == [] and stale(rows[0], "x 5.4 y") == ["5.49"]

@@ -4,6 +4,7 @@ nanmean, count_nonzero, aminmax, isclose, allclose, equal, cummax, cummin).
 Random inputs against torch: values, result dtypes (integer and bool inputs included), nan/inf
 edge values, tie-breaking of the cummax/cummin indices, gradients, and the errors of bad
 arguments. The op-level checks are the checker's (jflow/testing/op_samples/reduce.py).
+Three-way parametrizations are pairwise (tests/_pairwise.py): every pair of values runs.
 """
 
 from __future__ import annotations
@@ -11,6 +12,7 @@ from __future__ import annotations
 import jax
 import numpy as np
 import pytest
+from _pairwise import pairwise
 
 import jflow as flow
 
@@ -271,10 +273,9 @@ def test_equal(a, b):
 
 # -- cummax / cummin ---------------------------------------------------------------------------
 
-@pytest.mark.parametrize("fname", ["cummax", "cummin"])
-@pytest.mark.parametrize("dtype", [np.float32, np.float64, np.int64, np.int32, np.uint8,
-                                   np.bool_])
-@pytest.mark.parametrize("dim", [0, 1, -1])
+@pytest.mark.parametrize("fname,dtype,dim", pairwise(
+    ["cummax", "cummin"], [np.float32, np.float64, np.int64, np.int32, np.uint8, np.bool_],
+    [0, 1, -1]))
 def test_cummax_cummin_values_ties_nan(fname, dtype, dim):
     # integers in a small range: many ties, whose index torch gives to the later entry
     a = _with_edges((6, 7)) if dtype == np.float64 else _rand((6, 7), dtype)
@@ -349,10 +350,11 @@ def _check_selection(got, want, a, dim, exact_index):
     np.testing.assert_array_equal(at, _np(got.values))
 
 
-@pytest.mark.parametrize("fname", ["median", "nanmedian"])
-@pytest.mark.parametrize("dtype", [np.float32, np.float64, np.int64, np.int32, np.uint8])
-@pytest.mark.parametrize("dim,keepdim", [(0, False), (1, True), (-1, False)])
-def test_median_dim(fname, dtype, dim, keepdim):
+@pytest.mark.parametrize("fname,dtype,dim_keepdim", pairwise(
+    ["median", "nanmedian"], [np.float32, np.float64, np.int64, np.int32, np.uint8],
+    [(0, False), (1, True), (-1, False)]))
+def test_median_dim(fname, dtype, dim_keepdim):
+    dim, keepdim = dim_keepdim
     a = _with_edges((5, 6)) if dtype == np.float64 else _rand((5, 6), dtype)
     if dtype == np.float64:
         a[4, :] = NAN  # an all-nan slice
@@ -420,9 +422,9 @@ def test_order_stat_grads_and_errors():
 
 # -- quantile / nanquantile ----------------------------------------------------------------------
 
-@pytest.mark.parametrize("fname", ["quantile", "nanquantile"])
-@pytest.mark.parametrize("interpolation", ["linear", "lower", "higher", "midpoint", "nearest"])
-@pytest.mark.parametrize("kw", [{}, {"dim": 1}, {"dim": -2, "keepdim": True}, {"keepdim": True}])
+@pytest.mark.parametrize("fname,interpolation,kw", pairwise(
+    ["quantile", "nanquantile"], ["linear", "lower", "higher", "midpoint", "nearest"],
+    [{}, {"dim": 1}, {"dim": -2, "keepdim": True}, {"keepdim": True}]))
 def test_quantile_values(fname, interpolation, kw):
     a = _rand((5, 6), np.float64)
     a[1, 2] = a[3, 0] = NAN
@@ -546,9 +548,9 @@ def test_histc_edges_and_errors():
     np.testing.assert_array_equal(np.asarray(out), [1, 0, 1, 2])  # 0.5 is an edge: upper bin
 
 
-@pytest.mark.parametrize("dtype", [np.int64, np.int32, np.uint8, np.int8])
-@pytest.mark.parametrize("wdtype", [None, np.float32, np.float64, np.int64])
-@pytest.mark.parametrize("minlength", [0, 3, 12])
+@pytest.mark.parametrize("dtype,wdtype,minlength", pairwise(
+    [np.int64, np.int32, np.uint8, np.int8], [None, np.float32, np.float64, np.int64],
+    [0, 3, 12]))
 def test_bincount(dtype, wdtype, minlength):
     a = _rng.integers(0, 7, (15,)).astype(dtype)
     w = None if wdtype is None else _rand((15,), wdtype)
@@ -578,10 +580,11 @@ def test_bincount_edges_and_errors():
 
 # -- unique / unique_consecutive -------------------------------------------------------------------
 
-@pytest.mark.parametrize("fname", ["unique", "unique_consecutive"])
-@pytest.mark.parametrize("dtype", [np.float32, np.float64, np.int64, np.uint8, np.bool_])
-@pytest.mark.parametrize("inv,cnt", [(False, False), (True, False), (False, True), (True, True)])
-def test_unique(fname, dtype, inv, cnt):
+@pytest.mark.parametrize("fname,dtype,inv_cnt", pairwise(
+    ["unique", "unique_consecutive"], [np.float32, np.float64, np.int64, np.uint8, np.bool_],
+    [(False, False), (True, False), (False, True), (True, True)]))
+def test_unique(fname, dtype, inv_cnt):
+    inv, cnt = inv_cnt
     a = _rand((4, 6), dtype)
     if dtype == np.float32:
         a = np.round(a)  # repeats

@@ -53,7 +53,7 @@ def _check(jm, tm, j_args, t_args):
     assert len(jo) == len(to)
     for a, b in zip(jo, to):
         assert tuple(a.shape) == tuple(b.shape)
-        np.testing.assert_allclose(a.numpy(), b.detach().numpy(), rtol=RTOL, atol=ATOL)
+        np.testing.assert_allclose(a.detach().numpy(), b.detach().numpy(), rtol=RTOL, atol=ATOL)
     sum((o * o).sum() for o in jo).backward()
     sum((o * o).sum() for o in to).backward()
     for a, b in zip(_flat(j_args), _flat(t_args)):
@@ -105,9 +105,9 @@ def test_dropout_is_off_in_eval_and_on_in_training():
     (jx,), (tx,) = _inputs((T, B, I))
     _check(jm, tm, [jx], [tx])
     jm.train()
-    out_train = jm(jx)[0].numpy()
+    out_train = jm(jx)[0].detach().numpy()
     assert out_train.shape == (T, B, H)
-    assert not np.allclose(out_train, jm.eval()(jx)[0].numpy())
+    assert not np.allclose(out_train, jm.eval()(jx)[0].detach().numpy())
 
 
 # -- cells ------------------------------------------------------------------------------------
@@ -146,8 +146,8 @@ def test_lstm_under_jit_equals_eager():
     out, (h, c) = jm(x)
     loss = (out * out).sum() + (c * c).sum()
     loss.backward()
-    np.testing.assert_allclose(co.numpy(), out.numpy(), rtol=RTOL, atol=ATOL)
-    np.testing.assert_allclose(ch.numpy(), h.numpy(), rtol=RTOL, atol=ATOL)
+    np.testing.assert_allclose(co.numpy(), out.detach().numpy(), rtol=RTOL, atol=ATOL)
+    np.testing.assert_allclose(ch.numpy(), h.detach().numpy(), rtol=RTOL, atol=ATOL)
     np.testing.assert_allclose(float(cl), float(loss), rtol=RTOL)
     for k, p in jm.named_parameters():
         np.testing.assert_allclose(cgrads[k], p.grad.numpy(), rtol=RTOL, atol=ATOL, err_msg=k)
@@ -187,13 +187,13 @@ def test_bce_matches_torch(reduction, weighted):
     jw, tw = (flow.tensor(w), torch.tensor(w)) if weighted else (None, None)
     jl = nn.BCELoss(jw, reduction=reduction)(jx, jt)
     tl = torch.nn.BCELoss(tw, reduction=reduction)(tx, tt)
-    np.testing.assert_allclose(jl.numpy(), tl.detach().numpy(), rtol=RTOL)
+    np.testing.assert_allclose(jl.detach().numpy(), tl.detach().numpy(), rtol=RTOL)
     g = rng.standard_normal(tl.shape)
     jl.backward(flow.tensor(g)), tl.backward(torch.tensor(g))
     np.testing.assert_allclose(jx.grad.numpy(), tx.grad.numpy(), rtol=RTOL)
     np.testing.assert_allclose(jt.grad.numpy(), tt.grad.numpy(), rtol=RTOL)
-    np.testing.assert_allclose(F.binary_cross_entropy(jx, jt, jw, reduction=reduction).numpy(),
-                               jl.numpy())
+    got = F.binary_cross_entropy(jx, jt, jw, reduction=reduction)
+    np.testing.assert_allclose(got.detach().numpy(), jl.detach().numpy())
 
 
 def test_bce_errors():

@@ -34,8 +34,10 @@ def test_placement_and_sbp_api() -> None:
         _ = flow.tensor(X).placement
 
 
-@pytest.mark.parametrize("plc", [P8, P24], ids=["1d", "2x4"])
+@pytest.mark.parametrize("plc", [P8], ids=["1d"])
 def test_boxing_round_trips_every_pair(plc) -> None:
+    """(The 2x4 placement's 256 pairs, values exact in float64, are test_nd_boxing's: the
+    same to_global on the same placement, there with each pair's bytes checked too.)"""
     kinds = [S(0), S(1), B, P]
     nds = list(itertools.product(kinds, repeat=len(plc.hierarchy)))
     base = flow.tensor(X)
@@ -109,8 +111,8 @@ def test_parallel_training_matches_single_device(layout) -> None:
         g2 = flow.tensor(w2).to_global(P8, S(0)).requires_grad_()
     got = _train(gx, g1, g2, 3)
     np.testing.assert_allclose(got, want, rtol=1e-10)
-    np.testing.assert_allclose(g1.numpy(), ref1.numpy(), rtol=1e-10)
-    np.testing.assert_allclose(g2.numpy(), ref2.numpy(), rtol=1e-10)
+    np.testing.assert_allclose(g1.detach().numpy(), ref1.detach().numpy(), rtol=1e-10)
+    np.testing.assert_allclose(g2.detach().numpy(), ref2.detach().numpy(), rtol=1e-10)
     ex = flow.sharding.explain(_mlp, gx, g1, g2)
     moved = ex.collectives()
     if layout == "tensor_parallel":  # the weights are never gathered

@@ -165,13 +165,21 @@ def _sig(ins, outs) -> NdSignature:
     return NdSignature(tuple((x,) for x in ins), tuple((x,) for x in outs))
 
 
-def _brute_cost(rec, choice) -> float:
-    """The step's cost for one signature per call, written from the model (without
-    plan.total_cost): each conversion of one value (a call's output or a value the step
-    did not compute) to one SBP paid once."""
+def _local_shape(shape, nd, hh):
+    out = list(shape)
+    for x, n in zip(nd, hh):
+        if isinstance(x, type(S(0))):
+            out[x.axis] //= n
+    return out
+
+
+def _brute_bytes(rec, choice) -> float:
+    """The step's boxing bytes for one signature per call, written from the model (without
+    plan.py): each conversion of one value (a call's output or a value the step did not
+    compute) to one SBP paid once."""
     c = 0.0
     seen = set()
-    for k, (_, _, ins, _, hh, out_nbytes) in enumerate(rec.ops):
+    for k, (_, _, ins, _, hh, _, _) in enumerate(rec.ops):
         for (src, b), need in zip(ins, choice[k].inputs):
             if src[0] == "fixed":
                 if (src[2], need) not in seen:
@@ -180,11 +188,31 @@ def _brute_cost(rec, choice) -> float:
             elif (src[1], src[2], need) not in seen:
                 seen.add((src[1], src[2], need))
                 c += cost(choice[src[1]].outputs[src[2]], need, b[0], hh, b[1])
-        c += 1e-3 * sum(nb / (4 if isinstance(nd[0], type(S(0))) else 1)
-                        for nb, nd in zip(out_nbytes, choice[k].outputs))
     for src, dst, b, hh in rec.boxes:
         c += cost(choice[src[1]].outputs[src[2]], dst, b[0], hh, b[1])
     return c
+
+
+def _brute_seconds(rec, choice) -> float:
+    """The step's compute seconds per device, from the documented model: a 2-d matmul's
+    2·m·k·n FLOPs on its local shards at FLOP_RATE (m·k = the local left operand, n = the
+    local output's columns), at least the bytes of the local outputs at MEMORY_BANDWIDTH."""
+    t = 0.0
+    for (name, _, ins, _, hh, outs, _), sig in zip(rec.ops, choice):
+        out_bytes = sum(b / np.prod([n for x, n in zip(nd, hh) if isinstance(x, type(S(0)))])
+                        for (b, _), nd in zip(outs, sig.outputs))
+        call = out_bytes / step_plan.MEMORY_BANDWIDTH
+        if name == "matmul":
+            a = _local_shape(ins[0][1][1], sig.inputs[0], hh)
+            o = _local_shape(outs[0][1], sig.outputs[0], hh)
+            call = max(call, 2 * np.prod(a) * o[1] / step_plan.FLOP_RATE)
+        t += call
+    return t
+
+
+def _brute_cost(rec, choice) -> float:
+    """The program's objective: bytes + seconds x LINK_BANDWIDTH."""
+    return _brute_bytes(rec, choice) + step_plan.LINK_BANDWIDTH * _brute_seconds(rec, choice)
 
 
 def test_solver_finds_the_brute_force_optimum() -> None:
@@ -293,3 +321,130 @@ def test_a_forced_signature_is_not_served_from_the_greedy_cache() -> None:
         y = x.expand(16, 4)
     assert y.sbp == (B,)
     np.testing.assert_array_equal(y.numpy(), np.full((16, 4), 2.0))
+
+
+# -- compute weighed against communication --------------------------------------------------
+#: rows 8 devices cannot split evenly: the batch cannot go data parallel, so the chain below
+#: either keeps its weights split (tensor parallel: all-reduce the activations) or gathers
+#: them (every device runs the whole chain)
+ROWS = 1020
+P8 = flow.placement("cpu", list(range(8)))
+
+
+def _chain(x, w1, w2):
+    return ((x @ w1).tanh() @ w2).square().sum()
+
+
+def _old_objective(rec, choice) -> float:
+    """The bytes-only model this planner had: boxing bytes + 1e-3 x bytes of local outputs."""
+    local = sum(b / (8 if isinstance(nd[0], type(S(0))) else 1)
+                for op, sig in zip(rec.ops, choice) for (b, _), nd in zip(op[5], sig.outputs))
+    return _brute_bytes(rec, choice) + 1e-3 * local
+
+
+def _plan_chain(monkeypatch, d: int, h: int) -> tuple:
+    """flow.jit of the chain (x [ROWS, d] broadcast, w1 [d, h] column-split, w2 [h, d]
+    row-split over 8 devices), the recording its planner solved, the plan, the brute-force
+    optimum of the model and of the old bytes-only one, and the compiled collectives."""
+    solved = []
+    real = step_plan.solve
+    monkeypatch.setattr(step_plan, "solve", lambda rec: solved.append((rec, real(rec))) or
+                        solved[-1][1])
+    rng = np.random.default_rng(d + h)
+    xs = [rng.standard_normal((ROWS, d)), rng.standard_normal((d, h)) / np.sqrt(d),
+          rng.standard_normal((h, d)) / np.sqrt(h)]
+    args = [flow.tensor(a.astype(np.float32)).to_global(P8, nd)
+            for a, nd in zip(xs, (B, S(1), S(0)))]
+    step = flow.jit(_chain)
+    loss = step(*args)
+    want = np.sum((np.tanh(xs[0] @ xs[1]) @ xs[2]) ** 2)
+    np.testing.assert_allclose(loss.numpy(), want, rtol=1e-5)
+    colls = _collectives(step.lower(*args).compile().as_text())
+    (rec, (plan, planned, greedy)), = solved
+    allowed = [[s for s in op[1] if all(s.outputs[j] == nd for (kk, j), nd in
+                                        rec.pinned.items() if kk == k)]
+               for k, op in enumerate(rec.ops)]
+    combos = list(itertools.product(*allowed))
+    assert 50 < len(combos) < 5000  # (a real choice, small enough to try every one)
+    best = min(combos, key=functools.partial(_brute_cost, rec))
+    old = min(combos, key=functools.partial(_old_objective, rec))
+    assert [op[0] for op in rec.ops] == ["matmul", "tanh", "matmul", "square", "reduce_sum"]
+    assert planned == pytest.approx(_brute_cost(rec, best)), (plan, best)
+    assert _brute_cost(rec, plan) == pytest.approx(planned)
+    return rec, plan, best, old, step, colls
+
+
+def _matmuls_whole(rec, choice) -> list[bool]:
+    """Per matmul of the step: whether every device runs all of it (inputs broadcast)."""
+    return [all(nd == (B,) for nd in sig.inputs)
+            for op, sig in zip(rec.ops, choice) if op[0] == "matmul"]
+
+
+def test_compute_heavy_chain_stays_tensor_parallel(monkeypatch) -> None:
+    """Small weights, many rows: gathering a weight moves fewer bytes than all-reducing the
+    activations, so the bytes-only model gathered w1 and ran the first matmul (and the tanh
+    of its [1020, 256] output) whole on every device. Weighing their FLOPs (8x per device
+    replicated) the plan keeps both split — the brute-force optimum of the model — and is
+    faster in modelled time."""
+    rec, plan, best, old, step, colls = _plan_chain(monkeypatch, 64, 256)
+    assert _matmuls_whole(rec, old)[0], old  # (the old model: gather w1, replicate)
+    assert _matmuls_whole(rec, plan) == [False, False]
+    solved = step_plan.LAST_SOLVE
+    assert solved["work_split"] == {8: 5}, solved
+    nbytes, secs = step_plan.step_terms(rec, plan)
+    old_bytes, old_secs = step_plan.step_terms(rec, old)
+    assert (nbytes, secs) == (pytest.approx(_brute_bytes(rec, plan)),
+                              pytest.approx(_brute_seconds(rec, plan)))
+    assert old_bytes < nbytes and old_secs > 3 * secs  # more bytes, much less compute
+    assert nbytes / step_plan.LINK_BANDWIDTH + secs < \
+        old_bytes / step_plan.LINK_BANDWIDTH + old_secs
+    assert solved["planned_bytes"] == pytest.approx(nbytes)
+    assert solved["planned_compute_s"] == pytest.approx(secs)
+    assert solved["planned_s"] == pytest.approx(nbytes / step_plan.LINK_BANDWIDTH + secs)
+    # the compiled step moves what the plan says (greedy was already this plan here)
+    assert nbytes <= _wire(colls) <= 1.01 * nbytes, colls
+
+
+def test_communication_bound_chain_gathers_the_weights(monkeypatch) -> None:
+    """Tiny weights and little compute: all-reducing the [1020, 8] activations costs more
+    time than running the first matmul whole on every device, so the plan gathers w1 (and
+    re-splits w2 by columns): it moves weights only, a few hundred bytes, where the greedy
+    tensor-parallel choice all-reduces activations — compute weighed does not mean always
+    split."""
+    rec, plan, best, old, step, colls = _plan_chain(monkeypatch, 8, 8)
+    assert _matmuls_whole(rec, plan)[0], plan
+    solved = step_plan.LAST_SOLVE
+    assert solved["planned_bytes"] <= 2 * 7 / 8 * 8 * 8 * 4  # (gathering both weights)
+    assert solved["greedy_bytes"] > 50 * solved["planned_bytes"]
+    assert step.sbp_plans  # adopted: cheaper than the greedy (tensor-parallel) choice
+    assert solved["planned_bytes"] <= _wire(colls) <= 1.1 * solved["planned_bytes"], colls
+
+
+def test_flops_estimates_scale_with_local_shards() -> None:
+    """The planner calls the ops' flops= estimates on local shard shapes: a batched product
+    (both operands batched, attention's) is m·k·n per batch element, so splitting its batch
+    over 4 devices divides it by 4 (the geometric mean over-counted the batch by its square
+    root, so splitting looked 8x cheaper)."""
+    import jax
+
+    from jflow.ops import cost as op_cost
+
+    def a(*shape):
+        return jax.core.ShapedArray(shape, np.float32)
+
+    assert op_cost.contraction((a(16, 4, 5), a(16, 5, 3)), (a(16, 4, 3),)) == 16 * 4 * 5 * 3
+    assert op_cost.contraction((a(4, 4, 5), a(4, 5, 3)), (a(4, 4, 3),)) == 4 * 4 * 5 * 3
+    # broadcast batches: (2, 1) x (1, 3) -> (2, 3)
+    assert op_cost.contraction((a(2, 1, 4, 5), a(1, 3, 5, 7)), (a(2, 3, 4, 7),)) == \
+        2 * 3 * 4 * 5 * 7
+    assert op_cost.contraction((a(2, 6, 4, 5), a(5, 7)), (a(2, 6, 4, 7),)) == 2 * 6 * 4 * 5 * 7
+    # the planner's local shapes: batch_matmul split over the first axis (2) of a 2x4 mesh
+    rec = step_plan.StepRecorder()
+    sig = NdSignature(((S(0), B), (S(0), B)), ((S(0), B),))
+    outs = [type("V", (), {"shape": (16, 4, 3)})()]
+    rec.op("batch_matmul", [sig], [object(), object()], [(S(0), B)] * 2,
+           [(16 * 20 * 4.0, (16, 4, 5)), (16 * 15 * 4.0, (16, 5, 3))], sig, outs,
+           [16 * 12 * 4.0], (2, 4))
+    seconds = step_plan._compute_s(rec.ops[0], sig)
+    assert seconds == pytest.approx(max(2 * 8 * 4 * 5 * 3 / step_plan.FLOP_RATE,
+                                        8 * 12 * 4 / step_plan.MEMORY_BANDWIDTH))

@@ -80,7 +80,7 @@ def _same(a: Any, b: Any) -> bool:
         return False
     if isinstance(a, flow.Tensor):
         return (a.dtype == b.dtype and a.shape == b.shape and a.requires_grad == b.requires_grad
-                and np.asarray(a.numpy()).tobytes() == np.asarray(b.numpy()).tobytes())
+                and a.detach().numpy().tobytes() == b.detach().numpy().tobytes())
     if isinstance(a, np.ndarray):
         return a.dtype == b.dtype and a.shape == b.shape and a.tobytes() == b.tobytes()
     if isinstance(a, dict):

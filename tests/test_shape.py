@@ -79,7 +79,7 @@ def test_flatten_unflatten():
     eq(flow.flatten(x, 0, -2), A3.reshape(6, 4))
     eq(flow.flatten(t(np.float32(1.0))), np.ones(1, np.float32))
     eq(flow.unflatten(x, -1, (2, -1)), A3.reshape(2, 3, 2, 2))
-    with pytest.raises(IndexError, match=r"flatten\(\): dimension out of range"):
+    with pytest.raises(IndexError, match=r"flatten\(\): Dimension out of range"):
         flow.flatten(x, 3)
     with pytest.raises(ValueError, match="cannot come after"):
         flow.flatten(x, 2, 1)
@@ -100,7 +100,7 @@ def test_squeeze_unsqueeze():
     assert tuple(flow.unsqueeze(x, -1).shape) == (1, 3, 1, 2, 1)
     assert tuple(flow.unsqueeze(x, 4).shape) == (1, 3, 1, 2, 1)
     assert tuple(flow.unsqueeze(t(np.float32(1)), 0).shape) == (1,)
-    with pytest.raises(IndexError, match=r"unsqueeze\(\): dimension out of range \(expected to be "
+    with pytest.raises(IndexError, match=r"unsqueeze\(\): Dimension out of range \(expected to be "
                                          r"in range of \[-5, 4\], but got 5\)"):
         flow.unsqueeze(x, 5)
     with pytest.raises(IndexError, match="squeeze"):
@@ -123,7 +123,7 @@ def test_transpose_permute_movedim_t():
         x.permute(1, 0)
     with pytest.raises(ValueError, match="repeated dim"):
         x.permute(1, 1, 0)
-    with pytest.raises(IndexError, match="dimension out of range"):
+    with pytest.raises(IndexError, match="Dimension out of range"):
         flow.transpose(x, 0, 3)
     with pytest.raises(ValueError, match=r"t\(\) expects a tensor with <= 2 dimensions"):
         flow.t(x)
@@ -172,7 +172,7 @@ def test_cat_and_promotion():
         flow.cat([t(np.float32(1)), t(np.float32(2))])
     with pytest.raises(ValueError, match="must match except in dimension 0"):
         flow.cat([x, t(A3[:, :2])])
-    with pytest.raises(IndexError, match="dimension out of range"):
+    with pytest.raises(IndexError, match="Dimension out of range"):
         flow.cat([x, x], 3)
     with pytest.raises(TypeError, match="cat"):
         flow.cat(x)
@@ -187,7 +187,7 @@ def test_stack():
     eq(flow.stack([t(np.float32(1)), t(np.float32(2))]), np.array([1, 2], np.float32))
     with pytest.raises(ValueError, match="stack expects each tensor to be equal size"):
         flow.stack([x, t(A3[:1])])
-    with pytest.raises(IndexError, match="dimension out of range"):
+    with pytest.raises(IndexError, match="Dimension out of range"):
         flow.stack([x, x], 4)
 
 
@@ -216,7 +216,7 @@ def test_split_chunk_unbind():
         flow.split(x, 0)
     with pytest.raises(ValueError, match="chunks must be greater than 0"):
         flow.chunk(x, 0)
-    with pytest.raises(IndexError, match="dimension out of range"):
+    with pytest.raises(IndexError, match="Dimension out of range"):
         flow.split(x, 1, 3)
 
 

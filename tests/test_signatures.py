@@ -186,3 +186,22 @@ def test_import_builds_no_signature() -> None:
     assert out.returncode == 0, out.stderr[-3000:]
     n, before, after = map(int, out.stdout.split())
     assert n > 300 and before == 0 and after == 1
+
+
+def test_forwarding_tensor_methods_show_the_functions_signature() -> None:
+    """``x.add`` / ``x.add_`` / ``x.clamp_`` forward to ``flow._C``: their signatures are the
+    function's with the tensor as ``self`` (in-place forms without ``inplace``), and every
+    forwarding method has one — not ``(*args, **kwargs)``."""
+    add = inspect.signature(flow.Tensor.add)
+    assert list(add.parameters) == ["self", *list(inspect.signature(F.add).parameters)[1:]]
+    assert list(inspect.signature(flow.Tensor.add_).parameters) == ["self", "other", "alpha"]
+    assert list(inspect.signature(flow.Tensor.clamp_).parameters) == ["self", "min", "max"]
+    assert list(inspect.signature(flow.ones(2).atan2_).parameters) == ["other"]
+    generic = sorted(n for n, m in vars(flow.Tensor).items()
+                     if isinstance(m, types.FunctionType) and not n.startswith("_")
+                     and m.__code__.co_flags & inspect.CO_VARARGS
+                     and m.__code__.co_flags & inspect.CO_VARKEYWORDS
+                     and not hasattr(m, "__signature__") and hasattr(F, n.rstrip("_"))
+                     and m.__code__.co_varnames[:3] == ("self", "args", "kwargs")
+                     and m.__code__.co_argcount == 1)
+    assert not generic, f"Tensor methods forwarding to flow._C without a signature: {generic}"

@@ -60,7 +60,7 @@ def _run(jm, tm, arrays: dict, masks: dict, flags: dict) -> None:
     tmk = {k: torch.tensor(v) for k, v in masks.items()}
     oj = jm(**ja, **jmk, **flags)
     ot = tm(**ta, **tmk, **flags)
-    np.testing.assert_allclose(oj.numpy(), ot.detach().numpy(), rtol=1e-7, atol=1e-9)
+    np.testing.assert_allclose(oj.detach().numpy(), ot.detach().numpy(), rtol=1e-7, atol=1e-9)
     w = _r(*ot.shape)
     (oj * flow.tensor(w)).sum().backward()
     (ot * torch.tensor(w)).sum().backward()
@@ -118,10 +118,10 @@ def test_transformer_matches_torch() -> None:
 def test_transformer_init_and_checks() -> None:
     m = nn.Transformer(d_model=E, nhead=H, num_encoder_layers=1, num_decoder_layers=1,
                        dim_feedforward=FF)
-    w = m.decoder.layers[0].linear1.weight.numpy()          # xavier_uniform_ over (FF, E)
+    w = m.decoder.layers[0].linear1.weight.detach().numpy()          # xavier_uniform_ over (FF, E)
     bound = np.sqrt(6.0 / (E + FF))
     assert np.abs(w).max() <= bound
-    assert np.all(m.encoder.norm.weight.numpy() == 1)       # 1-d params keep their init
+    assert np.all(m.encoder.norm.weight.detach().numpy() == 1)       # 1-d params keep their init
     with pytest.raises(RuntimeError, match="batch number"):
         m(flow.zeros(S, 2, E), flow.zeros(T, 3, E))
     with pytest.raises(RuntimeError, match="d_model"):

@@ -175,7 +175,7 @@ def test_inplace_on_views_of_leaves_and_version_errors():
 def test_detach_and_data_share_values_but_not_history():
     p = nn.Parameter(flow.tensor(A.copy()))
     p.data.mul_(0.5)  # the PyTorch idiom: updates p, untracked
-    np.testing.assert_allclose(p.numpy(), A * 0.5)
+    np.testing.assert_allclose(p.detach().numpy(), A * 0.5)
     d = p.detach()
     assert not d.requires_grad and d._base is None and not d._is_view()
     d[0] = 7.0

@@ -463,6 +463,8 @@ def backward(tensors: Any, grad_tensors: Any = None, retain_graph: bool | None =
              create_graph: bool = False) -> None:
     """``flow.autograd.backward``: accumulate gradients of ``tensors`` into the leaves."""
     ts = _as_list(tensors, "tensors")
+    if LOSS_SCALE[0] is not None:  # (an nn.Graph scaling its loss: see LOSS_SCALE)
+        ts = [LOSS_SCALE[0](t) for t in ts]
     gs = _as_list(grad_tensors, "grad_tensors") if grad_tensors is not None else [None] * len(ts)
     if len(gs) != len(ts):
         raise ValueError(f"autograd.backward: got {len(gs)} grad_tensors for {len(ts)} tensors")
@@ -485,11 +487,19 @@ def grad(outputs: Any, inputs: Any, grad_outputs: Any = None, retain_graph: bool
 
 # -- Tensor methods owned by the autograd layer (Tensor itself is the bottom layer) ----------
 
+#: ``[fn or None]``: while an ``nn.Graph`` that scales its loss traces (gradient accumulation,
+#: a grad scaler: compiler/graph.py), ``fn(tensor)`` is the tensor ``Tensor.backward()``
+#: differentiates instead (the loss times the scale; other threads get the tensor back)
+LOSS_SCALE: list[Any] = [None]
+
+
 def _tensor_backward(self: Tensor, gradient: Tensor | None = None,
                      retain_graph: bool | None = None, create_graph: bool = False,
                      inputs: Any = None) -> None:
     """Accumulate d(self)/d(leaf) into every leaf's ``.grad`` (``gradient`` is required
     unless this tensor has one element). ``inputs`` restricts which leaves get it."""
+    if LOSS_SCALE[0] is not None:
+        self = LOSS_SCALE[0](self)
     retain = create_graph if retain_graph is None else retain_graph
     if inputs is None:
         if gradient is None and not create_graph and _lazy.USED[0] and \

@@ -11,6 +11,8 @@ import threading
 from collections.abc import Callable
 from typing import Any
 
+from .. import tensor as _tensor
+
 __all__ = ["is_grad_enabled", "no_grad", "enable_grad", "set_grad_enabled"]
 
 class _State(threading.local):
@@ -27,6 +29,9 @@ _state = _State()
 def is_grad_enabled() -> bool:
     """Whether autograd records operations on this thread (False under ``no_grad``)."""
     return _state.enabled
+
+
+_tensor.GRAD_ENABLED[0] = is_grad_enabled  # Tensor.numpy() refuses requires-grad only in grad mode
 
 
 def _set(enabled: bool) -> None:

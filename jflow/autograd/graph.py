@@ -15,6 +15,7 @@ import weakref
 from collections.abc import Callable
 from typing import Any
 
+from .. import _codegen
 from ..lazy_mode.segment import LazyRef, raw, set_raw
 from .grad_mode import _state
 from .rule import is_differentiable_dtype
@@ -155,19 +156,9 @@ def record_single(op: Any, params: dict[str, Any], ins: Any, out: Any,
     ``linear``; its generated ``apply`` has checked that some input requires grad)."""
     if not _state.enabled:
         return out
-    node = _new(Node)
-    node.op = op
-    node.params = params
-    node.dyn = dyn
-    node.needs = needs = tuple([t._requires_grad for t in ins])
-    node.next_edges = tuple([((t.grad_fn, t._output_nr) if t.grad_fn is not None else
-                              (t, LEAF)) if n else None for t, n in zip(ins, needs)])
-    node.in_avals = tuple([t._meta.aval for t in ins])
     oa = out._meta.aval
-    node.out_avals = (oa,)
-    node.hooks = node.retained = None
+    node = _node_head(op, params, dyn, ins, oa)
     node.saved = saved = []
-    node.seq = next(_SEQ)
     rule = op.grad_rule
     if rule is not None and rule.save:
         for kind, start, count, _ in rule.saved_slots(params.get("_layout"), 1):
@@ -262,8 +253,10 @@ def _saver2(rule: Any, needs: tuple[bool, bool]) -> Callable[..., list]:
         else:  # (unused by the gradients this node computes: not version-checked)
             parts.append(f"({v}, None, 0, LEAF)")
     ns: dict[str, Any] = {"_ref": _ref, "LEAF": LEAF}
-    exec(f"def save(x, y, out):\n    return [{', '.join(parts)}]\n", ns)  # noqa: S102
-    rule._savers2[needs] = fn = ns["save"]
+    src = f"def save(x, y, out):\n    return [{', '.join(parts)}]\n"
+    name = f"{getattr(rule.op, 'name', '?')}/{''.join('FT'[n] for n in needs)}"
+    fn = _codegen.define("saver2", name, src, ns)["save"]
+    rule._savers2[needs] = fn
     return fn
 
 
@@ -345,8 +338,64 @@ def _make_record(n: int) -> Callable[..., Any]:
     src = _RECORD_SRC.format(n=n, args=", ".join(args), avals="".join(
         f"{a}._meta.aval, " for a in args), body=_indent(TAPE_SRC[n], 8))
     ns: dict[str, Any] = {}
-    exec(compile(src, f"<jflow tape record{n}>", "exec"), globals(), ns)  # noqa: S102
-    return ns[f"record{n}"]
+    plain = _record1_plain if n == 1 else _record2_plain
+    return _codegen.define("tape_record", f"record{n}", src, globals(), ns,
+                           plain={f"record{n}": plain})[f"record{n}"]
+
+
+def _node_head(op: Any, params: dict, dyn: tuple, ins: tuple, oa: Any) -> Node:
+    """The fields of a node made by ``record1`` / ``record2`` (``TAPE_SRC``'s first lines)."""
+    node = _new(Node)
+    node.op = op
+    node.params = params
+    node.dyn = dyn
+    node.needs = needs = tuple([t._requires_grad for t in ins])
+    node.next_edges = tuple([((t.grad_fn, t._output_nr) if t.grad_fn is not None else
+                              (t, LEAF)) if n else None for t, n in zip(ins, needs)])
+    node.in_avals = tuple([t._meta.aval for t in ins])
+    node.out_avals = (oa,)
+    node.hooks = node.retained = None
+    node.seq = next(_SEQ)
+    return node
+
+
+def _attach(node: Node, out: Any) -> Any:
+    out._requires_grad = True
+    out.grad_fn = node
+    out._output_nr = 0
+    return out
+
+
+def _record1_plain(op, params, x, out, dyn=()):  # type: ignore[no-untyped-def]  # noqa: ANN001, ANN202
+    """``record1``'s plain twin (jflow._codegen): ``TAPE_SRC[1]`` as a plain function. In
+    ``record1`` the only input requires grad (``needs`` is ``(True,)``)."""
+    if not _state.enabled:
+        return out
+    oa = out._meta.aval
+    if not (_DIFF.get(oa.dtype) or _differentiable(oa.dtype)):
+        return out
+    node = _node_head(op, params, dyn, (x,), oa)
+    rule = op.grad_rule
+    node.saved = []
+    if rule is not None and rule._flat_save:
+        _save(node, rule, (x,), out)
+    return _attach(node, out)
+
+
+def _record2_plain(op, params, x, y, out, dyn=()):  # type: ignore[no-untyped-def]  # noqa: ANN001, ANN202
+    """``record2``'s plain twin (jflow._codegen): ``TAPE_SRC[2]`` with :func:`_save` in place
+    of the generated ``_saver2``."""
+    if not _state.enabled:
+        return out
+    oa = out._meta.aval
+    if not (_DIFF.get(oa.dtype) or _differentiable(oa.dtype)):
+        return out
+    node = _node_head(op, params, dyn, (x, y), oa)
+    rule = op.grad_rule
+    node.saved = []
+    if rule is not None and rule._flat_save:
+        _save(node, rule, (x, y), out)
+    return _attach(node, out)
 
 
 def _indent(text: str, n: int) -> str:

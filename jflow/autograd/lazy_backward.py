@@ -20,11 +20,14 @@ this thread's pending segment, no ``gradient`` / ``inputs`` / ``create_graph``.
 
 from __future__ import annotations
 
+import functools
+import itertools
 from typing import Any
 
 import jax
 from jax.core import Tracer
 
+from .. import _codegen
 from ..lazy_mode import segment as _lazy
 from ..lazy_mode.segment import LazyRef, _flat_call, _new_lazy
 from .compiled_graph import GraphCache
@@ -68,8 +71,9 @@ class _Template:
         #: ``match(root)``: the nodes (plan order), leaves (slot order) and saved values (the
         #: plan's flat order) of the graph under ``root`` when it is this template's graph,
         #: else None (generated for this template: :func:`_matcher`)
-        self.match = _matcher(self.specs, tuple(len(n.saved or ()) for n in order),
-                              self.n_leaves)
+        n_saved = tuple(len(n.saved or ()) for n in order)
+        self.match = _matcher(self.specs, n_saved, self.n_leaves) if _codegen.enabled() else \
+            functools.partial(_match_plain, self.specs, n_saved, self.n_leaves)
         self.fwd_flops = plan.fwd_flops
         self.root_nr, self.root_aval = root_nr, root_aval
         avals = [v.aval if v.__class__ is LazyRef else jax.typeof(v) for v in saved]
@@ -156,14 +160,72 @@ def _matcher(specs: tuple, n_saved: tuple[int, ...], n_leaves: int) -> Any:
             lines.append(f"    return [{', '.join(f'n{k}' for k in range(len(specs)))}], "
                          f"[{ls}], saved")
     src = "\n".join(lines) + "\n"
-    exec(compile(src, "<jflow lazy backward template>", "exec"), ns)  # noqa: S102
-    fn = ns["match"]
-    fn._source = src
-    return fn
+    root = getattr(specs[0][0], "name", "?") if specs else "?"
+    return _codegen.define("lazy_backward", f"{root}#{next(_MATCHERS)}", src, ns)["match"]
+
+
+_MATCHERS = itertools.count()
+
+
+def _match_plain(specs: tuple, n_saved: tuple[int, ...], n_leaves: int, n0: Any) -> Any:
+    """:func:`_matcher`'s plain twin (jflow._codegen): the same checks in the same order, as a
+    loop over the template's specs."""
+    nodes = {0: n0}  # plan index -> the node an edge reached first
+    leaves: dict[int, Any] = {}  # leaf slot -> the leaf an edge reached first
+    saved: list[Any] = []
+    prev = None
+    for k, (op, params, needs, in_avals, out_avals, edges, n_dyn) in enumerate(specs):
+        n = nodes.get(k)
+        if n is None:  # (never reached by an edge: this template cannot match)
+            return None
+        if n.__class__ is not Node or n.op is not op or n.params is not params or n.hooks \
+                or n.retained or n.needs != needs or n.in_avals != in_avals \
+                or n.out_avals != out_avals or (prev is not None and n.seq >= prev.seq):
+            return None
+        s = n.saved
+        if s is None or len(s) != n_saved[k]:  # (freed: the general path raises)
+            return None
+        for v, r, ver, nr in s:
+            if r is not None:
+                t = r if nr == LEAF else r()
+                if t is not None and t._version != ver:
+                    return None  # (the general path raises the version error)
+            if v.__class__ is not LazyRef and isinstance(v, Tracer):
+                return None
+            saved.append(v)
+        if n_dyn:
+            d = n.dyn
+            if len(d) != n_dyn or any(isinstance(v, Tracer) for v in d):
+                return None
+            saved += d
+        ne = n.next_edges
+        for p, j, nr in edges:
+            e = ne[p]
+            if e[1] != nr:
+                return None
+            if j < 0:
+                if -1 - j in leaves:
+                    if e[0] is not leaves[-1 - j]:
+                        return None
+                else:
+                    leaves[-1 - j] = e[0]
+            elif j in nodes:
+                if e[0] is not nodes[j]:
+                    return None
+            else:
+                nodes[j] = e[0]
+        prev = n
+    if len(leaves) != n_leaves:  # (a leaf slot no edge reaches: cannot match)
+        return None
+    if n_leaves > 1 and len({id(x) for x in leaves.values()}) != n_leaves:
+        return None  # (a leaf reached as two: another graph)
+    return [nodes[k] for k in range(len(specs))], [leaves[i] for i in range(n_leaves)], saved
 
 
 #: (root params id, root input avals) -> templates, most recently used first
 TEMPLATES: dict[Any, list[_Template]] = {}
+# (a switch of jflow._codegen's mode drops the templates: they are rebuilt in the new mode)
+_codegen.on_switch(lambda _flag: TEMPLATES.clear())
 
 
 def _remember(key: Any, tpl: _Template) -> None:

@@ -38,6 +38,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
+from .. import _codegen
 from .. import random as _random
 from ..autograd import is_grad_enabled
 from ..nn.modules.module import structure_version
@@ -109,6 +110,8 @@ class FastPath:
         when a part of it can change unseen (then every call computes its key)."""
         treedef, reach, modules, optimizers, extra, grad_on = slow
         if owner._cache.get(key) is not entry or entry.guards is None:
+            return None
+        if not _codegen.enabled():  # plain mode (jflow._codegen): every call computes its key
             return None
         n = state.n_args
         if len(leaves) != n or any(type(x) is not Tensor for x in leaves) \
@@ -379,12 +382,21 @@ def _compile(f: FastPath, owner: Any) -> tuple[str, Callable[..., Any], Callable
     source += ("def write_back(F, out, new_values, new_grads, opt_out, counter):\n"
                + "\n".join("    " + line for line in w) + "\n")
     code = _CODE.get(source)  # (the same structure: the same text over other objects)
+    fn_name = getattr(getattr(owner, "fn", None), "__name__", None) or type(owner).__name__
+    name = f"{fn_name}#{hash(source) & 0xFFFFFFFF:08x}"
     if code is None:
         if len(_CODE) >= 64:
             del _CODE[next(iter(_CODE))]
-        code = _CODE[source] = compile(source, "<jflow fast path>", "exec")
-    exec(code, env)
-    return source, env["inputs"], env["write_back"]
+        code = _CODE[source] = _codegen.compile_source("fast_path", name, source)
+    fns = _codegen.define("fast_path", name, source, env, code=code,
+                          plain={"inputs": _inputs_plain})
+    return source, fns["inputs"], fns["write_back"]
+
+
+def _inputs_plain(F, owner, args):  # type: ignore[no-untyped-def]  # noqa: ANN001, ANN202, N803
+    """The plain twin of a generated ``inputs`` (jflow._codegen): no proof, so the call
+    computes its key (the key path); an armed fast path answers this after a switch."""
+    return None
 
 
 #: generated fast-path source -> its code object (compiling costs ~0.5 ms; a step that

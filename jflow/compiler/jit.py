@@ -227,13 +227,16 @@ class CompiledFunction(Opaque):
                  optimizers: list[Optimizer] | None = None, scan_closure: bool = True,
                  reach: tuple[Callable[..., Any], ...] | None = None,
                  after: Callable[[], None] | None = None, name: str | None = None,
-                 graph_breaks: bool = False) -> None:
+                 graph_breaks: bool = False,
+                 compiler_options: dict[str, Any] | None = None) -> None:
         if not callable(fn):
             raise TypeError(f"flow.jit: expected a function, got {type(fn).__name__}")
         if max_cache_size < 1:
             raise ValueError(f"flow.jit: max_cache_size must be >= 1, got {max_cache_size}")
         self.fn = fn
         self.donate = donate
+        #: XLA options of every executable (``_jax_setup.EAGER_ROUNDING``: nn.Graph with AMP)
+        self.compiler_options = compiler_options
         self.graph_breaks = graph_breaks
         #: graph breaks so far; at :data:`GRAPH_BREAK_LIMIT` every later call runs eagerly
         self.graph_break_count = 0
@@ -472,7 +475,8 @@ class CompiledFunction(Opaque):
             return
         entry.sbp[0] = step_plan.StepPlan([op[0] for op in rec.ops], res[0])
         pure = self._make_pure(entry.layout, entry.sbp)  # a new function: jax's trace
-        entry.jitted = jax.jit(pure, donate_argnums=(1, 3) if self.donate else ())  # cache
+        entry.jitted = jax.jit(pure, donate_argnums=(1, 3) if self.donate else (),  # cache
+                               compiler_options=self.compiler_options)
         self.sbp_plans.append((rec, res))
 
     # -- tensors the traced code read without them being inputs (captured constants) ---------
@@ -590,7 +594,8 @@ class CompiledFunction(Opaque):
         layout = Layout()
         donate = (1, 3) if self.donate else ()
         entry = _Entry(None)
-        entry.jitted = jax.jit(self._make_pure(layout, entry.sbp), donate_argnums=donate)
+        entry.jitted = jax.jit(self._make_pure(layout, entry.sbp), donate_argnums=donate,
+                               compiler_options=self.compiler_options)
         entry.layout = layout
         self._cache[key] = entry
         if len(self._cache) > self.max_cache_size:
@@ -609,7 +614,8 @@ class CompiledFunction(Opaque):
         pos = [k for k, (x, d) in enumerate(zip(leaves, entry.layout.out_diff))
                if d and isinstance(x, Tensor)]
         if entry.bwd is None:
-            entry.bwd = jax.jit(self._make_vjp(entry), static_argnums=(2,))
+            entry.bwd = jax.jit(self._make_vjp(entry), static_argnums=(2,),
+                                compiler_options=self.compiler_options)
         call = _CompiledCall(self, entry, inputs, current, diff, [leaves[k] for k in pos])
         res = _CompiledVJP.apply(call, *[t for _, _, t in diff])
         res = (res,) if isinstance(res, Tensor) else res

@@ -188,15 +188,7 @@ def is_initialized() -> bool:
     return GroupMember.WORLD is not None
 
 
-def _env_int(name: str) -> int | None:
-    v = os.environ.get(name)
-    if v in (None, ""):
-        return None
-    try:
-        return int(v)
-    except ValueError:
-        raise ValueError(f"flow.distributed.init_process_group: environment variable {name} "
-                         f"must be an integer, got {v!r}") from None
+_INIT = "flow.distributed.init_process_group"
 
 
 def _cpu_collectives(backend: str) -> str:
@@ -269,8 +261,8 @@ def init_process_group(backend: str | None = None, init_method: str | None = Non
     for arg, v in (("world_size", world_size), ("rank", rank)):
         if not isinstance(v, int) or isinstance(v, bool):
             raise TypeError(f"{fname}: {arg} must be an int, got {type(v).__name__}")
-    ws = world_size if world_size != -1 else _env_int("WORLD_SIZE")
-    rk = rank if rank != -1 else _env_int("RANK")
+    ws = world_size if world_size != -1 else _env.env_int("WORLD_SIZE", _INIT)
+    rk = rank if rank != -1 else _env.env_int("RANK", _INIT)
     if _env.is_distributed():  # flow.env.init_distributed ran: adopt its processes
         n, me = jax.process_count(), jax.process_index()
         if (ws is not None and ws != n) or (rk is not None and rk != me):

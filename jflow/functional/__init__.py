@@ -20,6 +20,7 @@ from .functors import (  # noqa: F401
     factory,
     fft,
     fused,
+    histogram,
     index,
     join,
     linalg,
@@ -31,8 +32,10 @@ from .functors import (  # noqa: F401
     pool,
     rearrange,
     reduce,
+    search,
     slicing,
     special,
+    unique,
     upsample,
     view,
 )

@@ -17,9 +17,11 @@ from collections import namedtuple
 from collections.abc import Callable, Sequence
 from typing import Any
 
+from .. import _codegen
 from .. import dtypes as _dt
+from ..ops.registry import get as get_op
 from ..tensor import Tensor
-from .opbind import op_apply, op_call_source
+from .opbind import op_apply, op_args, op_call_source
 from .signature import Entry, LazySignature, Signature, overload_policy, python_signature
 from .types import CONVERTERS, EXACT, FAST, NO_MATCH, type_name
 
@@ -186,13 +188,138 @@ def generate(entry: Entry, functors: dict[str, Callable[..., Any]], where: str) 
             lines.append("        return r")
         lines.append(f"    raise _bad_call({name!r}, _sigs, args, kwargs)")
     src = "\n".join(lines) + "\n"
-    exec(compile(src, f"<jflow functional {name}>", "exec"), ns)
-    fn = ns[name]
+    # the plain twin (jflow._codegen, plain mode): the same parse as a loop over the params
+    ks = range(len(entry.signatures))
+    ns["_PLAIN"] = _plain_parser(name, entry.signatures, [ns[f"_F{k}"] for k in ks],
+                                 [ns.get(f"_R{k}") for k in ks])
+    fn = _codegen.define("parser", name, src, ns, plain={name: _parser_plain})[name]
     fn.__doc__ = _docstring(entry, [ns[f"_F{k}"] for k in range(len(entry.signatures))])
     fn.__signature__ = LazySignature(lambda: python_signature(entry.signatures))
-    fn._source = src
     fn._entry = entry
     return fn
+
+
+def _parser_plain(*args, **kwargs):  # type: ignore[no-untyped-def]  # noqa: ANN002, ANN003, ANN202
+    """The code a generated parser runs in plain mode (jflow._codegen): its namespace's
+    ``_PLAIN``, the :func:`_plain_parser` closure of its entry."""
+    return _PLAIN(args, kwargs)  # type: ignore[name-defined]  # noqa: F821
+
+
+def _plural(n: int, word: str) -> str:
+    return f"{n} {word}{'' if n == 1 else 's'}"
+
+
+def _names(names: list[str]) -> str:
+    q = [f"'{n}'" for n in names]
+    if len(q) <= 2:
+        return " and ".join(q)
+    return f"{', '.join(q[:-1])}, and {q[-1]}"
+
+
+def _bind(fname: str, sig: Signature, args: tuple, kwargs: dict, strict: bool) -> Any:
+    """The parameters' values of a call, as CPython binds the generated parser's parameter
+    list (its error wording); ``strict=False`` (an overload's matcher) answers NO_MATCH where
+    the matcher's ``*_xa`` / ``**_xk`` / ``_MISSING`` would refuse."""
+    params = sig.params
+    pos = [p for p in params if not p.kwonly]
+    # (CPython's order: keywords first — unknown, given twice —, then too many positional,
+    # then missing ones)
+    names = {p.name for p in params}
+    extra = [k for k in kwargs if k not in names]
+    if extra:
+        if not strict:
+            return NO_MATCH
+        raise TypeError(f"{fname}() got an unexpected keyword argument '{extra[0]}'")
+    for p in pos[:len(args)]:
+        if p.name in kwargs:  # (CPython raises this even for a matcher)
+            raise TypeError(f"{fname}() got multiple values for argument '{p.name}'")
+    if len(args) > len(pos):
+        if not strict:
+            return NO_MATCH
+        req = sum(1 for p in pos if not p.has_default)
+        takes = str(len(pos)) if req == len(pos) else f"from {req} to {len(pos)}"
+        raise TypeError(f"{fname}() takes {takes} positional argument"
+                        f"{'' if takes == '1' else 's'} but {len(args)} "
+                        f"{'was' if len(args) == 1 else 'were'} given")
+    kw = kwargs
+    values, missing, missing_kw = [], [], []
+    for i, p in enumerate(params):
+        if i < len(args) and not p.kwonly:
+            values.append(args[i])
+        elif p.name in kw:
+            values.append(kw[p.name])
+        elif p.has_default:
+            values.append(p.default)
+        else:
+            (missing_kw if p.kwonly else missing).append(p.name)
+            values.append(None)
+    if missing or missing_kw:
+        if not strict:
+            return NO_MATCH
+        which = missing or missing_kw
+        kind = "positional" if missing else "keyword-only"
+        raise TypeError(f"{fname}() missing {_plural(len(which), f'required {kind} argument')}"
+                        f": {_names(which)}")
+    return values
+
+
+def _plain_parser(name: str, sigs: tuple[Signature, ...], targets: list[Any],
+                  rets: list[Any]) -> Callable[[tuple, dict], Any]:
+    """A generated parser's plain twin: bind, check and convert each parameter, call the
+    target (the first overload that matches) — the steps of :func:`generate`'s text as loops.
+    ``targets`` / ``rets``: each overload's functor or ``op.apply`` and its named-tuple
+    class or None (the generated parser's own objects)."""
+    plans = []
+    for sig, target, ret in zip(sigs, targets, rets):
+        convs = [CONVERTERS[p.type] for p in sig.params]
+        if sig.op is not None:
+            op = get_op(sig.op)
+            where = {a: j for j, a in enumerate(op_args(sig))}
+            ins = [where.get(i.name) for i in op.inputs]
+            kws = [(a.name, where[a.name]) for a in op.attrs if a.name in where]
+            call = (ins, kws)
+        else:
+            call = None
+        plans.append((sig, target, convs, ret, call))
+
+    def check(sig: Signature, convs: list, values: list, strict: bool) -> Any:
+        for i, (p, conv) in enumerate(zip(sig.params, convs)):
+            v = values[i]
+            if p.has_default and (v is None if p.default is None else v is p.default):
+                continue  # (the default object itself: converted at load time)
+            c = conv(v, p.size)
+            if c is NO_MATCH:
+                if strict:
+                    raise _bad_arg(name, sig, p.name, v)
+                return NO_MATCH
+            values[i] = c
+        return values
+
+    def invoke(plan: tuple, values: list) -> Any:
+        _, target, _, ret, call = plan
+        if call is None:
+            out = target(*values)
+        else:
+            ins, kws = call
+            out = target(*[None if j is None else values[j] for j in ins],
+                         **{a: values[j] for a, j in kws})
+        return ret(*out) if ret is not None else out
+
+    def parse(args: tuple, kwargs: dict) -> Any:
+        if len(plans) == 1:
+            sig, _, convs, _, _ = plans[0]
+            values = check(sig, convs, _bind(name, sig, args, kwargs, True), True)
+            return invoke(plans[0], values)
+        for plan in plans:
+            sig, _, convs, _, _ = plan
+            values = _bind(name, sig, args, kwargs, False)
+            if values is not NO_MATCH:
+                values = check(sig, convs, values, False)
+                if values is not NO_MATCH:
+                    return invoke(plan, values)
+        raise _bad_call(name, sigs, args, kwargs)
+
+    return parse
 
 
 def _first_paragraph(doc: str | None) -> str:

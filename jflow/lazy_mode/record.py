@@ -23,6 +23,7 @@ from typing import Any
 
 from jax.core import Tracer
 
+from .. import _codegen
 from ..autograd import graph as _graph
 from ..autograd.grad_mode import _state
 from . import segment as _segment
@@ -120,13 +121,23 @@ def _make(n: int) -> Any:
           "CALL_SITES": _segment.CALL_SITES, "_call_site": _segment._call_site,
           "_state": _state, "_DIFF": _graph._DIFF, "_differentiable": _graph._differentiable}
     ns.update({k: getattr(_graph, k) for k in _graph.TAPE_NAMES})  # (graph.TAPE_SRC's)
-    exec(compile(src, f"<jflow lazy record{n}>", "exec"), ns)  # noqa: S102
-    fn = ns[f"record_lazy{n}"]
+    plain = _record_lazy1_plain if n == 1 else _record_lazy2_plain
+    fn = _codegen.define("lazy_record", f"record_lazy{n}", src, ns,
+                         plain={f"record_lazy{n}": plain})[f"record_lazy{n}"]
     fn.__doc__ = (f"Record a one-output call of executable ``f`` on {n} tensor(s) into "
                   f"segment ``seg`` and, when ``op`` is not None and an input requires grad, "
                   f"its tape node; the output, or NotImplemented (see the module docstring).")
-    fn._source = src
     return fn
+
+
+# The plain twins (jflow._codegen): the general path itself. (Run with the generated
+# function's globals, which hold ``_general``.)
+def _record_lazy1_plain(seg, f, x, dv, op, params):  # type: ignore[no-untyped-def]  # noqa: ANN001, ANN202
+    return _general(seg, f, (x,), dv, op, params)
+
+
+def _record_lazy2_plain(seg, f, x, y, dv, op, params):  # type: ignore[no-untyped-def]  # noqa: ANN001, ANN202
+    return _general(seg, f, (x, y), dv, op, params)
 
 
 record_lazy1 = _make(1)

@@ -38,7 +38,7 @@ __all__ = ["relu", "relu6", "leaky_relu", "elu", "gelu", "silu", "sigmoid", "tan
            "hardtanh", "softmax", "log_softmax", "softmin", "linear", "normalize", "mish",
            "logsigmoid", "one_hot", "pad"]
 __all__ += ["binary_cross_entropy", "gumbel_softmax"]
-__all__ += ["selu", "celu", "hardswish", "hardsigmoid", "threshold"]  # inplace (issue 14)
+__all__ += ["selu", "celu", "hardswish", "hardsigmoid", "threshold"]  # inplace
 __all__ += ["pixel_shuffle", "pixel_unshuffle", "channel_shuffle", "upsample",
             "upsample_nearest", "upsample_bilinear"]  # _functional_layout.py
 
@@ -378,7 +378,7 @@ one_hot = _C.one_hot
 pad = _C.pad
 
 
-# issue 14, breadth round 2: PyTorch's in-place activation functions (``f_(x)`` is
+# PyTorch's in-place activation functions (``f_(x)`` is
 # ``f(x, inplace=True)``: writes into ``x`` and returns it)
 def relu_(input: Tensor) -> Tensor:
     """``relu(input, inplace=True)``."""

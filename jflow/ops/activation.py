@@ -67,7 +67,7 @@ _act("hardtanh", lambda x, min_val, max_val: lax.clamp(scalar_as(min_val, x.dtyp
      check=_hardtanh_check, allowed=NUMBER)
 
 
-# -- issue 14: PyTorch's remaining pointwise activations, one table ------------------------------
+# -- PyTorch's remaining pointwise activations, one table ----------------------------------------
 # Each is an elementwise float op with same-shape output; float attrs are dynamic (arithmetic
 # and jnp.where only). NaN propagates as in PyTorch's CPU kernels: the comparisons are written
 # the way ATen writes them (``x <= threshold ? value : x`` keeps a NaN input).

@@ -39,7 +39,7 @@ BOOL = frozenset({"bool"})
 INTEGRAL = frozenset({"int", "bool"})
 NUMBER = frozenset({"float", "int"})
 ANY = frozenset({"float", "int", "bool"})
-# the sets of ops that also take complex values (issue 14: complex64 / complex128); every other
+# the sets of ops that also take complex values (complex64 / complex128); every other
 # op refuses complex inputs with a clear error
 COMPLEX = frozenset({"complex"})
 FLOAT_C = FLOAT | COMPLEX

@@ -55,17 +55,23 @@ def _check_float(fname: str, arg: str, x: Any) -> None:
                         f"{np.dtype(x.dtype).name}")
 
 
+def check_matrix_shape(fname: str, arg: str, s: tuple[int, ...], square: bool) -> None:
+    """PyTorch's check of a linalg operand's shape, and its wording: at least 2-D, and square
+    matrices when ``square``. The one copy: the functors that call these ops use it too."""
+    if len(s) < 2:
+        raise ValueError(f"{fname}: argument '{arg}' must have at least 2 dimensions, got "
+                         f"shape {s}")
+    if square and s[-1] != s[-2]:
+        raise ValueError(f"{fname}: argument '{arg}' must be batches of square matrices, but "
+                         f"they are {s[-2]} by {s[-1]} matrices")
+
+
 def _check_matrix(fname: str, arg: str, x: Any, square: bool,
                   complex_ok: bool = False) -> tuple[int, ...]:
     if not (complex_ok and np.dtype(x.dtype) in (np.complex64, np.complex128)):
         _check_float(fname, arg, x)
     s = _shape(x)
-    if len(s) < 2:
-        raise ValueError(f"{fname}: argument '{arg}' must have at least 2 dimensions, got "
-                         f"shape {s}")
-    if square and s[-1] != s[-2]:
-        raise ValueError(f"{fname}: argument '{arg}' must be a batch of square matrices, got "
-                         f"shape {s}")
+    check_matrix_shape(fname, arg, s, square)
     return s
 
 

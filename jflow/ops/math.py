@@ -210,7 +210,7 @@ define_op("clone", inputs=["x"], outputs=["y"], infer=lambda x: desc(x.shape, x.
 register_kernel("clone", jnp.copy, name="clone_xla")
 
 
-# -- issue 14 (PyTorch parity part 2): more elementwise math ----------------------------------
+# -- more elementwise math --------------------------------------------------------------------
 # Float-only unary functions, PyTorch's binary float functions and the float predicates. The
 # functors (``functional/functors/math.py``) promote integer inputs as PyTorch does.
 

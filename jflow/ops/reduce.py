@@ -33,7 +33,6 @@ from .infer import (
     ANY,
     FLOAT,
     FLOAT_C,
-    INT,
     NUMBER,
     NUMBER_C,
     check_dtype,
@@ -43,7 +42,7 @@ from .infer import (
     reduce_shape,
 )
 from .primitive import define_op
-from .registry import Attr, Input
+from .registry import Attr
 
 _INT64 = np.dtype(np.int64)
 _BOOL = np.dtype(np.bool_)
@@ -544,163 +543,5 @@ for _name, _pos, _extra, _doc in [
               attrs=[Attr("axis", "int32"), Attr("keepdim", "bool", False), *_extra],
               infer=_order_infer(_name.removesuffix("_dim")), sbp=_one_axis_sbp, doc=_doc)
     register_kernel(_name, _order_kernel(_pos), name=f"{_name}_xla")
-
-# -- searchsorted: binary search of values in a sorted sequence ----------------------------------
-
-def _search_infer(seq: Any, values: Any, *, right: bool, out_int32: bool) -> Any:
-    check_dtype(seq, NUMBER, "sorted_sequence")
-    check_dtype(values, NUMBER, "values")
-    if seq.dtype != values.dtype:
-        raise TypeError(f"searchsorted: sorted_sequence ({seq.dtype}) and values "
-                        f"({values.dtype}) must have one dtype (promote first)")
-    if len(seq.shape) == 0:
-        raise ValueError("searchsorted: sorted_sequence must have at least one dimension")
-    if len(seq.shape) > 1 and tuple(seq.shape[:-1]) != tuple(values.shape[:-1]):
-        raise ValueError(f"searchsorted: the leading dimensions of sorted_sequence "
-                         f"{tuple(seq.shape)} and values {tuple(values.shape)} must match")
-    return desc(values.shape, np.dtype(np.int32) if out_int32 else _INT64)
-
-
-def _searchsorted(seq: Any, values: Any, right: bool, out_int32: bool) -> Any:
-    """PyTorch's binary search step for step: left moves past seq[mid] when
-    ``!(seq[mid] >= v)``, right when ``!(seq[mid] > v)``. The negated comparisons are its
-    nan behaviour (a nan value lands at the end; nan in the sequence acts as it does there)."""
-    n = seq.shape[-1]
-    lo = jnp.zeros(values.shape, jnp.int32)
-    hi = jnp.full(values.shape, n, jnp.int32)
-    for _ in range(max(n, 1).bit_length()):  # ceil(log2(n + 1)) halvings
-        mid = (lo + hi) // 2
-        m = jnp.minimum(mid, n - 1) if n else mid
-        if seq.ndim == 1:
-            at = jnp.take(seq, m) if n else jnp.zeros(values.shape, seq.dtype)
-        else:
-            at = jnp.take_along_axis(seq, m, axis=-1)
-        go = ~(at > values) if right else ~(at >= values)
-        active = lo < hi
-        lo = jnp.where(active & go, mid + 1, lo)
-        hi = jnp.where(active & ~go, mid, hi)
-    return lo.astype(jnp.int32 if out_int32 else jnp.int64)
-
-
-define_op("searchsorted", inputs=["sorted_sequence", "values"], outputs=["out"],
-          attrs=[Attr("right", "bool", False), Attr("out_int32", "bool", False)],
-          infer=_search_infer, traits=("NoSideEffect", "NoGrad"),
-          doc="insertion indices of values into sorted_sequence (its last axis; leading axes "
-              "batch), torch.searchsorted's search including its nan behaviour")
-register_kernel("searchsorted", _searchsorted, name="searchsorted_xla")
-
-# -- histc / bincount: counts into bins ------------------------------------------------------------
-
-def _histc_infer(x: Any, *, bins: int, min: float, max: float) -> Any:  # noqa: A002
-    check_dtype(x, FLOAT, "input")
-    return desc((bins,), x.dtype)
-
-
-def _histc_check(bins: int, min: float, max: float) -> None:  # noqa: A002
-    if bins <= 0:
-        raise ValueError(f"histc: bins must be > 0, got {bins}")
-    if min > max:
-        raise ValueError(f"histc: max must be larger than min, got min={min}, max={max}")
-
-
-def _torch_linspace(lo: Any, hi: Any, steps: int) -> Any:
-    """torch.linspace's formula (from both ends, meeting in the middle), so the bin edges, and
-    with them which bin a value on an edge falls in, are PyTorch's to the last bit."""
-    i = jnp.arange(steps, dtype=lo.dtype)
-    step = (hi - lo) / (steps - 1)
-    half = steps // 2
-    return jnp.where(i < half, lo + step * i, hi - step * (steps - 1 - i))
-
-
-def _histc(x: Any, bins: int, min: float, max: float) -> Any:  # noqa: A002
-    """PyTorch's histc: [min, max] (the data's range when equal, widened by 1 each way when
-    that is a point) cut into ``bins`` equal bins; a value on an inner edge counts in the
-    upper bin, ``max`` in the last; values outside and nan are not counted."""
-    xf = x.reshape(-1)
-    lo, hi = jnp.asarray(min, x.dtype), jnp.asarray(max, x.dtype)
-    if xf.size:
-        auto = lo == hi
-        lo = jnp.where(auto, jnp.min(xf), lo)
-        hi = jnp.where(auto, jnp.max(xf), hi)
-    point = lo == hi
-    lo, hi = jnp.where(point, lo - 1, lo), jnp.where(point, hi + 1, hi)
-    edges = _torch_linspace(lo, hi, bins + 1)
-    pos = jnp.searchsorted(edges, xf, side="right") - 1
-    pos = jnp.where(xf == hi, bins - 1, pos)
-    keep = (xf >= lo) & (xf <= hi)
-    return jnp.zeros((bins,), x.dtype).at[jnp.clip(pos, 0, bins - 1)].add(keep.astype(x.dtype))
-
-
-define_op("histc", inputs=["x"], outputs=["hist"],
-          # the range is static: it is read for the bin edges before any data is, and a
-          # histogram's range seldom changes between calls
-          attrs=[Attr("bins", "int64", 100), Attr("min", "double", 0.0, static=True),
-                 Attr("max", "double", 0.0, static=True)],
-          check=_histc_check, infer=_histc_infer, traits=("NoSideEffect", "NoGrad"),
-          doc="histogram of x (flattened) in bins equal bins over [min, max] (the data's range "
-              "when min == max), as torch.histc")
-register_kernel("histc", _histc, name="histc_xla")
-
-
-def _bincount_infer(x: Any, weights: Any, *, length: int) -> Any:
-    check_dtype(x, INT, "input")
-    if len(x.shape) != 1:
-        raise ValueError(f"bincount: input must be 1-d, got shape {tuple(x.shape)}")
-    if weights is None:
-        return desc((length,), _INT64)
-    check_dtype(weights, NUMBER, "weights")
-    if tuple(weights.shape) != tuple(x.shape):
-        raise ValueError(f"bincount: weights must be 1-d of the input's length "
-                         f"{x.shape[0]}, got shape {tuple(weights.shape)}")
-    return desc((length,), weights.dtype)
-
-
-def _bincount(x: Any, weights: Any, length: int) -> Any:
-    """Counts (or summed weights) of each value in [0, length); the length is an attr, fixed
-    by the caller from the data (jflow's bincount functor: eager only)."""
-    w = jnp.ones(x.shape, jnp.int64) if weights is None else weights
-    return jnp.zeros((length,), w.dtype).at[x].add(w, mode="drop")
-
-
-define_op("bincount", inputs=["x", Input("weights", optional=True)], outputs=["counts"],
-          attrs=[Attr("length", "int64")], infer=_bincount_infer,
-          traits=("NoSideEffect", "NoGrad"),
-          doc="number of occurrences (or the summed weights) of each value 0..length-1 of a "
-              "1-d non-negative integer input; values >= length are dropped")
-register_kernel("bincount", _bincount, name="bincount_xla")
-
-# -- unique / unique_consecutive ---------------------------------------------------------------
-
-def _unique_infer(x: Any, *, size: int, consecutive: bool) -> Any:
-    check_dtype(x, ANY, "input")
-    return desc((size,), x.dtype), desc(x.shape, _INT64), desc((size,), _INT64)
-
-
-def _unique(x: Any, size: int, consecutive: bool) -> tuple[Any, Any, Any]:
-    """The distinct values of the flattened x (sorted; or each run of equal neighbours when
-    ``consecutive``), the index of each element's value and the counts. ``size`` is the
-    number of distinct values, fixed by the caller from the data. nan equals nothing (as
-    PyTorch): each nan is a value of its own."""
-    xf = x.reshape(-1)
-    if consecutive:
-        order, srt = jnp.arange(xf.size), xf
-    else:
-        order = jnp.argsort(xf, stable=True)
-        srt = xf[order]
-    new = jnp.concatenate([jnp.ones((min(xf.size, 1),), bool), srt[1:] != srt[:-1]])
-    group = jnp.cumsum(new) - 1  # the value's slot of each sorted element
-    values = jnp.zeros((size,), x.dtype).at[group].set(srt, mode="drop")
-    counts = jnp.zeros((size,), jnp.int64).at[group].add(1, mode="drop")
-    inverse = jnp.zeros((xf.size,), jnp.int64).at[order].set(group.astype(jnp.int64))
-    return values, inverse.reshape(x.shape), counts
-
-
-define_op("unique", inputs=["x"], outputs=["values", "inverse", "counts"],
-          attrs=[Attr("size", "int64"), Attr("consecutive", "bool", False)],
-          infer=_unique_infer, traits=("NoSideEffect", "NoGrad"),
-          doc="distinct values of x (flattened; sorted, or runs when consecutive), the inverse "
-              "indices and counts; size = the number of distinct values (a data-dependent size "
-              "the caller supplies)")
-register_kernel("unique", _unique, name="unique_xla")
 
 __all__ = ["reduce_sbp"]

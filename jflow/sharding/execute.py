@@ -45,7 +45,7 @@ __all__ = ["global_apply", "NdSignature", "choose_signature", "SbpInferenceError
 _CACHE: dict[Any, Any] = {}
 _CACHE_SIZE = 512
 
-#: ``[hook]``: with several processes, ``jflow.distributed.consistency`` puts a callable here
+#: ``[hook]``: with several processes, ``jflow.sharding.consistency`` puts a callable here
 #: that ``global_apply`` calls as ``hook(op, params, placement, in_nds, ins, cache_key)`` before
 #: each global op, to check that all processes run the same op (None: nothing is called)
 CONSISTENCY_HOOK: list[Any] = [None]
@@ -319,7 +319,7 @@ def global_apply(op: Any, params: dict[str, Any], ins: list[Tensor], single: boo
         hash(key)
     except TypeError:
         key = None
-    if CONSISTENCY_HOOK[0] is not None:  # multi-process check (jflow.distributed.consistency)
+    if CONSISTENCY_HOOK[0] is not None:  # multi-process check (jflow.sharding.consistency)
         CONSISTENCY_HOOK[0](op, params, plc, in_nds, ins, key)
     args = (op, params, plc, in_nds, ins, len(dyn))
     plan = _cached_plan(key, *args)

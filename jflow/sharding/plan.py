@@ -12,22 +12,29 @@ so the step is traced twice:
    conversion (``box_value``: ``to_global``, ``numpy()``), and which values escape the step
    (outputs, new state, gradients: their SBP is *pinned* to the greedy one, so the state's
    layout, hence the next call's key, does not change);
-2. :func:`solve` picks one signature per call minimising the boxing bytes of the whole step
-   (``boxing.cost``, the model ``explain`` reports) plus a small compute term (bytes of the
-   local outputs: among equally cheap plans, prefer the one that does not replicate work).
-   First the calls whose choice can be minimised out exactly go (a dynamic program on the
-   chain-like parts: a call with one edge in and one out, a leaf, a source; OneFlow's
-   auto-parallel eliminates the same shapes), then what is left is an integer program: one
-   binary per (call, signature) and, per edge, a transport block between the producer's
-   output SBP and the consumer's input SBP whose marginals are the two calls' choices (a
-   tight linearisation of the pairwise cost: on a transformer step its LP relaxation was
-   already integral). It is built with NumPy and SciPy's ``milp`` (HiGHS; SciPy is a
-   dependency of JAX) solves it; ``LAST_SOLVE`` has HiGHS's lower bound next to the plan;
-3. when the plan moves less than the greedy choice, the step is traced again with the plan
+2. :func:`solve` picks one signature per call minimising the modelled time of the whole
+   step on one device: its boxing bytes (``boxing.cost``, the model ``explain`` reports) over
+   the interconnect (:data:`LINK_BANDWIDTH`) plus its per-device compute — each call's FLOPs
+   on its local shards (the op's ``flops=`` estimate, :mod:`jflow.ops.cost`) at
+   :data:`FLOP_RATE`, or for an op declaring none, the bytes of its local outputs at
+   :data:`MEMORY_BANDWIDTH` (whichever is longer: a roofline). Splitting a call's inputs
+   shrinks its work; broadcasting them runs the whole of it on every device. The
+   program's objective is that time times ``LINK_BANDWIDTH`` (bytes the link moves in it),
+   so its numbers stay in the range of the bytes. First the calls whose choice can be
+   minimised out exactly go (a dynamic program on the chain-like parts: a call with one edge
+   in and one out, a leaf, a source; OneFlow's auto-parallel eliminates the same shapes),
+   then what is left is an integer program: one binary per (call, signature) and, per edge, a
+   transport block between the producer's output SBP and the consumer's input SBP whose
+   marginals are the two calls' choices (a tight linearisation of the pairwise cost: on a
+   transformer step its LP relaxation was already integral). It is built with NumPy and
+   SciPy's ``milp`` (HiGHS; SciPy is a dependency of JAX) solves it; ``LAST_SOLVE`` has
+   HiGHS's lower bound next to the plan;
+3. when the plan costs less than the greedy choice, the step is traced again with the plan
    *forced*: call ``k`` uses signature ``plan[k]``. Any signature is correct for any input
-   layout (boxing converts), so the plan only changes traffic, never results.
+   layout (boxing converts), so the plan only changes traffic and which device does which
+   part of the work, never results.
 
-Only the traffic the cost model sees is optimised; XLA may still fuse or reorder collectives.
+Only what the cost model sees is optimised; XLA may still fuse or reorder collectives.
 """
 
 from __future__ import annotations
@@ -42,17 +49,38 @@ from typing import Any
 
 import numpy as np
 
+from ..ops import registry as _ops
 from .boxing import cost
 from .boxing_plan import steps_from
 from .sbp import _Broadcast, _PartialSum, _Split
 
-__all__ = ["StepRecorder", "StepPlan", "recording", "forcing", "following", "active", "solve"]
+__all__ = ["StepRecorder", "StepPlan", "recording", "forcing", "following", "active", "solve",
+           "step_terms", "total_cost", "layout_summary", "FLOP_RATE", "LINK_BANDWIDTH",
+           "MEMORY_BANDWIDTH"]
 
 #: ``[None | StepRecorder | StepPlan]``: what global ops report to while a step is traced
 _ACTIVE: list[Any] = [None]
 
-#: weight of the compute term (bytes of local outputs) against boxing bytes
-_COMPUTE_WEIGHT = 1e-3
+# The device the planner weighs compute against communication for: an A100-class GPU
+# training in float32 over NVLink -- the hardware a tensor-parallel step is written for, not
+# this CPU (whose "devices" share one memory and one core pool: a plan tuned to it would
+# never split anything). One device's step time is modelled as
+#     boxing bytes / LINK_BANDWIDTH + sum over calls of max(2 * local multiply-adds /
+#     FLOP_RATE, local output bytes / MEMORY_BANDWIDTH)
+# (no overlap of the two, no per-collective latency). Their ratio is what matters: about 65
+# FLOPs per byte sent here; bfloat16 tensor cores would make compute ~16x cheaper and favour
+# gathering more. Change them (module attributes, read at each solve) to plan for other
+# hardware.
+#: float32 FLOP/s of one device (A100: 19.5 TFLOP/s without TF32, PyTorch's default for
+#: float32 matmuls); a multiply-add is two FLOPs
+FLOP_RATE = 19.5e12
+#: bytes/s one device sends to the others (A100 NVLink 3: 12 links x 25 GB/s per direction).
+#: Boxing bytes are per-device wire bytes of ring collectives, the unit ``boxing.cost`` and
+#: the compiled HLO's collectives are measured in
+LINK_BANDWIDTH = 300e9
+#: bytes/s of one device's memory (A100 40 GB HBM2): what an op that declares no ``flops=``
+#: (elementwise, reductions, indexing: memory-bound) costs per byte of its local outputs
+MEMORY_BANDWIDTH = 1.555e12
 #: the largest program solved (variables); bigger steps keep the greedy choice
 _MAX_VARIABLES = 500_000
 _TIME_LIMIT_S = 60.0
@@ -71,11 +99,13 @@ def active() -> Any:
 class StepRecorder:
     """What one greedy trace of a step did with global tensors (see the module docstring).
 
-    ``ops[k]`` = ``(op name, candidates, inputs, chosen, hierarchy, out_nbytes)`` where each
-    input is ``(source, nbytes)`` and a source is ``("call", k, j)`` (output ``j`` of call
+    ``ops[k]`` = ``(op name, candidates, inputs, chosen, hierarchy, outputs, flops)`` where
+    each input is ``(source, size)`` and a source is ``("call", k, j)`` (output ``j`` of call
     ``k``) or ``("fixed", nd, f)`` (the ``f``-th distinct value the step did not compute:
-    calls reading the same one share its conversions, as a forced trace does), and sizes
-    are ``(bytes, logical shape)``. ``boxes`` = ``(source, dst nd, size, hierarchy)``."""
+    calls reading the same one share its conversions, as a forced trace does), outputs are
+    sizes, a size is ``(bytes, logical shape or None)``, and ``flops`` the op's estimate of
+    its multiply-adds (``OpDef.flops``) or None. ``boxes`` = ``(source, dst nd, size,
+    hierarchy)``."""
 
     def __init__(self) -> None:
         self.ops: list[tuple] = []
@@ -98,11 +128,18 @@ class StepRecorder:
     def op(self, name: str, candidates: Sequence[Any], in_values: Sequence[Any],
            in_nds: Sequence[tuple], in_sizes: Sequence[tuple[float, tuple]], chosen: Any,
            out_values: Sequence[Any], out_nbytes: Sequence[float],
-           hierarchy: Sequence[int]) -> None:
+           hierarchy: Sequence[int], flops: Callable[..., int] | None = None) -> None:
+        """One global op call. ``flops``: its multiply-adds from (input, output) avals;
+        None takes the registered op's ``flops=`` (if ``name`` is one)."""
         k = len(self.ops)
         ins = [(self._source(v, nd), b) for v, nd, b in zip(in_values, in_nds, in_sizes)]
-        self.ops.append((name, list(candidates), ins, chosen, tuple(hierarchy),
-                         list(out_nbytes)))
+        if flops is None and _ops.is_registered(name):
+            flops = _ops.get(name).flops
+        outs = []
+        for v, b in zip(out_values, out_nbytes):
+            shape = getattr(v, "shape", None)
+            outs.append((b, None if shape is None else tuple(shape)))
+        self.ops.append((name, list(candidates), ins, chosen, tuple(hierarchy), outs, flops))
         for j, v in enumerate(out_values):
             self._producer[id(v)] = (k, j)
             self._keep.append(v)
@@ -257,12 +294,72 @@ def _local_bytes(nbytes: float, nd: tuple, hierarchy: Sequence[int]) -> float:
     return nbytes / split
 
 
+class _Local:
+    """A local shard's shape, as a ``flops(in_avals, out_avals)`` estimate reads an aval."""
+
+    __slots__ = ("shape", "ndim", "size")
+
+    def __init__(self, shape: tuple[int, ...]) -> None:
+        self.shape, self.ndim, self.size = shape, len(shape), math.prod(shape)
+
+
+def _local_shape(shape: tuple[int, ...], nd: tuple, hierarchy: Sequence[int]) -> tuple:
+    """One device's piece of a value of logical ``shape`` laid out as ``nd`` (a partial
+    sum's addend, like a broadcast copy, has the whole shape)."""
+    out = list(shape)
+    for x, n in zip(nd, hierarchy):
+        if isinstance(x, _Split) and out:
+            out[x.axis % len(out)] //= n
+    return tuple(out)
+
+
+_FLOPS: dict[tuple, float] = {}  # _compute_s's memo of flops estimates, emptied by each solve
+
+
+def _compute_s(op: tuple, sig: Any) -> float:
+    """Seconds one device spends on call ``op`` under ``sig`` (see the constants): the op's
+    multiply-adds on its local shards at ``FLOP_RATE``, at least its local output bytes at
+    ``MEMORY_BANDWIDTH`` (all an op without a ``flops=`` estimate is charged)."""
+    _, _, ins, _, h, outs, flops = op
+    t = sum(_local_bytes(b, nd, h) for (b, _), nd in zip(outs, sig.outputs)) / MEMORY_BANDWIDTH
+    if flops is None or any(size[1] is None for _, size in ins) \
+            or any(shape is None for _, shape in outs):
+        return t
+    key = (flops, tuple(_local_shape(size[1], nd, h) for (_, size), nd in zip(ins, sig.inputs)),
+           tuple(_local_shape(shape, nd, h) for (_, shape), nd in zip(outs, sig.outputs)))
+    n = _FLOPS.get(key)
+    if n is None:
+        n = _FLOPS[key] = float(flops([_Local(x) for x in key[1]], [_Local(x) for x in key[2]]))
+    return max(t, 2.0 * n / FLOP_RATE)
+
+
+def _work_split(sig: Any, hierarchy: Sequence[int]) -> int:
+    """Over how many devices a call under ``sig`` divides its work: the product of the
+    hierarchy axes on which an input or output is split (1: every device runs all of it)."""
+    n = 1
+    for i, size in enumerate(hierarchy):
+        if any(isinstance(nd[i], _Split) for nd in (*sig.inputs, *sig.outputs)):
+            n *= size
+    return n
+
+
+def layout_summary(rec: StepRecorder, choice: Sequence[Any]) -> dict[int, int]:
+    """How many calls of a step divide their work over how many devices under ``choice``
+    (``{1: calls run whole on every device, 2: ..., 8: ...}``): whether a plan is really
+    tensor / data parallel."""
+    out: dict[int, int] = {}
+    for op, sig in zip(rec.ops, choice):
+        n = _work_split(sig, op[4])
+        out[n] = out.get(n, 0) + 1
+    return dict(sorted(out.items()))
+
+
 def _shared_fixed(rec: StepRecorder) -> set[int]:
     """The fixed values more than one call input reads (their conversions are shared)."""
     seen: set[int] = set()
     shared: set[int] = set()
-    for _, _, ins, _, _, _ in rec.ops:
-        for src, _ in ins:
+    for op in rec.ops:
+        for src, _ in op[2]:
             if src[0] == "fixed":
                 (shared if src[2] in seen else seen).add(src[2])
     return shared
@@ -270,38 +367,51 @@ def _shared_fixed(rec: StepRecorder) -> set[int]:
 
 def _own_cost(rec: StepRecorder, k: int, sig: Any,
               skip: set[int] | frozenset[int] = frozenset()) -> float:
-    """The part of call ``k``'s cost that depends on its choice alone: boxing of fixed
-    inputs (but those in ``skip``, shared with other calls) and its compute term."""
-    _, _, ins, _, h, out_nbytes = rec.ops[k]
+    """The part of call ``k``'s cost that depends on its choice alone: boxing bytes of fixed
+    inputs (but those in ``skip``, shared with other calls) and its compute time, in the
+    program's unit (bytes the link moves in that time)."""
+    op = rec.ops[k]
+    ins, h = op[2], op[4]
     c = sum(_cost(src[1], need, b, h) for (src, b), need in zip(ins, sig.inputs)
             if src[0] == "fixed" and src[2] not in skip)
-    return c + _COMPUTE_WEIGHT * sum(_local_bytes(b, nd, h)
-                                     for b, nd in zip(out_nbytes, sig.outputs))
+    return c + LINK_BANDWIDTH * _compute_s(op, sig)
 
 
-def total_cost(rec: StepRecorder, choice: Sequence[Any], shared: bool = True) -> float:
-    """The step's cost (boxing bytes + compute term) for one signature per call;
-    ``shared``: a conversion of one value is paid once (a forced plan boxes each value once
-    per target; greedy calls each box their own inputs)."""
-    c = 0.0
+def step_terms(rec: StepRecorder, choice: Sequence[Any],
+               shared: bool = True) -> tuple[float, float]:
+    """The step's two costs for one signature per call: the boxing bytes each device sends
+    and its compute seconds. ``shared``: a conversion of one value is paid once (a forced
+    plan boxes each value once per target; greedy calls each box their own inputs)."""
+    nbytes = compute = 0.0
     seen = set()
     skip = _shared_fixed(rec) if shared else set()
-    for k, (_, _, ins, _, h, _) in enumerate(rec.ops):
-        c += _own_cost(rec, k, choice[k], skip)
+    for k, op in enumerate(rec.ops):
+        ins, h = op[2], op[4]
+        compute += _compute_s(op, choice[k])
         for (src, b), need in zip(ins, choice[k].inputs):
-            if src[0] == "fixed" and src[2] in skip and ("fixed", src[2], need) not in seen:
-                seen.add(("fixed", src[2], need))
-                c += _cost(src[1], need, b, h)
-            elif src[0] == "call":
+            if src[0] == "fixed":
+                if src[2] not in skip:
+                    nbytes += _cost(src[1], need, b, h)
+                elif ("fixed", src[2], need) not in seen:
+                    seen.add(("fixed", src[2], need))
+                    nbytes += _cost(src[1], need, b, h)
+            else:
                 have = choice[src[1]].outputs[src[2]]
                 if shared and (src[1], src[2], need) in seen:
                     continue
                 seen.add((src[1], src[2], need))
-                c += _cost(have, need, b, h)
+                nbytes += _cost(have, need, b, h)
     for src, dst, b, h in rec.boxes:
         if src[0] == "call":
-            c += _cost(choice[src[1]].outputs[src[2]], dst, b, h)
-    return c
+            nbytes += _cost(choice[src[1]].outputs[src[2]], dst, b, h)
+    return nbytes, compute
+
+
+def total_cost(rec: StepRecorder, choice: Sequence[Any], shared: bool = True) -> float:
+    """The step's cost for one signature per call, as the program counts it: boxing bytes
+    + compute seconds x ``LINK_BANDWIDTH`` (:func:`step_terms`)."""
+    nbytes, compute = step_terms(rec, choice, shared)
+    return nbytes + LINK_BANDWIDTH * compute
 
 
 class _Edge:
@@ -341,13 +451,14 @@ def _program(rec: StepRecorder, cands: list[list[Any]]) -> tuple[list[np.ndarray
             p, j = src[1], src[2]
             unary[p] = unary[p] + np.array([_cost(s.outputs[j], dst, b, h) for s in cands[p]])
     fanout: dict[tuple, int] = {}
-    for _, _, ins, _, _, _ in rec.ops:
-        for src, _ in ins:
+    for op in rec.ops:
+        for src, _ in op[2]:
             if src[0] == "call":
                 fanout[src[1:]] = fanout.get(src[1:], 0) + 1
     edges = {}
-    for k, (_, _, ins, _, h, _) in enumerate(rec.ops):
-        for i, (src, b) in enumerate(ins):
+    for k, op in enumerate(rec.ops):
+        h = op[4]
+        for i, (src, b) in enumerate(op[2]):
             if src[0] == "fixed" and src[2] in skip:
                 p = fixed_node[src[2]]
                 needs, qb = _index([s.inputs[i] for s in cands[k]])
@@ -526,14 +637,19 @@ def _size(unary: list[np.ndarray], edges: dict, kept: set) -> int:
 
 
 def solve(rec: StepRecorder) -> tuple[list[Any], float, float] | None:
-    """The cheapest signature per call: ``(plan, its cost, the greedy cost)``, or None when
-    there is nothing to choose, the program is too big or no solution was found in time.
-    ``LAST_SOLVE`` says what it met, and whether the plan is proven optimal."""
+    """The cheapest signature per call: ``(plan, its cost, the greedy cost)`` (costs in the
+    program's unit: modelled seconds x ``LINK_BANDWIDTH``), or None when there is nothing
+    to choose, the program is too big or no solution was found in time. ``LAST_SOLVE``
+    says what it met, whether the plan is proven optimal, and the plan's and the greedy
+    choice's terms: ``*_bytes`` (boxing bytes per device), ``*_compute_s`` (compute
+    seconds per device), ``*_s`` (their modelled total), ``work_split`` /
+    ``greedy_work_split`` (:func:`layout_summary`)."""
     if not rec.ops:
         return None
     t0 = time.perf_counter()
     _COSTS.clear()
     _FROM.clear()
+    _FLOPS.clear()
     try:
         import scipy.optimize  # noqa: F401
     except ImportError:  # pragma: no cover - SciPy comes with JAX
@@ -541,7 +657,7 @@ def solve(rec: StepRecorder) -> tuple[list[Any], float, float] | None:
     greedy = [op[3] for op in rec.ops]
     # candidates, with pinned outputs restricted to the greedy SBP
     cands = []
-    for k, (_, cs, _, chosen, _, _) in enumerate(rec.ops):
+    for k, (_, cs, _, chosen, *_) in enumerate(rec.ops):
         keep = [s for s in cs if all(s.outputs[j] == nd
                                      for (kk, j), nd in rec.pinned.items() if kk == k)]
         cands.append(keep or [chosen])
@@ -551,10 +667,14 @@ def solve(rec: StepRecorder) -> tuple[list[Any], float, float] | None:
     LAST_SOLVE.clear()
     LAST_SOLVE.update(calls=len(rec.ops), candidates=sum(len(cs) for cs in cands),
                       kept_calls=sum(k < len(cands) for k in kept), variables=n,
-                      outcome="too large")
-    greedy_cost = total_cost(rec, greedy, shared=False)
+                      outcome="too large", link_bandwidth=LINK_BANDWIDTH, flop_rate=FLOP_RATE,
+                      memory_bandwidth=MEMORY_BANDWIDTH)
+    g_bytes, g_compute = step_terms(rec, greedy, shared=False)
+    greedy_cost = g_bytes + LINK_BANDWIDTH * g_compute
+    LAST_SOLVE.update(greedy=greedy_cost, greedy_bytes=g_bytes, greedy_compute_s=g_compute,
+                      greedy_s=greedy_cost / LINK_BANDWIDTH,
+                      greedy_work_split=layout_summary(rec, greedy))
     if n > _MAX_VARIABLES:
-        LAST_SOLVE["greedy"] = greedy_cost
         return None
     kept_l = sorted(kept)
     pick: dict[int, int] = {}
@@ -569,14 +689,14 @@ def solve(rec: StepRecorder) -> tuple[list[Any], float, float] | None:
         bound = None if dual is None else bound + float(dual)
     LAST_SOLVE.update(variables=n, build_s=built - t0, solve_s=time.perf_counter() - built)
     if kept_l and res.x is None:
-        LAST_SOLVE.update(outcome="no solution", greedy=greedy_cost)
+        LAST_SOLVE.update(outcome="no solution")
         return None
     _recover(steps, pick)
     plan = [cands[k][pick[k]] for k in range(len(cands))]
-    planned = total_cost(rec, plan)
-    compute = _COMPUTE_WEIGHT * sum(_local_bytes(b, nd, op[4]) for op, s in zip(rec.ops, plan)
-                                    for b, nd in zip(op[5], s.outputs))
+    p_bytes, p_compute = step_terms(rec, plan)
+    planned = p_bytes + LINK_BANDWIDTH * p_compute
     LAST_SOLVE.update(outcome="solved" if optimal else "time limit (best found)",
-                      optimal=optimal, planned=planned, planned_bytes=planned - compute,
-                      greedy=greedy_cost, bound=bound)
+                      optimal=optimal, planned=planned, planned_bytes=p_bytes,
+                      planned_compute_s=p_compute, planned_s=planned / LINK_BANDWIDTH,
+                      bound=bound, work_split=layout_summary(rec, plan))
     return plan, planned, greedy_cost

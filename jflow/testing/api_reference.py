@@ -7,7 +7,10 @@ checker sample) and the docstrings of the Python API.
     python -m jflow.testing.api_reference --check    # exit 1 if docs/api is out of date
 
 ``tests/test_api_reference.py`` keeps the committed files equal to what this generates, as
-``_C.pyi`` is kept in sync.
+``_C.pyi`` is kept in sync. The pages are part of the docs site (``mkdocs.yml``): signatures
+are written as Python (``conv2d(input: Tensor, weight: Tensor, bias: Tensor | None = None,
+...)``), one line per api.yaml overload, from the same ``inspect.Signature`` objects that
+``help()`` shows, never in api.yaml's grammar.
 """
 
 from __future__ import annotations
@@ -15,24 +18,29 @@ from __future__ import annotations
 import argparse
 import importlib
 import inspect
+import re
 import sys
 from collections.abc import Callable, Sequence
+from functools import cache
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 
 from ..functional import F
 from ..functional.codegen import entry_description
 from ..functional.registry import FUNCTORS
-from ..functional.signature import overload_policy, python_signature
+from ..functional.signature import Entry, overload_policy, python_signature
 from ..kernels.registry import kernels_for
 from ..ops.registry import get as get_op
 from ..ops.registry import list_ops
 from ..sharding.sbp import signatures_of
+from ..tensor import Tensor
 from . import samples as _samples
 from .op_samples import load_builtin
 
-__all__ = ["generate", "api_dir", "main", "REGENERATE", "PYTHON_MODULES", "undocumented"]
+__all__ = ["generate", "api_dir", "main", "REGENERATE", "PYTHON_MODULES", "undocumented",
+           "format_signature", "overload_signatures", "tensor_members"]
 
 REGENERATE = "python -m jflow.testing.api_reference"
 
@@ -56,7 +64,90 @@ def _first_paragraph(doc: str | None) -> str:
 
 
 def _md(text: str) -> str:
+    """Escape ``|`` for a Markdown table cell (not needed, and wrong, inside a list item's
+    code span, where a backslash stays literal)."""
     return text.replace("|", "\\|")
+
+
+# -- Python-style signatures ----------------------------------------------------------------------
+
+class _Annotation:
+    """An annotation shown as its text: ``inspect`` quotes string annotations (``x: 'Tensor'``,
+    how the lazily built signatures and ``from __future__ import annotations`` store them);
+    the reference shows them as Python code (``x: Tensor``)."""
+
+    def __init__(self, text: str) -> None:
+        self.text = text
+
+    def __repr__(self) -> str:
+        return self.text
+
+
+def _unquote(a: Any) -> Any:
+    return _Annotation(a) if isinstance(a, str) else a
+
+
+def format_signature(sig: inspect.Signature, drop_first: bool = False) -> str:
+    """``sig`` as Python code, annotations unquoted; ``drop_first`` leaves out the first
+    parameter (a method's ``self``, or the ``input`` a Tensor method is called on)."""
+    params = list(sig.parameters.values())[1 if drop_first else 0:]
+    params = [p.replace(annotation=_unquote(p.annotation)) for p in params]
+    return str(sig.replace(parameters=params,
+                           return_annotation=_unquote(sig.return_annotation)))
+
+
+def _signature_of(obj: object) -> inspect.Signature | None:
+    try:
+        return inspect.signature(obj)  # type: ignore[arg-type]
+    except (TypeError, ValueError):
+        return None
+
+
+@cache
+def _entries() -> dict[str, Entry]:
+    return {e.name: e for e in F.entries if e.bind_python}
+
+
+def overload_signatures(entry: Entry, drop_first: bool = False,
+                        drop: Sequence[str] = ()) -> list[str]:
+    """One Python signature per api.yaml overload of ``entry`` (the ones the generated
+    parser accepts), without parameters named in ``drop``; duplicates (overloads that differ
+    only in a dropped parameter) once."""
+    out: list[str] = []
+    for sig in entry.signatures:
+        ps = python_signature([sig])
+        kept = [p for p in ps.parameters.values() if p.name not in drop]
+        text = format_signature(ps.replace(parameters=kept), drop_first)
+        if text not in out:
+            out.append(text)
+    return out
+
+
+def _entry_of(obj: object) -> Entry | None:
+    """The api.yaml entry whose generated function ``obj`` is, or forwards to (a Tensor
+    method ``x.add(...)`` or ``x.add_(...)`` calling ``flow._C.add(x, ...)`` carries the
+    function's docstring); None for anything else."""
+    name = getattr(obj, "__name__", "")
+    for candidate in dict.fromkeys((name, name.rstrip("_"))):
+        entry = _entries().get(candidate)
+        fn = getattr(F, candidate, None) if entry is not None else None
+        if fn is not None and (fn is obj or (fn.__doc__ and
+                                             fn.__doc__ == getattr(obj, "__doc__", None))):
+            return entry
+    return None
+
+
+def _entry_docs(entry: Entry) -> list[str]:
+    """The entry's description; for an entry that only binds ops (``=> op:<name>``), the
+    first paragraph of each op's own ``doc``."""
+    docs = entry_description(entry, [FUNCTORS.get(s.functor) if s.functor else None
+                                     for s in entry.signatures])
+    if not docs:
+        for sig in entry.signatures:
+            d = _first_paragraph(getattr(get_op(sig.op), "doc", "")) if sig.op else ""
+            if d and d not in docs:
+                docs.append(d)
+    return docs
 
 
 # -- ops ------------------------------------------------------------------------------------------
@@ -124,21 +215,36 @@ def _ops_page(names: Sequence[str]) -> str:
 
 # -- the functional API ---------------------------------------------------------------------------
 
+def _targets(entry: Entry) -> str:
+    """What the overloads run: an op directly (api.yaml's ``=> op:<name>``) or a functor."""
+    seen: list[str] = []
+    for sig in entry.signatures:
+        t = f"op `{sig.op}`" if sig.op else f"functor `{sig.functor}`"
+        if t not in seen:
+            seen.append(t)
+    return ", ".join(seen)
+
+
 def _functional_page() -> str:
-    out = [_HEADER, "# `flow._C`: the functional API (api.yaml)\n\n",
-           "Each entry's signatures (OneFlow's `functional_api.yaml` grammar) and what they "
-           "run: an op directly (`=> op:<name>`, see ops.md) or a functor; then the Python "
-           "signature that `inspect.signature` and `help()` show (the one overload, the "
-           "overloads merged when they differ only in types or defaults, else the first).\n"]
-    for e in sorted((e for e in F.entries if e.bind_python), key=lambda e: e.name):
-        out.append(f"\n## `{e.name}`\n\n")
-        for sig in e.signatures:
-            out.append(f"- `{_md(sig.text)}`\n")
-        shown = {"merged": " (the overloads merged)", "first": " (the first overload)"}.get(
-            overload_policy(e.signatures), "")
-        out.append(f"- Python{shown}: `{e.name}{_md(str(python_signature(e.signatures)))}`\n")
-        docs = entry_description(e, [FUNCTORS.get(s.functor) if s.functor else None
-                                     for s in e.signatures])
+    out = [_HEADER, "# `flow._C`: the functional API\n\n",
+           "Every function generated from `api.yaml` (also reachable as `flow.<name>`, "
+           "`flow.nn.functional.<name>` or a Tensor method where PyTorch has one): one Python "
+           "signature per overload the argument parser accepts, what it runs (an op of the "
+           "[op registry](ops.md), or a functor that promotes dtypes and validates before "
+           "calling ops), and its description. `inspect.signature` and `help()` show one "
+           "signature: the only overload, the overloads merged when they differ only in "
+           "types or defaults, else the first.\n"]
+    for e in sorted(_entries().values(), key=lambda e: e.name):
+        out.append(f"\n## `{e.name}`\n\n```python\n")
+        out += [f"{e.name}{text}\n" for text in overload_signatures(e)]
+        out.append("```\n\n")
+        out.append(f"- runs: {_targets(e)}\n")
+        policy = overload_policy(e.signatures)
+        if policy != "single":
+            shown = format_signature(python_signature(e.signatures))
+            what = "the overloads merged" if policy == "merged" else "the first overload"
+            out.append(f"- `help()` shows {what}: `{e.name}{shown}`\n")
+        docs = _entry_docs(e)
         if docs:
             out.append("\n" + "\n\n".join(docs) + "\n")
     return "".join(out)
@@ -153,11 +259,49 @@ def public_names(module: object) -> list[str]:
     return sorted(n for n in names if not inspect.ismodule(getattr(module, n, None)))
 
 
-def _signature(obj: object) -> str:
-    try:
-        return str(inspect.signature(obj))  # type: ignore[arg-type]
-    except (TypeError, ValueError):
-        return "(...)"
+def _signatures(name: str, obj: object, method: bool = False) -> list[str]:
+    """``obj``'s Python signatures, each ``name(...)``: one per api.yaml overload for a
+    generated function (or a method forwarding to one), else ``inspect.signature``'s;
+    ``method`` leaves out ``self`` (or the tensor a method is called on)."""
+    entry = _entry_of(obj)
+    if entry is not None:
+        return [name + t for t in overload_signatures(entry, drop_first=method)]
+    if not method and _forwards_to_method(name, obj):
+        # flow.abs_(x, ...) is x.abs_(...): the method's signatures, with the tensor first
+        out = []
+        for s in _method_signatures(name, getattr(Tensor, name)):
+            rest = s[len(name) + 1:]
+            out.append(f"{name}(input: Tensor" + ("" if rest.startswith(")") else ", ") + rest)
+        return out
+    sig = _signature_of(obj)
+    if sig is None:
+        return [f"{name}(...)"]
+    if inspect.isclass(obj):  # a class is shown as its constructor call, as PyTorch's docs
+        sig = sig.replace(return_annotation=inspect.Signature.empty)
+    return [name + format_signature(sig, drop_first=method and bool(sig.parameters))]
+
+
+def _forwards_to_method(name: str, obj: object) -> bool:
+    """Whether ``obj`` is a ``flow.<name>(input, *args, **kwargs)`` that calls the Tensor
+    method of that name (``tensor_methods/torch_helpers.py`` makes them, saying so in the
+    docstring)."""
+    return (hasattr(Tensor, name) and callable(getattr(Tensor, name))
+            and (getattr(obj, "__doc__", None) or "").startswith(
+                f"``flow.{name}(x, ...)`` is ``x.{name}(...)``"))
+
+
+def _description(obj: object) -> str:
+    entry = _entry_of(obj)
+    if entry is not None:
+        docs = _entry_docs(entry)
+        return docs[0] if docs else ""
+    return _first_paragraph(inspect.getdoc(obj))
+
+
+def _item(sigs: Sequence[str], doc: str, prefix: str = "") -> str:
+    """A list item: the signatures, one per line, then the description."""
+    shown = "<br>".join(f"`{prefix}{s}`" for s in sigs)
+    return f"- {shown}" + (f": {doc}" if doc else "") + "\n"
 
 
 def _resolve(name: str) -> object:
@@ -182,16 +326,88 @@ def _python_page(modules: Sequence[str]) -> str:
                 continue
             if inspect.isclass(obj) or callable(obj):
                 kind = "class " if inspect.isclass(obj) else ""
-                out.append(f"- `{kind}{n}{_md(_signature(obj))}`: "
-                           f"{_md(_first_paragraph(inspect.getdoc(obj)))}\n")
+                out.append(_item(_signatures(n, obj), _description(obj), kind))
             else:
-                out.append(f"- `{n}`: {_md(type(obj).__name__)}\n")
+                out.append(f"- `{n}`: {type(obj).__name__}\n")
+    return "".join(out)
+
+
+# -- flow.Tensor ----------------------------------------------------------------------------------
+
+def tensor_members() -> list[tuple[str, str, object]]:
+    """``(name, kind, object)`` for every public member of ``flow.Tensor``: kind is
+    ``"property"``, ``"method"`` or ``"attribute"`` (a class-level value)."""
+    out = []
+    for n in sorted(n for n in dir(Tensor) if not n.startswith("_")):
+        raw = inspect.getattr_static(Tensor, n)
+        obj = getattr(Tensor, n)
+        if isinstance(raw, property) or inspect.isdatadescriptor(raw):
+            out.append((n, "property", raw))
+        elif callable(obj):
+            out.append((n, "method", obj))
+        else:
+            out.append((n, "attribute", obj))
+    return out
+
+
+#: how the generated in-place methods' docstrings name the method they write back
+_INPLACE = re.compile(r"In[- ]place ``(\w+)``")
+
+
+def _method_signatures(name: str, obj: object) -> list[str]:
+    """A Tensor method's signatures without ``self``. An in-place method generated as
+    ``x.abs_(*args, **kwargs)`` (its docstring says which method it writes back) takes the
+    arguments of that method, less api.yaml's ``inplace`` flag."""
+    doc = getattr(obj, "__doc__", None) or ""
+    # a forwarding method's code is ``(self, *args, **kwargs)`` (its ``__signature__`` shows
+    # one overload; the page lists every api.yaml overload instead)
+    code = getattr(obj, "__code__", None)
+    var = code is not None and code.co_argcount == 1 and code.co_flags & (
+        inspect.CO_VARARGS | inspect.CO_VARKEYWORDS) == (inspect.CO_VARARGS |
+                                                        inspect.CO_VARKEYWORDS)
+    m = _INPLACE.match(doc)
+    if var and m:
+        base_name = m[1]
+        base = getattr(Tensor, base_name, None)
+        entry = _entry_of(base) if base is not None else None
+        if entry is not None:
+            return [name + t for t in overload_signatures(entry, True, drop=("inplace",))]
+        if base is not None and base is not obj:
+            return [name + "(" + s.split("(", 1)[1] for s in _method_signatures(base_name, base)]
+    if var and name.endswith("_"):  # x.add_(...) forwarding to flow._C.add(x, ..., inplace=True)
+        entry = _entry_of(obj)
+        if entry is not None and entry.name == name[:-1]:
+            return [name + t for t in overload_signatures(entry, True, drop=("inplace",))]
+    return _signatures(name, obj, method=True)
+
+
+def _tensor_page() -> str:
+    out = [_HEADER, "# `flow.Tensor`\n\n",
+           "Every public property and method of `flow.Tensor`, with its Python signature "
+           "(`self` left out; one line per api.yaml overload for the methods that call a "
+           "`flow._C` function, see [functional.md](functional.md)) and the first "
+           "paragraph of its docstring. Methods ending in `_` write their result into the "
+           "tensor (its version bumps; views of it see the change). Global tensors "
+           "(`to_global`, `to_local`, `placement`, `sbp`): [the SBP guide](../sbp.md).\n"]
+    members = tensor_members()
+    props = [(n, o) for n, k, o in members if k == "property"]
+    attrs = [(n, o) for n, k, o in members if k == "attribute"]
+    methods = [(n, o) for n, k, o in members if k == "method"]
+    out.append("\n## Properties\n\n")
+    for n, o in props:
+        doc = _first_paragraph(getattr(o, "__doc__", None))
+        out.append(f"- `{n}`" + (f": {doc}" if doc else "") + "\n")
+    for n, o in attrs:
+        out.append(f"- `{n}`: a class attribute (`{o!r}`)\n")
+    out.append("\n## Methods\n\n")
+    for n, o in methods:
+        out.append(_item(_method_signatures(n, o), _description(o)))
     return "".join(out)
 
 
 def undocumented(modules: Sequence[str] = PYTHON_MODULES) -> list[str]:
     """Public functions, classes and public methods of those classes, in ``modules``,
-    without a docstring (issue 17: every public name has one)."""
+    without a docstring (every public name has one)."""
     missing = []
     for mname in modules:
         mod = _resolve(mname)
@@ -212,10 +428,15 @@ def generate() -> dict[str, str]:
     load_builtin()  # every built-in op's checker samples (their shapes show the SBP)
     builtin = [n for n in list_ops() if not n.startswith("_")]
     return {"ops.md": _ops_page(builtin), "functional.md": _functional_page(),
-            "python.md": _python_page(PYTHON_MODULES),
-            "README.md": (_HEADER + "# API reference\n\n- `functional.md`: `flow._C` (api.yaml)\n"
-                          "- `ops.md`: the op registry: kernels, backward, SBP\n"
-                          "- `python.md`: the Python API by module\n")}
+            "python.md": _python_page(PYTHON_MODULES), "tensor.md": _tensor_page(),
+            "README.md": (_HEADER + "# API reference\n\n"
+                          "Generated from the sources by `" + REGENERATE + "`:\n\n"
+                          "- [The Python API](python.md), module by module\n"
+                          "- [`flow.Tensor`](tensor.md): every property and method\n"
+                          "- [`flow._C`](functional.md): the functional API (api.yaml), one "
+                          "Python signature per overload\n"
+                          "- [The op registry](ops.md): each op's declaration, kernels, "
+                          "backward rule and SBP signatures\n")}
 
 
 def main(argv: Sequence[str] | None = None, write: Callable[[Path, str], None] | None = None

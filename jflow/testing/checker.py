@@ -11,11 +11,23 @@ independently computed things (a check of code against itself could never fail):
   executables) == the same NumPy reference (or ``verify``);
 * ``jax.vmap`` (the primitive's batching rule) over a batch of two == a Python loop of eager
   calls, with all inputs batched and with only the first batched;
+* the jit and vmap checks run on one sample per kernel the registry picks for the op's
+  samples (:func:`_pick_staged`): eager and ``jax.jit`` lower the same kernel through the
+  same lowering rule, and every op has one generic batching rule (the kernel lowered under
+  ``jax.vmap``, ``ops/primitive.py``), so another sample on the same kernel costs a compile
+  and checks nothing new; ``Sample(vmap=True)`` adds a sample, ``vmap=False`` keeps one out
+  of vmap. Eager, the inference and the reference run on every sample;
 * each error sample raises the declared error type, with a message that matches and names
   the op;
-* for differentiable ops, the gradient check of :mod:`jflow.testing.grad_check` (tape and
-  ``jax.grad`` vs finite differences in float64, ``jax.jvp`` vs ``jax.vjp``) on every sample
-  it applies to, at least one of which must really be checked (:func:`check_op_grad`).
+* for differentiable ops, the gradient check of :mod:`jflow.testing.grad_check` (the tape
+  vs finite differences in float64 on every sample it applies to, at least one of which
+  must really be checked; ``jax.grad`` vs finite differences and ``jax.jvp`` vs ``jax.vjp``
+  on one sample per kind of inputs and outputs, real or complex: :func:`check_op_grad`).
+
+Compile count (most of the checker's time is XLA compiling): the jit and vmap checks of an
+op are staged into one trace, one executable (each sample's outputs compared on their own),
+and inputs reach the device by ``jax.device_put`` (``jnp.asarray`` compiles a copy per
+shape), so the forward checks of an op cost one compile per distinct eager call plus one.
 
 ``check_op`` raises :class:`CheckFailure` (or :class:`GradCheckFailure`) on the first
 disagreement and otherwise returns a :class:`CheckReport` that prints what it checked, so a
@@ -39,7 +51,7 @@ from ..kernels import select_kernel
 from ..ops import get as get_op
 from ..tensor import _wrap
 from . import grad_check as _grad_check
-from .grad_check import _flat_inputs, check_grad, grad_applicable
+from .grad_check import _flat_inputs, check_grads, grad_applicable
 from .samples import OpSamples, Sample, get_samples
 from .sbp_check import sbp_coverage
 
@@ -65,8 +77,14 @@ def _tree_map(f: Any, x: Any) -> Any:
     return None if x is None else f(x)
 
 
+def _device(a: Any) -> jax.Array:
+    """A NumPy input on the default device without compiling anything (``jnp.asarray``
+    stages a copy: one executable per shape and dtype)."""
+    return jax.device_put(np.asarray(a))
+
+
 def _to_tensors(inputs: Any) -> list[Any]:
-    return [_tree_map(lambda a: _wrap(jax.numpy.asarray(a)), x) for x in inputs]
+    return [_tree_map(lambda a: _wrap(_device(a)), x) for x in inputs]
 
 
 def _outs(res: Any) -> list[Any]:
@@ -112,8 +130,8 @@ def _platform() -> str:
 
 
 def _kernel_outputs(op: Any, flat: list[np.ndarray], params: dict[str, Any]
-                    ) -> list[tuple[tuple[int, ...], np.dtype]] | None:
-    """Shapes and dtypes of what the registry's kernel for these inputs returns, the kernel
+                    ) -> tuple[Any, list[tuple[tuple[int, ...], np.dtype]] | None]:
+    """The registry's kernel for these inputs and the shapes and dtypes of what it returns,
     called directly (not through the primitive, so the op's inference is not consulted);
     None for backends whose outputs are allocated from the inference (ffi)."""
     attrs, layout, _ = op.split_params(params)
@@ -122,28 +140,28 @@ def _kernel_outputs(op: Any, flat: list[np.ndarray], params: dict[str, Any]
                            layout)
     if kernel.backend == "python":
         res = kernel.fn(*op.unflatten(list(flat), layout), **attrs)
-        return [(np.shape(r), np.asarray(r).dtype) for r in _outs(res)]
+        return kernel, [(np.shape(r), np.asarray(r).dtype) for r in _outs(res)]
     if kernel.backend not in ("xla", "pallas"):
-        return None
+        return kernel, None
     extra = {"interpret": "cpu" in kernel.platforms} if kernel.backend == "pallas" else {}
     res = jax.eval_shape(lambda *xs: kernel.fn(*op.unflatten(list(xs), layout), **extra,
                                                **attrs), *in_avals)
-    return [(tuple(r.shape), np.dtype(r.dtype)) for r in _outs(res)]
+    return kernel, [(tuple(r.shape), np.dtype(r.dtype)) for r in _outs(res)]
 
 
-def _check_inference(op: Any, s: Sample, label: str) -> bool:
+def _check_inference(op: Any, s: Sample, label: str) -> tuple[bool, Any]:
     """The primitive's abstract eval (what ``jax.jit`` sees) == the kernel's real outputs;
-    False when the kernel's outputs are sized by the inference itself (ffi: nothing to
-    compare)."""
+    returns whether they were compared (not when the kernel's outputs are sized by the
+    inference itself, ffi) and the kernel the registry picked."""
     flat = [np.asarray(a) for a in _flat_inputs(s)]
     params = dict(op.normalize_attrs(dict(s.attrs)))
     if op.structured:
         params["_layout"] = op.layout_of(list(s.inputs))
     abstract = jax.eval_shape(lambda *xs: op.primitive.bind(*xs, **params),
                               *[jax.ShapeDtypeStruct(a.shape, a.dtype) for a in flat])
-    kernel = _kernel_outputs(op, flat, params)
+    picked, kernel = _kernel_outputs(op, flat, params)
     if kernel is None:
-        return False
+        return False, picked
     if len(abstract) != len(kernel):
         raise CheckFailure(f"{label}: abstract eval gives {len(abstract)} outputs, the kernel "
                            f"{len(kernel)}")
@@ -151,7 +169,7 @@ def _check_inference(op: Any, s: Sample, label: str) -> bool:
         if tuple(a.shape) != tuple(shape) or np.dtype(a.dtype) != dtype:
             raise CheckFailure(f"{label}: output {i}: abstract eval says {a.dtype}{list(a.shape)}"
                                f", the kernel gives {dtype}{list(shape)}")
-    return True
+    return True, picked
 
 
 def _reference_check(entry: OpSamples, s: Sample, label: str
@@ -198,85 +216,175 @@ def _stack(*xs: Any) -> Any:
     return None if xs[0] is None else np.stack(xs)
 
 
-def _check_vmap(op: Any, s: Sample, label: str) -> bool:
-    """``jax.vmap`` over a batch of two input sets == a loop of eager calls, with every input
-    batched, then with only the first (the others shared); returns whether the second
-    (first input only) ran."""
-    run = _runner(op, s)
-    sets = [list(s.inputs), _batched_second(s)]
-    loop = [_eager(op, inp, s.attrs) for inp in sets]
-    batched = [_stack(*xs) for xs in zip(*sets)]
-    got = jax.vmap(run)(*[_tree_map(jax.numpy.asarray, b) for b in batched])
-    for i, g in enumerate(got):
-        for b in range(2):
-            _assert_close(f"{label}: output {i} under jax.vmap (row {b}) vs a loop",
-                          np.asarray(g[b]), loop[b][i], s, False)
-    if len([x for x in s.inputs if x is not None]) < 2 or isinstance(s.inputs[0], list):
-        return False
-    axes = [0] + [None] * (len(s.inputs) - 1)
-    rest = [_tree_map(jax.numpy.asarray, x) for x in s.inputs[1:]]
-    got = jax.vmap(run, in_axes=axes)(jax.numpy.asarray(batched[0]), *rest)
-    loop2 = [_eager(op, [sets[b][0], *s.inputs[1:]], s.attrs) for b in range(2)]
-    for i, g in enumerate(got):
-        for b in range(2):
-            _assert_close(f"{label}: output {i} under jax.vmap(in_axes={axes}) (row {b})",
-                          np.asarray(g[b]), loop2[b][i], s, False)
-    return True
+@dataclass
+class _Run:
+    """One sample's forward checks: its eager outputs (already checked against the
+    reference), the kernel the registry picked, and which vmap checks it carries."""
+
+    s: Sample
+    label: str
+    check: Callable[[str, list[np.ndarray]], None]
+    eager: list[np.ndarray]
+    kernel: Any
+    inferred: bool
+    jit: bool = False
+    vmap_all: bool = False
+    vmap_first: bool = False
+
+
+def _first_only_applies(s: Sample) -> bool:
+    """vmap with only the first input batched needs a first input (an array, not a list)
+    and another input to share."""
+    return (s.inputs[0] is not None and not isinstance(s.inputs[0], list)
+            and len([x for x in s.inputs if x is not None]) >= 2)
+
+
+def _pick_staged(runs: list[_Run], every: bool = False) -> None:
+    """Mark the samples that run the ``jax.jit`` and ``jax.vmap`` checks. Eager and
+    ``jax.jit`` lower the same kernel (one lowering rule picks it) and differ only in the
+    dispatch path, and the batching rule is one generic rule (the kernel lowered under
+    ``jax.vmap``), so a second sample on the same kernel adds a compile, not a check: per
+    kernel the first sample that can be batched runs vmap, likewise the first that can
+    batch only its first input, and ``jax.jit`` runs on those and, for a kernel none of
+    them uses, on its first sample. ``Sample(vmap=True)`` (or ``every``) adds a sample to
+    both, ``vmap=False`` keeps a sample out of vmap."""
+    seen_all: set[int] = set()
+    seen_first: set[int] = set()
+    for r in runs:
+        force = every or r.s.vmap is True
+        if r.s.vmap is not False and _flat_inputs(r.s):
+            if force or id(r.kernel) not in seen_all:
+                r.vmap_all = True
+                seen_all.add(id(r.kernel))
+            if _first_only_applies(r.s) and (force or id(r.kernel) not in seen_first):
+                r.vmap_first = True
+                seen_first.add(id(r.kernel))
+        r.jit = force or r.vmap_all or r.vmap_first
+    jitted = {id(r.kernel) for r in runs if r.jit}
+    for r in runs:
+        if id(r.kernel) not in jitted:
+            r.jit = True
+            jitted.add(id(r.kernel))
+
+
+def _staged(op: Any, runs: list[_Run]) -> list[dict[str, list[np.ndarray]]]:
+    """One ``jax.jit`` over the samples ``runs`` (one executable for the op): each sample's
+    outputs through the traced path ("jit"), and where picked under ``jax.vmap`` with every
+    input batched ("all") and with only the first ("first"), over the sample's inputs and
+    :func:`_batched_second`'s."""
+    args = []
+    for r in runs:
+        a: dict[str, Any] = {"vals": [_tree_map(_device, x) for x in r.s.inputs]}
+        if r.vmap_all or r.vmap_first:
+            batched = [_stack(*xs) for xs in zip(r.s.inputs, _batched_second(r.s))]
+            if r.vmap_all:
+                a["all"] = [_tree_map(_device, b) for b in batched]
+            if r.vmap_first:
+                a["first"] = _device(batched[0])
+        args.append(a)
+
+    def trace(args: list[dict[str, Any]]) -> list[dict[str, list[Any]]]:
+        res = []
+        for r, a in zip(runs, args):
+            run = _runner(op, r.s)
+            out = {"jit": run(*a["vals"])}
+            if "all" in a:
+                out["all"] = jax.vmap(run)(*a["all"])
+            if "first" in a:
+                axes = [0] + [None] * (len(a["vals"]) - 1)
+                out["first"] = jax.vmap(run, in_axes=axes)(a["first"], *a["vals"][1:])
+            res.append(out)
+        return res
+
+    got = jax.jit(trace)(args)
+    return [{k: [np.asarray(o) for o in v] for k, v in g.items()} for g in got]
+
+
+def _compare_vmap(op: Any, r: _Run, got: dict[str, list[np.ndarray]]) -> None:
+    """The vmapped outputs == a loop of eager calls (row 0: the sample's own inputs, whose
+    eager outputs are ``r.eager``; row 1: :func:`_batched_second`'s)."""
+    s = r.s
+    second = _batched_second(s)
+    if r.vmap_all:
+        loop = [r.eager, _eager(op, second, s.attrs)]
+        for i, g in enumerate(got["all"]):
+            for b in range(2):
+                _assert_close(f"{r.label}: output {i} under jax.vmap (row {b}) vs a loop",
+                              g[b], loop[b][i], s, False)
+    if r.vmap_first:
+        axes = [0] + [None] * (len(s.inputs) - 1)
+        loop2 = [r.eager, _eager(op, [second[0], *s.inputs[1:]], s.attrs)]
+        for i, g in enumerate(got["first"]):
+            for b in range(2):
+                _assert_close(f"{r.label}: output {i} under jax.vmap(in_axes={axes}) (row {b})",
+                              g[b], loop2[b][i], s, False)
 
 
 def check_sample(op_name: str, s: Sample, entry: OpSamples | None = None) -> None:
-    """Run every check on one sample (raises :class:`CheckFailure`)."""
-    _check_sample(op_name, s, entry or get_samples(op_name), None)
+    """Run every check on one sample, jit and vmap included (raises
+    :class:`CheckFailure`)."""
+    _check_forward(op_name, [s], entry or get_samples(op_name), None, every=True)
 
 
-def _check_sample(op_name: str, s: Sample, entry: OpSamples, report: CheckReport | None
-                  ) -> None:
-    """:func:`check_sample`, recording into ``report`` (when given) what ran."""
+def _check_forward(op_name: str, samples: list[Sample], entry: OpSamples,
+                   report: CheckReport | None, every: bool = False) -> None:
+    """The forward checks of ``samples``: per sample inference vs kernel and eager vs the
+    reference; then one staged trace for ``jax.jit`` vs the reference and ``jax.vmap`` vs a
+    loop (:func:`_pick_staged` says on which samples). Records into ``report`` (when given)
+    what ran."""
     op = get_op(op_name)
-    label = f"op '{op_name}' sample {s.name or s.attrs}"
-    inferred = _check_inference(op, s, label)
-    check = _reference_check(entry, s, label)
-    eager = _eager(op, list(s.inputs), s.attrs)
-    check("eager", eager)
-    vals = [_tree_map(jax.numpy.asarray, x) for x in s.inputs]
-    check("under jax.jit", [np.asarray(v) for v in jax.jit(_runner(op, s))(*vals)])
-    vmapped = partly = False
-    if s.vmap and _flat_inputs(s):
-        vmapped, partly = True, _check_vmap(op, s, label)
+    runs = []
+    for s in samples:
+        label = f"op '{op_name}' sample {s.name or s.attrs}"
+        inferred, kernel = _check_inference(op, s, label)
+        check = _reference_check(entry, s, label)
+        eager = _eager(op, list(s.inputs), s.attrs)
+        check("eager", eager)
+        runs.append(_Run(s, label, check, eager, kernel, inferred))
+    _pick_staged(runs, every)
+    staged = [r for r in runs if r.jit]
+    for r, got in zip(staged, _staged(op, staged)):
+        r.check("under jax.jit", got["jit"])
+        _compare_vmap(op, r, got)
     if report is None:
         return
-    report.samples += 1
-    report.inference += inferred
-    report.vmap += vmapped
-    report.vmap_first_only += partly
-    for a in _flat_inputs(s):
-        report._add(report.input_dtypes, np.asarray(a).dtype.name)
-    for o in eager:
-        rtol, atol = _tol(o.dtype, s)
-        report._add(report.tolerances, f"{o.dtype.name} rtol={rtol:g} atol={atol:g}")
+    for r in runs:
+        report.samples += 1
+        report.inference += r.inferred
+        report.jit += r.jit
+        report.vmap += r.vmap_all
+        report.vmap_first_only += r.vmap_first
+        for a in _flat_inputs(r.s):
+            report._add(report.input_dtypes, np.asarray(a).dtype.name)
+        for o in r.eager:
+            rtol, atol = _tol(o.dtype, r.s)
+            report._add(report.tolerances, f"{o.dtype.name} rtol={rtol:g} atol={atol:g}")
 
 
 def check_op_grad(op_name: str) -> tuple[int, int]:
     """The gradient check on every applicable sample of ``op_name``; returns (samples
     checked, samples skipped because no output is float64). A differentiable op (not NoGrad)
     must have a backward rule and at least one sample whose gradient is really checked."""
+    checked, skipped, _ = _op_grad(op_name)
+    return checked, skipped
+
+
+def _op_grad(op_name: str) -> tuple[int, int, int]:
+    """:func:`check_op_grad`, with the number of samples ``jax.grad`` / ``jax.jvp`` ran on."""
     op = get_op(op_name)
     if op.has_trait("NoGrad"):
-        return 0, 0
+        return 0, 0, 0
     if op.grad_rule is None:
         raise CheckFailure(f"op '{op_name}' is neither NoGrad nor has a backward rule")
-    checked = skipped = 0
-    for s in get_samples(op_name).samples:
-        if grad_applicable(op_name, s):
-            if check_grad(op_name, s):
-                checked += 1
-            else:
-                skipped += 1
+    applicable = [s for s in get_samples(op_name).samples if grad_applicable(op_name, s)]
+    done = check_grads(op_name, applicable)
+    checked = sum(d is not None for d in done)
+    skipped = len(done) - checked
     if not checked:
         raise CheckFailure(f"op '{op_name}' has a backward rule but no sample whose gradient "
                            f"is checked (floating inputs, and a float64 output for float64 "
                            f"inputs); {skipped} sample(s) skipped")
-    return checked, skipped
+    return checked, skipped, sum(d == "all" for d in done)
 
 
 def _check_errors(op_name: str, entry: OpSamples) -> None:
@@ -312,11 +420,15 @@ class CheckReport:
     op: str
     #: "the NumPy reference" or "the samples' verify" (ops with random outputs)
     reference: str = "the NumPy reference"
-    #: samples run through every forward check (eager and jax.jit vs the reference)
+    #: samples run through the forward checks (eager vs the reference)
     samples: int = 0
+    #: samples also run under jax.jit vs the reference: one per kernel picked, those checked
+    #: under jax.vmap, and those with ``Sample(vmap=True)``
+    jit: int = 0
     #: samples whose abstract eval was compared with the kernel's outputs (not ffi kernels)
     inference: int = 0
-    #: samples checked under jax.vmap (all inputs batched) and with only the first batched
+    #: samples checked under jax.vmap (all inputs batched) and with only the first batched:
+    #: one per kernel picked, plus those with ``Sample(vmap=True)``
     vmap: int = 0
     vmap_first_only: int = 0
     #: error samples that raised their declared error naming the op
@@ -327,6 +439,8 @@ class CheckReport:
     tolerances: list[str] = field(default_factory=list)
     #: the gradient check: None when not requested (grad=False), else (checked, skipped)
     grad: tuple[int, int] | None = None
+    #: samples jax.grad and jax.jvp ran on (one per kind of inputs and outputs)
+    grad_jax: int = 0
     #: why there is no gradient check beyond "not requested" (e.g. a NoGrad op)
     grad_note: str = ""
     #: the SBP check: None when not requested, else the signatures run and those never run
@@ -343,26 +457,31 @@ class CheckReport:
         lines = [f"check_op('{self.op}'): passed",
                  f"  samples: {n} (input dtypes: {', '.join(self.input_dtypes) or 'none'}), "
                  f"error samples: {self.errors}",
-                 f"  values: eager and jax.jit vs {self.reference} on {n} sample(s); "
+                 f"  values: eager vs {self.reference} on {n} sample(s), jax.jit on "
+                 f"{self.jit} of them (one per kernel: eager and jax.jit lower the same "
+                 f"kernel); "
                  f"tolerances: {'; '.join(self.tolerances) or 'none'}",
                  f"  inference: abstract eval vs the kernel's output shapes/dtypes on "
                  f"{self.inference} of {n} sample(s)"
                  + ("" if self.inference == n else
                     " (ffi kernels write into buffers the inference sized: not compared)"),
                  f"  vmap: jax.vmap vs a loop of eager calls on {self.vmap} of {n} sample(s) "
-                 f"(first input only batched on {self.vmap_first_only})",
+                 f"(first input only batched on {self.vmap_first_only}; one per kernel: the "
+                 f"batching rule is generic)",
                  f"  errors: {self.errors} error sample(s) raised the declared error naming "
                  f"the op"]
         if self.grad is None:
             lines.append(f"  gradients: not checked ({self.grad_note or 'grad=False'})")
         else:
             checked, skipped = self.grad
-            lines.append(f"  gradients: tape and jax.grad vs central finite differences "
+            lines.append(f"  gradients: tape vs central finite differences "
                          f"(step {_grad_check._EPS:g}, rtol={_grad_check._RTOL:g}, "
-                         f"atol={_grad_check._ATOL * 10:g} x max(1, |gradient|)) and jax.jvp "
-                         f"vs jax.vjp, in float64, on {checked} sample(s); {skipped} skipped "
-                         f"(no float64 output); {n - checked - skipped} not applicable "
-                         f"(no floating input, or grad=False)")
+                         f"atol={_grad_check._ATOL * 10:g} x max(1, |gradient|)) in float64 "
+                         f"on {checked} sample(s), jax.grad vs the same and jax.jvp vs "
+                         f"jax.vjp on {self.grad_jax} of them (one per kind of inputs: JAX's "
+                         f"transpose runs the same rule); {skipped} skipped (no float64 "
+                         f"output); {n - checked - skipped} not applicable (no floating input, "
+                         f"or grad=False)")
         if self.sbp_exercised is None:
             lines.append("  SBP: not checked (check_op(..., sbp=True) runs each declared "
                          "signature on global tensors)")
@@ -384,15 +503,15 @@ def check_op(op_name: str, grad: bool = True, sbp: bool = False) -> CheckReport:
     report = CheckReport(op_name)
     if entry.reference is None:
         report.reference = "the samples' verify"
-    for s in entry.samples:
-        _check_sample(op_name, s, entry, report)
+    _check_forward(op_name, list(entry.samples), entry, report)
     _check_errors(op_name, entry)
     report.errors = len(entry.errors)
     if grad:
         if get_op(op_name).has_trait("NoGrad"):
             report.grad_note = "a NoGrad op"
         else:
-            report.grad = check_op_grad(op_name)
+            checked, skipped, report.grad_jax = _op_grad(op_name)
+            report.grad = (checked, skipped)
     if sbp:
         n_dev = len(jax.devices("cpu"))
         if n_dev < 2:

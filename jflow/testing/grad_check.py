@@ -8,6 +8,14 @@ The scalar function is ``L(x) = sum_k <c_k, out_k(x)>`` over the floating output
 random cotangents ``c_k``; integer/bool inputs are held fixed. Finite differences use the eager
 op itself (one cached executable, no recompiles) and NumPy, independent of every rule.
 
+Compile count: the finite differences reuse the eager op's executable for the sample's
+shapes (compiled once by the first call, then only run: an evaluation per perturbation costs
+a call, not a compile; for the checker's small samples that is cheaper than compiling a
+vectorised evaluation); ``jax.grad`` and ``jax.jvp`` run on one sample per kind of inputs
+(:func:`check_grads`; the tape on every sample), staged into one ``jax.jit``, not run
+primitive by primitive, which in JAX's eager mode compiles every forward, JVP and
+transposed-rule primitive separately.
+
 Complex inputs and outputs are pairs of reals: ``<c, z> = Re(conj(c) z)``, finite differences
 step the real and the imaginary part of each element, and a complex input's expected gradient
 is PyTorch's ``dL/dRe + i dL/dIm`` (the conjugate Wirtinger convention, twice ``dL/dconj(z)``):
@@ -33,7 +41,7 @@ from ..ops import get as get_op
 from ..tensor import Tensor, _wrap
 from .samples import Sample
 
-__all__ = ["check_grad", "GradCheckFailure", "grad_applicable"]
+__all__ = ["check_grad", "check_grads", "GradCheckFailure", "grad_applicable"]
 
 
 class GradCheckFailure(AssertionError):
@@ -114,8 +122,10 @@ class _Problem:
     cts: dict[int, np.ndarray]
 
     def call(self, vals: list[Any]) -> list[Any]:
-        """The op on ``vals`` (arrays or tensors, one per flat input)."""
-        ts = [v if isinstance(v, Tensor) else _wrap(jnp.asarray(v)) for v in vals]
+        """The op on ``vals`` (NumPy arrays or tensors, one per flat input; NumPy arrays
+        reach the device by ``jax.device_put``, which compiles nothing)."""
+        ts = [v if isinstance(v, Tensor) else _wrap(jax.device_put(np.asarray(v)))
+              for v in vals]
         return _outs(self.op.apply(*_rebuild(self.s, ts), **self.s.attrs))
 
     def with_floats(self, fv: Sequence[Any]) -> list[Any]:
@@ -128,6 +138,17 @@ class _Problem:
     def loss_np(self, vals: list[Any]) -> float:
         outs = self.call(vals)
         return float(sum(_pair(self.cts[k], outs[k]._value) for k in self.oidx))
+
+    def loss_jax(self, *fv: Any) -> Any:
+        """The loss as a JAX function of the floating inputs (for ``jax.grad``)."""
+        outs = self.call(self.with_floats(fv))
+        return sum(jnp.sum(jnp.real(jnp.conj(self.cts[k]) * outs[k]._value))
+                   for k in self.oidx)
+
+    def outs_jax(self, *fv: Any) -> list[Any]:
+        """The floating outputs as a JAX function of the floating inputs (for ``jax.jvp``)."""
+        outs = self.call(self.with_floats(fv))
+        return [outs[k]._value for k in self.oidx]
 
 
 def _problem(op_name: str, s: Sample, rng: np.random.Generator) -> _Problem | None:
@@ -179,7 +200,7 @@ def _compare(p: _Problem, what: str, got: Any, want: np.ndarray, i: int) -> None
 def _check_tape(p: _Problem, fd: dict[int, np.ndarray]) -> None:
     """1. The eager tape's gradients (``flow.autograd.grad``) == finite differences."""
 
-    tens = [_wrap(jnp.asarray(a)) for a in p.flat]
+    tens = [_wrap(jax.device_put(a)) for a in p.flat]
     for i in p.fidx:
         tens[i].requires_grad_()
     outs = p.call(tens)
@@ -188,50 +209,89 @@ def _check_tape(p: _Problem, fd: dict[int, np.ndarray]) -> None:
         raise GradCheckFailure(f"{p.label}: no floating output requires grad after the op ran "
                                f"on inputs that require grad (the tape did not record it)")
     grads = autograd.grad([outs[k] for k in diff], [tens[i] for i in p.fidx],
-                          [_wrap(jnp.asarray(p.cts[k])) for k in diff], allow_unused=True)
+                          [_wrap(jax.device_put(p.cts[k])) for k in diff], allow_unused=True)
     for i, g in zip(p.fidx, grads):
         _compare(p, "eager tape", None if g is None else g._value, fd[i], i)
 
 
-def _check_jax_grad(p: _Problem, fd: dict[int, np.ndarray]) -> list[Any]:
-    """2. ``jax.grad`` of the same loss == finite differences; returns its gradients."""
-    def loss_jax(*fv: Any) -> Any:
-        outs = p.call(p.with_floats(fv))
-        return sum(jnp.sum(jnp.real(jnp.conj(p.cts[k]) * outs[k]._value)) for k in p.oidx)
+def _jax_derivatives(problems: list[_Problem], tans: list[list[np.ndarray]]
+                     ) -> list[tuple[list[np.ndarray], list[np.ndarray]]]:
+    """Per problem, ``jax.grad`` of its loss in the floating inputs and ``jax.jvp`` of its
+    floating outputs along ``tans``: all problems in one ``jax.jit`` (one executable instead
+    of one per primitive JAX's eager mode would run, forward, JVP and transposed rule)."""
+    def trace(fargs: list[list[Any]], tans: list[list[Any]]) -> list[Any]:
+        res = []
+        for p, fa, ta in zip(problems, fargs, tans):
+            g = jax.grad(p.loss_jax, argnums=tuple(range(len(p.fidx))))(*fa)
+            _, jt = jax.jvp(p.outs_jax, tuple(fa), tuple(ta))
+            res.append((list(g), list(jt)))
+        return res
 
-    fargs = [jnp.asarray(p.flat[i]) for i in p.fidx]
-    jgrads = jax.grad(loss_jax, argnums=tuple(range(len(p.fidx))))(*fargs)
+    fargs = [[jax.device_put(p.flat[i]) for i in p.fidx] for p in problems]
+    got = jax.jit(trace)(fargs, [[jax.device_put(t) for t in ta] for ta in tans])
+    return [([np.asarray(x) for x in g], [np.asarray(x) for x in jt]) for g, jt in got]
+
+
+def _check_jax_grad(p: _Problem, fd: dict[int, np.ndarray], jgrads: list[np.ndarray]) -> None:
+    """2. ``jax.grad`` of the same loss == finite differences."""
     for i, g in zip(p.fidx, jgrads):  # JAX's convention for complex inputs: the conjugate
         _compare(p, "jax.grad", np.conj(g), fd[i], i)
-    return list(jgrads)
 
 
-def _check_jvp(p: _Problem, jgrads: list[Any], rng: np.random.Generator) -> None:
+def _check_jvp(p: _Problem, jgrads: list[np.ndarray], tans: list[np.ndarray],
+               jt: list[np.ndarray]) -> None:
     """3. Forward mode agrees with reverse mode: <J t, c> == <t, J^T c>."""
-    def outs_jax(*fv: Any) -> list[Any]:
-        outs = p.call(p.with_floats(fv))
-        return [outs[k]._value for k in p.oidx]
-
-    fargs = tuple(jnp.asarray(p.flat[i]) for i in p.fidx)
-    tans = [jnp.asarray(_random(rng, p.flat[i])) for i in p.fidx]
-    _, jt = jax.jvp(outs_jax, fargs, tuple(tans))
     lhs = float(sum(_pair(p.cts[k], u) for u, k in zip(jt, p.oidx)))
     # JAX's gradient of a complex input is the conjugate of PyTorch's: <t, g_torch> = Re(t g)
-    rhs = float(sum(np.sum(np.real(np.asarray(t) * np.asarray(g))) for t, g in zip(tans, jgrads)))
+    rhs = float(sum(np.sum(np.real(t * g)) for t, g in zip(tans, jgrads)))
     if not np.isclose(lhs, rhs, rtol=1e-7, atol=1e-9 * max(1.0, abs(rhs))):
         raise GradCheckFailure(f"{p.label}: jax.jvp disagrees with jax.vjp: <J t, c> = {lhs}, "
                                f"<t, J^T c> = {rhs}")
 
 
+def _jax_kind(p: _Problem) -> tuple:
+    """What decides the path through JAX's rules: real or complex floating inputs and
+    outputs, and which attrs are given."""
+    return (tuple(p.flat[i].dtype.kind for i in p.fidx),
+            tuple(p.cts[k].dtype.kind for k in p.oidx), tuple(sorted(p.s.attrs)))
+
+
+def check_grads(op_name: str, samples: Sequence[Sample], every: bool = False
+                ) -> list[str | None]:
+    """:func:`check_grad` on several samples of one op; per sample None (no float64 output:
+    nothing checked), "tape" (the tape vs finite differences) or "all" (also ``jax.grad``
+    and ``jax.jvp``). The JAX checks run on the first sample of each :func:`_jax_kind`
+    (every sample with ``every``), all in one executable: the tape runs the op's one rule,
+    checked on every sample, and JAX's transpose runs the same rule, so what ``jax.grad``
+    and ``jax.jvp`` add is the wiring (JVP, linear primitive, transpose), per op and kind,
+    not per sample."""
+    probs: list[tuple[_Problem, list[np.ndarray], dict[int, np.ndarray]]] = []
+    state: list[str | None] = []
+    kinds: set[tuple] = set()
+    for s in samples:
+        rng = np.random.default_rng(1234)
+        p = _problem(op_name, s, rng)
+        if p is None:
+            state.append(None)
+            continue
+        tans = [_random(rng, p.flat[i]) for i in p.fidx]
+        fd = _finite_differences(p)
+        _check_tape(p, fd)
+        if every or _jax_kind(p) not in kinds:
+            kinds.add(_jax_kind(p))
+            probs.append((p, tans, fd))
+            state.append("all")
+        else:
+            state.append("tape")
+    if probs:
+        derivs = _jax_derivatives([p for p, _, _ in probs], [t for _, t, _ in probs])
+        for (p, tans, fd), (jgrads, jt) in zip(probs, derivs):
+            _check_jax_grad(p, fd, jgrads)
+            _check_jvp(p, jgrads, tans, jt)
+    return state
+
+
 def check_grad(op_name: str, s: Sample) -> bool:
     """Run the gradient checks for one sample (raises :class:`GradCheckFailure`); returns
     False, having checked nothing, when no output is float64 (see the module docstring)."""
-    rng = np.random.default_rng(1234)
-    p = _problem(op_name, s, rng)
-    if p is None:
-        return False
-    fd = _finite_differences(p)
-    _check_tape(p, fd)
-    jgrads = _check_jax_grad(p, fd)
-    _check_jvp(p, jgrads, rng)
-    return True
+    return check_grads(op_name, [s], every=True)[0] is not None

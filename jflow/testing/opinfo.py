@@ -441,7 +441,11 @@ def _compare_grads(want: Any, got: Any, leaves: list[Any], conv: _Converter,
     if len(got_outs) != len(outs_w):
         return Outcome("mismatch", f"{len(got_outs)} outputs, PyTorch {len(outs_w)}")
     rng = np.random.default_rng(0)
-    loss_t, loss_f = 0, 0
+    # PyTorch's side differentiates sum(output * c) (complex: real * c + imag * ci); jflow's
+    # takes the same cotangents as grad_outputs (c + i ci: PyTorch's convention for a real
+    # loss of a complex output), so no loss of its own is built: a product, a sum and their
+    # backwards per output shape would each compile an executable
+    loss_t, outs_f, cots_f = 0, [], []
     for w, g in zip(outs_w, got_outs):
         if not (w.requires_grad and (w.is_floating_point() or w.is_complex())) or \
                 w.numel() == 0:  # an empty output carries no gradient either way
@@ -454,11 +458,16 @@ def _compare_grads(want: Any, got: Any, leaves: list[Any], conv: _Converter,
         if w.is_complex():
             ci = rng.standard_normal(tuple(w.shape))
             loss_t = loss_t + (w.real * torch.tensor(c) + w.imag * torch.tensor(ci)).sum()
-            loss_f = loss_f + (g.real * flow.tensor(c) + g.imag * flow.tensor(ci)).sum()
+            cot = c + 1j * ci
         else:
             loss_t = loss_t + (w * torch.tensor(c, dtype=w.dtype)).sum()
-            loss_f = loss_f + (g * flow.tensor(c, dtype=g.dtype)).sum()
-    if isinstance(loss_f, int):  # only random draws, which jflow does not differentiate
+            cot = c
+        if tuple(g.shape) != tuple(w.shape):
+            return Outcome("mismatch", f"output shape {tuple(g.shape)}, PyTorch "
+                                       f"{tuple(w.shape)}")
+        outs_f.append(g)
+        cots_f.append(flow.tensor(cot, dtype=g.dtype))
+    if not outs_f:  # only random draws, which jflow does not differentiate
         return Outcome("pass")
     try:
         gt = torch.autograd.grad(loss_t, leaves, allow_unused=True)
@@ -466,7 +475,7 @@ def _compare_grads(want: Any, got: Any, leaves: list[Any], conv: _Converter,
         return Outcome("skip", f"PyTorch's backward raised {type(e).__name__}")
     mine = [conv.tensors[id(t)][1] for t in leaves]
     try:
-        gf = flow.autograd.grad(loss_f, mine, allow_unused=True)
+        gf = flow.autograd.grad(outs_f, mine, grad_outputs=cots_f, allow_unused=True)
     except Exception as e:  # noqa: BLE001
         return Outcome("error", f"backward: {type(e).__name__}: {str(e).splitlines()[0][:160]}"
                        if str(e) else type(e).__name__)

@@ -17,7 +17,10 @@ class Sample:
     a variadic one) and ``attrs``.
 
     ``batch``: optional second set of inputs for the vmap check (default: floats scaled by
-    0.5, other dtypes repeated). ``vmap=False`` skips vmap for this sample.
+    0.5, other dtypes repeated). The vmap check runs on one sample per kernel the op's
+    samples select (the first that can be batched: the batching rule is generic, see
+    :mod:`jflow.testing.checker`); ``vmap=True`` runs it on this sample too, ``vmap=False``
+    never on this one.
     ``grad``: for a differentiable op the gradient check runs on the sample's floating inputs
     (made float64): tape and ``jax.grad`` against central finite differences, and ``jax.jvp``
     against ``jax.vjp``.
@@ -28,7 +31,7 @@ class Sample:
     rtol: float | None = None
     atol: float | None = None
     batch: Sequence[Any] | None = None
-    vmap: bool = True
+    vmap: bool | None = None
     name: str = ""
     #: False skips the gradient check for this sample (say why in a comment: e.g. inputs at a
     #: kink or jump on purpose, where finite differences are meaningless).

@@ -7,21 +7,32 @@ dimensions evenly. A signature can go unrun on a sample for two reasons: no plac
 it evenly, or an earlier signature has the same input SBPs (inference always picks that one).
 :class:`SbpCoverage` records, per op, which declared signatures ran on some sample and why the
 others did not, so a test can demand that every declared signature is exercised.
+
+Compile count: the signatures of an op that run on the same number of devices share one
+executable: the op runs on global tensors of traced values inside one ``jax.jit`` (the same
+dispatch path, signature inference and sharded computation, staged). The inputs are
+laid out from host data shard by shard and the outputs read back shard by shard (a split
+one reassembled, each replica of a broadcast one compared, a partial sum's addends summed),
+not boxed through ``to_global`` / ``numpy()``, whose boxings compile an executable per shape
+and layout and are not what this check is about (``tests/test_sbp*.py`` check boxing).
 """
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass, field
+from functools import reduce
 from typing import Any
 
 import jax
-import jax.numpy as jnp
 import numpy as np
 
 from ..ops import get as get_op
 from ..sharding.execute import usable_1d
+from ..sharding.global_tensor import make_global
 from ..sharding.placement import placement
-from ..sharding.sbp import Signature, _Split, signatures_of
+from ..sharding.sbp import SbpParallel, Signature, _PartialSum, _Split, signatures_of
+from ..sharding.spec import named_sharding
 from ..tensor import Tensor, _wrap
 from .grad_check import _flat_inputs, _rebuild
 from .samples import Sample, get_samples
@@ -75,14 +86,56 @@ def _label(s: Sample) -> str:
     return f"sample {s.name!r}" if s.name else f"sample {s.attrs}"
 
 
-def _single_device(op: Any, s: Sample) -> tuple[list[Tensor], list[np.ndarray]]:
-    """The sample's local input tensors and its single-device outputs (the reference)."""
-    local = [_wrap(jnp.asarray(a)) for a in _flat_inputs(s)]
-    res = op.apply(*_rebuild(s, local), **s.attrs)
-    return local, [np.asarray(t._value) for t in (res if isinstance(res, tuple) else (res,))]
+def _single_device(op: Any, s: Sample, flat: list[np.ndarray]) -> list[np.ndarray]:
+    """The sample's single-device outputs (the reference)."""
+    res = op.apply(*_rebuild(s, [_wrap(jax.device_put(a)) for a in flat]), **s.attrs)
+    return [np.asarray(t._value) for t in (res if isinstance(res, tuple) else (res,))]
 
 
-def _declared(op: Any, s: Sample, flat: list[np.ndarray], ref: list[np.ndarray]
+def _abstract_outputs(op: Any, s: Sample, flat: list[np.ndarray]) -> list[Any]:
+    """The shapes and dtypes of the sample's outputs, from the op's inference (nothing is
+    compiled or run: a sample whose signatures all ran already costs no executable)."""
+    def run(*xs: Any) -> list[Any]:
+        res = op.apply(*_rebuild(s, [_wrap(x) for x in xs]), **s.attrs)
+        return [t._value for t in (res if isinstance(res, tuple) else (res,))]
+    return jax.eval_shape(run, *[jax.ShapeDtypeStruct(a.shape, a.dtype) for a in flat])
+
+
+def _lay_out(a: np.ndarray, x: SbpParallel, plc: placement) -> Tensor:
+    """A global tensor of value ``a`` laid out as ``x`` on ``plc``, placed from the host
+    shard by shard (no executable); a partial sum holds the value on the first rank and
+    zeros on the others, as boxing a broadcast value to a partial sum leaves it."""
+    sharding = named_sharding(plc, (x,), a.ndim)
+    if isinstance(x, _PartialSum):
+        parts = [jax.device_put(a if i == 0 else np.zeros_like(a), d)
+                 for i, d in enumerate(plc.mesh.devices.flat)]
+        value = jax.make_array_from_single_device_arrays(a.shape, sharding, parts)
+    else:
+        value = jax.device_put(a, sharding)
+    return make_global(value, plc, (x,))
+
+
+def _read_back(g: Tensor, x: SbpParallel) -> list[np.ndarray]:
+    """The logical value(s) of a global output with SBP ``x``, from its shards on the host:
+    a split one reassembled, a partial sum's addends summed (floats in float64), a broadcast
+    one once per rank (every replica must be the value)."""
+    v = g._value
+    shards = v.addressable_shards
+    if isinstance(x, _PartialSum):  # (an unreduced array's shards have no index)
+        parts = [np.asarray(sh.data) for sh in shards]
+        if parts[0].dtype.kind in "fc":
+            wide = np.complex128 if parts[0].dtype.kind == "c" else np.float64
+            parts = [p.astype(wide) for p in parts]
+        return [reduce(np.add, parts)]
+    if isinstance(x, _Split):
+        out = np.empty(v.shape, v.dtype)
+        for sh in shards:
+            out[sh.index] = np.asarray(sh.data)
+        return [out]
+    return [np.asarray(sh.data) for sh in shards]
+
+
+def _declared(op: Any, s: Sample, flat: list[np.ndarray], ref: list[Any]
               ) -> list[Signature]:
     """The signatures the op declares for the sample's shapes that a 1-d layout can carry."""
     attrs = op.normalize_attrs(dict(s.attrs))
@@ -102,41 +155,112 @@ def _close(v: np.ndarray, r: np.ndarray) -> bool:
                             equal_nan=True))
 
 
-def _run_signature(op: Any, s: Sample, sig: Signature, n: int, local: list[Tensor],
-                   ref: list[np.ndarray]) -> None:
-    """Lay the inputs out as ``sig`` says on ``n`` devices, run the op, compare."""
-    plc = placement("cpu", list(range(n)))
-    ins = [t.to_global(plc, x) for t, x in zip(local, sig.inputs)]
-    label = f"op '{op.name}' {_label(s)} signature {sig} on {n} devices"
+@dataclass
+class _Planned:
+    """One signature to run on one sample: its inputs laid out on ``n`` devices."""
+
+    s: Sample
+    sig: Signature
+    n: int
+    flat: list[np.ndarray]
+    ref: list[np.ndarray]
+
+    @property
+    def label(self) -> str:
+        return f"{_label(self.s)} signature {self.sig} on {self.n} devices"
+
+
+def _apply_global(op: Any, p: _Planned, values: list[Any], plc: Any, staged: bool = False
+                  ) -> tuple[Any, ...]:
+    """The op on global tensors of ``values`` (concrete or traced) laid out as ``p.sig``
+    says; the outputs must carry the signature's SBP. An error of the op is a failure of
+    the signature, except when ``staged`` (the eager rerun decides)."""
+    label = f"op '{op.name}' {p.label}"
+    ins = [make_global(v, plc, (x,)) for v, x in zip(values, p.sig.inputs)]
     try:
-        got = op.apply(*_rebuild(s, ins), **s.attrs)
+        got = op.apply(*_rebuild(p.s, ins), **p.s.attrs)
     except Exception as e:
+        if staged:
+            raise
         raise SbpCheckFailure(f"{label}: raised {type(e).__name__}: {e}") from e
     got = got if isinstance(got, tuple) else (got,)
-    for k, (g, r, want_sbp) in enumerate(zip(got, ref, sig.outputs)):
+    for k, (g, want_sbp) in enumerate(zip(got, p.sig.outputs)):
         if g.sbp != (want_sbp,):
             raise SbpCheckFailure(f"{label}: output {k} has sbp {g.sbp}, the signature "
                                   f"says {want_sbp!r}")
-        v = g.numpy()
-        if v.shape != r.shape or v.dtype != r.dtype:
-            raise SbpCheckFailure(f"{label}: output {k} is {v.dtype}{list(v.shape)}, the "
-                                  f"single-device result {r.dtype}{list(r.shape)}")
-        if not _close(v, r):
-            raise SbpCheckFailure(f"{label}: output {k} differs from the single-device result")
+    return got
 
 
-def check_sbp(op_name: str, s: Sample, coverage: SbpCoverage | None = None) -> SbpCoverage:
-    """Check every signature declared for one sample, recording into ``coverage`` what was
-    declared, what ran and why the rest did not. A signature already exercised on another
-    sample of the op is not run again."""
-    op = get_op(op_name)
-    cov = coverage if coverage is not None else SbpCoverage(op_name)
+def _compare(op: Any, p: _Planned, got: Sequence[Tensor]) -> None:
+    """The outputs of a signature's run == the single-device result."""
+    label = f"op '{op.name}' {p.label}"
+    for k, (g, r, want_sbp) in enumerate(zip(got, p.ref, p.sig.outputs)):
+        if tuple(g._value.shape) != r.shape or g._value.dtype != r.dtype:
+            raise SbpCheckFailure(f"{label}: output {k} is {g._value.dtype}"
+                                  f"{list(g._value.shape)}, the single-device result "
+                                  f"{r.dtype}{list(r.shape)}")
+        for rank, v in enumerate(_read_back(g, want_sbp)):
+            if not _close(v, r):
+                which = ("" if isinstance(want_sbp, (_Split, _PartialSum))
+                         else f" (rank {rank}'s replica)")
+                raise SbpCheckFailure(f"{label}: output {k}{which} differs from the "
+                                      f"single-device result")
+
+
+def _run_eager(op: Any, p: _Planned) -> None:
+    """One signature's run, eagerly (one sharded executable of its own)."""
+    plc = placement("cpu", list(range(p.n)))
+    ins = [_lay_out(a, x, plc)._value for a, x in zip(p.flat, p.sig.inputs)]
+    _compare(op, p, _apply_global(op, p, ins, plc))
+
+
+def _run_staged(op: Any, runs: list[_Planned]) -> None:
+    """Signatures on the same number of devices run in one ``jax.jit``: the op on global
+    tensors of traced values takes the same path (signature inference, then its sharded
+    computation, staged into the trace), and the executable is one per op and device count
+    instead of one per signature. Should the staged run fail for a reason other than a
+    signature (a path that needs concrete values; empty global tensors, which the traced
+    path refuses, run eagerly from the start), each runs eagerly instead."""
+    empty = [p for p in runs if any(a.size == 0 for a in (*p.flat, *p.ref))]
+    for p in empty:
+        _run_eager(op, p)
+    runs = [p for p in runs if all(p is not e for e in empty)]
+    if not runs:
+        return
+    plc = placement("cpu", list(range(runs[0].n)))
+    ins = [[_lay_out(a, x, plc)._value for a, x in zip(p.flat, p.sig.inputs)] for p in runs]
+
+    def trace(ins: list[list[Any]]) -> list[list[Any]]:
+        return [[g._value for g in _apply_global(op, p, v, plc, staged=True)]
+                for p, v in zip(runs, ins)]
+
+    try:
+        outs = jax.jit(trace)(ins)
+    except SbpCheckFailure:
+        raise
+    except Exception:
+        for p in runs:
+            _run_eager(op, p)
+        return
+    for p, vals in zip(runs, outs):
+        _compare(op, p, [make_global(v, plc, (x,)) for v, x in zip(vals, p.sig.outputs)])
+
+
+def _plan(op: Any, s: Sample, cov: SbpCoverage, planned: set[str]) -> list[_Planned]:
+    """The signatures declared for one sample that are to run on it, recording into ``cov``
+    what was declared and why the rest do not run. A signature already exercised (or
+    planned, ``planned``) on another sample of the op is not run again."""
     flat = [np.asarray(a) for a in _flat_inputs(s)]
     if not flat:
-        return cov
-    local, ref = _single_device(op, s)
+        return []
+    ref: list[np.ndarray] | None = None  # computed when a first signature runs
+    try:
+        outs: list[Any] = _abstract_outputs(op, s, flat)
+    except Exception:  # an output shape that depends on the values (a host computation)
+        outs = ref = _single_device(op, s, flat)
     picked: dict[tuple, Signature] = {}
-    for sig in _declared(op, s, flat, ref):
+    runs = []
+    for sig in _declared(op, s, flat, outs):
         key = repr(sig)
         cov.declared.setdefault(key, _label(s))
         first = picked.setdefault(sig.inputs, sig)
@@ -144,27 +268,45 @@ def check_sbp(op_name: str, s: Sample, coverage: SbpCoverage | None = None) -> S
             cov.not_run.setdefault(key, []).append(
                 f"{_label(s)}: shadowed by {first} (same input SBPs, declared earlier)")
             continue
-        if key in cov.exercised:
+        if key in cov.exercised or key in planned:
             continue
-        n = _devices_for(sig, [a.shape for a in flat], [r.shape for r in ref])
+        n = _devices_for(sig, [a.shape for a in flat], [tuple(o.shape) for o in outs])
         if n is None:
             cov.not_run.setdefault(key, []).append(
                 f"{_label(s)}: no placement of 4, 3 or 2 devices splits it evenly "
                 f"(input shapes {[list(a.shape) for a in flat]})")
             continue
-        _run_signature(op, s, sig, n, local, ref)
-        cov.exercised[key] = _label(s)
+        if ref is None:
+            ref = _single_device(op, s, flat)
+        runs.append(_Planned(s, sig, n, flat, ref))
+        planned.add(key)
+    return runs
+
+
+def _check(op_name: str, samples: list[Sample], cov: SbpCoverage) -> SbpCoverage:
+    """Plan the samples' signatures, run them grouped by device count, record what ran."""
+    op = get_op(op_name)
+    planned: set[str] = set()
+    runs = [r for s in samples for r in _plan(op, s, cov, planned)]
+    for n in sorted({r.n for r in runs}, reverse=True):
+        _run_staged(op, [r for r in runs if r.n == n])
+    for r in runs:
+        cov.exercised[repr(r.sig)] = _label(r.s)
     return cov
+
+
+def check_sbp(op_name: str, s: Sample, coverage: SbpCoverage | None = None) -> SbpCoverage:
+    """Check every signature declared for one sample, recording into ``coverage`` what was
+    declared, what ran and why the rest did not. A signature already exercised on another
+    sample of the op is not run again."""
+    return _check(op_name, [s], coverage if coverage is not None else SbpCoverage(op_name))
 
 
 def sbp_coverage(op_name: str) -> SbpCoverage:
     """The SBP check over all of an op's samples (those with ``sbp=True``), each distinct
     signature run once (on the first sample where it is picked and divides evenly)."""
-    cov = SbpCoverage(op_name)
-    for s in get_samples(op_name).samples:
-        if s.sbp:
-            check_sbp(op_name, s, cov)
-    return cov
+    return _check(op_name, [s for s in get_samples(op_name).samples if s.sbp],
+                  SbpCoverage(op_name))
 
 
 def check_op_sbp(op_name: str) -> tuple[int, int]:

@@ -53,7 +53,11 @@ def to_dlpack(tensor: Tensor) -> Any:
 
 def _dlpack(self: Tensor, *, stream: Any = None, max_version: Any = None,
             dl_device: Any = None, copy: Any = None) -> Any:
-    """The DLPack protocol: the tensor's buffer, for ``from_dlpack`` of another library."""
+    """The DLPack protocol: the tensor's buffer, for ``from_dlpack`` of another library.
+    As in PyTorch, a tensor that requires grad is refused (in any grad mode): the consumer's
+    array would leave the graph; export ``t.detach()``."""
+    if self.requires_grad:
+        raise BufferError("Can't export tensors that require gradient, use tensor.detach()")
     v = _local_value(self, "Tensor.__dlpack__")
     kw = {k: x for k, x in (("stream", stream), ("max_version", max_version),
                             ("dl_device", dl_device), ("copy", copy)) if x is not None}

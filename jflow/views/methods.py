@@ -15,6 +15,7 @@ from typing import Any
 import jax
 import numpy as np
 
+from .._dims import wrap_dim
 from ..autograd.grad_mode import is_grad_enabled, no_grad
 from ..memory_format import check_memory_format, is_contiguous_as
 from ..ops import get as _get_op
@@ -39,9 +40,7 @@ def _stride(self: Tensor, dim: int | None = None) -> Any:
     nd = len(strides)
     if isinstance(dim, bool) or not isinstance(dim, _INTS):
         raise TypeError(f"Tensor.stride(): argument 'dim' must be int, not {type(dim).__name__}")
-    if not (-nd <= dim < nd if nd else dim in (0, -1)):
-        raise IndexError(f"Tensor.stride(): dimension out of range (expected to be in range of "
-                         f"[{-max(nd, 1)}, {max(nd, 1) - 1}], but got {dim})")
+    dim = wrap_dim("Tensor.stride", dim, nd)
     return strides[dim] if nd else 1
 
 
@@ -178,10 +177,9 @@ def _ints(fname: str, what: str, xs: Any) -> tuple[int, ...]:
 
 
 def _wrap_dim(fname: str, dim: int, nd: int) -> int:
-    if not -nd <= dim < nd:
-        raise IndexError(f"{fname}(): dimension out of range (expected to be in range of "
-                         f"[{-nd}, {nd - 1}], but got {dim})")
-    return dim % nd
+    if nd == 0:  # (diagonal-like views need two dims: a 0-d tensor takes no dim)
+        raise IndexError(f"{fname}(): Dimension specified as {dim} but tensor has no dimensions")
+    return wrap_dim(fname, dim, nd)
 
 
 Tensor.stride = _stride  # type: ignore[attr-defined]

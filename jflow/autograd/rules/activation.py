@@ -68,7 +68,7 @@ def _hardtanh(ctx, dy):
     return keep_where(inside, dy)
 
 
-# -- issue 14: the table of pointwise activations (ops/activation.py `_TABLE`) -------------------
+# -- the table of pointwise activations (ops/activation.py `_TABLE`) -----------------------------
 # PyTorch's backward formulas (ATen), including its choice at the kinks.
 
 _SELU_ALPHA = 1.6732632423543772848170429916717

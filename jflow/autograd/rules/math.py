@@ -231,7 +231,7 @@ def _where(ctx, dout):
     return None, gx, gy
 
 
-# -- issue 14 (PyTorch parity part 2) ------------------------------------------------------------
+# -- more elementwise math -----------------------------------------------------------------------
 # One table of unary rules: each entry gives the derivative from the saved input ("x") or
 # output ("y"), multiplied by dy in one place.
 

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from ..._dims import wrap_dim
 from ...ops import get
 from ...tensor import Tensor
 from ..promotion import assign_inplace, to_float
@@ -34,7 +35,7 @@ def leaky_relu(x: Tensor, alpha: float, inplace: bool) -> Tensor:
     return assign_inplace(x, y, "leaky_relu") if inplace else y
 
 
-# -- issue 14: activations that are compositions of existing ops -------------------------------
+# -- activations that are compositions of existing ops -----------------------------------------
 # glu, prelu and rrelu need no primitive of their own: their gradients (weight included, via
 # the broadcasting mul's rule) come out right from the ops they are written with.
 
@@ -51,8 +52,7 @@ def glu(input: Tensor, dim: int) -> Tensor:
     nd = input.ndim
     if nd == 0:
         raise ValueError("glu(): input must have at least 1 dimension, got a 0-d tensor")
-    if not -nd <= dim < nd:
-        raise IndexError(f"glu(): dim {dim} is out of range for a {nd}-d input")
+    dim = wrap_dim("glu", dim, nd)
     n = int(input.shape[dim])
     if n % 2:
         raise ValueError(f"glu(): halving dimension must be even, but dimension {dim % nd} is "

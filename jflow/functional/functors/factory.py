@@ -176,7 +176,7 @@ def randint(low: int, high: int, size: tuple, generator: Any, dtype: Any, device
     return on_device(_randint(key, counter, shape=size, dtype=d.np, low=low, high=high), device)
 
 
-# -- issue 14, breadth round 2 -------------------------------------------------------------------
+# -- more factories (logspace & co.) -------------------------------------------------------------
 
 import jax.numpy as jnp  # noqa: E402
 

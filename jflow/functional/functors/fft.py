@@ -22,6 +22,7 @@ import numpy as np
 from jax.core import Tracer
 
 from ... import dtypes as _dt
+from ..._dims import wrap_dim
 from ...ops import get
 from ...tensor import Tensor, _wrap
 from ..promotion import cast
@@ -81,11 +82,9 @@ def _norm_mode(fname: str, norm: str | None, forward: bool) -> int:
 
 
 def _wrap_dim(fname: str, ndim: int, d: int) -> int:
-    if ndim == 0 or not -ndim <= d < ndim:
-        lo, hi = (-ndim, ndim - 1) if ndim else (-1, 0)
-        raise IndexError(f"{fname}: Dimension out of range (expected to be in range of "
-                         f"[{lo}, {hi}], but got {d})")
-    return d % ndim
+    if ndim == 0:  # an FFT needs a dim to transform
+        raise IndexError(f"{fname}(): Dimension specified as {d} but tensor has no dimensions")
+    return wrap_dim(fname, d, ndim)
 
 
 def _check_points(fname: str, n: int) -> None:
@@ -505,7 +504,7 @@ def istft(input: Tensor, n_fft: int, hop_length: int | None, win_length: int | N
     y = _narrow(y, dim=1, start=start, length=max(stop - start, 0))
     env = _narrow(env, dim=0, start=start, length=max(stop - start, 0))
     if not isinstance(env._meta, Tracer):
-        low = float(np.abs(np.asarray(env.numpy())).min()) if stop > start else 1.0
+        low = float(np.abs(env.numpy(force=True)).min()) if stop > start else 1.0
         if low < 1e-11:
             raise RuntimeError(f"istft: window overlap add min: {low} (the squared window, "
                                f"overlap-added, must be nonzero everywhere: NOLA)")

@@ -25,13 +25,14 @@ import numpy as np
 from jax.core import Tracer
 
 from ... import dtypes as _dt
+from ..._dims import wrap_dim
 from ...lazy_mode.segment import defer_check, host_value
 from ...ops import get
 from ...tensor import Tensor, _wrap
 from ..promotion import cast, scalar_result_dtype, scalar_tensor
 from ..registry import api, functor
 
-__all__ = ["IndexOutOfRangeError", "normalize_dim"]
+__all__ = ["IndexOutOfRangeError"]
 
 _gather = get("dim_gather").apply
 _scatter = get("dim_scatter").apply
@@ -47,13 +48,6 @@ class IndexOutOfRangeError(IndexError, RuntimeError):
     this depending on the op; this is both)."""
 
 
-def normalize_dim(fname: str, dim: int, ndim: int) -> int:
-    """``dim`` in ``[0, ndim)`` (a 0-d tensor accepts -1 and 0), else an IndexError."""
-    n = max(ndim, 1)
-    if not -n <= dim < n:
-        raise IndexError(f"{fname}(): dim {dim} is out of range for a {ndim}-d tensor "
-                         f"(expected to be in range [{-n}, {n - 1}])")
-    return dim % n
 
 
 @jax.jit
@@ -141,7 +135,7 @@ def gather(input: Tensor, dim: int, index: Tensor, sparse_grad: bool) -> Tensor:
         raise ValueError("gather(): sparse_grad=True is not supported (jflow has no sparse "
                          "tensors); gradients are dense")
     _int_index("gather", index)
-    d = normalize_dim("gather", dim, input._meta.ndim)
+    d = wrap_dim("gather", dim, input._meta.ndim)
     ni, nx = index._meta.ndim, input._meta.ndim
     if index._meta.size == 0 and max(ni, 1) != max(nx, 1):
         # PyTorch checks the dims only for a non-empty index: the result is index-shaped
@@ -169,7 +163,7 @@ def _reduce(fname: str, reduce: Any) -> str:
 def _scatter_impl(fname: str, input: Tensor, dim: int, index: Tensor, src: Tensor,
                   reduce: str) -> Tensor:
     _int_index(fname, index)
-    d = normalize_dim(fname, dim, input._meta.ndim)
+    d = wrap_dim(fname, dim, input._meta.ndim)
     if index._meta.ndim == input._meta.ndim:
         _check_range(fname, index, _size(input, d), d)
     return _scatter(input, index, src, dim=d, reduce=reduce)
@@ -211,7 +205,7 @@ def index_select(input: Tensor, dim: int, index: Tensor) -> Tensor:
     if index._meta.ndim > 1:
         raise ValueError(f"index_select(): index must be 0-d or 1-D, got shape "
                          f"{tuple(index.shape)}")
-    d = normalize_dim("index_select", dim, input._meta.ndim)
+    d = wrap_dim("index_select", dim, input._meta.ndim)
     _check_range("index_select", index, _size(input, d), d)
     return _index_select(input, index, dim=d)
 
@@ -280,14 +274,14 @@ def one_hot(input: Tensor, num_classes: int) -> Tensor:
 def sort(input: Tensor, dim: int, descending: bool, stable: bool) -> tuple[Tensor, Tensor]:
     """torch.sort -> (values, indices). Always stable (ties keep their order), so ``stable``
     changes nothing; NaN sorts as the largest value."""
-    d = normalize_dim("sort", dim, input._meta.ndim)
+    d = wrap_dim("sort", dim, input._meta.ndim)
     return _sort(input, dim=d, descending=descending)
 
 
 @functor("ArgSort")
 def argsort(input: Tensor, dim: int, descending: bool, stable: bool) -> Tensor:
     """torch.argsort: the indices of :func:`sort` (always stable)."""
-    d = normalize_dim("argsort", dim, input._meta.ndim)
+    d = wrap_dim("argsort", dim, input._meta.ndim)
     return _sort(input, dim=d, descending=descending)[1]
 
 
@@ -297,7 +291,7 @@ def topk(input: Tensor, k: int, dim: int, largest: bool,
     """torch.topk -> (values, indices): the k largest (``largest=False``: smallest) entries
     along dim. Results are always in sorted order (``sorted=False`` allows any order, so this
     satisfies it); among equal values the lower index comes first."""
-    d = normalize_dim("topk", dim, input._meta.ndim)
+    d = wrap_dim("topk", dim, input._meta.ndim)
     n = _size(input, d)
     if not 0 <= k <= n:
         raise ValueError(f"topk(): k ({k}) is out of range for dimension {d} of size {n} "
@@ -305,7 +299,7 @@ def topk(input: Tensor, k: int, dim: int, largest: bool,
     return _topk(input, k=k, dim=d, largest=largest, sorted=sorted)
 
 
-# -- issue 14: nonzero / masked_select / masked_scatter / index_add / index_put / take ----------
+# -- nonzero / masked_select / masked_scatter / index_add / index_put / take --------------------
 #
 # Compositions of existing ops (index_select, dim_scatter, where, reshape, expand), so the
 # gradient, vmap and SBP of those ops apply unchanged. Ops whose result size depends on the
@@ -443,7 +437,7 @@ def _index_along(fname: str, input: Tensor, dim: int, index: Tensor,
         raise ValueError(f"{fname}(): index should have dimension 1 or 0 (got "
                          f"{index._meta.ndim})")
     nd = input._meta.ndim
-    d = normalize_dim(fname, dim, nd)
+    d = wrap_dim(fname, dim, nd)
     n = int(index._meta.size)
     sx = tuple(input._meta.shape) or (1,)
     if src_shape is None:
@@ -641,7 +635,7 @@ def take_along_dim(input: Tensor, indices: Tensor, dim: Any) -> Tensor:
         raise ValueError(f"take_along_dim(): input and indices should have the same number of "
                          f"dimensions, but got {len(sx)} dimensions for input, and {len(si)} "
                          f"dimensions for indices")
-    d = normalize_dim("take_along_dim", dim, len(sx))
+    d = wrap_dim("take_along_dim", dim, len(sx))
     if sx and sx[d]:
         # PyTorch (2.13) takes the indices along a given dim modulo its size: -1 is the last
         indices = _api().remainder(indices, sx[d])
@@ -709,7 +703,7 @@ def scatter_reduce(input: Tensor, dim: int, index: Tensor, src: Tensor, reduce: 
     if reduce != "mean":
         return out
     F = _api()
-    d = normalize_dim("scatter_reduce", dim, input._meta.ndim)
+    d = wrap_dim("scatter_reduce", dim, input._meta.ndim)
     ones = F.full(tuple(index._meta.shape), 1, dtype=input.dtype)
     start = F.full(tuple(input._meta.shape), 1 if include_self else 0, dtype=input.dtype)
     count = _scatter(start, index, ones, dim=d, reduce="add")
@@ -725,7 +719,7 @@ def where_nonzero(condition: Tensor) -> tuple[Tensor, ...]:
     return nonzero(condition, True)
 
 
-# -- issue 14, breadth round 2 -------------------------------------------------------------------
+# -- more sorting and membership (msort, isin & co.) ---------------------------------------------
 # Compositions of sort / eq / index_copy (their gradients and SBP).
 
 @functor("Msort")
@@ -756,7 +750,7 @@ def _scatter_dim(fname: str, input: Tensor, dim: int) -> tuple[int, int]:
     nd = input._meta.ndim
     if nd == 0:
         raise ValueError(f"{fname}(): argument 'input' must have at least 1 dimension")
-    a = normalize_dim(fname, dim, nd)
+    a = wrap_dim(fname, dim, nd)
     return a, input._meta.shape[a]
 
 
@@ -811,8 +805,8 @@ def diagonal_scatter(input: Tensor, src: Tensor, offset: int, dim1: int, dim2: i
     nd = input._meta.ndim
     if nd < 2:
         raise ValueError("diagonal_scatter(): argument 'input' must have at least 2 dimensions")
-    a = normalize_dim("diagonal_scatter", dim1, nd)
-    b = normalize_dim("diagonal_scatter", dim2, nd)
+    a = wrap_dim("diagonal_scatter", dim1, nd)
+    b = wrap_dim("diagonal_scatter", dim2, nd)
     if a == b:
         raise ValueError(f"diagonal_scatter(): dim1 and dim2 cannot be equal, got {dim1} "
                          f"and {dim2}")

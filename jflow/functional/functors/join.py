@@ -129,7 +129,7 @@ def _pieces(fname: str, input: Tensor, dim: int, sizes: tuple[int, ...]
     return outs
 
 
-# -- issue 14: hstack / vstack / dstack / column_stack, block_diag, meshgrid, cartesian_prod ----
+# -- hstack / vstack / dstack / column_stack, block_diag, meshgrid, cartesian_prod --------------
 #
 # Compositions of reshape / expand / cat / stack / pad, so their gradient, vmap and SBP are
 # those ops'.
@@ -253,7 +253,7 @@ def narrow_copy(input: Tensor, dim: int, start: int, length: int) -> Tensor:
     return api().clone(api().narrow(input, dim, start, length))
 
 
-# -- issue 14, breadth round 2 -------------------------------------------------------------------
+# -- splitting (tensor_split & co.) --------------------------------------------------------------
 
 @functor("TensorSplit")
 def tensor_split(input: Tensor, sections: int, dim: int) -> tuple[Tensor, ...]:

@@ -21,8 +21,10 @@ import jax.numpy as jnp
 import numpy as np
 from jax.core import Tracer
 
+from ..._dims import wrap_dim
 from ...autograd.grad_mode import no_grad
 from ...ops import get
+from ...ops.linalg import check_matrix_shape
 from ...tensor import Tensor
 from ..promotion import cast, promote, scalar_tensor
 from ..registry import functor
@@ -69,13 +71,7 @@ def _float_input(fname: str, t: Tensor, arg: str = "A") -> None:
 
 def _matrix_input(fname: str, t: Tensor, arg: str = "A", square: bool = False) -> None:
     _float_input(fname, t, arg)
-    s = _shape(t)
-    if len(s) < 2:
-        raise ValueError(f"{fname}: argument '{arg}' must have at least 2 dimensions, got "
-                         f"shape {s}")
-    if square and s[-1] != s[-2]:
-        raise ValueError(f"{fname}: argument '{arg}' must be batches of square matrices, but "
-                         f"they are {s[-2]} by {s[-1]} matrices")
+    check_matrix_shape(fname, arg, _shape(t), square)
 
 
 def _scalar(v: Any, like: Tensor) -> Tensor:
@@ -122,10 +118,7 @@ def _broadcast_batch(fname: str, a: Tensor, b: Tensor, core_a: int, core_b: int
 
 
 def _dim(fname: str, d: int, nd: int, arg: str = "dim") -> int:
-    if not -max(nd, 1) <= d < max(nd, 1):
-        raise IndexError(f"{fname}: Dimension out of range (expected to be in range of "
-                         f"[{-max(nd, 1)}, {max(nd, 1) - 1}], but got {d}) for argument '{arg}'")
-    return d % max(nd, 1)
+    return wrap_dim(fname, d, nd, arg=arg)
 
 
 # -- addmm / addmv / addbmm / baddbmm ---------------------------------------------------------
@@ -859,7 +852,7 @@ def linalg_norm(A: Tensor, ord: Any, dim: Any, keepdim: bool, dtype: Any) -> Ten
     return linalg_vector_norm(A, ord, dim, keepdim, dtype)
 
 
-# -- issue 14, breadth round 2 -------------------------------------------------------------------
+# -- matrix powers -------------------------------------------------------------------------------
 # Compositions of matmul / linalg_* / outer / diag (their gradients and SBP).
 
 from ... import dtypes as _dt  # noqa: E402

@@ -207,7 +207,7 @@ def cross_entropy(input: Tensor, target: Tensor, weight: Any, ignore_index: int,
     return _div(both, _sum(wt, axis=(), keepdim=False))
 
 
-# -- issue 14: losses written with existing ops ---------------------------------------------------
+# -- losses written with existing ops -------------------------------------------------------------
 # Each is a short composition of jflow ops (the tape and jax.grad differentiate through them),
 # reduced by ``_reduce``. Denominators and logs that a where() discards are made safe first:
 # where() gives the discarded branch a zero cotangent, and 0 * inf would still be NaN.

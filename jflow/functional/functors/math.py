@@ -15,6 +15,7 @@ from jax.core import Tracer
 
 from ... import dtypes as _dt
 from ...lazy_mode.segment import defer_check
+from ...meta import no_data
 from ...ops import get
 from ...tensor import Tensor, _wrap
 from ..promotion import (
@@ -28,6 +29,8 @@ from ..promotion import (
     to_float,
 )
 from ..registry import functor
+from ._checks import is_float as _is_float
+from ._checks import torch_name as _torch_name
 
 _BOOL = np.dtype(np.bool_)
 
@@ -170,7 +173,7 @@ for _op, _style in [("mul", "arith"), ("floor_divide", "arith"), ("trunc_divide"
                     ("logical_xor", "logical"), ("bitwise_and", "arith"),
                     ("bitwise_or", "arith"), ("bitwise_xor", "arith"), ("add", "arith"),
                     ("sub", "arith"),
-                    # issue 14: xlogy / copysign compute integers in the default float dtype
+                    # xlogy / copysign compute integers in the default float dtype
                     # (as atan2); logaddexp / logaddexp2 / hypot refuse them (the op's error)
                     ("xlogy", "true_div"), ("copysign", "true_div"), ("logaddexp", "arith"),
                     ("logaddexp2", "arith"), ("hypot", "arith")]:
@@ -353,7 +356,6 @@ def _unary_functor(op_name: str, int_identity: bool = False) -> None:
 
 for _op in ["exp", "log", "log1p", "expm1", "sqrt", "rsqrt", "reciprocal", "sin", "cos", "tan",
             "tanh", "sigmoid", "erf",
-            # issue 14
             "asin", "acos", "atan", "asinh", "acosh", "atanh", "sinh", "cosh", "log2", "log10",
             "exp2", "erfc", "erfinv", "lgamma", "digamma", "i0", "sinc", "deg2rad", "rad2deg"]:
     _unary_functor(_op)
@@ -440,7 +442,7 @@ def to_dtype(input: Tensor, dtype: Any) -> Tensor:
 __all__ = ["result_dtype"]
 
 
-# -- issue 14 (PyTorch parity part 2) ----------------------------------------------------------
+# -- more elementwise math ---------------------------------------------------------------------
 
 _polygamma = get("polygamma").apply
 _nan_to_num = get("nan_to_num").apply
@@ -553,7 +555,7 @@ def clamp_tensor(input: Tensor, min: Any, max: Any, inplace: bool) -> Tensor:  #
 
 
 
-# -- issue 14, breadth round 2 -------------------------------------------------------------------
+# -- more elementwise math (fmax / fmin & co.) ---------------------------------------------------
 # Compositions of existing functional calls (gradients and SBP come with them).
 
 from ...autograd.grad_mode import is_grad_enabled  # noqa: E402
@@ -675,3 +677,62 @@ def scalar_rsub(input: Tensor, other: Any, alpha: Any) -> Tensor:
         _check_alpha("rsub", scalar_result_dtype(input, other), alpha)
         input = _mul_ts(input, alpha)
     return _F["ScalarRSub"](other, input)
+
+
+# -- isclose / allclose / equal: elementwise comparisons (and their all()) ----------------------
+# Compositions of eq/abs/sub/le (and reduce_all), so no op of their own; predicates and Python
+# answers have no gradient, as in PyTorch.
+
+_isnan, _rall = get("isnan").apply, get("reduce_all").apply
+
+
+@functor("IsClose")
+def isclose(input: Tensor, other: Tensor, rtol: float, atol: float, equal_nan: bool) -> Tensor:
+    """flow.isclose: |input - other| <= atol + rtol * |other|, elementwise (bool), PyTorch's
+    formula: equal values (infinities included) are close; nan only with ``equal_nan``;
+    integer inputs are compared in the default float dtype."""
+    a_dt, b_dt = input._meta.dtype, other._meta.dtype
+    if a_dt != b_dt:
+        raise RuntimeError(f"isclose(): expected input and other to have the same dtype, but got "
+                           f"{_torch_name(a_dt)} and {_torch_name(b_dt)}")
+    for name, v in (("rtol", rtol), ("atol", atol)):
+        if v < 0:
+            raise RuntimeError(f"isclose(): {name} must be greater than or equal to zero, but "
+                               f"got {v}")
+    F = api()
+    close = F.eq(input, other)
+    if equal_nan and _is_float(a_dt):
+        close = F.logical_or(close, F.logical_and(_isnan(input), _isnan(other)))
+    if rtol == 0 and atol == 0:
+        return close
+    a, b = to_float(input), to_float(other)
+    err = F.abs(F.sub(a, b))
+    allowed = F.add(F.abs(F.mul(b, rtol)), atol)
+    return F.logical_or(close, F.logical_and(F.isfinite(err), F.le(err, allowed)))
+
+
+def _host_bool(t: Tensor, fname: str) -> bool:
+    """A 0-d bool tensor as a Python bool: the answer is a host value (as PyTorch's)."""
+    if t.is_meta:
+        raise no_data(f"{fname}()")
+    try:
+        return bool(t._value)
+    except Exception as e:  # a tracer: no concrete answer inside jax.jit / vmap
+        raise RuntimeError(f"{fname}() returns a Python bool, which needs concrete values; it "
+                           f"cannot run under tracing (use flow.isclose(...).all() there)") from e
+
+
+@functor("AllClose")
+def allclose(input: Tensor, other: Tensor, rtol: float, atol: float, equal_nan: bool) -> bool:
+    """flow.allclose: every entry isclose (after broadcasting), as a Python bool."""
+    return _host_bool(_rall(isclose(input, other, rtol, atol, equal_nan), axis=(),
+                            keepdim=False), "allclose")
+
+
+@functor("Equal")
+def equal(input: Tensor, other: Tensor) -> bool:
+    """flow.equal: same shape and equal values (nan never equals), as a Python bool; the
+    dtypes are promoted as ``==`` does."""
+    if tuple(input._meta.shape) != tuple(other._meta.shape):
+        return False
+    return _host_bool(_rall(api().eq(input, other), axis=(), keepdim=False), "equal")

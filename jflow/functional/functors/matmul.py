@@ -1,5 +1,5 @@
 """Functors of the matrix products: ``matmul`` (torch.matmul's cases), ``mm``, ``bmm``, ``dot``,
-``mv``, ``outer``. (``a @ b`` is ``flow._C.matmul``, attached in jflow/tensor_methods.py.)
+``mv``, ``outer``. (``a @ b`` is ``flow._C.matmul``, attached in jflow/tensor_methods/operators.py.)
 
 ``torch.matmul`` dispatches on the operands' ranks; each case is one op (see
 :mod:`jflow.ops.matmul`), so no reshape is ever needed:
@@ -140,4 +140,3 @@ def outer(input: Tensor, vec2: Tensor) -> Tensor:
     _require_ndim("outer", "input", input, 1)
     _require_ndim("outer", "vec2", vec2, 1)
     return _outer(*promote(input, vec2))
-

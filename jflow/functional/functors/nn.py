@@ -1,4 +1,4 @@
-"""Functors of softmax and log_softmax.
+"""Functors of the nn ops: softmax and log_softmax, linear (for autocast), embedding, dropout.
 
 ``dim=None`` means the last axis here (OneFlow's default). ``flow.nn.functional.softmax`` /
 ``log_softmax`` / ``softmin`` (and ``nn.Softmax(dim=None)``) apply PyTorch's guess first (dim 0
@@ -13,6 +13,8 @@ from __future__ import annotations
 import warnings
 from typing import Any
 
+from ..._dims import wrap_dim
+from ...amp.autocast_mode import state as _autocast
 from ...autograd.grad_mode import no_grad
 from ...ops import get
 from ...random import default_generator
@@ -20,7 +22,8 @@ from ...tensor import Tensor
 from ..promotion import assign_inplace, cast, scalar_tensor
 from ..registry import api as _api
 from ..registry import functor
-from .index import IndexOutOfRangeError, _int_index, checked_min_max, host_min_max, normalize_dim
+from .index import IndexOutOfRangeError, _int_index, checked_min_max, host_min_max
+from .matmul import autocast_args
 
 _softmax = get("softmax").apply
 _log_softmax = get("log_softmax").apply
@@ -34,7 +37,7 @@ def _prepare(fname: str, input: Tensor, dim: Any, dtype: Any) -> tuple[Tensor, i
     elif not input.is_floating_point():
         raise TypeError(f"{fname}(): expected a floating point input, got {input.dtype}; pass "
                         f"dtype=flow.float32 to compute it in floating point")
-    return input, normalize_dim(fname, -1 if dim is None else dim, input._meta.ndim)
+    return input, wrap_dim(fname, -1 if dim is None else dim, input._meta.ndim)
 
 
 @functor("Softmax")
@@ -49,6 +52,21 @@ def log_softmax(input: Tensor, dim: Any, dtype: Any) -> Tensor:
     """x - logsumexp(x) along ``dim`` (default: the last axis), numerically stable."""
     x, d = _prepare("log_softmax", input, dim, dtype)
     return _log_softmax(x, dim=d)
+
+
+# -- linear ---------------------------------------------------------------------------------------
+
+_linear = get("linear").apply
+
+
+@functor("Linear")
+def linear(input: Tensor, weight: Tensor, bias: Tensor | None) -> Tensor:
+    """torch.nn.functional.linear: ``input @ weight.T + bias`` as one op. A functor only for
+    autocast: the eligible floating operands are cast to its dtype first, as for the matrix
+    products (the check is one thread-local read when autocast is off)."""
+    if _autocast.dtype is not None:
+        input, weight, bias = autocast_args(_autocast.dtype, input, weight, bias)
+    return _linear(input, weight, bias)
 
 
 # -- embedding, dropout --------------------------------------------------------------------------

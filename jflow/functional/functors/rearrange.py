@@ -95,7 +95,7 @@ functor("Tril")(_tri("tril", _tril))
 functor("Triu")(_tri("triu", _triu))
 
 
-# -- issue 14: fliplr / flipud / rot90, diff, repeat_interleave, tril/triu_indices, combinations
+# -- fliplr / flipud / rot90, diff, repeat_interleave, tril/triu_indices, combinations
 #
 # Compositions of flip / transpose / narrow / sub / cat / index_select, so their gradient,
 # vmap and SBP are those ops'. Index tensors built from sizes are made on the host (NumPy).

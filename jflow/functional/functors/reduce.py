@@ -16,7 +16,6 @@ What lives here rather than in the ops (which are dtype-strict and take raw axes
 
 from __future__ import annotations
 
-import builtins
 import math
 import warnings
 from typing import Any
@@ -26,11 +25,13 @@ import jax.numpy as jnp
 import numpy as np
 
 from ... import dtypes as _dt
-from ...meta import no_data
+from ..._dims import wrap_dim
 from ...ops import get
 from ...tensor import Tensor, _wrap
-from ..promotion import cast, promote, scalar_result_dtype, scalar_tensor, to_float
+from ..promotion import cast, to_float
 from ..registry import api, functor
+from ._checks import is_float as _is_float
+from ._checks import torch_name as _torch_name
 
 _INT64 = np.dtype(np.int64)
 _BOOL = np.dtype(np.bool_)
@@ -47,37 +48,13 @@ _cummax, _cummin = get("cummax").apply, get("cummin").apply
 _median, _mode, _kth = get("median_dim").apply, get("mode").apply, get("kthvalue").apply
 _sqrt, _isnan = get("sqrt").apply, get("isnan").apply
 
-#: PyTorch's scalar-type names, used in its dtype error messages.
-_TORCH_NAMES = {"bool": "Bool", "uint8": "Byte", "int8": "Char", "int16": "Short", "int32": "Int",
-                "int64": "Long", "float16": "Half", "bfloat16": "BFloat16", "float32": "Float",
-                "float64": "Double"}
-
-
-def _torch_name(np_dtype: Any) -> str:
-    name = np.dtype(np_dtype).name
-    return _TORCH_NAMES.get(name, name)
-
-
-def _is_float(np_dtype: Any) -> bool:
-    return _dt.from_numpy_dtype(np.dtype(np_dtype)).is_floating_point
-
-
 # -- dims ------------------------------------------------------------------------------------
-
-def _dim(fname: str, dim: int, ndim: int) -> int:
-    """One dim resolved against ``ndim`` (a 0-d tensor accepts -1 and 0), PyTorch's IndexError."""
-    n = ndim if ndim else 1
-    if not -n <= dim < n:
-        raise IndexError(f"{fname}(): Dimension out of range (expected to be in range of "
-                         f"[{-n}, {n - 1}], but got {dim})")
-    return dim % n
-
 
 def _dims(fname: str, dims: tuple[int, ...] | None, ndim: int) -> tuple[int, ...]:
     """Sorted non-negative dims; ``()`` = every dim (also for ``None`` and for 0-d inputs)."""
     if not dims:
         return ()
-    out = tuple(sorted({_dim(fname, d, ndim) for d in dims}))
+    out = tuple(sorted({wrap_dim(fname, d, ndim) for d in dims}))
     if len(out) != len(dims):
         seen: set[int] = set()
         for d in dims:
@@ -191,7 +168,7 @@ def min_(input: Tensor) -> Tensor:
 @functor("MaxDim")
 def max_dim(input: Tensor, dim: int, keepdim: bool) -> tuple[Tensor, Tensor]:
     """flow.max(x, dim): (values, indices), the index of the first maximum (or first nan)."""
-    d = _dim("max", dim, input._meta.ndim)
+    d = wrap_dim("max", dim, input._meta.ndim)
     _check_nonempty("max", input, (d,), True)
     return _max_dim(input, axis=d, keepdim=keepdim)
 
@@ -199,7 +176,7 @@ def max_dim(input: Tensor, dim: int, keepdim: bool) -> tuple[Tensor, Tensor]:
 @functor("MinDim")
 def min_dim(input: Tensor, dim: int, keepdim: bool) -> tuple[Tensor, Tensor]:
     """flow.min(x, dim): (values, indices), the index of the first minimum (or first nan)."""
-    d = _dim("min", dim, input._meta.ndim)
+    d = wrap_dim("min", dim, input._meta.ndim)
     _check_nonempty("min", input, (d,), True)
     return _min_dim(input, axis=d, keepdim=keepdim)
 
@@ -226,7 +203,7 @@ def argmax(input: Tensor, dim: int | None, keepdim: bool) -> Tensor:
     if dim is None:
         _check_nonempty("argmax", input, (), False)
         return _argmax(input, axis=None, keepdim=keepdim)
-    d = _dim("argmax", dim, input._meta.ndim)
+    d = wrap_dim("argmax", dim, input._meta.ndim)
     _check_nonempty("argmax", input, (d,), True)
     return _argmax(input, axis=d, keepdim=keepdim)
 
@@ -237,7 +214,7 @@ def argmin(input: Tensor, dim: int | None, keepdim: bool) -> Tensor:
     if dim is None:
         _check_nonempty("argmin", input, (), False)
         return _argmin(input, axis=None, keepdim=keepdim)
-    d = _dim("argmin", dim, input._meta.ndim)
+    d = wrap_dim("argmin", dim, input._meta.ndim)
     _check_nonempty("argmin", input, (d,), True)
     return _argmin(input, axis=d, keepdim=keepdim)
 
@@ -354,21 +331,20 @@ def norm_str(input: Tensor, p: str, dim: tuple[int, ...] | None, keepdim: bool,
 def cumsum(input: Tensor, dim: int, dtype: Any) -> Tensor:
     """flow.cumsum: bool/int -> int64 unless ``dtype`` is given."""
     x = _int_to_int64(input, dtype, "cumsum")
-    return _cumsum(x, dim=_dim("cumsum", dim, x._meta.ndim))
+    return _cumsum(x, dim=wrap_dim("cumsum", dim, x._meta.ndim))
 
 
 @functor("Cumprod")
 def cumprod(input: Tensor, dim: int, dtype: Any) -> Tensor:
     """flow.cumprod: bool/int -> int64 unless ``dtype`` is given."""
     x = _int_to_int64(input, dtype, "cumprod")
-    return _cumprod(x, dim=_dim("cumprod", dim, x._meta.ndim))
+    return _cumprod(x, dim=wrap_dim("cumprod", dim, x._meta.ndim))
 
 
-# -- issue 14: reductions and search ---------------------------------------------------------------
+# -- var_mean / std_mean / nansum / nanmean / count_nonzero / aminmax ------------------------------
 # Compositions of the ops above (and of other functional entries through ``api()``), so their
 # gradients are those of the pieces: nan entries of nansum/nanmean get 0, var_mean's two
-# outputs each carry theirs. Predicates (isclose), counts (count_nonzero) and Python answers
-# (allclose, equal) have no gradient, as in PyTorch.
+# outputs each carry theirs. Counts (count_nonzero) have no gradient, as in PyTorch.
 
 def _zero_nans(x: Tensor) -> Tensor:
     """x with nan entries replaced by 0 (a masked_fill: the gradient there is 0)."""
@@ -445,74 +421,22 @@ def aminmax(input: Tensor, dim: int | None, keepdim: bool) -> tuple[Tensor, Tens
         axes: tuple[int, ...] = ()
         _check_nonempty("aminmax", input, axes, False, RuntimeError)
     else:
-        axes = (_dim("aminmax", dim, input._meta.ndim),) if input._meta.ndim else ()
+        axes = (wrap_dim("aminmax", dim, input._meta.ndim),) if input._meta.ndim else ()
         _check_nonempty("aminmax", input, axes, True)
     return _rmin(input, axis=axes, keepdim=keepdim), _rmax(input, axis=axes, keepdim=keepdim)
-
-
-@functor("IsClose")
-def isclose(input: Tensor, other: Tensor, rtol: float, atol: float, equal_nan: bool) -> Tensor:
-    """flow.isclose: |input - other| <= atol + rtol * |other|, elementwise (bool), PyTorch's
-    formula: equal values (infinities included) are close; nan only with ``equal_nan``;
-    integer inputs are compared in the default float dtype."""
-    a_dt, b_dt = input._meta.dtype, other._meta.dtype
-    if a_dt != b_dt:
-        raise RuntimeError(f"isclose(): expected input and other to have the same dtype, but got "
-                           f"{_torch_name(a_dt)} and {_torch_name(b_dt)}")
-    for name, v in (("rtol", rtol), ("atol", atol)):
-        if v < 0:
-            raise RuntimeError(f"isclose(): {name} must be greater than or equal to zero, but "
-                               f"got {v}")
-    F = api()
-    close = F.eq(input, other)
-    if equal_nan and _is_float(a_dt):
-        close = F.logical_or(close, F.logical_and(_isnan(input), _isnan(other)))
-    if rtol == 0 and atol == 0:
-        return close
-    a, b = to_float(input), to_float(other)
-    err = F.abs(F.sub(a, b))
-    allowed = F.add(F.abs(F.mul(b, rtol)), atol)
-    return F.logical_or(close, F.logical_and(F.isfinite(err), F.le(err, allowed)))
-
-
-def _host_bool(t: Tensor, fname: str) -> bool:
-    """A 0-d bool tensor as a Python bool: the answer is a host value (as PyTorch's)."""
-    if t.is_meta:
-        raise no_data(f"{fname}()")
-    try:
-        return bool(t._value)
-    except Exception as e:  # a tracer: no concrete answer inside jax.jit / vmap
-        raise RuntimeError(f"{fname}() returns a Python bool, which needs concrete values; it "
-                           f"cannot run under tracing (use flow.isclose(...).all() there)") from e
-
-
-@functor("AllClose")
-def allclose(input: Tensor, other: Tensor, rtol: float, atol: float, equal_nan: bool) -> bool:
-    """flow.allclose: every entry isclose (after broadcasting), as a Python bool."""
-    return _host_bool(_rall(isclose(input, other, rtol, atol, equal_nan), axis=(),
-                            keepdim=False), "allclose")
-
-
-@functor("Equal")
-def equal(input: Tensor, other: Tensor) -> bool:
-    """flow.equal: same shape and equal values (nan never equals), as a Python bool; the
-    dtypes are promoted as ``==`` does."""
-    if tuple(input._meta.shape) != tuple(other._meta.shape):
-        return False
-    return _host_bool(_rall(api().eq(input, other), axis=(), keepdim=False), "equal")
 
 
 @functor("Cummax")
 def cummax(input: Tensor, dim: int) -> tuple[Tensor, Tensor]:
     """flow.cummax: (values, indices); the index is that of the last maximum so far (ties go to
     the later entry, as PyTorch's kernel), a nan propagates with its own index."""
-    return _cummax(input, dim=_dim("cummax", dim, input._meta.ndim))
+    return _cummax(input, dim=wrap_dim("cummax", dim, input._meta.ndim))
 
 
 @functor("Cummin")
 def cummin(input: Tensor, dim: int) -> tuple[Tensor, Tensor]:
     """flow.cummin: as :func:`cummax` with the running minimum."""
-    return _cummin(input, dim=_dim("cummin", dim, input._meta.ndim))
+    return _cummin(input, dim=wrap_dim("cummin", dim, input._meta.ndim))
 
 
 @functor("LogCumSumExp")
@@ -522,13 +446,13 @@ def logcumsumexp(input: Tensor, dim: int) -> Tensor:
     if not _is_float(input._meta.dtype):
         raise RuntimeError(f"logcumsumexp(): expected a floating point input, got "
                            f"{_torch_name(input._meta.dtype)}")
-    return get("logcumsumexp").apply(input, dim=_dim("logcumsumexp", dim, input._meta.ndim))
+    return get("logcumsumexp").apply(input, dim=wrap_dim("logcumsumexp", dim, input._meta.ndim))
 
 
 # -- order statistics: median / nanmedian / mode / kthvalue -----------------------------------
 
 def _order_dim(fname: str, input: Tensor, dim: int) -> int:
-    d = _dim(fname, dim, input._meta.ndim)
+    d = wrap_dim(fname, dim, input._meta.ndim)
     _check_nonempty(fname, input, (d,), True)
     return d
 
@@ -629,7 +553,7 @@ def _quantile(fname: str, input: Tensor, q: Any, dim: int | None, keepdim: bool,
     if dim is None:
         x = F.reshape(input, (-1,))
     else:
-        d = _dim(fname, dim, nd)
+        d = wrap_dim(fname, dim, nd)
         x = F.movedim(input, d, -1) if nd else F.reshape(input, (1,))
     n = x._meta.shape[-1]
     if n == 0:
@@ -662,7 +586,7 @@ def _quantile(fname: str, input: Tensor, q: Any, dim: int | None, keepdim: bool,
         if dim is None:
             out = F.reshape(out, (out._meta.shape[0],) + (1,) * nd)
         elif nd:
-            out = F.unsqueeze(out, _dim(fname, dim, nd) + 1)
+            out = F.unsqueeze(out, wrap_dim(fname, dim, nd) + 1)
     return F.squeeze(out, 0) if scalar_q else out
 
 
@@ -695,173 +619,14 @@ def nanquantile_scalar(input: Tensor, q: float, dim: int | None, keepdim: bool,
     return _quantile("nanquantile", input, q, dim, keepdim, interpolation, True)
 
 
-# -- searchsorted / bucketize ---------------------------------------------------------------------
-
-def _search(fname: str, seq: Tensor, values: Tensor | Any, out_int32: bool, right: bool,
-            side: str | None, sorter: Tensor | None) -> Tensor:
-    """Shared by searchsorted and bucketize: side/right agreement, sorter, dtype promotion
-    (PyTorch compares in the two inputs' result type), then the op."""
-    if side is not None:
-        if side not in ("left", "right"):
-            raise ValueError(f"{fname}(): side must be 'left' or 'right', got {side!r}")
-        if right and side == "left":
-            raise RuntimeError(f"{fname}(): side and right can't be set to opposites, got side "
-                               f"of left while right was True")
-        right = side == "right"
-    if seq._meta.ndim == 0:
-        raise RuntimeError(f"{fname}(): boundaries tensor should have positive dimension, but "
-                           f"got 0 dimension")
-    if sorter is not None:
-        if sorter._meta.dtype != _INT64 or tuple(sorter._meta.shape) != tuple(
-                seq._meta.shape):
-            raise RuntimeError(f"{fname}(): sorter must be an int64 tensor of the "
-                               f"sorted_sequence's shape {tuple(seq._meta.shape)}, got "
-                               f"{_torch_name(sorter._meta.dtype)} of shape "
-                               f"{tuple(sorter._meta.shape)}")
-        seq = api().gather(seq, -1, sorter)
-    if not isinstance(values, Tensor):
-        if seq._meta.ndim != 1:
-            raise RuntimeError(f"{fname}(): input value can be a scalar only when the "
-                               f"boundaries tensor dimension is 1, but got "
-                               f"{seq._meta.ndim} dimensions")
-        values = scalar_tensor(values, scalar_result_dtype(seq, values))
-    for name, t in (("sorted_sequence", seq), ("input", values)):
-        if t._meta.dtype == _BOOL:
-            raise RuntimeError(f"{fname}(): {name} must be numeric, got Bool")
-    if seq._meta.ndim > 1 and tuple(seq._meta.shape[:-1]) != tuple(values._meta.shape[:-1]):
-        raise RuntimeError(f"{fname}(): boundaries tensor should be 1 dimension or the first "
-                           f"N-1 dimensions of boundaries tensor and input value tensor must "
-                           f"match, but we got boundaries tensor {tuple(seq._meta.shape)} and "
-                           f"input value tensor {tuple(values._meta.shape)}")
-    seq, values = promote(seq, values)
-    return get("searchsorted").apply(seq, values, right=right, out_int32=out_int32)
-
-
-@functor("SearchSorted")
-def searchsorted(sorted_sequence: Tensor, input: Tensor | Any, out_int32: bool, right: bool,
-                 side: str | None, sorter: Tensor | None) -> Tensor:
-    """flow.searchsorted: the index at which each value would be inserted into the sorted
-    last axis (leading axes batch); ``right``/``side="right"`` past equal entries; ``sorter``
-    sorts an unsorted sequence first. int64 indices (int32 with ``out_int32``); no gradient."""
-    return _search("searchsorted", sorted_sequence, input, out_int32, right, side, sorter)
-
-
-@functor("Bucketize")
-def bucketize(input: Tensor | Any, boundaries: Tensor, out_int32: bool, right: bool) -> Tensor:
-    """flow.bucketize: searchsorted of input into 1-D boundaries (the same ``right``)."""
-    if boundaries._meta.ndim != 1:
-        raise RuntimeError(f"bucketize(): boundaries tensor must be 1 dimension, but got dim("
-                           f"{boundaries._meta.ndim})")
-    return _search("bucketize", boundaries, input, out_int32, right, None, None)
-
-
-# -- histc / bincount --------------------------------------------------------------------------
-
-def _concrete(t: Tensor, fname: str, why: str) -> np.ndarray:
-    """A tensor's host value, for an answer whose size (or validity) depends on the data."""
-    if isinstance(t._meta, jax.core.Tracer):
-        raise RuntimeError(f"{fname}(): {why}, so it runs eagerly only; it cannot run under "
-                           f"tracing (jax.jit / flow.jit / vmap)")
-    return np.asarray(t._value)
-
-
-@functor("Histc")
-def histc(input: Tensor, bins: int, min: float, max: float) -> Tensor:  # noqa: A002
-    """flow.histc: a histogram of the elements in ``bins`` equal bins over [min, max] (the
-    data's range when min == max); floating inputs; no gradient (as PyTorch)."""
-    if not _is_float(input._meta.dtype):
-        raise RuntimeError(f"histc(): expected a floating point input, got "
-                           f"{_torch_name(input._meta.dtype)}")
-    if bins <= 0:
-        raise RuntimeError(f"histc(): bins must be > 0, got {bins}")
-    if min > max:
-        raise RuntimeError(f"histc(): max must be larger than min, got min={min}, max={max}")
-    if not (math.isfinite(min) and math.isfinite(max)):
-        raise RuntimeError(f"histc(): range of [{min}, {max}] is not finite")
-    if min == max and input._meta.size and not isinstance(input._meta, jax.core.Tracer):
-        v = np.asarray(input._value)
-        lo, hi = v.min(), v.max()
-        if not (np.isfinite(lo) and np.isfinite(hi)):
-            raise RuntimeError(f"histc(): range of [{lo}, {hi}] is not finite (the data's "
-                               f"range, as min == max)")
-    return get("histc").apply(input, bins=bins, min=float(min), max=float(max))
-
-
-@functor("Bincount")
-def bincount(input: Tensor, weights: Tensor | None, minlength: int) -> Tensor:
-    """flow.bincount: occurrences of each value 0..max(input) (at least ``minlength``), or the
-    summed ``weights``: int64 counts, float32 for float32 weights, else float64 (PyTorch).
-
-    Eager only: the output's length is the data's maximum, a size no trace can know."""
-    if input._meta.ndim != 1 or input._meta.dtype.kind not in "iu":
-        raise RuntimeError(f"bincount(): input must be a 1-d non-negative integral tensor, got "
-                           f"{_torch_name(input._meta.dtype)} of shape "
-                           f"{tuple(input._meta.shape)}")
-    if minlength < 0:
-        raise RuntimeError(f"bincount(): minlength should be >= 0, got {minlength}")
-    v = _concrete(input, "bincount", "its output length depends on the input's values")
-    if v.size and v.min() < 0:
-        raise RuntimeError("bincount(): input must be non-negative, got a minimum of "
-                           f"{v.min()}")
-    length = builtins.max(int(v.max()) + 1 if v.size else 0, minlength)
-    if weights is not None:
-        if weights._meta.ndim != 1 or weights._meta.shape[0] != v.shape[0]:
-            raise RuntimeError(f"bincount(): weights should be 1-d and have the same length as "
-                               f"input ({v.shape[0]}), got shape "
-                               f"{tuple(weights._meta.shape)}")
-        if weights._meta.dtype != np.float32:
-            weights = cast(weights, np.dtype(np.float64))
-    return get("bincount").apply(input, weights, length=length)
-
-
-# -- unique / unique_consecutive -------------------------------------------------------------
-
-def _unique_of(fname: str, input: Tensor, return_inverse: bool, return_counts: bool,
-               dim: int | None, consecutive: bool) -> Tensor | tuple[Tensor, ...]:
-    """Eager only: the number of distinct values sizes the outputs, so it is read from the data
-    first (NumPy), then the op computes values, inverse and counts at that size."""
-    if dim is not None:
-        raise NotImplementedError(f"{fname}(): dim={dim} is not supported; only dim=None (the "
-                                  f"flattened input)")
-    v = _concrete(input, fname, "its output size is the number of distinct values")
-    flat = v.reshape(-1)
-    if consecutive:
-        size = int(flat.size and 1 + np.count_nonzero(flat[1:] != flat[:-1]))
-    else:
-        size = int(np.unique(flat, equal_nan=False).size) if flat.size else 0
-    values, inverse, counts = get("unique").apply(input, size=size, consecutive=consecutive)
-    out = (values,) + ((inverse,) if return_inverse else ()) + ((counts,) if return_counts
-                                                                  else ())
-    return out if len(out) > 1 else values
-
-
-@functor("Unique")
-def unique(input: Tensor, sorted: bool, return_inverse: bool, return_counts: bool,  # noqa: A002
-           dim: int | None) -> Tensor | tuple[Tensor, ...]:
-    """flow.unique: the sorted distinct values (and, on request, each element's index into
-    them and their counts); ``sorted=False`` sorts too (PyTorch's CPU kernel does as well).
-    nan equals nothing. Eager only (data-dependent size): an error under tracing."""
-    return _unique_of("unique", input, return_inverse, return_counts, dim, False)
-
-
-@functor("UniqueConsecutive")
-def unique_consecutive(input: Tensor, return_inverse: bool, return_counts: bool,
-                       dim: int | None) -> Tensor | tuple[Tensor, ...]:
-    """flow.unique_consecutive: one value per run of equal neighbours (flattened), with
-    inverse and counts on request. Eager only, as unique."""
-    return _unique_of("unique_consecutive", input, return_inverse, return_counts, dim, True)
-
-
 __all__ = ["sum_", "prod", "mean", "max_", "min_", "max_dim", "min_dim", "amax", "amin", "argmax",
            "argmin", "var", "std", "logsumexp", "any_", "all_", "norm", "cumsum", "cumprod",
-           "var_mean", "std_mean", "nansum", "nanmean", "count_nonzero", "aminmax", "isclose",
-           "allclose", "equal", "cummax", "cummin", "logcumsumexp", "median", "median_dim",
-           "nanmedian", "nanmedian_dim", "mode", "kthvalue", "quantile", "nanquantile",
-           "searchsorted", "bucketize", "histc", "bincount",
-           "unique", "unique_consecutive"]
+           "var_mean", "std_mean", "nansum", "nanmean", "count_nonzero", "aminmax", "cummax",
+           "cummin", "logcumsumexp", "median", "median_dim", "nanmedian", "nanmedian_dim", "mode",
+           "kthvalue", "quantile", "nanquantile"]
 
 
-# -- issue 14, breadth round 2 -------------------------------------------------------------------
+# -- more reductions (dist & co.) ----------------------------------------------------------------
 # Compositions of existing functional calls (their gradients and SBP).
 
 @functor("Dist")
@@ -954,7 +719,7 @@ def _trapezoid_terms(fname: str, y: Tensor, x: Tensor | None, dx: Any, dim: int)
     nd = y._meta.ndim
     if nd == 0:
         raise ValueError(f"{fname}(): argument 'y' must have at least 1 dimension")
-    a = _dim(fname, dim, nd)
+    a = wrap_dim(fname, dim, nd)
     n = y._meta.shape[a]
     m = max(n - 1, 0)
     mid = f.div(f.add(f.narrow(y, a, min(1, n), m), f.narrow(y, a, 0, m)), 2.0)
@@ -977,14 +742,14 @@ def _trapezoid_terms(fname: str, y: Tensor, x: Tensor | None, dx: Any, dim: int)
 @functor("Trapezoid")
 def trapezoid(y: Tensor, x: Tensor, dim: int) -> Tensor:
     """torch.trapezoid with sample points ``x`` (1-D along ``dim``, or broadcasting)."""
-    return api().sum(_trapezoid_terms("trapezoid", y, x, None, dim), [_dim("trapezoid", dim,
+    return api().sum(_trapezoid_terms("trapezoid", y, x, None, dim), [wrap_dim("trapezoid", dim,
                                                                             max(y.ndim, 1))])
 
 
 @functor("TrapezoidDx")
 def trapezoid_dx(y: Tensor, dx: Any, dim: int) -> Tensor:
     """torch.trapezoid with a constant spacing ``dx`` (default 1)."""
-    return api().sum(_trapezoid_terms("trapezoid", y, None, dx, dim), [_dim("trapezoid", dim,
+    return api().sum(_trapezoid_terms("trapezoid", y, None, dx, dim), [wrap_dim("trapezoid", dim,
                                                                              max(y.ndim, 1))])
 
 

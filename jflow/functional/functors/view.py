@@ -195,7 +195,7 @@ def broadcast_to(input: Tensor, size: tuple[int, ...]) -> Tensor:
     return _expand_to("broadcast_to", input, size)
 
 
-# -- issue 14, breadth round 2 -------------------------------------------------------------------
+# -- more views (ravel, adjoint & co.) -----------------------------------------------------------
 
 @functor("Ravel")
 def ravel(input: Tensor) -> Tensor:

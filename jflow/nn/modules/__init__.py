@@ -58,10 +58,10 @@ __all__ += ["RNNBase", "RNN", "LSTM", "GRU", "RNNCellBase", "RNNCell", "LSTMCell
             "BCELoss"]
 __all__ += ["ParameterList", "ParameterDict", "PixelShuffle", "PixelUnshuffle", "ChannelShuffle",
             "Softmax2d", "UpsamplingNearest2d", "UpsamplingBilinear2d", "BatchNorm3d",
-            "SyncBatchNorm", *_padding_all]  # module-parity additions (issue 14)
+            "SyncBatchNorm", *_padding_all]  # module-parity additions
 __all__ += ["Conv3d", "ConvTranspose1d", "ConvTranspose3d", "Unfold", "Fold"]  # conv family
 
-# issue 14: nn.functional activations, losses and distances
+# nn.functional activations, losses and distances
 from . import loss as _loss  # noqa: E402
 from .distance import CosineSimilarity, PairwiseDistance  # noqa: E402
 

@@ -21,7 +21,7 @@ __all__ = ["ReLU", "ReLU6", "LeakyReLU", "GELU", "SiLU", "Mish", "Sigmoid", "Log
            "Tanh", "Softmax", "LogSoftmax", "Softmin", "ELU", "Softplus", "Hardtanh"]
 __all__ += ["MultiheadAttention", "Softmax2d"]
 __all__ += ["SELU", "CELU", "GLU", "Hardswish", "Hardsigmoid", "Hardshrink", "Softshrink",
-            "Tanhshrink", "Softsign", "PReLU", "RReLU", "Threshold"]  # issue 14
+            "Tanhshrink", "Softsign", "PReLU", "RReLU", "Threshold"]
 
 
 class _Inplace(Module):
@@ -209,7 +209,7 @@ class Softmin(_DimModule):
         return F.softmin(input, self.dim, _stacklevel=5)
 
 
-# -- issue 14 ----------------------------------------------------------------------------------
+# -- the remaining activation modules ----------------------------------------------------------
 
 class SELU(_Inplace):
     """``scale * elu(x, alpha)`` with the self-normalising constants."""

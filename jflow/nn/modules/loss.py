@@ -18,7 +18,7 @@ __all__ = ["MSELoss", "L1Loss", "NLLLoss", "CrossEntropyLoss", "BCEWithLogitsLos
            "BCELoss"]
 __all__ += ["SmoothL1Loss", "HuberLoss", "KLDivLoss", "SoftMarginLoss", "MarginRankingLoss",
             "HingeEmbeddingLoss", "CosineEmbeddingLoss", "PoissonNLLLoss", "GaussianNLLLoss",
-            "MultiMarginLoss", "TripletMarginLoss", "MultiLabelSoftMarginLoss"]  # issue 14
+            "MultiMarginLoss", "TripletMarginLoss", "MultiLabelSoftMarginLoss"]
 __all__ += ["CTCLoss"]
 
 _REDUCTIONS = ("none", "mean", "sum")
@@ -129,7 +129,7 @@ class BCEWithLogitsLoss(_WeightedLoss):
                                                    pos_weight=self.pos_weight)
 
 
-# -- issue 14: the remaining torch.nn losses (functions in functional/functors/loss.py) --------
+# -- the remaining torch.nn losses (functions in functional/functors/loss.py) ------------------
 # Arguments as PyTorch's modules, without the deprecated size_average / reduce.
 
 class SmoothL1Loss(_Loss):

@@ -44,7 +44,7 @@ register_samples("hardtanh", [Sample([_X], {"min_val": -0.5, "max_val": 1.0}), S
                                      "min_val")])
 
 
-# -- issue 14: the table of pointwise activations (float64 references) -------------------------
+# -- the table of pointwise activations (float64 references) -----------------------------------
 _SELU_A, _SELU_S = 1.6732632423543772848170429916717, 1.0507009873554804934193349852946
 _W = _f(3, 4, lo=-5.0, hi=5.0)  # crosses the hard* kinks at +-3
 

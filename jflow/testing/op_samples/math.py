@@ -124,7 +124,7 @@ register_samples(
     lambda x: x.copy())
 
 
-# -- issue 14 (PyTorch parity part 2) ----------------------------------------------------------
+# -- more elementwise math ---------------------------------------------------------------------
 # References in float64 NumPy / math, written independently of JAX: series, Newton's method and
 # asymptotic expansions where NumPy has no function (no SciPy).
 

@@ -48,8 +48,8 @@ import time
 from collections.abc import Sequence
 from typing import Any
 
-from ..sharding import execute as _execute
-from ..sharding.sbp import Signature
+from . import execute as _execute
+from .sbp import Signature
 
 __all__ = ["set_check", "get_check", "install", "uninstall", "installed", "stats", "MODES",
            "ENV_MODE", "ENV_TIMEOUT"]

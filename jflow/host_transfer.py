@@ -1,0 +1,55 @@
+"""Host data to a device array for a new tensor, fast for the shapes a training loop repeats.
+
+``flow.tensor(batch)`` runs for every batch of a training loop. ``jax.device_put`` spends
+~45 µs in Python on a small array (PyTorch's ``torch.tensor``: ~3 µs). A call of a jitted
+function moves its NumPy arguments to the device in JAX's C++ dispatch instead (a few µs), so
+an array whose (shape, dtype) has been seen :data:`HOT_AFTER` times goes through a jitted
+identity: one small compile per such shape (kept on disk by the persistent compilation cache,
+:mod:`jflow.compilation_cache`), then the fast path. Shapes seen fewer times keep
+``device_put``: compiling for a shape used once would cost far more than it saves.
+
+Why no host copy is needed on the fast path: the identity's output is a buffer the
+executable writes, never the caller's memory (JAX may alias a NumPy argument's memory for
+the *input* buffer on CPU, not for an output), so later writes to the caller's array cannot
+show in the tensor. ``device_put`` may alias on CPU, hence its path copies first.
+
+Only at top level: under a trace (``flow.jit``, ``jax.grad``...) the data must become a
+constant of the trace, which ``device_put`` under ``jax.ensure_compile_time_eval`` gives.
+The sightings are counted in a bounded table (:data:`TABLE_SIZE` most recent shapes).
+"""
+
+from __future__ import annotations
+
+from collections import OrderedDict
+
+import jax
+import numpy as np
+
+from ._jax_compat import trace_state_clean_fn
+
+__all__ = ["to_device", "HOT_AFTER", "TABLE_SIZE"]
+
+#: sightings of a (shape, dtype) before its arrays take the jitted path
+HOT_AFTER = 2
+#: how many (shape, dtype) sightings are remembered (least recently seen dropped)
+TABLE_SIZE = 256
+
+_SEEN: OrderedDict[tuple[tuple[int, ...], np.dtype], int] = OrderedDict()
+_IDENTITY = jax.jit(lambda x: x)
+_TRACE_STATE_CLEAN = trace_state_clean_fn()
+
+
+def to_device(host: np.ndarray) -> jax.Array:
+    """``host`` (already of the tensor's dtype) as a new device array on the default device,
+    independent of ``host``'s memory (see the module docstring)."""
+    if _TRACE_STATE_CLEAN is not None and _TRACE_STATE_CLEAN():
+        key = (host.shape, host.dtype)
+        n = _SEEN.get(key, 0)
+        if n >= HOT_AFTER:
+            return _IDENTITY(host)
+        _SEEN[key] = n + 1
+        _SEEN.move_to_end(key)
+        if len(_SEEN) > TABLE_SIZE:
+            _SEEN.popitem(last=False)
+    with jax.ensure_compile_time_eval():
+        return jax.device_put(np.array(host, copy=True))

@@ -1,0 +1,45 @@
+"""Work done once per pytest run, shared by pytest-xdist's workers.
+
+A module-scoped fixture runs once per *worker*: with ``-n 2`` the tests of one module are
+dealt out to both workers, so both would build the same C++ libraries or run the same
+reference subprocesses. ``shared_dir`` gives every worker of the run the same directory,
+held under an exclusive lock while the block runs: the first worker does the work there and
+the others find it done (a C++ build is found in ``cpp_extension``'s build cache, a result
+file by the marker the block checks).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+try:
+    import fcntl
+except ImportError:  # not POSIX: each worker works in its own directory
+    fcntl = None  # type: ignore[assignment]
+
+
+@contextlib.contextmanager
+def shared_dir(tmp_path_factory: pytest.TempPathFactory, name: str) -> Iterator[Path]:
+    """``<run's temporary directory>/shared_<name>``, locked for the block's duration."""
+    if fcntl is None:
+        yield tmp_path_factory.mktemp(name)
+        return
+    root = tmp_path_factory.getbasetemp()
+    if os.environ.get("PYTEST_XDIST_WORKER"):
+        root = root.parent  # the run's directory, above each worker's own
+    d = root / f"shared_{name}"
+    with open(root / f"shared_{name}.lock", "w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)  # released when the file closes
+        d.mkdir(exist_ok=True)
+        yield d
+
+
+def write_if_changed(path: Path, text: str) -> None:
+    """Write ``text`` unless the file already holds it (another worker wrote it)."""
+    if not path.exists() or path.read_text() != text:
+        path.write_text(text)
