@@ -39,6 +39,18 @@ def shared_dir(tmp_path_factory: pytest.TempPathFactory, name: str) -> Iterator[
         yield d
 
 
+def build_once(tmp_path_factory: pytest.TempPathFactory, name: str, source: str) -> str:
+    """The path of C++ library ``name`` built from ``source`` (one file, ``-O0``) once per
+    run in a shared directory (``cpp_extension``'s build cache finds it for later workers)."""
+    from jflow.utils import cpp_extension  # (a test helper: jflow only when a test needs it)
+
+    with shared_dir(tmp_path_factory, name) as d:
+        src = d / f"{name}.cpp"
+        write_if_changed(src, source)
+        return cpp_extension.build(name, [str(src)], extra_cflags=["-O0"],
+                                   build_directory=str(d))
+
+
 def write_if_changed(path: Path, text: str) -> None:
     """Write ``text`` unless the file already holds it (another worker wrote it)."""
     if not path.exists() or path.read_text() != text:

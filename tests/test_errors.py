@@ -22,7 +22,7 @@ import traceback
 import jax
 import numpy as np
 import pytest
-from _shared import shared_dir, write_if_changed
+from _shared import build_once
 
 import jflow as flow
 from jflow.config import load_library
@@ -136,12 +136,7 @@ JFLOW_REGISTER_FFI_HANDLER("err_t_raw", "cpu", RawHandler);
 def lib(tmp_path_factory):
     if cpp_extension.find_cxx() is None:
         pytest.skip("no C++ compiler (g++ or $CXX): C++ op libraries cannot be built here")
-    with shared_dir(tmp_path_factory, "err_ext") as d:  # built once per run (tests/_shared.py)
-        src = d / "errlib.cpp"
-        write_if_changed(src, LIB)
-        path = cpp_extension.build("errlib", [str(src)], extra_cflags=["-O0"],
-                                   build_directory=str(d))
-    return load_library(path)
+    return load_library(build_once(tmp_path_factory, "errlib", LIB))  # once per run
 
 
 def _eager(op, x):

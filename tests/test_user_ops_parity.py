@@ -11,7 +11,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 import pytest
-from _shared import shared_dir, write_if_changed
+from _shared import build_once
 
 import jflow as flow
 from jflow.autograd import register_backward
@@ -250,12 +250,7 @@ def lib(tmp_path_factory):
     define_op("par_py_listattr", inputs=["x"], outputs=["y"],
               attrs=[Attr("factors", "int32_list", (1, 2))],
               infer=lambda x, factors: jax.ShapeDtypeStruct(x.shape, x.dtype))
-    with shared_dir(tmp_path_factory, "parity") as d:  # built once per run (tests/_shared.py)
-        src = d / "parity.cpp"
-        write_if_changed(src, PARITY_LIB)
-        path = cpp_extension.build("parity", [str(src)], extra_cflags=["-O0"],
-                                   build_directory=str(d))
-    return load_library(path)
+    return load_library(build_once(tmp_path_factory, "parity", PARITY_LIB))  # once per run
 
 
 def _x(*vals):
