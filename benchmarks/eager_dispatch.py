@@ -66,7 +66,7 @@ def cases() -> list[tuple[str, dict[str, Callable[[], Any]]]]:
     ]
     # host to device (issue 40): a new tensor from a NumPy batch, as every training step makes
     # one; "jax.jit" is the floor (a jitted identity: JAX's C++ argument transfer), "jax" is
-    # jax.device_put (jflow.host_transfer uses the first for shapes seen twice before)
+    # jax.device_put (jflow.host_transfer uses the first for shapes seen HOT_AFTER times before)
     h64 = rng.standard_normal(64).astype(np.float32)
     jit_ident = jax.jit(lambda x: x)
     out.append(("flow.tensor(ndarray 64)", {

@@ -1,4 +1,4 @@
-"""Lazy mode's compile policy, measured (``jflow.lazy_mode.segment.COMPILE_ON_SIGHTING``):
+"""Lazy mode's compile policy, measured (``jflow.lazy_mode.compile_cache.COMPILE_ON_SIGHTING``):
 compile a segment on its first sighting (1), run the first sighting op by op and compile on
 the second (2), or the default "adaptive": at once when the segment has ops on shapes never
 seen (op by op, each of them would compile), else on the second sighting.
@@ -36,10 +36,10 @@ import numpy as np
 
 def run(policy: Any, pattern: str, steps: int) -> dict[str, float]:
     import jflow as flow
-    from jflow.lazy_mode import segment
+    from jflow.lazy_mode import compile_cache
 
     if policy != "eager":
-        segment.COMPILE_ON_SIGHTING = policy
+        compile_cache.COMPILE_ON_SIGHTING = policy
     nn = flow.nn
     flow.manual_seed(0)
     model = nn.Sequential(nn.Linear(128, 128), nn.ReLU(), nn.Linear(128, 128), nn.ReLU(),
@@ -78,7 +78,7 @@ def run(policy: Any, pattern: str, steps: int) -> dict[str, float]:
             opt.step()
             loss.item()
             times.append(time.perf_counter() - t)
-    return {"total_s": time.perf_counter() - t_all, "compiles": segment.stats()["compiles"],
+    return {"total_s": time.perf_counter() - t_all, "compiles": compile_cache.STATS["compiles"],
             "first_ms": times[0] * 1e3, "median_ms": statistics.median(times) * 1e3}
 
 

@@ -58,7 +58,7 @@ lazy_record     ``lazy_mode.record._make`` (1 and 2 inputs). ``def record_lazy<n
                 ``TAPE_SRC[n]``. Reads ``_general LazyRef LazyTensor _AVALS HOST_OPS
                 _segment`` and ``TAPE_NAMES``. Twin: ``_general`` (``Segment.add``, then
                 ``record1`` / ``record2``).
-lazy_backward   ``autograd.lazy_backward._matcher`` (template; at most ``PER_ROOT * ROOTS``
+lazy_backward   ``lazy_mode.backward._matcher`` (template; at most ``PER_ROOT * ROOTS``
                 live). ``def match(n0)``: per node and edge of the plan, identity and
                 equality tests. Reads ``OP<k> P<k> NEEDS<k> IA<k> OA<k> Node LazyRef Tracer
                 LEAF``. Twin: ``_match_plain``, a loop over the template's specs (chosen

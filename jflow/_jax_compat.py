@@ -13,7 +13,8 @@ import jax
 from jax import lax
 
 __all__ = ["all_gather_invariant", "manual_out_aval", "plain_lowering_ctx", "match_manual_type",
-           "vary_together", "is_tracing", "cpu_async_dispatch", "drop_traceback_note"]
+           "vary_together", "is_tracing", "cpu_async_dispatch", "drop_traceback_note",
+           "backends_initialized", "distributed_client", "jaxlib_has"]
 
 
 def _all_gather_invariant() -> Any:
@@ -194,3 +195,26 @@ def drop_traceback_note(e: BaseException) -> None:
         e.__notes__ = kept
     else:
         del e.__notes__
+
+
+# -- queries JAX answers only privately (used by jflow.env, distributed.c10d, sharding) -------
+
+def backends_initialized() -> bool:
+    """Whether JAX's backends have started (``jax.distributed.initialize`` must come first):
+    no public query; ``jax.distributed`` itself makes the same check."""
+    from jax._src import xla_bridge
+    return xla_bridge.backends_are_initialized()
+
+
+def distributed_client() -> tuple[Any, int, int]:
+    """``jax.distributed``'s coordination-service client (None before it is initialized), this
+    process's index and the process count: JAX has no public accessor for the client."""
+    from jax._src.distributed import global_state
+    return global_state.client, global_state.process_id, global_state.num_processes
+
+
+def jaxlib_has(name: str) -> bool:
+    """Whether jaxlib's extension module has ``name`` (e.g. ``make_gloo_tcp_collectives``):
+    which collectives this build carries has no public query."""
+    from jax._src.lib import _jax
+    return hasattr(_jax, name)

@@ -33,6 +33,7 @@ also ``JFLOW_COLLECTIVE_CHECK`` and ``JFLOW_COLLECTIVE_CHECK_TIMEOUT_S``).
 from __future__ import annotations
 
 import contextlib
+import importlib
 from collections.abc import Iterator
 from typing import Any
 
@@ -40,16 +41,22 @@ from . import _codegen
 from . import compilation_cache as _compilation_cache
 from . import dispatch as _dispatch
 from . import executable_budget as _budget
+from . import host_transfer as _host_transfer
 from . import lazy_mode as _lazy_mode
 from .autograd import engine as _engine
 from .autograd import jax_rules as _jax_rules
 from .functional import promotion as _promotion
 from .kernels import pallas as _pallas
 from .kernels.ffi import Library, LibraryError, load_library, loaded_libraries
+from .lazy_mode import backward as _lazy_backward
+from .lazy_mode import compile_cache as _lazy_compile_cache
 from .lazy_mode import segment as _lazy_segment
 from .sharding import consistency as _consistency
 from .sharding import execute as _sharded
 from .sharding import global_tensor as _global_tensor
+
+# (the module: ``jflow.device`` the attribute is the device class)
+_device = importlib.import_module("jflow.device")
 
 __all__ = ["load_library", "loaded_libraries", "Library", "LibraryError",
            "enable_pallas_interpret", "pallas_interpret", "pallas_interpret_enabled",
@@ -67,7 +74,11 @@ _CACHES: dict[str, tuple[Any, str, str]] = {
     "scalar_operands": (_promotion, "_SCALAR_CACHE_SIZE", "cached 0-d scalar tensors"),
     "sharded_ops": (_sharded, "_CACHE_SIZE", "shard_map executables of global ops"),
     "boxing": (_global_tensor, "_BOX_CACHE_SIZE", "SBP conversion executables"),
-    "lazy_segments": (_lazy_segment, "CACHE_SIZE", "compiled lazy-eager segment structures"),
+    "lazy_segments": (_lazy_compile_cache, "CACHE_SIZE", "compiled lazy-eager segment structures"),
+    "lazy_avals": (_lazy_segment, "AVALS_SIZE", "abstract outputs of recorded calls"),
+    "lazy_backward_templates": (_lazy_backward, "ROOTS", "lazy backward templates (by root)"),
+    "host_transfer_shapes": (_host_transfer, "TABLE_SIZE", "shapes seen by flow.tensor(ndarray)"),
+    "device_scalars": (_device, "SCALARS_SIZE", "cached 0-d device scalars"),
 }
 
 

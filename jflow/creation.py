@@ -15,7 +15,7 @@ from jflow.functional import api_default  # absolute: ruff resolves it for B008
 
 from . import dtypes as _dt
 from .functional import F
-from .lazy_mode.segment import LazyRef, LazyTensor
+from .lazy_values import LazyRef, LazyTensor
 from .memory_format import check_layout, check_memory_format
 from .tensor import Tensor, _sizes, _tensor_value, _wrap
 from .views import as_strided
@@ -457,3 +457,12 @@ def empty_strided(size: Any, stride: Any, *, dtype: Any = None, device: Any = No
     if requires_grad:
         out.requires_grad_()
     return out
+
+
+def zero_grads(params: Any, set_to_none: bool = True) -> None:
+    """Reset gradients to ``None``, or to zeros of the same shape, dtype and layout: the one
+    reset ``Module.zero_grad`` and ``Optimizer.zero_grad`` share (here, below both ``nn``
+    and ``optim``; ``nn.utils`` re-exports it)."""
+    for p in params:
+        if p.grad is not None:
+            p.grad = None if set_to_none else zeros_like(p.grad)

@@ -79,13 +79,17 @@ class device:
 _SCALARS: dict[tuple, Any] = {}
 
 
+#: device scalars kept (``device_scalar``; cleared beyond it)
+SCALARS_SIZE = 64
+
+
 def device_scalar(value: float, dtype: Any) -> Any:
     """A 0-d device array of ``value`` (cached by value and dtype, bounded)."""
     dt = np.dtype(dtype)
     k = (value, dt)
     a = _SCALARS.get(k)
     if a is None:
-        if len(_SCALARS) >= 64:
+        if len(_SCALARS) >= SCALARS_SIZE:
             _SCALARS.clear()
         a = _SCALARS[k] = jax.device_put(np.asarray(value, dtype=dt))
     return a

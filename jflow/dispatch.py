@@ -33,11 +33,12 @@ from ._jax_compat import drop_traceback_note as _drop_note
 from .autograd.graph import record, record1, record2, record_single
 from .kernels.registry import reraise_host_error as _reraise_host_error
 from .lazy_mode.record import record_lazy1, record_lazy2
-from .lazy_mode.segment import _LOCAL as _LAZY_LOCAL
-from .lazy_mode.segment import HOOK as _LAZY_HOOK
+from .lazy_values import HOOK as _LAZY_HOOK
+from .lazy_values import LOCAL as _LAZY_LOCAL
 from .meta import abstract_bind as _abstract_bind
 from .ops.attrs import DYNAMIC, REQUIRED
 from .sharding.execute import global_apply
+from .tensor import NEW_FIELDS_SRC
 from .tensor import Tensor as _Tensor
 from .tensor import _wrap as _new_tensor
 
@@ -376,9 +377,7 @@ def make_apply(op: Any) -> Callable[..., Any]:
                   # abstract evaluation gives the meta result (any other TypeError re-raised)
                   "        except TypeError:",
                   f"            _t._value = _abstract(_prim, _params, {traced_vals})[0]",
-                  "        _t._requires_grad = False", "        _t._grad = None",
-                  "        _t.grad_fn = None", "        _t._version = 0",
-                  "        _t._global = None"]
+                  *["        " + line for line in NEW_FIELDS_SRC.format(t="_t").splitlines()]]
     else:
         lines += ["        try:", f"            _t = _tuple(_map(_wrap, {call}))",
                   "        except _JaxRuntimeError:",
@@ -558,18 +557,12 @@ def _plain_apply(op: Any, cache: dict, build: Callable[..., Any]) -> Callable[[t
         call = [*vals, *dv]
         if not any(isinstance(v, Tracer) for v in vals):
             if single:
-                t = object.__new__(_Tensor)
                 try:
-                    t._value = f(*call)
+                    t = _new_tensor(f(*call))
                 except jax.errors.JaxRuntimeError:
                     _reraise_host_error(op, call)
                 except TypeError:  # a meta input (jflow.meta): the abstract evaluation
-                    t._value = _abstract_bind(prim, params, call)[0]
-                t._requires_grad = False
-                t._grad = None
-                t.grad_fn = None
-                t._version = 0
-                t._global = None
+                    t = _new_tensor(_abstract_bind(prim, params, call)[0])
             else:
                 try:
                     t = tuple(map(_new_tensor, f(*call)))

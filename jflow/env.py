@@ -30,7 +30,7 @@ from typing import Any
 import jax
 import numpy as np
 
-from . import foreign_logs
+from . import _jax_compat, foreign_logs
 from .sharding import consistency
 from .sharding.global_tensor import make_global
 from .sharding.placement import _platform, devices_by_rank
@@ -46,8 +46,7 @@ _LOCAL_RANK: list[int] = [0]
 
 
 def _backend_started() -> bool:
-    from jax._src import xla_bridge  # no public query; jax.distributed uses the same check
-    return xla_bridge.backends_are_initialized()
+    return _jax_compat.backends_initialized()
 
 
 def env_int(name: str, caller: str = "flow.env.init_distributed") -> int | None:
@@ -150,8 +149,7 @@ def _find_local_rank() -> int:
     env = env_int("LOCAL_RANK")
     if env is not None:
         return env
-    from jax._src.distributed import global_state  # the client has no public accessor
-    client, me, n = global_state.client, global_state.process_id, global_state.num_processes
+    client, me, n = _jax_compat.distributed_client()
     if client is None or n == 1:
         return 0
     host = socket.gethostname()

@@ -12,6 +12,7 @@ by :mod:`jflow.sharding.global_tensor`, operators and op-backed methods by
 from __future__ import annotations
 
 import copy
+import functools
 import threading
 import weakref
 from collections.abc import Callable, Iterator
@@ -103,12 +104,7 @@ class Tensor:
             value = _tensor_value(data, d, device, "flow.Tensor")
         else:
             value = _zeros_value(_sizes(args, "flow.Tensor"), d, device, "flow.Tensor")
-        self._value = value
-        self._requires_grad = False
-        self._grad = None
-        self.grad_fn = None
-        self._version = 0
-        self._global = None
+        _start(self, value)
         if requires_grad:
             self.requires_grad_()
 
@@ -485,16 +481,38 @@ _new = object.__new__
 Tensor._meta = Tensor.__dict__["_value"]
 
 
-def _wrap(value: Any) -> Tensor:
-    """A Tensor around an existing ``jax.Array`` / tracer, without copying (hot path)."""
-    t = _new(Tensor)
-    t._value = value
+def _start(t: Any, value: Any) -> None:
+    """The fields every new tensor starts with — ``value`` in its value slot, no grad, no
+    history, version 0, not global — written here once: :func:`new_tensor` (and through it
+    ``_wrap``, the pending tensors of lazy mode, unpickled parameters), ``Tensor.__init__``
+    and ``nn.Parameter`` call it. The generated ``apply`` (jflow.dispatch) and lazy mode's
+    fused recorders inline the same statements from :data:`NEW_FIELDS_SRC`;
+    tests/test_tensor.py checks the two agree. ``value`` goes into the raw slot (``_meta``):
+    a pending twin's ``_value`` property never runs."""
+    t._meta = value
     t._requires_grad = False
     t._grad = None
     t.grad_fn = None
     t._version = 0
     t._global = None
+
+
+#: :func:`_start`'s statements after the value, on a tensor named ``{t}``: the text that
+#: generated code inlines (its hot paths cannot afford the call)
+NEW_FIELDS_SRC = ("{t}._requires_grad = False\n{t}._grad = None\n{t}.grad_fn = None\n"
+                  "{t}._version = 0\n{t}._global = None\n")
+
+
+def new_tensor(cls: type, value: Any) -> Any:
+    """A new ``cls`` instance (Tensor or a slots-only subclass) holding ``value``, with the
+    fields of a new tensor (:func:`_start`)."""
+    t = _new(cls)
+    _start(t, value)
     return t
+
+
+#: A Tensor around an existing ``jax.Array`` / tracer, without copying (hot path)
+_wrap = functools.partial(new_tensor, Tensor)
 
 
 def _unpickle(cls: type, value: np.ndarray, requires_grad: bool, glob: Any,

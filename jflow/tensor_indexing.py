@@ -37,7 +37,7 @@ from .autograd.graph import rebase_inplace
 from .functional import F
 from .functional.functors.index import checked_min_max
 from .functional.promotion import cast, scalar_tensor
-from .lazy_mode.segment import discard_checks_on_error
+from .lazy_mode.checks import discard_checks_on_error
 from .ops import get as _get_op
 from .ops.subscript import value_fits
 from .tensor import Size, Tensor, _wrap

@@ -63,8 +63,9 @@ def test_report_counts_what_ran() -> None:
     rep = check_op(name)
     assert isinstance(rep, CheckReport)
     assert (rep.samples, rep.inference, rep.vmap, rep.errors) == (3, 3, 2, 1)
-    # jax.jit: the kernel's first batchable sample and the vmap=True one, not the second
-    assert rep.jit == 2
+    # jax.jit on every sample; eager on the kernel's first sample and the vmap=True one
+    # (their loop of eager calls is the vmap reference), not the second
+    assert (rep.jit, rep.eager) == (3, 2)
     assert rep.grad == (2, 0)  # the grad=False sample is not applicable
     assert rep.grad_jax == 1  # both gradient samples are real in, real out (in float64)
     assert rep.input_dtypes == ["float32", "float64"]
@@ -74,7 +75,7 @@ def test_report_counts_what_ran() -> None:
     assert text.splitlines()[0] == f"check_op('{name}'): passed"
     assert "samples: 3 (input dtypes: float32, float64), error samples: 1" in text
     assert "vmap: jax.vmap vs a loop of eager calls on 2 of 3 sample(s)" in text
-    assert "values: eager vs the NumPy reference on 3 sample(s), jax.jit on 2 of them" in text
+    assert "values: vs the NumPy reference on 3 sample(s): jax.jit on 3, eager on 2" in text
     assert "in float64 on 2 sample(s), jax.grad vs the same and jax.jvp vs jax.vjp on 1 of " \
            "them" in text
     assert "; 0 skipped (no float64 output); 1 not applicable" in text

@@ -20,7 +20,8 @@ import pytest
 
 import jflow as flow
 from jflow import _codegen
-from jflow.autograd import graph, lazy_backward
+from jflow.autograd import graph
+from jflow.lazy_mode import backward as lazy_backward
 from jflow.lazy_mode import record as lazy_record
 
 F = flow.nn.functional

@@ -43,23 +43,23 @@ def _probe(tmp_path, **env: str) -> dict:
 
 
 def test_a_second_process_reads_back_what_the_first_compiled(tmp_path) -> None:
-    cache = tmp_path / "cache"
-    first = _probe(tmp_path, JFLOW_COMPILATION_CACHE=str(cache),
-                   JFLOW_COMPILATION_CACHE_MAX_MB="64")
+    """The first process sets no variable: the per-user directory under XDG_CACHE_HOME; the
+    second names that directory with ``JFLOW_COMPILATION_CACHE`` and reads back what the
+    first wrote (one probe fewer than a default-directory case of its own)."""
+    first = _probe(tmp_path, JFLOW_COMPILATION_CACHE_MAX_MB="64")
+    cache = tmp_path / "xdg" / "jflow" / "xla"
     assert first["dir"] == str(cache) and first["hits"] == 0
     assert first["min_s"] == 0.0 and first["max"] == -1  # JAX's own eviction stays off
     assert stat.S_IMODE(os.stat(cache).st_mode) == 0o700  # JAX runs what it loads from there
     entries = os.listdir(cache)
     assert entries, "nothing was written to the cache"
     second = _probe(tmp_path, JFLOW_COMPILATION_CACHE=str(cache))
+    assert second["dir"] == str(cache)
     assert second["hits"] >= len([e for e in entries if e.endswith("-cache")]) > 0
     assert second["y"] == first["y"]
 
 
-def test_default_directory_off_switch_and_the_users_jax_setting(tmp_path) -> None:
-    default = _probe(tmp_path)  # no variable: the per-user directory under XDG_CACHE_HOME
-    assert default["dir"] == str(tmp_path / "xdg" / "jflow" / "xla")
-    assert os.listdir(default["dir"])
+def test_off_switch_and_the_users_jax_setting(tmp_path) -> None:
     assert _probe(tmp_path, JFLOW_COMPILATION_CACHE="0")["dir"] is None
     mine = tmp_path / "mine"
     users = _probe(tmp_path, JAX_COMPILATION_CACHE_DIR=str(mine))

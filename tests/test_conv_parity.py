@@ -26,8 +26,9 @@ def _parity(jfn, tfn, arrays, kwargs, *, tkwargs=None, rtol=1e-9, atol=1e-9):
     assert tuple(y.shape) == tuple(t.shape)
     np.testing.assert_allclose(y.detach().numpy(), t.detach().numpy(), rtol=rtol, atol=atol)
     g = RS.standard_normal(tuple(t.shape))
-    (y * flow.tensor(g)).sum().backward()
-    (t * torch.tensor(g)).sum().backward()
+    # d sum(out * g) = backward from out with gradient g: no mul / sum programs per shape
+    y.backward(flow.tensor(g))
+    t.backward(torch.tensor(g))
     for j, tt in zip(js, ts):
         np.testing.assert_allclose(j.grad.numpy(), tt.grad.numpy(), rtol=rtol, atol=atol)
 
@@ -130,9 +131,12 @@ def test_unfold_fold_are_adjoint():
 
 
 def _copy_params(m, tm):
-    m.weight.data = flow.tensor(tm.weight.detach().numpy())
-    if tm.bias is not None:
-        m.bias.data = flow.tensor(tm.bias.detach().numpy())
+    """torch's values into ``m``, a module built on the meta device: jflow's own random
+    initialisation (a compiled draw per parameter shape, overwritten here) is
+    test_default_init_bounds_and_state_dict_keys' subject."""
+    m.load_state_dict({k: flow.tensor(v.detach().numpy()) for k, v in tm.state_dict().items()},
+                      assign=True)
+    assert m.weight.device.type == "cpu" and m.weight.requires_grad
 
 
 def _module_parity(m, tm, x, **fwd):
@@ -141,8 +145,8 @@ def _module_parity(m, tm, x, **fwd):
     t = tm(torch.tensor(x), **fwd)
     np.testing.assert_allclose(y.detach().numpy(), t.detach().numpy(), rtol=1e-5, atol=1e-5)
     g = RS.standard_normal(tuple(t.shape)).astype(np.float32)
-    (y * flow.tensor(g)).sum().backward()
-    (t * torch.tensor(g)).sum().backward()
+    y.backward(flow.tensor(g))  # = d sum(y * g), without mul / sum programs per shape
+    t.backward(torch.tensor(g))
     np.testing.assert_allclose(m.weight.grad.numpy(), tm.weight.grad.numpy(), rtol=1e-4,
                                atol=1e-4)
     if tm.bias is not None:
@@ -153,20 +157,24 @@ def _module_parity(m, tm, x, **fwd):
 @pytest.mark.parametrize("mode", ["zeros", "reflect", "replicate", "circular"])
 def test_conv3d_module_padding_modes(mode):
     kw = dict(stride=(1, 2, 1), padding=(1, 0, 1), groups=2, padding_mode=mode)
-    m, tm = nn.Conv3d(4, 2, (2, 3, 2), **kw), torch.nn.Conv3d(4, 2, (2, 3, 2), **kw)
+    m, tm = nn.Conv3d(4, 2, (2, 3, 2), **kw, device="meta"), torch.nn.Conv3d(4, 2, (2, 3, 2),
+                                                                             **kw)
     assert tuple(m.weight.shape) == tuple(tm.weight.shape) == (2, 2, 2, 3, 2)
     _module_parity(m, tm, RS.standard_normal((2, 4, 3, 5, 4)).astype(np.float32))
 
 
 def test_conv_transpose_modules():
     kw = dict(stride=2, padding=1, output_padding=1, groups=2, bias=True, dilation=1)
-    m, tm = nn.ConvTranspose1d(4, 6, 3, **kw), torch.nn.ConvTranspose1d(4, 6, 3, **kw)
+    m, tm = nn.ConvTranspose1d(4, 6, 3, **kw, device="meta"), torch.nn.ConvTranspose1d(4, 6, 3,
+                                                                                     **kw)
     assert tuple(m.weight.shape) == tuple(tm.weight.shape) == (4, 3, 3)
     _module_parity(m, tm, RS.standard_normal((2, 4, 5)).astype(np.float32))
-    m, tm = nn.ConvTranspose1d(4, 6, 3, stride=3), torch.nn.ConvTranspose1d(4, 6, 3, stride=3)
+    m, tm = nn.ConvTranspose1d(4, 6, 3, stride=3, device="meta"), \
+        torch.nn.ConvTranspose1d(4, 6, 3, stride=3)
     _module_parity(m, tm, RS.standard_normal((2, 4, 5)).astype(np.float32), output_size=[15])
     kw = dict(stride=(2, 1, 2), padding=(0, 1, 1), bias=False)
-    m, tm = nn.ConvTranspose3d(2, 3, 2, **kw), torch.nn.ConvTranspose3d(2, 3, 2, **kw)
+    m, tm = nn.ConvTranspose3d(2, 3, 2, **kw, device="meta"), torch.nn.ConvTranspose3d(2, 3, 2,
+                                                                                     **kw)
     assert m.bias is None and tuple(m.weight.shape) == (2, 3, 2, 2, 2)
     _module_parity(m, tm, RS.standard_normal((1, 2, 2, 3, 3)).astype(np.float32))
     assert repr(m) == repr(tm)

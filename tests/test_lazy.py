@@ -12,7 +12,9 @@ import numpy as np
 import pytest
 
 import jflow as flow
+from jflow import lazy_values as lv
 from jflow.compiler import RecompileWarning
+from jflow.lazy_mode import compile_cache as cc
 from jflow.lazy_mode import segment as seg
 
 F = flow.nn.functional
@@ -42,7 +44,7 @@ def test_values_and_gradients_equal_eager():
         x = flow.tensor(XN, requires_grad=True)
         with flow.lazy():
             out = _program(x, c)
-            assert isinstance(out, seg.LazyTensor)
+            assert isinstance(out, lv.LazyTensor)
             out.backward()
             g = x.grad
         _close(out.item(), ref.item())
@@ -81,7 +83,7 @@ def test_device_of_a_pending_tensor_does_not_flush():
             v = (x + 1.0).T[1:]  # a pending view
             got = (y.device, z.device, w.device, v.device)
             assert seg.stats()["flushes"] == before
-            assert isinstance(y, seg.LazyTensor) and isinstance(w, flow.nn.Parameter)
+            assert isinstance(y, lv.LazyTensor) and isinstance(w, flow.nn.Parameter)
             flow.sync()
             assert got == (y.device, z.device, w.device, v.device) == (
                 x.device, flow.ones(1).device, w.device, x.device)
@@ -113,7 +115,7 @@ def test_backward_is_recorded_into_the_forward_segment():
 
 
 def test_second_sighting_compiles_once(monkeypatch):
-    monkeypatch.setattr(seg, "COMPILE_ON_SIGHTING", 2)
+    monkeypatch.setattr(cc, "COMPILE_ON_SIGHTING", 2)
     x = flow.tensor(XN)
     before = seg.stats()
 
@@ -573,7 +575,7 @@ def test_compiled_segments_are_bounded_by_the_cache_limit():
                     for _ in range(k + 2):  # (two ops at least: one op never compiles)
                         y = y * 1.5
                 _close(y.numpy(), XN * 1.5 ** (k + 2), tol=1e-4)
-            assert len(seg._CACHE) <= 2
+            assert len(cc._CACHE) <= 2
     finally:
         flow.config.set_cache_limit("lazy_segments", old)
 
@@ -587,7 +589,7 @@ def _scaled_sum(n: int, explain: bool = False) -> float:
 def test_compile_on_the_second_sighting(monkeypatch):
     """Policy 2: a shape seen once runs op by op (no compile); a shape seen twice compiles,
     and the reason says what changed since the last compiled segment."""
-    monkeypatch.setattr(seg, "COMPILE_ON_SIGHTING", 2)
+    monkeypatch.setattr(cc, "COMPILE_ON_SIGHTING", 2)
     before = seg.stats()["compiles"]
     for n in range(3, 9):  # a new shape every step: nothing compiles
         assert _scaled_sum(n) == 2.0 * n
@@ -603,7 +605,7 @@ def test_adaptive_policy_compiles_new_shapes_at_once_and_new_arrangements_later(
     """The default: a segment with ops on shapes never seen compiles on its first sighting
     (op by op would compile each op); known ops on known shapes in a new arrangement run
     op by op first."""
-    assert seg.COMPILE_ON_SIGHTING == "adaptive"
+    assert cc.COMPILE_ON_SIGHTING == "adaptive"
     x = flow.tensor(RS.randn(7, 13).astype(np.float32))  # (shapes no other test uses)
     before = seg.stats()
     with flow.lazy():
@@ -634,7 +636,7 @@ def test_global_tensors_record_and_match_eager():
             y = (gx @ gw).tanh()
             s = (y * y).sum()
             if lazy:
-                assert seg.raw(y).__class__ is seg.LazyRef  # recorded, not run
+                assert lv.raw(y).__class__ is lv.LazyRef  # recorded, not run
             s.backward()
         return y, s, gw.grad
 
@@ -711,3 +713,52 @@ def test_a_pending_value_read_inside_a_compiled_function(ops):
         out = f(x)
         _close(out.numpy(), XN + 2.0 ** ops)
         _close(c.numpy(), np.full(5, 2.0 ** ops))
+
+
+def test_an_eager_backward_pays_nothing_for_lazy_mode(monkeypatch):
+    """After lazy mode was used, an eager backward walks its graph for values saved while
+    pending only when a node of it was recorded in a lazy window
+    (jflow.lazy_mode.backward.prepare); a graph recorded in lazy mode and differentiated
+    after it still gets its saved values computed."""
+    from jflow.lazy_mode import backward as lb
+
+    x = flow.tensor(np.arange(4.0, dtype=np.float32), requires_grad=True)
+    with flow.lazy():
+        y = (x * x).sin()  # (saves its input while pending)
+    walked = []
+    real = lb.resolve_saved
+    monkeypatch.setattr(lb, "resolve_saved", lambda order: (walked.append(len(order)),
+                                                             real(order)))
+    y.sum().backward()  # (nodes from the window: walked, values computed)
+    assert walked and np.allclose(x.grad.numpy(), np.cos(np.arange(4.0) ** 2) * 2 *
+                                  np.arange(4.0), rtol=1e-5)
+    walked.clear()
+    x.grad = None
+    ((x * 0.3).tanh()).sum().backward()  # (a graph recorded after the window: not walked)
+    assert walked == []
+    assert np.allclose(x.grad.numpy(), 0.3 / np.cosh(0.3 * np.arange(4.0)) ** 2, rtol=1e-5)
+
+
+def test_every_bounded_lazy_cache_is_listed_and_bounds():
+    """flow.config.cache_limits() lists the caches lazy mode and host transfer keep, and a
+    lowered bound holds: recorded calls' avals, backward templates, device scalars."""
+    import importlib
+
+    from jflow.lazy_mode import backward as lb
+
+    dev = importlib.import_module("jflow.device")  # (the module, not the class)
+    limits = flow.config.cache_limits()
+    assert {"lazy_segments", "lazy_avals", "lazy_backward_templates", "host_transfer_shapes",
+            "device_scalars"} <= set(limits)
+    olds = {n: flow.config.set_cache_limit(n, 3) for n in
+            ("lazy_avals", "lazy_backward_templates", "device_scalars")}
+    try:
+        for n in range(1, 7):
+            x = flow.ones(n, requires_grad=True)
+            with flow.lazy():
+                (x * 2.5).sum().backward()  # (a new shape: new avals, a new template)
+            dev.device_scalar(float(n), np.float32)
+            assert len(seg._AVALS) <= 3 and len(lb.TEMPLATES) <= 3 and len(dev._SCALARS) <= 3
+    finally:
+        for n, v in olds.items():
+            flow.config.set_cache_limit(n, v)

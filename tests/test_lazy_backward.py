@@ -1,4 +1,4 @@
-"""Lazy ``loss.backward()`` by template (jflow/autograd/lazy_backward.py): a step whose graph
+"""Lazy ``loss.backward()`` by template (jflow/lazy_mode/backward.py): a step whose graph
 matches the last one's skips re-deriving the plan, and anything that differs takes the
 general path. Every case is compared with eager mode (float tolerance: a fused run may
 round differently) and with the general path in lazy mode (the same plan: equal bits)."""
@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 
 import jflow as flow
-from jflow.autograd import lazy_backward as lb
+from jflow.lazy_mode import backward as lb
 
 RNG = np.random.default_rng(7)
 X = RNG.standard_normal(8).astype(np.float32)

@@ -13,11 +13,13 @@ import numpy as np
 import pytest
 
 import jflow as flow
-from jflow.autograd import lazy_backward, register_backward
+from jflow.autograd import register_backward
 from jflow.autograd.graph import LEAF
 from jflow.kernels import register_kernel
+from jflow.lazy_mode import backward as lazy_backward
 from jflow.lazy_mode import record as _record
 from jflow.lazy_mode import segment as _segment
+from jflow.lazy_values import LazyRef
 from jflow.ops import define_op
 from jflow.ops.infer import desc
 from jflow.ops.registry import get
@@ -39,7 +41,7 @@ def _walk(root):
         saved = []
         for v, ref, ver, nr in n.saved or ():
             kind = "free" if ref is None else ("input" if nr == LEAF else "output")
-            values.append(np.asarray(v.get() if v.__class__ is _segment.LazyRef else v))
+            values.append(np.asarray(v.get() if v.__class__ is LazyRef else v))
             saved.append((kind, ver, nr))
         edges = []
         for e in n.next_edges:

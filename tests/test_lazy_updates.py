@@ -13,6 +13,8 @@ import numpy as np
 import pytest
 
 import jflow as flow
+from jflow import lazy_values as lv
+from jflow.lazy_mode import compile_cache as cc
 from jflow.lazy_mode import optimizer_step
 from jflow.lazy_mode import segment as seg
 
@@ -36,7 +38,7 @@ def test_in_place_ops_record_and_bump_versions():
             x += x.sum(0)
             if lazy:  # nothing ran: x is pending, still a plain flow.Tensor to the user
                 assert seg.stats()["flushes"] == before
-                assert isinstance(x, seg.LazyTensor) and isinstance(x, flow.Tensor)
+                assert isinstance(x, lv.LazyTensor) and isinstance(x, flow.Tensor)
             version = x._version
         return x.numpy(), version
 
@@ -114,7 +116,7 @@ def test_a_fused_step_is_one_node_and_the_parameters_stay_parameters():
             recorded.append((got, len(seg.active().nodes) - n))
             if got:  # pending parameters are still nn.Parameter (a pending twin class)
                 assert isinstance(p, flow.nn.Parameter) and type(p).__name__ == "Parameter"
-                assert type(p) is not flow.nn.Parameter and seg.raw(p).__class__ is seg.LazyRef
+                assert type(p) is not flow.nn.Parameter and lv.raw(p).__class__ is lv.LazyRef
             else:
                 type(opt).step.__wrapped__(opt)
             flow.sync()
@@ -178,8 +180,8 @@ def test_unread_intermediates_do_not_come_back():
             out = b.exp().sum()
             keep = a
             del b
-            keys_before = set(seg._CACHE)
-        new = [k for k in seg._CACHE if k not in keys_before] or list(seg._CACHE)[-1:]
+            keys_before = set(cc._CACHE)
+        new = [k for k in cc._CACHE if k not in keys_before] or list(cc._CACHE)[-1:]
     _close(out.numpy(), np.exp(XN * 2 + 1).sum(), tol=1e-4)
     _close(keep.numpy(), XN * 2)
     _, live, _ = new[-1]  # (structure, kept results, input shapes)
@@ -206,7 +208,7 @@ def test_tensors_from_host_data_are_pending_copies():
         with flow.lazy():
             t = flow.tensor(a, requires_grad=True)
             lst = flow.tensor([[1.0, 2.0]])  # (Python data: float32, as eagerly)
-            assert seg.raw(t).__class__ is seg.LazyRef and t.dtype == flow.float32
+            assert lv.raw(t).__class__ is lv.LazyRef and t.dtype == flow.float32
             a[:] = 0.0
             (t * t).sum().backward()
             out = t * 2.0
@@ -224,8 +226,8 @@ def test_kept_results_of_a_multi_output_op():
             values = flow.max(x * 1.0, 1)[0]  # (the indices are dropped at once)
             out = values + 1.0
             del values
-            keys_before = set(seg._CACHE)
-        new = [k for k in seg._CACHE if k not in keys_before] or list(seg._CACHE)[-1:]
+            keys_before = set(cc._CACHE)
+        new = [k for k in cc._CACHE if k not in keys_before] or list(cc._CACHE)[-1:]
     _close(out.numpy(), XN.max(1) + 1)
     _, live, _ = new[-1]
     assert live == ((False,), (False, False), (True,))

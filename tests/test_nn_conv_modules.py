@@ -24,13 +24,6 @@ def t(a):
     return flow.tensor(np.asarray(a))
 
 
-def _copy_to_torch(mine, theirs):
-    import torch
-    with torch.no_grad():
-        for name, p in mine.state_dict().items():
-            theirs.state_dict()[name].copy_(torch.tensor(p.numpy()))
-
-
 def _n_params(m):
     return sum(p.numel() for p in m.parameters())
 
@@ -111,24 +104,29 @@ def test_conv_transpose_second_derivative():
 def test_conv_layers_match_torch():
     torch = pytest.importorskip("torch")
     cases = [
-        (nn.Conv2d(4, 6, 3, stride=2, padding=1, groups=2),
+        (nn.Conv2d(4, 6, 3, stride=2, padding=1, groups=2, device="meta"),
          torch.nn.Conv2d(4, 6, 3, stride=2, padding=1, groups=2), _x(2, 4, 7, 6)),
-        (nn.Conv2d(3, 4, (3, 2), padding=(1, 2), padding_mode="reflect", dilation=(1, 2)),
+        (nn.Conv2d(3, 4, (3, 2), padding=(1, 2), padding_mode="reflect", dilation=(1, 2),
+                   device="meta"),
          torch.nn.Conv2d(3, 4, (3, 2), padding=(1, 2), padding_mode="reflect",
                          dilation=(1, 2)), _x(2, 3, 5, 6)),
-        (nn.Conv1d(3, 5, 3, padding="same", padding_mode="circular"),
+        (nn.Conv1d(3, 5, 3, padding="same", padding_mode="circular", device="meta"),
          torch.nn.Conv1d(3, 5, 3, padding="same", padding_mode="circular"), _x(2, 3, 8)),
-        (nn.ConvTranspose2d(4, 6, (3, 2), stride=2, padding=1, output_padding=1, groups=2),
+        (nn.ConvTranspose2d(4, 6, (3, 2), stride=2, padding=1, output_padding=1, groups=2,
+                            device="meta"),
          torch.nn.ConvTranspose2d(4, 6, (3, 2), stride=2, padding=1, output_padding=1,
                                   groups=2), _x(2, 4, 3, 3)),
-        (nn.ConvTranspose2d(3, 2, 2, dilation=2, output_padding=1, bias=False),
+        (nn.ConvTranspose2d(3, 2, 2, dilation=2, output_padding=1, bias=False, device="meta"),
          torch.nn.ConvTranspose2d(3, 2, 2, dilation=2, output_padding=1, bias=False),
          _x(1, 3, 3, 4)),
     ]
     for mine, theirs, x in cases:
         assert list(mine.state_dict()) == list(theirs.state_dict())
         assert _n_params(mine) == sum(p.numel() for p in theirs.parameters())
-        _copy_to_torch(mine, theirs)
+        # torch's values into jflow's twin, built on the meta device: jflow's random
+        # initialisation (a compiled draw per parameter shape) is test_conv_default_init_bounds'
+        mine.load_state_dict({k: t(v.detach().numpy()) for k, v in theirs.state_dict().items()},
+                             assign=True)
         xm, xt = t(x).requires_grad_(), torch.tensor(x, requires_grad=True)
         ym, yt = mine(xm), theirs(xt)
         np.testing.assert_allclose(ym.detach().numpy(), yt.detach().numpy(), rtol=1e-5, atol=1e-5)

@@ -88,11 +88,12 @@ def test_pdist(p):
 
 
 def test_pdist_edge_and_errors():
-    assert tuple(F.pdist(flow.randn(1, 3)).shape) == (0,)
+    # (host data, not flow.randn: a random draw compiles a program per shape)
+    assert tuple(F.pdist(_j(torch.randn(1, 3))).shape) == (0,)
     with pytest.raises(ValueError, match="2D"):
-        F.pdist(flow.randn(2, 3, 4))
+        F.pdist(_j(torch.randn(2, 3, 4)))
     with pytest.raises(ValueError, match="non-negative"):
-        F.pdist(flow.randn(3, 4), -1.0)
+        F.pdist(_j(torch.randn(3, 4)), -1.0)
 
 
 # -- multilabel_margin_loss ------------------------------------------------------------------
@@ -181,7 +182,7 @@ def test_fractional_max_pool_given_samples_exact(nd):
 
 
 def test_fractional_max_pool_random_and_errors():
-    x = flow.randn(2, 3, 9, 7)
+    x = _j(torch.randn(2, 3, 9, 7))  # host data: the random draws tested are the samples'
     flow.manual_seed(7)
     a = flow.nn.FractionalMaxPool2d(2, output_size=(4, 3))(x)
     flow.manual_seed(7)
@@ -193,7 +194,7 @@ def test_fractional_max_pool_random_and_errors():
     with pytest.raises(ValueError, match="too large"):
         F.fractional_max_pool2d(x, 4, output_size=7)
     with pytest.raises(ValueError, match="_random_samples"):
-        F.fractional_max_pool2d(x, 2, output_size=4, _random_samples=flow.rand(1, 3, 2))
+        F.fractional_max_pool2d(x, 2, output_size=4, _random_samples=flow.full((1, 3, 2), 0.5))
     with pytest.raises(ValueError, match="between 0 and 1"):
         flow.nn.FractionalMaxPool2d(2, output_ratio=1.5)
 
@@ -284,9 +285,11 @@ def test_multihead_attention_module_bias_kv_zero_attn():
     torch.manual_seed(9)
     tm = torch.nn.MultiheadAttention(8, 2, add_bias_kv=True, add_zero_attn=True,
                                      batch_first=True)
+    # built on the meta device, torch's values assigned: jflow's random initialisation (a
+    # compiled draw per parameter shape) would be overwritten
     jm = flow.nn.MultiheadAttention(8, 2, add_bias_kv=True, add_zero_attn=True,
-                                    batch_first=True)
-    jm.load_state_dict({k: _j(v) for k, v in tm.state_dict().items()})
+                                    batch_first=True, device="meta")
+    jm.load_state_dict({k: _j(v) for k, v in tm.state_dict().items()}, assign=True)
     x = torch.randn(2, 4, 8)
     ot, wt = tm(x, x, x)
     oj, wj = jm(_j(x), _j(x), _j(x))
@@ -305,7 +308,7 @@ def test_corrcoef_cov_one_variable_is_0d():
     _close(flow.cov(_j(x), correction=0, aweights=_j(aw)), torch.cov(x, correction=0,
                                                                   aweights=aw))
     with pytest.warns(UserWarning, match="degrees of freedom"):
-        c = flow.cov(flow.randn(2, 1))
+        c = flow.cov(_j(torch.randn(2, 1)))
     assert np.isnan(c.numpy()).all()
 
 

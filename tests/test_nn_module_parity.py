@@ -14,6 +14,7 @@ from collections import OrderedDict
 
 import numpy as np
 import pytest
+from _pairwise import pairwise
 
 import jflow as flow
 import jflow.nn as nn
@@ -222,14 +223,24 @@ def _pad_layers(name: str, n: int, padding):
     return cls_f(*args), cls_t(*args)
 
 
-@pytest.mark.parametrize("name,n,padding,x", PAD_CASES,
-                         ids=[f"{c[0]}{c[1]}d" for c in PAD_CASES])
-def test_padding_layers_match_torch_batched_and_unbatched(name, n, padding, x) -> None:
+# each layer batched or unbatched (C, *spatial): pairwise (tests/_pairwise.py) over the layer
+# family, its rank and the two forms (each form a program of its own), so every family and
+# every rank runs both forms
+_PAD_ROWS = [(*next(c for c in PAD_CASES if c[:2] == (name, n)), batched)
+             for name, n, batched in pairwise(["ZeroPad", "ConstantPad", "ReflectionPad",
+                                               "ReplicationPad", "CircularPad"], [1, 2, 3],
+                                              [True, False])]
+
+
+@pytest.mark.parametrize("name,n,padding,x,batched", _PAD_ROWS,
+                         ids=[f"{c[0]}{c[1]}d-{'batched' if c[4] else 'unbatched'}"
+                              for c in _PAD_ROWS])
+def test_padding_layers_match_torch_batched_and_unbatched(name, n, padding, x,
+                                                          batched) -> None:
     fm, tm = _pad_layers(name, n, padding)
     assert repr(fm) == repr(tm)
     assert fm.padding == tm.padding
-    _check_fwd_bwd(fm, tm, x)
-    _check_fwd_bwd(fm, tm, x[0])                         # unbatched (C, *spatial)
+    _check_fwd_bwd(fm, tm, x if batched else x[0])
 
 
 @pytest.mark.parametrize("name", ["ReflectionPad", "ReplicationPad", "CircularPad"])
@@ -252,16 +263,16 @@ def test_padding_bad_arguments() -> None:
         nn.ReflectionPad1d(5)(flow.tensor(X3))
 
 
-@pytest.mark.parametrize("mode", ["constant", "reflect", "replicate", "circular"])
-@pytest.mark.parametrize("x", [X3, X4, X5], ids=["1d", "2d", "3d"])
-def test_functional_pad_matches_torch(mode, x) -> None:
-    """F.pad itself, each mode, batched and unbatched (the layers' foundation)."""
-    k = x.ndim - 2
+@pytest.mark.parametrize("mode,k,batched", pairwise(
+    ["constant", "reflect", "replicate", "circular"], [1, 2, 3], [True, False]))
+def test_functional_pad_matches_torch(mode, k, batched) -> None:
+    """F.pad itself, each mode, batched and unbatched (the layers' foundation): pairwise
+    over mode, spatial rank and the two forms."""
+    x = {1: X3, 2: X4, 3: X5}[k]
     pad = (2, 1, 0, 1, 1, 2)[:2 * k]
     kw = {"value": -0.5} if mode == "constant" else {}
-    for inp in (x, x[0]):
-        _check_fwd_bwd(lambda t: F.pad(t, pad, mode=mode, **kw),
-                       lambda t: TF.pad(t, pad, mode=mode, **kw), inp)
+    _check_fwd_bwd(lambda t: F.pad(t, pad, mode=mode, **kw),
+                   lambda t: TF.pad(t, pad, mode=mode, **kw), x if batched else x[0])
 
 
 # -- pixel / channel shuffle -----------------------------------------------------------------------

@@ -1,7 +1,9 @@
-"""The op checker over every built-in op: inference vs the kernel, NumPy
-reference, jit, vmap, error samples, the gradient check and the SBP check. An op registered
-without samples, a differentiable op without a backward rule or without a sample whose
-gradient is really checked, or a declared SBP signature that no sample runs, fails here."""
+"""The op checker over every built-in op: inference vs the kernel, NumPy reference, jit,
+vmap, error samples and the SBP check in one test per op (the SBP check compares with the
+forward check's single-device results: no executable of its own for them), the gradient
+check in another. An op registered without samples, a differentiable op without a backward
+rule or without a sample whose gradient is really checked, or a declared SBP signature that
+no sample runs, fails here."""
 
 from __future__ import annotations
 
@@ -10,7 +12,6 @@ import pytest
 import jflow
 from jflow.testing import check_op, check_op_grad, samples_registered
 from jflow.testing.op_samples import load_builtin
-from jflow.testing.sbp_check import sbp_coverage
 
 load_builtin()
 BUILTIN = sorted(n for n in jflow.ops.list_ops() if jflow.ops.get(n).builtin)
@@ -34,7 +35,16 @@ def test_every_builtin_op_is_nograd_or_has_a_rule() -> None:
 
 @pytest.mark.parametrize("op_name", [n for n in BUILTIN if n in samples_registered()])
 def test_op(op_name: str) -> None:
-    check_op(op_name, grad=False)
+    """The forward checks, and for an op with inputs the SBP check: every SBP signature, on
+    global inputs laid out as it says (4, 3 or 2 devices), gives the single-device result
+    (the forward check's own, already compared with the reference) and the declared output
+    SBP; and every signature the op declares for some sample's shapes runs on some sample
+    (none left unchecked by uneven splits or by an earlier signature with the same
+    inputs)."""
+    has_inputs = bool(jflow.ops.get(op_name).inputs)
+    report = check_op(op_name, grad=False, sbp=has_inputs)
+    assert not report.sbp_missing, "declared SBP signatures no sample runs:\n" + \
+        report.sbp_missing
 
 
 @pytest.mark.parametrize("op_name", [n for n in BUILTIN if n in samples_registered()
@@ -44,14 +54,3 @@ def test_op_grad(op_name: str) -> None:
     (samples whose outputs are not float64, e.g. a cast to int, do not count)."""
     checked, _skipped = check_op_grad(op_name)
     assert checked > 0
-
-
-@pytest.mark.parametrize("op_name", [n for n in BUILTIN if n in samples_registered()
-                                     and jflow.ops.get(n).inputs])
-def test_op_sbp(op_name: str) -> None:
-    """Every SBP signature, on global inputs laid out as it says (4, 3 or 2 devices), gives
-    the single-device result and the declared output SBP; and every signature the op declares
-    for some sample's shapes runs on some sample (none left unchecked by uneven splits or by
-    an earlier signature with the same inputs)."""
-    cov = sbp_coverage(op_name)
-    assert not cov.missing, "declared SBP signatures no sample runs:\n" + cov.explain_missing()

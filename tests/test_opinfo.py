@@ -18,7 +18,9 @@ pytest.importorskip("expecttest")  # PyTorch's testing internals import it
 from jflow.testing import opinfo  # noqa: E402
 
 #: Samples per OpInfo in the suite (the sweep runs 6 and 3): enough to meet each entry's
-#: main cases while keeping the XLA compiles of ~550 ops within the suite's budget.
+#: main cases while keeping the XLA compiles of ~650 ops within the suite's budget. The
+#: gradient sample is the first value sample: one float32 run compares both
+#: (``check_opinfo(float32_grads=True)``), so no float64 forward compiles.
 FORWARD_SAMPLES, GRAD_SAMPLES = 2, 1
 
 _DB = {opinfo.key(i): i for i in opinfo.op_db()}
@@ -27,7 +29,7 @@ _PRESENT = sorted(k for k, i in _DB.items() if opinfo.resolve(i) is not None)
 
 @pytest.mark.parametrize("name", _PRESENT)
 def test_opinfo_matches_pytorch(name: str) -> None:
-    rep = opinfo.check_opinfo(_DB[name], FORWARD_SAMPLES, GRAD_SAMPLES)
+    rep = opinfo.check_opinfo(_DB[name], FORWARD_SAMPLES, GRAD_SAMPLES, float32_grads=True)
     failures = rep.failures()
     if name in opinfo.ALLOWED:
         assert failures, (f"{name} now matches PyTorch on the suite's samples: remove it from "
@@ -39,6 +41,8 @@ def test_opinfo_matches_pytorch(name: str) -> None:
 def test_allowed_entries_name_real_opinfos() -> None:
     stale = sorted(set(opinfo.ALLOWED) - set(_DB))
     assert not stale, f"ALLOWED names OpInfos PyTorch's database does not have: {stale}"
+    stale = sorted(set(opinfo.GRAD_FLOAT64) - set(_DB))
+    assert not stale, f"GRAD_FLOAT64 names OpInfos PyTorch's database does not have: {stale}"
 
 
 def test_harness_catches_a_wrong_op(monkeypatch: pytest.MonkeyPatch) -> None:
@@ -51,3 +55,28 @@ def test_harness_catches_a_wrong_op(monkeypatch: pytest.MonkeyPatch) -> None:
     assert any("values differ" in f for f in rep.failures()), rep.failures()
     rep = opinfo.check_opinfo(_DB["exp"], 0, 1)  # cos's gradient is not exp's
     assert any(f.startswith("gradient") for f in rep.failures()), rep.failures()
+
+
+def test_float32_gradient_sample_compares_values_and_gradients(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    """``float32_grads``: the first sample's one float32 run still fails on wrong values and
+    on wrong gradients; the second value sample runs as before."""
+    import jflow as flow
+
+    shared = []
+    both = opinfo.run_sample_values_and_grads
+    monkeypatch.setattr(opinfo, "run_sample_values_and_grads",
+                        lambda *a: shared.append(a[2]) or both(*a))
+    right = opinfo.check_opinfo(_DB["sinc"], 2, 1, float32_grads=True)
+    assert [o.kind for o in right.forward + right.grads] == ["pass"] * 3, right
+    assert len(shared) == 1 and shared[0].input.dtype == torch.float32
+    assert shared[0].input.requires_grad
+    monkeypatch.setattr(opinfo, "resolve", lambda i: lambda x: 2 * flow.sinc(x))
+    wrong = opinfo.check_opinfo(_DB["sinc"], 2, 1, float32_grads=True)
+    kinds = [o.kind for o in wrong.forward + wrong.grads]
+    assert kinds == ["mismatch", "pass", "mismatch"], wrong  # sample 1 is empty: (1, 0, 3)
+    assert "values differ" in wrong.forward[0].detail and "grad[0]" in wrong.grads[0].detail
+    # an entry differentiated through a wrapper keeps its float64 gradient run
+    info = next(i for i in _DB.values() if opinfo._grad_wrapper(i) is not None
+                and opinfo.resolve(i) is not None and i.supports_autograd)
+    assert not opinfo._float32_grads_apply(info)

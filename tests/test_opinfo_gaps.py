@@ -131,14 +131,14 @@ def test_view_copies(name, args):
     touts = list(tout) if isinstance(tout, (list, tuple)) else [tout]
     fouts = list(fout) if isinstance(fout, (list, tuple)) else [fout]
     assert len(touts) == len(fouts)
-    loss_t, loss_f = 0, 0
+    loss_t, cots_f = 0, []
     for a, b in zip(touts, fouts):
         _close(b, a)
         c = RNG.standard_normal(tuple(a.shape))
         loss_t = loss_t + (a * torch.tensor(c)).sum()
-        loss_f = loss_f + (b * flow.tensor(c)).sum()
+        cots_f.append(flow.tensor(c))
     loss_t.backward()
-    loss_f.backward()
+    flow.autograd.backward(fouts, cots_f)              # jflow: the same c as grad_tensors
     _close(f.grad, t.grad)
     if name.endswith("_copy"):                         # a copy: writes do not reach input
         before = f.detach().numpy().copy()
@@ -196,13 +196,19 @@ def test_empty_permuted_and_new_empty_strided():
 
 
 def _grads_match(tout, fout, tleaves, fleaves):
-    loss_t, loss_f = 0, 0
+    """Values, then the gradients of sum(output * c) over the outputs (random c): PyTorch
+    builds that loss, jflow takes the c as grad_outputs (the same vector-Jacobian product,
+    without compiling a product, a sum and their backwards per output shape)."""
+    loss_t, outs_f, cots_f = 0, [], []
     for a, b in zip(tout, fout):
         _close(b, a)
         c = RNG.standard_normal(tuple(a.shape))
         loss_t = loss_t + (a * torch.tensor(c)).sum()
-        loss_f = loss_f + (b * flow.tensor(c)).sum()
-    for gt, gf in zip(torch.autograd.grad(loss_t, tleaves), flow.autograd.grad(loss_f, fleaves)):
+        if b.requires_grad:
+            outs_f.append(b)
+            cots_f.append(flow.tensor(c, dtype=b.dtype))
+    grads_f = flow.autograd.grad(outs_f, fleaves, grad_outputs=cots_f)
+    for gt, gf in zip(torch.autograd.grad(loss_t, tleaves), grads_f, strict=True):
         _close(gf, gt)
 
 
@@ -234,15 +240,17 @@ def test_native_norms_return_pytorchs_tuples():
 def test_svd_and_pca_lowrank_factor_a_low_rank_matrix(shape):
     *batch, m, n = shape
     a = RNG.standard_normal((*batch, m, 3)) @ RNG.standard_normal((*batch, 3, n))  # rank 3
+    def rebuilt(u, s, v):  # U diag(S) V^T, in NumPy: the factors are what is tested
+        u, s, v = u.numpy(), s.numpy(), v.numpy()
+        return (u * s[..., None, :]) @ np.swapaxes(v, -2, -1)
+
     u, s, v = flow.svd_lowrank(flow.tensor(a), q=4)
     tu, ts, tv = torch.svd_lowrank(torch.tensor(a), q=4)
     assert [tuple(x.shape) for x in (u, s, v)] == [tuple(x.shape) for x in (tu, ts, tv)]
-    rec = (u * s.unsqueeze(-2)) @ v.transpose(-2, -1)
-    np.testing.assert_allclose(rec.numpy(), a, atol=1e-8)
+    np.testing.assert_allclose(rebuilt(u, s, v), a, atol=1e-8)
     u, s, v = flow.pca_lowrank(flow.tensor(a), q=3)
     centered = a - a.mean(axis=-2, keepdims=True)
-    rec = (u * s.unsqueeze(-2)) @ v.transpose(-2, -1)
-    np.testing.assert_allclose(rec.numpy(), centered, atol=1e-8)
+    np.testing.assert_allclose(rebuilt(u, s, v), centered, atol=1e-8)
     np.testing.assert_allclose(s.numpy(), torch.pca_lowrank(torch.tensor(a), q=3)[1].numpy(),
                                rtol=1e-8)
 

@@ -67,8 +67,8 @@ def _grads(fname, a, kw, pick=lambda r: r, **extra):
     tx = torch.tensor(a, requires_grad=True)
     out, tout = pick(getattr(flow, fname)(x, **kw)), pick(getattr(torch, fname)(tx, **kw))
     w = _rng.standard_normal(tuple(tout.shape)).astype(a.dtype)
-    (out * flow.tensor(w)).sum().backward()
-    (tout * torch.tensor(w)).sum().backward()
+    out.backward(flow.tensor(w))  # = d sum(out * w), without mul / sum programs per shape
+    tout.backward(torch.tensor(w))
     same(x.grad, tx.grad, **extra)
 
 
@@ -378,9 +378,13 @@ def test_median_all_and_grads(fname):
         getattr(flow, fname)(flow.tensor(np.zeros((0, 3), np.float32)), 0)
 
 
-@pytest.mark.parametrize("dtype", [np.float32, np.float64, np.int64, np.uint8, np.bool_])
-@pytest.mark.parametrize("dim", [0, -1])
-def test_mode(dtype, dim):
+# the call forms: flow.mode(x, dim) and x.mode(dim, keepdim=True) (each its own program)
+_FORMS = ["function", "method keepdim"]
+
+
+@pytest.mark.parametrize("dtype,dim,form", pairwise(
+    [np.float32, np.float64, np.int64, np.uint8, np.bool_], [0, -1], _FORMS))
+def test_mode(dtype, dim, form):
     if dtype == np.float64:
         # infinities, no nan: torch's mode counts equal nans together on some paths and not
         # on others (implementation-defined); jflow counts each nan once (nan != nan)
@@ -390,21 +394,23 @@ def test_mode(dtype, dim):
         a = np.round(_rand((6, 7), dtype))  # float ties
     else:
         a = _rand((6, 7), dtype)
-    got, want = flow.mode(flow.tensor(a), dim), torch.mode(torch.tensor(a), dim)
+    if form == "function":
+        got, want = flow.mode(flow.tensor(a), dim), torch.mode(torch.tensor(a), dim)
+    else:
+        got, want = flow.tensor(a).mode(dim, True), torch.tensor(a).mode(dim, True)
     same(tuple(got), tuple(want))  # the last index of the mode: exactly torch's
-    same(tuple(flow.tensor(a).mode(dim, True)), tuple(torch.tensor(a).mode(dim, True)))
 
 
-@pytest.mark.parametrize("dtype", [np.float32, np.float64, np.int64, np.uint8])
-@pytest.mark.parametrize("k,dim", [(1, 0), (3, 1), (6, -1), (2, 0)])
-def test_kthvalue(dtype, k, dim):
+@pytest.mark.parametrize("dtype,k_dim,form", pairwise(
+    [np.float32, np.float64, np.int64, np.uint8], [(1, 0), (3, 1), (6, -1), (2, 0)], _FORMS))
+def test_kthvalue(dtype, k_dim, form):
+    k, dim = k_dim
     a = _with_edges((6, 6)) if dtype == np.float64 else _rand((6, 6), dtype)
-    got = flow.kthvalue(flow.tensor(a), k, dim)
-    want = torch.kthvalue(torch.tensor(a), k, dim)
+    if form == "function":
+        got, want = flow.kthvalue(flow.tensor(a), k, dim), torch.kthvalue(torch.tensor(a), k, dim)
+    else:
+        got, want = flow.tensor(a).kthvalue(k, dim, True), torch.tensor(a).kthvalue(k, dim, True)
     _check_selection(got, want, a, dim, exact_index=dtype == np.float32)
-    _check_selection(flow.tensor(a).kthvalue(k, dim, True), torch.tensor(a).kthvalue(k, dim,
-                                                                                      True),
-                     a, dim, exact_index=dtype == np.float32)
 
 
 def test_order_stat_grads_and_errors():
@@ -422,22 +428,33 @@ def test_order_stat_grads_and_errors():
 
 # -- quantile / nanquantile ----------------------------------------------------------------------
 
-@pytest.mark.parametrize("fname,interpolation,kw", pairwise(
+# q: the ends, interior values (0.5: ties for 'nearest' / 'midpoint'), a 1-d and a 0-d tensor;
+# the input: float64 with nan and an all-nan row through the function, or float32 with ties
+# through the Tensor method. Pairwise over the five lists (each q a program of its own).
+@pytest.mark.parametrize("fname,interpolation,kw,q,data", pairwise(
     ["quantile", "nanquantile"], ["linear", "lower", "higher", "midpoint", "nearest"],
-    [{}, {"dim": 1}, {"dim": -2, "keepdim": True}, {"keepdim": True}]))
-def test_quantile_values(fname, interpolation, kw):
-    a = _rand((5, 6), np.float64)
-    a[1, 2] = a[3, 0] = NAN
-    a[4, :] = NAN  # an all-nan row
-    for q in (0.0, 0.37, 0.5, 1.0, np.array([0.1, 0.5, 0.9]), np.array(0.25)):
-        fq = flow.tensor(q) if isinstance(q, np.ndarray) else q
-        tq = torch.tensor(q) if isinstance(q, np.ndarray) else q
-        same(getattr(flow, fname)(flow.tensor(a), fq, interpolation=interpolation, **kw),
-             getattr(torch, fname)(torch.tensor(a), tq, interpolation=interpolation, **kw))
-    b = _rand((4, 7), np.float32)  # float32, with ties from rounding
-    b = np.round(b * 2) / 2
-    same(getattr(flow.tensor(b), fname)(0.4, interpolation=interpolation, **kw),
-         getattr(torch.tensor(b), fname)(0.4, interpolation=interpolation, **kw))
+    [{}, {"dim": 1}, {"dim": -2, "keepdim": True}, {"keepdim": True}],
+    [0.0, 0.37, 0.4, 0.5, 1.0, (0.1, 0.5, 0.9), (0.25,)],
+    ["float64 nan, function", "float32 ties, method"]))
+def test_quantile_values(fname, interpolation, kw, q, data):
+    if data.startswith("float64"):
+        a = _rand((5, 6), np.float64)
+        a[1, 2] = a[3, 0] = NAN
+        a[4, :] = NAN  # an all-nan row
+    else:
+        a = np.round(_rand((4, 7), np.float32) * 2) / 2  # float32, with ties from rounding
+    if isinstance(q, tuple):  # a tensor q (of the input's dtype, as torch requires): 1-d / 0-d
+        qa = np.array(q if len(q) > 1 else q[0], a.dtype)
+        fq, tq = flow.tensor(qa), torch.tensor(qa)
+    else:
+        fq = tq = q
+    if data.endswith("function"):
+        got = getattr(flow, fname)(flow.tensor(a), fq, interpolation=interpolation, **kw)
+        want = getattr(torch, fname)(torch.tensor(a), tq, interpolation=interpolation, **kw)
+    else:
+        got = getattr(flow.tensor(a), fname)(fq, interpolation=interpolation, **kw)
+        want = getattr(torch.tensor(a), fname)(tq, interpolation=interpolation, **kw)
+    same(got, want)
 
 
 @pytest.mark.parametrize("fname", ["quantile", "nanquantile"])

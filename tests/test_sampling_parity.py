@@ -7,6 +7,7 @@ and error messages. Op-level checks are the checker's (jflow/testing/op_samples/
 
 import numpy as np
 import pytest
+from _pairwise import pairwise
 
 import jflow as flow
 import jflow.nn.functional as F
@@ -44,14 +45,15 @@ def _compare(fn_j, fn_t, inputs, kw, rtol=1e-4, atol=1e-5, grads=None):
 _X4, _G4 = (2, 3, 5, 6), (2, 4, 7, 2)
 
 
-@pytest.mark.parametrize("mode", ["bilinear", "nearest", "bicubic"])
-@pytest.mark.parametrize("padding_mode", ["zeros", "border", "reflection"])
-def test_grid_sample_4d(mode, padding_mode):
-    for align in (False, True):
-        # grid values beyond [-1, 1] exercise the padding modes
-        x, grid = _x(*_X4), _x(*_G4, lo=-1.4, hi=1.4)
-        kw = {"mode": mode, "padding_mode": padding_mode, "align_corners": align}
-        _compare(F.grid_sample, TF.grid_sample, [x, grid], kw)
+# pairwise (tests/_pairwise.py): every mode with every padding mode, each of them with both
+# align_corners (each triple a forward and a backward program of its own)
+@pytest.mark.parametrize("mode,padding_mode,align", pairwise(
+    ["bilinear", "nearest", "bicubic"], ["zeros", "border", "reflection"], [False, True]))
+def test_grid_sample_4d(mode, padding_mode, align):
+    # grid values beyond [-1, 1] exercise the padding modes
+    x, grid = _x(*_X4), _x(*_G4, lo=-1.4, hi=1.4)
+    kw = {"mode": mode, "padding_mode": padding_mode, "align_corners": align}
+    _compare(F.grid_sample, TF.grid_sample, [x, grid], kw)
 
 
 def test_grid_sample_nearest_grid_gradient_is_zero():
@@ -61,13 +63,12 @@ def test_grid_sample_nearest_grid_gradient_is_zero():
     np.testing.assert_array_equal(gj.grad.numpy(), np.zeros_like(grid))
 
 
-@pytest.mark.parametrize("mode", ["bilinear", "nearest"])
-def test_grid_sample_5d(mode):
-    for padding_mode, align in (("zeros", False), ("border", True), ("reflection", False),
-                                ("reflection", True)):
-        x, grid = _x(2, 2, 3, 4, 5), _x(2, 2, 3, 4, 3, lo=-1.3, hi=1.3)
-        kw = {"mode": mode, "padding_mode": padding_mode, "align_corners": align}
-        _compare(F.grid_sample, TF.grid_sample, [x, grid], kw)
+@pytest.mark.parametrize("mode,padding_mode,align", pairwise(
+    ["bilinear", "nearest"], ["zeros", "border", "reflection"], [False, True]))
+def test_grid_sample_5d(mode, padding_mode, align):
+    x, grid = _x(2, 2, 3, 4, 5), _x(2, 2, 3, 4, 3, lo=-1.3, hi=1.3)
+    kw = {"mode": mode, "padding_mode": padding_mode, "align_corners": align}
+    _compare(F.grid_sample, TF.grid_sample, [x, grid], kw)
 
 
 def test_grid_sample_default_and_identity_grid():

@@ -276,3 +276,36 @@ def test_tensor_is_hashable():
     t = flow.tensor(X)
     assert {t: 1}[t] == 1
     assert t in {t}
+
+
+def test_new_tensor_fields_are_written_once():
+    """The fields of a new tensor have one definition (``tensor._start``); the text generated
+    code inlines (``NEW_FIELDS_SRC``) sets the same ones, and every way of making a tensor —
+    ``_wrap``, a generated ``apply`` (one and several outputs), lazy mode's fused recorder,
+    ``flow.Tensor(...)``, an unpickled parameter — gives a tensor with exactly them."""
+    import importlib
+
+    T = importlib.import_module("jflow.tensor")
+
+    ref = T.new_tensor(flow.Tensor, jnp.ones(2))
+    want = {k: getattr(ref, k) for k in ("_requires_grad", "_grad", "grad_fn", "_version",
+                                          "_global")}
+    assert want == {"_requires_grad": False, "_grad": None, "grad_fn": None, "_version": 0,
+                    "_global": None}
+
+    class _Obj:
+        pass
+    o = _Obj()
+    exec(T.NEW_FIELDS_SRC.format(t="o"), {"o": o})  # noqa: S102  (the generated code's text)
+    assert vars(o) == want
+
+    def fields(t):
+        return {k: getattr(t, k) for k in want}
+    a = flow.ones(3)
+    made = [T._wrap(jnp.ones(2)), a + 1, flow.Tensor(2, 2), *flow.split(a, 1),
+            flow.nn.Parameter(a, requires_grad=False)]
+    with flow.lazy():
+        made.append(a * 2)  # (record_lazy1)
+        made.append(a + a)  # (record_lazy2)
+        made.append(flow.stack([a, a]))  # (Segment.add)
+        assert [fields(t) for t in made] == [want] * len(made)

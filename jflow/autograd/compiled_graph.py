@@ -22,7 +22,7 @@ import jax.numpy as jnp
 from jax.core import Tracer
 
 from .._jax_setup import EAGER_ROUNDING
-from ..lazy_mode.segment import LazyRef
+from ..lazy_values import LazyRef
 from ..tensor import _wrap
 from .grad_mode import no_grad
 from .graph import LEAF, Node, version_error

@@ -26,20 +26,19 @@ import jax.numpy as jnp
 from jax.core import Tracer
 
 from ..kernels.registry import reraise_host_error as _reraise_host_error
-from ..lazy_mode import segment as _lazy
 from ..meta import MetaValue, is_meta_value, meta_value
 from ..ops.registry import get as _get_op
 from ..sharding.sbp import broadcast
 from ..tensor import Tensor, mark_constant
 from ..tensor import _wrap as _wrap_value
-from . import lazy_backward as _lazy_backward
 from .compiled_graph import GraphCache, traced_rule
 from .grad_mode import set_grad_enabled
 from .graph import LEAF, Node
 from .rule import get_rule, is_differentiable_dtype, run_rule, structure_saved
 from .saved import saved_tensors, wrap_saved
 
-__all__ = ["run_backward", "backward", "grad", "register_leaf_hook", "CACHE_SIZE"]
+__all__ = ["run_backward", "backward", "grad", "register_leaf_hook", "set_recording_hook",
+           "CACHE_SIZE"]
 
 #: Compiled rules kept per op (distinct attrs / needs / shapes); the oldest are dropped.
 CACHE_SIZE = 256
@@ -48,6 +47,30 @@ _compiled: dict[Any, dict[Any, Any]] = {}
 #: Hooks of leaf tensors, by id (Tensor's ``==`` is elementwise, so no WeakKeyDictionary); an
 #: entry goes away with its tensor.
 _leaf_hooks: dict[int, list[Any]] = {}
+
+
+#: The one way an executor that *records* calls instead of running them — lazy mode
+#: (jflow.lazy_mode.backward) — takes part in a backward; None until one is installed
+#: (:func:`set_recording_hook`). An object with three functions:
+#:
+#: - ``backward(tensor, retain, leaf_hooks) -> bool``: ``tensor.backward()`` with no
+#:   ``gradient`` / ``inputs`` / ``create_graph``; True when the hook ran it (lazy mode: a
+#:   graph seen before, by template), False for the general path (:func:`run_backward`);
+#: - ``prepare(order) -> recorder or None``: before the graph ``order`` (newest node first)
+#:   runs. Makes the values its nodes saved while pending arrays where this run needs them,
+#:   and returns the recorder when this thread records: then the compiled backward is one
+#:   more recorded call, ``recorder.add_backward(plan, saved, root_tensors)``, whose results
+#:   are already tensors. None: everything runs now, as with no hook;
+#: - ``resolve(order)``: the saved values of ``order`` as arrays (a recording thread's
+#:   backward rule by rule: its rules' ops record, on arrays).
+_HOOK: Any = None
+
+
+def set_recording_hook(hook: Any) -> Any:
+    """Install ``hook`` (see :data:`_HOOK`; None removes it); returns the previous one."""
+    global _HOOK
+    old, _HOOK = _HOOK, hook
+    return old
 
 
 def register_leaf_hook(t: Tensor, hook: Any) -> list[Any]:
@@ -153,9 +176,11 @@ graph_cache = GraphCache()
 
 def _run_graph_compiled(order: list[Node], node_roots: list[tuple[Node, int, Any]],
                         node_targets: dict[tuple[Node, int], int], needed: Any,
-                        deliver_leaf: Any, results: list[Any], retain_graph: bool) -> bool:
+                        deliver_leaf: Any, results: list[Any], retain_graph: bool,
+                        recorder: Any) -> bool:
     """Run the whole backward as one cached executable (compiled on the graph's first
-    sighting); False when the graph cannot be (hooks, Functions, tracers, global values)."""
+    sighting) — or record its call (``recorder``: see :data:`_HOOK`); False when the graph
+    cannot be (hooks, Functions, tracers, global values)."""
     for _, _, g in node_roots:
         if g._global is not None or isinstance(g._value, _ABSTRACT):
             return False  # global graphs run rule by rule through the sharded executor
@@ -165,14 +190,8 @@ def _run_graph_compiled(order: list[Node], node_roots: list[tuple[Node, int, Any
         return False
     key, index, leaf_slot, leaves, saved = made
     f, plan = graph_cache.lookup(key) or graph_cache.build(key, order, index, leaf_slot, needed)
-    seg = _lazy.active() if _lazy.USED[0] else None
-    if seg is not None:  # lazy mode: the backward is one more recorded call (jflow.lazy_mode)
-        if _lazy.split_forward(plan.fwd_flops):  # (a heavy forward starts now, while the
-            seg.flush()                              # backward and the step are recorded)
-        # (the plan's function itself: traced into the segment's executable, which has the
-        # compiler options — a nested jit may not)
-        leaf_grads, captured = seg.add_lists(plan.run, saved,
-                                             [_lazy.raw(g) for _, _, g in node_roots])
+    if recorder is not None:
+        leaf_grads, captured = recorder.add_backward(plan, saved, [g for _, _, g in node_roots])
     else:
         try:
             leaf_grads, captured = f(saved, [g._value for _, _, g in node_roots])
@@ -181,7 +200,7 @@ def _run_graph_compiled(order: list[Node], node_roots: list[tuple[Node, int, Any
     if not retain_graph:
         for n in order:
             n.saved = None  # (Node.release, inlined: this is the hot path)
-    wrap = _wrap_value if seg is None else _same  # (recorded: lazy tensors already)
+    wrap = _wrap_value if recorder is None else _same  # (recorded: tensors already)
     for leaf, g in zip(leaves, leaf_grads):
         if g is not None:
             deliver_leaf(leaf, wrap(g))
@@ -374,9 +393,8 @@ def run_backward(tensors: Sequence[Tensor], grad_tensors: Sequence[Any], retain_
         root_nodes.append(target)
 
     order = _topological(root_nodes)
-    lazy = _lazy.USED[0] and _lazy.active() is not None  # (jflow.lazy_mode: see below)
-    if _lazy.USED[0] and not lazy:  # values the tape saved while they were pending
-        _lazy.resolve_saved(order)
+    hook = _HOOK
+    recorder = hook.prepare(order) if hook is not None else None
     needed: set[Node] | None = None
     if capture:
         needed = set()
@@ -391,11 +409,11 @@ def run_backward(tensors: Sequence[Tensor], grad_tensors: Sequence[Any], retain_
 
     if not create_graph and order and _run_graph_compiled(order, node_roots, node_targets,
                                                            needed, deliver_leaf, results,
-                                                           retain_graph):
+                                                           retain_graph, recorder):
         flush_hooked()
         return _finish(results, capture, create_graph, allow_unused)
-    if lazy:  # rule by rule: the rules' ops record; their saved inputs must be arrays
-        _lazy.resolve_saved(order)
+    if recorder is not None:  # rule by rule: the rules' ops record, on arrays
+        hook.resolve(order)
 
     for node in order:
         grads = buffers.pop(node, None)
@@ -502,10 +520,9 @@ def _tensor_backward(self: Tensor, gradient: Tensor | None = None,
         self = LOSS_SCALE[0](self)
     retain = create_graph if retain_graph is None else retain_graph
     if inputs is None:
-        if gradient is None and not create_graph and _lazy.USED[0] and \
-                (seg := _lazy._LOCAL.active) is not None and self.grad_fn is not None and \
-                _lazy_backward.lazy_backward(self, seg, retain, _leaf_hooks):
-            return  # (lazy mode, a graph seen before: jflow.autograd.lazy_backward)
+        if gradient is None and not create_graph and _HOOK is not None and \
+                _HOOK.backward(self, retain, _leaf_hooks):
+            return  # (recorded: lazy mode's template, jflow.lazy_mode.backward)
         run_backward([self], [gradient], retain, create_graph)
         return
     ins = [inputs] if isinstance(inputs, Tensor) else list(inputs)
@@ -553,4 +570,3 @@ _tensor_backward.__name__ = _tensor_backward.__qualname__ = "backward"
 _tensor_register_hook.__name__ = _tensor_register_hook.__qualname__ = "register_hook"
 Tensor.backward = _tensor_backward  # type: ignore[method-assign]
 Tensor.register_hook = _tensor_register_hook  # type: ignore[attr-defined]
-_lazy_backward._ENGINE[:] = [_ones, _topological, graph_cache]

@@ -16,7 +16,7 @@ from collections.abc import Callable
 from typing import Any
 
 from .. import _codegen
-from ..lazy_mode.segment import LazyRef, raw, set_raw
+from ..lazy_values import LazyRef, raw, set_raw
 from .grad_mode import _state
 from .rule import is_differentiable_dtype
 
@@ -40,6 +40,11 @@ def watch_writes(fn: Any) -> Any:
 
 
 _SEQ = itertools.count()
+
+
+def seq_now() -> int:
+    """A sequence number above every node recorded so far (and below every later one)."""
+    return next(_SEQ)
 
 
 class Node:

@@ -34,6 +34,7 @@ import jax
 import numpy as np
 from jax.experimental import multihost_utils
 
+from .. import _jax_compat
 from .. import env as _env
 from ..autograd.grad_mode import no_grad
 from ..tensor import Tensor, _wrap
@@ -163,14 +164,12 @@ def is_available() -> bool:
 
 def is_gloo_available() -> bool:
     """Whether this jaxlib has gloo CPU collectives (processes' CPU devices can talk)."""
-    from jax._src.lib import _jax  # no public query; tests/test_distributed.py uses the same
-    return hasattr(_jax, "make_gloo_tcp_collectives")
+    return _jax_compat.jaxlib_has("make_gloo_tcp_collectives")
 
 
 def is_mpi_available() -> bool:
     """Whether this jaxlib was built with MPI collectives."""
-    from jax._src.lib import _jax  # no public query
-    return hasattr(_jax, "make_mpi_collectives")
+    return _jax_compat.jaxlib_has("make_mpi_collectives")
 
 
 def is_nccl_available() -> bool:

@@ -6,9 +6,11 @@
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
 
+from ..ops.math import UNARY_FUNCTIONS, UnaryFunction, derive_unary_parts
 from . import registry
 
 # importing the functor modules registers their functors
@@ -59,8 +61,43 @@ def _api_text() -> str:
     return api_yaml_path().read_text(encoding="utf-8")
 
 
-F = load_api(_api_text(), name="jflow")
+def _unary_entries(functions: Iterable[UnaryFunction]) -> str:
+    """The api.yaml text of each declared unary function's derived entry
+    (``ops.math.unary_function``): ``Tensor (Tensor input) => <Functor>``, public."""
+    return "".join(f'- {{name: "{u.name}", signature: "Tensor (Tensor input) => {u.functor}", '
+                   f'bind_python: True}}\n' for u in functions if u.api_entry)
+
+
+F = load_api(_api_text() + "\n" + _unary_entries(UNARY_FUNCTIONS.values()), name="jflow")
 registry._API[0] = F  # for functors composed of other entries (registry.api)
+#: the derived entries F holds (the built-in ones, then any declared later)
+_DERIVED = {u.name for u in UNARY_FUNCTIONS.values() if u.api_entry}
+
+
+def _derive_entry(u: UnaryFunction) -> None:
+    """A unary function declared after F was built (a test's, a user's) gets its entry in
+    ``F`` (``flow._C`` and ``flow.<name>`` are bound at import: they keep the built-in ones)."""
+    if not u.api_entry or u.name in _DERIVED:
+        return
+    if hasattr(F, u.name):
+        raise ApiYamlError(f"unary_function('{u.name}'): the functional API already has an "
+                           f"entry '{u.name}'")
+    ns = load_api(_unary_entries([u]), name=f"unary_function('{u.name}')")
+    setattr(F, u.name, getattr(ns, u.name))
+    F.entries.extend(ns.entries)
+    F.public.append(u.name)
+    _DERIVED.add(u.name)
+
+
+def _forget_entry(name: str) -> None:
+    if name in _DERIVED:
+        _DERIVED.discard(name)
+        delattr(F, name)
+        F.entries[:] = [e for e in F.entries if e.name != name]
+        F.public.remove(name)
+
+
+derive_unary_parts(_derive_entry, _forget_entry)
 
 
 def api_default(name: str, param: str) -> Any:

@@ -12,7 +12,7 @@ from typing import Any
 
 import yaml
 
-from ..lazy_mode.segment import discard_checks_on_error
+from ..lazy_mode.checks import discard_checks_on_error
 from .codegen import generate
 from .opbind import bind_op
 from .signature import ApiYamlError, Entry, parse_entries

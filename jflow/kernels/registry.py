@@ -25,12 +25,12 @@ from jax.interpreters import mlir
 
 from .._jax_compat import plain_lowering_ctx
 from ..dtypes import as_dtype
-from ..lazy_mode.segment import HOST_ERROR, HOST_OPS, TRUSTED_OPS
 from ..ops.registry import get as _get_op
 from ..ops.registry import strip_batch
 
 __all__ = ["Kernel", "register_kernel", "register_backend", "kernels_for", "select_kernel",
-           "PLATFORMS", "FALLBACK", "DEFAULT", "OPTIMIZED", "KernelNotFoundError"]
+           "PLATFORMS", "FALLBACK", "DEFAULT", "OPTIMIZED", "KernelNotFoundError",
+           "runs_host_code", "is_trusted", "take_host_error"]
 
 PLATFORMS = ("cpu", "cuda", "rocm", "tpu")
 FALLBACK, DEFAULT, OPTIMIZED = 0, 10, 20
@@ -88,8 +88,28 @@ Builder = Callable[[Kernel, Any, dict, list, Any], Callable[..., Any]]
 _BACKENDS: dict[str, Builder] = {}
 #: backends whose kernels are XLA computations (they cannot fail while running)
 _DEVICE_BACKENDS = frozenset(("xla", "pallas"))
-# (HOST_OPS: ops with a kernel that runs host code — python, ffi, ...: such a kernel can fail
-# at run time, so lazy mode keeps the line that recorded a call of one)
+#: names of ops with a kernel that runs host code (python, ffi, ...): such a call can fail
+#: while it runs, not when it is traced (lazy mode keeps the line that recorded one). Kept by
+#: :func:`register_kernel` / :func:`forget_kernels`; others read it (:func:`runs_host_code`;
+#: lazy mode's recorders test it directly, on their hot path)
+HOST_OPS: set[str] = set()
+#: names of ops whose calls need no check when they are recorded rather than run: an
+#: unrestricted jflow kernel (any dtype, no condition, every platform) and no device kernel
+#: written outside jflow (:func:`is_trusted`). A call of any other op can find no kernel for
+#: its dtypes, or a user's kernel can reject it when traced: lazy mode lowers such calls when
+#: it records them, so the error is raised at the call, as eagerly
+TRUSTED_OPS: set[str] = set()
+
+
+def runs_host_code(op_name: str) -> bool:
+    """Whether ``op_name`` has a kernel that runs host code (see :data:`HOST_OPS`)."""
+    return op_name in HOST_OPS
+
+
+def is_trusted(op_name: str) -> bool:
+    """Whether every call of ``op_name`` finds a kernel that cannot reject it when traced
+    (see :data:`TRUSTED_OPS`)."""
+    return op_name in TRUSTED_OPS
 
 
 def register_backend(name: str, builder: Builder) -> None:
@@ -387,8 +407,6 @@ def take_host_error() -> BaseException | None:
     _host_error.value = None
     return e
 
-
-HOST_ERROR[0] = take_host_error  # (lazy mode: a failed segment raises the kernel's own error)
 
 
 def _make_lowering(op: Any, platform: str) -> Callable[..., Any]:

@@ -1,5 +1,6 @@
 """``flow.lazy()``: eager code whose op calls record and run later, fused (see
-:mod:`jflow.lazy_mode.segment` for the model: what is recorded, what flushes, what is cached).
+:mod:`jflow.lazy_mode.segment` for the model: what is recorded, what flushes, what is cached;
+docs/architecture.md, "One op call in lazy mode", for the path of a call).
 
     with flow.lazy():
         y = model(x)            # recorded: shapes and dtypes known, nothing ran
@@ -15,15 +16,22 @@ from __future__ import annotations
 import contextlib
 import threading
 
+from .. import lazy_values as _values
 from .. import tensor as _tensor
+from ..autograd import engine as _engine
+from ..lazy_values import LazyTensor
+from . import backward as _backward
+from . import compile_cache as _compile_cache
+from . import failures as _failures
 from . import segment as _segment
-from .segment import LazyTensor, flush, recompile_reasons, stats
+from .compile_cache import recompile_reasons
+from .segment import flush, stats
 
 __all__ = ["lazy", "set_lazy", "is_lazy", "sync", "stats", "set_call_sites",
            "recompile_reasons", "LazyTensor"]
 
-_LOCAL = _segment._LOCAL  # per thread: ``segment`` (pending calls), ``active`` (it, while lazy)
-_ACTIVE = [0]            # threads in lazy mode (segment.HOOK is set while > 0)
+_LOCAL = _values.LOCAL  # per thread: ``segment`` (pending calls), ``active`` (it, while lazy)
+_ACTIVE = _values.ACTIVE  # threads in lazy mode (values.HOOK is set while > 0)
 _LOCK = threading.Lock()
 
 
@@ -42,10 +50,13 @@ def set_lazy(flag: bool) -> bool:
         return old
     with _LOCK:
         _ACTIVE[0] += 1 if flag else -1
-        _segment.HOOK[0] = True if _ACTIVE[0] > 0 else None
+        _values.HOOK[0] = True if _ACTIVE[0] > 0 else None
         _tensor.HOST_DATA[0] = _segment.host_data if _ACTIVE[0] > 0 else None
+        if flag:  # (the backward engine's hook: installed once, for good)
+            _engine.set_recording_hook(_backward.HOOK)
+        elif _ACTIVE[0] == 0:
+            _backward.close_window()
     if flag:
-        _segment.USED[0] = True
         _LOCAL.active = _segment.segment()
     else:
         _LOCAL.active = None
@@ -67,12 +78,12 @@ class lazy(contextlib.ContextDecorator):
 
     def __enter__(self) -> None:
         if self._explain:
-            self._was, _segment.EXPLAIN[0] = _segment.EXPLAIN[0], True
+            self._was, _compile_cache.EXPLAIN[0] = _compile_cache.EXPLAIN[0], True
         try:
             self._old = set_lazy(self._enabled)
         except BaseException:
             if self._explain:
-                _segment.EXPLAIN[0] = self._was
+                _compile_cache.EXPLAIN[0] = self._was
             raise
 
     def __exit__(self, kind: object, error: object, tb: object) -> None:
@@ -86,7 +97,7 @@ class lazy(contextlib.ContextDecorator):
                     pass           # see; the pending values that failed raise when read)
         finally:
             if self._explain:
-                _segment.EXPLAIN[0] = self._was
+                _compile_cache.EXPLAIN[0] = self._was
 
 
 def set_call_sites(flag: bool) -> bool:
@@ -95,8 +106,8 @@ def set_call_sites(flag: bool) -> bool:
     if not isinstance(flag, bool):
         raise TypeError(f"flow.config.set_lazy_call_sites(): flag must be a bool, got "
                         f"{type(flag).__name__}")
-    old = _segment.CALL_SITES[0]
-    _segment.CALL_SITES[0] = flag
+    old = _failures.CALL_SITES[0]
+    _failures.CALL_SITES[0] = flag
     return old
 
 

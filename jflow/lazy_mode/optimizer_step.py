@@ -30,9 +30,9 @@ from jax.core import Tracer
 from jax.extend.core import jaxpr_as_fun
 
 from ..autograd.grad_mode import no_grad
+from ..lazy_values import _LAZY_OF, _PLAIN_OF, LOCAL, raw, set_raw
 from ..tensor import Tensor, _wrap
 from . import segment as _segment
-from .segment import _LAZY_OF, _PLAIN_OF, raw, set_raw
 
 __all__ = ["record_step", "traced_steps", "lr_value", "KEEP"]
 
@@ -167,7 +167,7 @@ def _trace(opt: Any, step: Any, tensors: list[Tensor], lrs: list[Any]) -> _Trace
         record["bumps"] = tuple(t._version - b[3] for t, b in zip(tensors, before))
         return [now[i] for i in changed]
 
-    local = _segment._LOCAL
+    local = LOCAL
     seg = local.active
     local.active = None  # (the trace's ops run on tracers: nothing records)
     try:

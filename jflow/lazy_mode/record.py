@@ -26,8 +26,11 @@ from jax.core import Tracer
 from .. import _codegen
 from ..autograd import graph as _graph
 from ..autograd.grad_mode import _state
+from ..kernels.registry import HOST_OPS
+from ..lazy_values import LazyRef, LazyTensor
+from ..tensor import NEW_FIELDS_SRC
+from . import failures as _failures
 from . import segment as _segment
-from .segment import LazyRef, LazyTensor
 
 __all__ = ["record_lazy1", "record_lazy2"]
 
@@ -78,7 +81,7 @@ def record_lazy{n}(seg, f, {xs}, dv, op, params):
     seg.sites.append(_call_site() if HOST_OPS and CALL_SITES[0] and _getattr(
         f, "__name__", None) in HOST_OPS else None)
     oa = oas[0]
-    # (the fields of LazyRef.__init__ and segment._new_lazy, set here without their two
+    # (the fields of LazyRef.__init__ and values.new_lazy, set here without their two
     # calls: a third of what this function saves per op)
     r = _new(LazyRef)
     r.aval = oa
@@ -90,16 +93,10 @@ def record_lazy{n}(seg, f, {xs}, dv, op, params):
     seg.refs.append((r,))
     out = _new(LazyTensor)
     out._meta = r
-    out._grad = None
-    out._version = 0
-    out._global = None
-    if op is not None and ({needs}) and _state.enabled and (
+{fields}    if op is not None and ({needs}) and _state.enabled and (
             _DIFF.get(oa.dtype) or _differentiable(oa.dtype)):
         dyn = dv
-{tape}    else:
-        out._requires_grad = False
-        out.grad_fn = None
-    if n + 1 >= _segment.MAX_NODES:
+{tape}    if n + 1 >= _segment.MAX_NODES:
         seg.flush()
     return out
 """
@@ -113,12 +110,13 @@ def _make(n: int) -> Any:
         wires="".join(_WIRE.format(x=a) for a in args),
         avals="".join(f"a_{a}, " for a in args), ws="".join(f"w_{a}, " for a in args),
         needs=" or ".join(f"{a}._requires_grad" for a in args),
-        tape=_graph._indent(_graph.TAPE_SRC[n], 8))
+        tape=_graph._indent(_graph.TAPE_SRC[n], 8),
+        fields=_graph._indent(NEW_FIELDS_SRC.format(t="out"), 4))
     ns = {"_general": _general, "LazyRef": LazyRef, "LazyTensor": LazyTensor,
           "Tracer": Tracer, "_isinstance": isinstance, "_id": id, "_map": map, "_type": type,
           "_getattr": getattr, "_new": object.__new__, "_segment": _segment,
-          "_AVALS": _segment._AVALS, "HOST_OPS": _segment.HOST_OPS,
-          "CALL_SITES": _segment.CALL_SITES, "_call_site": _segment._call_site,
+          "_AVALS": _segment._AVALS, "HOST_OPS": HOST_OPS,
+          "CALL_SITES": _failures.CALL_SITES, "_call_site": _failures.call_site,
           "_state": _state, "_DIFF": _graph._DIFF, "_differentiable": _graph._differentiable}
     ns.update({k: getattr(_graph, k) for k in _graph.TAPE_NAMES})  # (graph.TAPE_SRC's)
     plain = _record_lazy1_plain if n == 1 else _record_lazy2_plain

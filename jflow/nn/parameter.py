@@ -13,8 +13,8 @@ from typing import Any
 import jax
 
 from ..creation import empty
-from ..lazy_mode.segment import register_lazy_class
-from ..tensor import Tensor, _flatten, _wrap
+from ..lazy_values import register_lazy_class
+from ..tensor import Tensor, _flatten, _start, _wrap, new_tensor
 
 __all__ = ["Parameter", "Buffer", "is_parameter"]
 
@@ -26,12 +26,9 @@ def _adopt(t: Tensor, data: Tensor | None, fname: str) -> None:
         data = empty(0)
     if not isinstance(data, Tensor):
         raise TypeError(f"{fname}(): data must be a Tensor, got {type(data).__name__}")
-    t._value = data._value
-    t._requires_grad = False
-    t._grad = None
-    t.grad_fn = None
-    t._version = 0
+    _start(t, data._value)
     t._global = data._global
+
 
 class Parameter(Tensor):
     """A leaf tensor that is a module parameter: ``nn.Parameter(flow.randn(3, 4))``.
@@ -67,11 +64,7 @@ class Parameter(Tensor):
 
 
 def _unflatten_parameter(aux: Any, children: Any) -> Parameter:
-    p = object.__new__(Parameter)
-    p._value = children[0]
-    p._grad = None
-    p.grad_fn = None
-    p._version = 0
+    p = new_tensor(Parameter, children[0])
     if aux.__class__ is tuple:
         p._requires_grad, p._global = aux
     else:

@@ -86,6 +86,14 @@ def _key_of(key, counter):
     return jax.random.fold_in(key, counter.astype(jnp.uint32))
 
 
+def _flat(draw, shape):
+    """``draw(n)`` for the ``n`` elements of ``shape``, reshaped. The same numbers as drawing
+    ``shape`` directly (JAX's threefry counts elements in row-major order either way), but
+    XLA compiles the 1-d draw 4-7x faster than an n-d one (e.g. 0.3 s instead of 2 s for a
+    4-d conv weight on CPU), and every new parameter shape of a model compiles one."""
+    return draw((math.prod(shape),)).reshape(shape)
+
+
 def _random_infer(allowed):
     def infer(key, counter, shape, dtype, **_):
         if tuple(key.shape) != (2,) or key.dtype != jnp.uint32:
@@ -101,8 +109,9 @@ define_op("uniform", inputs=["key", "counter"], outputs=["out"], traits=_FACTORY
           attrs=[Attr("shape", "shape"), Attr("dtype", "dtype"),
                  Attr("low", "double", 0.0, static=True),
                  Attr("high", "double", 1.0, static=True)], infer=_random_infer(FLOAT))
-register_kernel("uniform", lambda key, counter, shape, dtype, low, high: jax.random.uniform(
-    _key_of(key, counter), shape, dtype, low, high), name="uniform_xla")
+register_kernel("uniform", lambda key, counter, shape, dtype, low, high: _flat(
+    lambda n: jax.random.uniform(_key_of(key, counter), n, dtype, low, high), shape),
+    name="uniform_xla")
 
 define_op("normal", inputs=["key", "counter"], outputs=["out"], traits=_FACTORY,
           check=lambda shape, dtype, mean, std: _check_shape(shape),
@@ -110,8 +119,9 @@ define_op("normal", inputs=["key", "counter"], outputs=["out"], traits=_FACTORY,
                  Attr("mean", "double", 0.0, static=True),
                  Attr("std", "double", 1.0, static=True)], infer=_random_infer(FLOAT))
 register_kernel("normal", lambda key, counter, shape, dtype, mean, std: (
-    mean + std * jax.random.normal(_key_of(key, counter), shape, jnp.float32 if dtype in (
-        jnp.float16, jnp.bfloat16) else dtype)).astype(dtype), name="normal_xla")
+    mean + std * _flat(lambda n: jax.random.normal(_key_of(key, counter), n, jnp.float32 if dtype
+                                                   in (jnp.float16, jnp.bfloat16) else dtype),
+                       shape)).astype(dtype), name="normal_xla")
 
 
 def _randint_check(shape, dtype, low, high):
@@ -124,5 +134,6 @@ define_op("randint", inputs=["key", "counter"], outputs=["out"], traits=_FACTORY
           check=_randint_check,
           attrs=[Attr("shape", "shape"), Attr("dtype", "dtype"), Attr("low", "int64"),
                  Attr("high", "int64")], infer=_random_infer(INT))
-register_kernel("randint", lambda key, counter, shape, dtype, low, high: jax.random.randint(
-    _key_of(key, counter), shape, low, high, dtype), name="randint_xla")
+register_kernel("randint", lambda key, counter, shape, dtype, low, high: _flat(
+    lambda n: jax.random.randint(_key_of(key, counter), n, low, high, dtype), shape),
+    name="randint_xla")

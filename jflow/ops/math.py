@@ -8,12 +8,15 @@ triggers a recompile.
 
 from __future__ import annotations
 
+from collections.abc import Callable
+from typing import NamedTuple
+
 import jax
 import jax.numpy as jnp
 import numpy as np
 from jax import lax
 
-from ..kernels.registry import register_kernel
+from ..kernels.registry import forget_kernels, register_kernel
 from ..sharding.sbp import elementwise
 from .attrs import scalar_as
 from .infer import (
@@ -33,7 +36,7 @@ from .infer import (
     same_as_input,
 )
 from .primitive import define_op
-from .registry import REQUIRED, Attr
+from .registry import REQUIRED, Attr, unregister
 
 _ELEMENTWISE = elementwise("none")
 _LINEAR = elementwise("linear")
@@ -47,6 +50,85 @@ def _unary(name: str, fn, allowed=FLOAT, sbp=_ELEMENTWISE, attrs=(), out_dtype=N
     register_kernel(name, fn, name=f"{name}_xla")
 
 
+# -- PyTorch's unary functions: one declaration, every part derived -------------------------
+# ``unary_function`` declares an op together with PyTorch's surface of a one-tensor function
+# (``torch.expm1(x)``, ``x.expm1()``, ``x.expm1_()``, ``torch.expm1_(x)``). The layers above
+# derive their parts from it, so adding such a function touches this table, its backward rule
+# and its samples only:
+#   functional/functors/math.py  the functor ``Expm1`` (bool / integer inputs -> default float)
+#   functional/__init__.py       the api entry ``Tensor (Tensor input) => Expm1``, bind_python
+#   tensor_methods/methods.py    ``Tensor.expm1`` and ``Tensor.expm1_``
+#   tensor_methods/torch_helpers.py  ``torch.expm1_`` (``INPLACE_FUNCTIONS``)
+
+class UnaryFunction(NamedTuple):
+    """PyTorch's surface of a declared unary op (see :func:`unary_function`)."""
+
+    name: str
+    #: bool / integer inputs: ``"float"`` computes them in the default float dtype,
+    #: ``"identity"`` returns them unchanged (floor, ceil, round, trunc)
+    integers: str = "float"
+    #: whether PyTorch has ``torch.<name>_`` (it has none for erfinv, lgamma, digamma)
+    inplace_function: bool = True
+    #: whether the api entry ``Tensor (Tensor input) => <Functor>`` is derived; False where
+    #: api.yaml writes a richer one (round's ``decimals``)
+    api_entry: bool = True
+
+    @property
+    def functor(self) -> str:
+        """The functor's name in api.yaml: ``log_ndtr`` -> ``LogNdtr``."""
+        return "".join(p.capitalize() for p in self.name.split("_"))
+
+
+#: every declared unary function, in declaration order
+UNARY_FUNCTIONS: dict[str, UnaryFunction] = {}
+_DERIVERS: list[tuple[Callable[[UnaryFunction], None], Callable[[str], None]]] = []
+
+
+def derive_unary_parts(derive: Callable[[UnaryFunction], None],
+                       forget: Callable[[str], None]) -> None:
+    """A higher layer's part of every unary function: ``derive`` runs now for each one
+    declared so far and later for each new one; ``forget(name)`` undoes it
+    (:func:`forget_unary_function`). Called once per layer at its import."""
+    _DERIVERS.append((derive, forget))
+    for u in UNARY_FUNCTIONS.values():
+        derive(u)
+
+
+def unary_function(name: str, fn: Callable, allowed=FLOAT, sbp=None, *,
+                   integers: str = "float", inplace_function: bool = True,
+                   api_entry: bool = True, doc: str = "") -> UnaryFunction:
+    """Declare op ``name`` (one input ``x``, one output ``y`` of its dtype, kernel ``fn``)
+    and PyTorch's function of that name: every layer registered with
+    :func:`derive_unary_parts` adds its part (functor, api entry, Tensor methods, torch's
+    in-place function). Its backward rule and samples are still written by hand."""
+    if integers not in ("float", "identity"):
+        raise ValueError(f"unary_function(): argument 'integers' must be 'float' or "
+                         f"'identity', got {integers!r}")
+    if name in UNARY_FUNCTIONS:
+        raise ValueError(f"unary_function(): '{name}' is already declared")
+    _unary(name, fn, allowed, _ELEMENTWISE if sbp is None else sbp, doc=doc)
+    u = UnaryFunction(name, integers, inplace_function, api_entry)
+    UNARY_FUNCTIONS[name] = u
+    try:
+        for derive, _ in _DERIVERS:
+            derive(u)  # raises where its part's name is taken (Tensor.<name>, an api entry)
+    except Exception:
+        forget_unary_function(name)  # nothing half-declared stays behind
+        raise
+    return u
+
+
+def forget_unary_function(name: str) -> None:
+    """Undo :func:`unary_function` (a test's throwaway op): every derived part (each layer
+    removes only what it derived), then the op and its kernels."""
+    if UNARY_FUNCTIONS.pop(name, None) is None:
+        raise KeyError(f"forget_unary_function(): '{name}' is not a declared unary function")
+    for _, forget in reversed(_DERIVERS):
+        forget(name)
+    unregister(name)
+    forget_kernels([name])
+
+
 def _sign(x):
     """PyTorch's ``(0 < x) - (x < 0)``: 0 for nan and for -0.0 (``jnp.sign`` keeps both)."""
     if not jnp.issubdtype(x.dtype, jnp.floating):
@@ -54,29 +136,37 @@ def _sign(x):
     return (x > 0).astype(x.dtype) - (x < 0).astype(x.dtype)
 
 
-# name, kernel, allowed input dtypes, sbp
+# name, kernel, allowed input dtypes, sbp (functors, methods and api entries by hand)
 for _name, _fn, _allowed, _sbp in [
     ("neg", jnp.negative, NUMBER_C, _LINEAR),
-    ("exp", jnp.exp, FLOAT_C, _ELEMENTWISE),
-    ("log", jnp.log, FLOAT_C, _ELEMENTWISE),
-    ("log1p", jnp.log1p, FLOAT, _ELEMENTWISE),
-    ("expm1", jnp.expm1, FLOAT, _ELEMENTWISE),
-    ("sqrt", jnp.sqrt, FLOAT_C, _ELEMENTWISE),
-    ("rsqrt", lax.rsqrt, FLOAT_C, _ELEMENTWISE),
     ("square", jnp.square, NUMBER_C, _ELEMENTWISE),
-    ("reciprocal", jnp.reciprocal, FLOAT_C, _ELEMENTWISE),
     ("sign", _sign, NUMBER, _ELEMENTWISE),
-    ("floor", jnp.floor, FLOAT, _ELEMENTWISE),
-    ("ceil", jnp.ceil, FLOAT, _ELEMENTWISE),
-    ("round", jnp.round, FLOAT, _ELEMENTWISE),  # half to even, as torch.round
-    ("sin", jnp.sin, FLOAT_C, _ELEMENTWISE),
-    ("cos", jnp.cos, FLOAT_C, _ELEMENTWISE),
-    ("tan", jnp.tan, FLOAT_C, _ELEMENTWISE),
-    ("tanh", jnp.tanh, FLOAT_C, _ELEMENTWISE),
-    ("sigmoid", jax.nn.sigmoid, FLOAT_C, _ELEMENTWISE),
-    ("erf", lax.erf, FLOAT, _ELEMENTWISE),
 ]:
     _unary(_name, _fn, _allowed, _sbp)
+
+# PyTorch's unary functions (every other part derived: see unary_function):
+# name, kernel, allowed input dtypes[, unary_function's keywords where not the default]
+_IDENTITY = {"integers": "identity"}  # integer inputs are their own result
+for _name, _fn, _allowed, *_how in [
+    ("exp", jnp.exp, FLOAT_C),
+    ("log", jnp.log, FLOAT_C),
+    ("log1p", jnp.log1p, FLOAT),
+    ("expm1", jnp.expm1, FLOAT),
+    ("sqrt", jnp.sqrt, FLOAT_C),
+    ("rsqrt", lax.rsqrt, FLOAT_C),
+    ("reciprocal", jnp.reciprocal, FLOAT_C),
+    ("floor", jnp.floor, FLOAT, _IDENTITY),
+    ("ceil", jnp.ceil, FLOAT, _IDENTITY),
+    # half to even, as torch.round; api.yaml's entry adds ``decimals``
+    ("round", jnp.round, FLOAT, {**_IDENTITY, "api_entry": False}),
+    ("sin", jnp.sin, FLOAT_C),
+    ("cos", jnp.cos, FLOAT_C),
+    ("tan", jnp.tan, FLOAT_C),
+    ("tanh", jnp.tanh, FLOAT_C),
+    ("sigmoid", jax.nn.sigmoid, FLOAT_C),
+    ("erf", lax.erf, FLOAT),
+]:
+    unary_function(_name, _fn, _allowed, **(_how[0] if _how else {}))
 
 
 def _abs_infer(x):
@@ -289,7 +379,10 @@ def _f32(fn):
     return kernel
 
 
-for _name, _fn, _sbp in [
+# PyTorch's unary functions (every other part derived: see unary_function):
+# name, kernel, sbp[, unary_function's keywords where not the default]
+_NO_TORCH_INPLACE = {"inplace_function": False}  # PyTorch has no torch.<name>_
+for _name, _fn, _sbp, *_how in [
     ("asin", jnp.arcsin, _ELEMENTWISE),
     ("acos", jnp.arccos, _ELEMENTWISE),
     ("atan", jnp.arctan, _ELEMENTWISE),
@@ -302,18 +395,21 @@ for _name, _fn, _sbp in [
     ("log10", jnp.log10, _ELEMENTWISE),
     ("exp2", jnp.exp2, _ELEMENTWISE),
     ("erfc", lax.erfc, _ELEMENTWISE),
-    ("erfinv", _f32(lax.erf_inv), _ELEMENTWISE),
-    ("lgamma", _f32(lax.lgamma), _ELEMENTWISE),
-    ("digamma", _f32(_digamma), _ELEMENTWISE),
+    ("erfinv", _f32(lax.erf_inv), _ELEMENTWISE, _NO_TORCH_INPLACE),
+    ("lgamma", _f32(lax.lgamma), _ELEMENTWISE, _NO_TORCH_INPLACE),
+    ("digamma", _f32(_digamma), _ELEMENTWISE, _NO_TORCH_INPLACE),
     ("i0", _f32(jnp.i0), _ELEMENTWISE),
-    ("i1", _i1, _ELEMENTWISE),
     ("sinc", _f32(jnp.sinc), _ELEMENTWISE),  # normalised: sin(pi x) / (pi x), as torch.sinc
     ("deg2rad", jnp.deg2rad, _LINEAR),
     ("rad2deg", jnp.rad2deg, _LINEAR),
-    ("trunc", jnp.trunc, _ELEMENTWISE),
-    ("frac", lambda x: x - jnp.trunc(x), _ELEMENTWISE),  # sign of x kept, as torch.frac
+    ("trunc", jnp.trunc, _ELEMENTWISE, _IDENTITY),
 ]:
-    _unary(_name, _fn, FLOAT, _sbp)
+    unary_function(_name, _fn, FLOAT, _sbp, **(_how[0] if _how else {}))
+
+# float-only unary ops with a surface of their own: i1 is torch.special's only (its functor in
+# functors/special.py), api.yaml binds frac to its op (x - trunc(x): x's sign kept, as torch)
+for _name, _fn in [("i1", _i1), ("frac", lambda x: x - jnp.trunc(x))]:
+    _unary(_name, _fn, FLOAT, _ELEMENTWISE)
 
 _unary("polygamma", _polygamma, FLOAT, attrs=[Attr("n", "int64", REQUIRED)],
        doc="The n-th derivative of digamma (n >= 0, static).")

@@ -234,7 +234,8 @@ def _dropout_infer(x: Any, key: Any, counter: Any, p: float) -> Any:
 
 def _dropout(x: Any, key: Any, counter: Any, p: float) -> Any:
     k = jax.random.fold_in(key, counter.astype(jnp.uint32))
-    keep = jax.random.bernoulli(k, 1.0 - p, x.shape)
+    # drawn 1-d and reshaped: the same bits, compiled 4-7x faster (ops/factory.py:_flat)
+    keep = jax.random.bernoulli(k, 1.0 - p, (x.size,)).reshape(x.shape)
     scale = 0.0 if p >= 1.0 else 1.0 / (1.0 - p)
     y = jnp.where(keep, x * jnp.asarray(scale, x.dtype), jnp.zeros((), x.dtype))
     return y, keep

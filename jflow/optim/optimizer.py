@@ -7,10 +7,10 @@ from collections.abc import Callable, Iterable
 from typing import Any
 
 from ..autograd import enable_grad, no_grad
+from ..creation import zero_grads
 from ..dtypes import float32 as _F32
 from ..lazy_mode import segment as _lazy
 from ..lazy_mode.optimizer_step import record_step
-from ..nn.utils import zero_grads
 from ..tensor import Tensor
 from .watched import WatchedGroup, WatchedList
 
@@ -32,7 +32,7 @@ def _running_pending(step: Callable[..., Any]) -> Callable[..., Any]:
     forward is heavy: the backward ran it already, see lazy_mode.segment.SPLIT_FLOPS)."""
     @functools.wraps(step)
     def run(self: Optimizer, *args: Any, **kwargs: Any) -> Any:
-        if not _lazy.USED[0] or _lazy.active() is None:
+        if _lazy.active() is None:
             return step(self, *args, **kwargs)
         if args or kwargs or not record_step(self, step):  # (one recorded node when it can)
             out = step(self, *args, **kwargs)

@@ -48,6 +48,7 @@ import time
 from collections.abc import Sequence
 from typing import Any
 
+from .. import _jax_compat
 from . import execute as _execute
 from .sbp import Signature
 
@@ -155,12 +156,8 @@ def uninstall() -> None:
 
 # -- the coordinator's key-value store --------------------------------------------------------
 def _client_and_world() -> tuple[Any, int, int]:
-    """``jax.distributed``'s client, this process's index and the process count.
-
-    The only private JAX import of this module: JAX has no public accessor for the client of
-    its coordination service (``jflow.env`` reads it the same way)."""
-    from jax._src.distributed import global_state
-    return global_state.client, global_state.process_id, global_state.num_processes
+    """``jax.distributed``'s client, this process's index and the process count."""
+    return _jax_compat.distributed_client()
 
 
 def _is_timeout(e: Exception) -> bool:

@@ -29,7 +29,7 @@ from jax import lax
 
 from .._jax_compat import vary_together
 from ..autograd.graph import record
-from ..lazy_mode import segment as _lazy
+from ..lazy_values import LOCAL as _LAZY_LOCAL
 from ..tensor import Tensor, _wrap
 from . import plan as step_plan
 from .boxing import box_local, cost, describe
@@ -336,9 +336,10 @@ def global_apply(op: Any, params: dict[str, Any], ins: list[Tensor], single: boo
             key = None if key is None else (op.name, key[1], plc, in_nds, key[4], forced)
             plan = _cached_plan(key, op, params, plc, in_nds, ins, len(dyn), forced=forced)
     fn, sig, in_avals, out_avals, sigs = plan
-    if step is None and not _RECORDING[0] and _lazy.USED[0]:  # lazy mode: record the call
-        out = _lazy.add_global(fn, ins, dyn, single, plc, sig.outputs, out_avals,
-                               lambda: _abstract_call(fn, plc, in_nds, in_avals, dyn))
+    seg = _LAZY_LOCAL.active  # (lazy mode: this thread's segment records the call)
+    if seg is not None and step is None and not _RECORDING[0]:
+        out = seg.add_global(fn, ins, dyn, single, plc, sig.outputs, out_avals,
+                             lambda: _abstract_call(fn, plc, in_nds, in_avals, dyn))
         if out is not NotImplemented:
             return record(op, params, ins, out, dyn) if any(
                 t._requires_grad for t in ins) else out

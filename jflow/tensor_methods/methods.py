@@ -17,17 +17,41 @@ from typing import Any
 from ..functional import F
 from ..functional.promotion import assign_inplace
 from ..memory_format import check_memory_format
+from ..ops.math import UnaryFunction, derive_unary_parts
 from ..tensor import Tensor
 from ._forward import _alpha_method, _assign_result, _inplace_method, _method
 
-#: Methods that are exactly ``flow._C.<name>(self, ...)``.
+
+def _unary_methods(u: UnaryFunction) -> None:
+    """``Tensor.<name>`` and ``Tensor.<name>_`` of a declared unary function
+    (``ops.math.unary_function``: exp, expm1, sinc ...). A name Tensor already has is
+    refused: a declaration never replaces a method silently."""
+    for attr in (u.name, f"{u.name}_"):
+        if hasattr(Tensor, attr):
+            raise ValueError(f"unary_function('{u.name}'): Tensor.{attr} already exists")
+    setattr(Tensor, u.name, _method(u.name))
+    setattr(Tensor, f"{u.name}_", _assign_result(u.name))
+    _DERIVED.add(u.name)
+
+
+_DERIVED: set[str] = set()
+
+
+def _forget_unary_methods(name: str) -> None:
+    if name in _DERIVED:
+        _DERIVED.discard(name)
+        delattr(Tensor, name)
+        delattr(Tensor, f"{name}_")
+
+
+derive_unary_parts(_unary_methods, _forget_unary_methods)
+
+#: Methods that are exactly ``flow._C.<name>(self, ...)`` (besides the derived ones above).
 METHODS = [
     "add", "sub", "mul", "div", "floor_divide", "remainder", "fmod", "pow", "maximum",
     "minimum", "atan2", "eq", "ne", "lt", "le", "gt", "ge", "logical_and", "logical_or",
     "logical_xor", "logical_not", "bitwise_and", "bitwise_or", "bitwise_xor", "bitwise_not",
-    "abs", "neg", "exp", "log", "log1p", "expm1", "sqrt", "rsqrt", "square", "reciprocal",
-    "sign", "floor", "ceil", "round", "sin", "cos", "tan", "tanh", "sigmoid", "erf", "relu",
-    "clamp",
+    "abs", "neg", "square", "sign", "relu", "clamp",
     # reductions and scans
     "sum", "mean", "prod", "max", "min", "amax", "amin", "argmax", "argmin", "var", "std",
     "logsumexp", "any", "all", "norm", "cumsum", "cumprod",
@@ -71,17 +95,15 @@ for _name in ["mul", "div", "clamp"]:
     setattr(Tensor, f"{_name}_", _inplace_method(_name))
 for _name in ("add", "sub"):
     setattr(Tensor, f"{_name}_", _alpha_method(_name, True))
-for _name in ["exp", "log", "sqrt", "abs", "neg", "relu", "sigmoid", "tanh", "floor", "ceil",
-              "round", "pow", "fmod", "remainder", "floor_divide", "masked_fill", "scatter",
-              "scatter_add", "tril", "triu"]:
+for _name in ["abs", "neg", "relu", "pow", "fmod", "remainder", "floor_divide", "masked_fill",
+              "scatter", "scatter_add", "tril", "triu"]:
     setattr(Tensor, f"{_name}_", _assign_result(_name))
 
-# elementwise math: methods and their in-place forms, as PyTorch's
+# elementwise math: methods and their in-place forms, as PyTorch's (aliases of the derived
+# unary functions, and the functions written by hand)
 _ELEMENTWISE_MATH = [
-    "asin", "acos", "atan", "asinh", "acosh", "atanh", "arcsin", "arccos", "arctan", "arcsinh",
-    "arccosh", "arctanh", "sinh", "cosh", "log2", "log10", "exp2", "erfc", "erfinv", "lgamma",
-    "digamma", "i0", "sinc", "deg2rad", "rad2deg", "trunc", "fix", "frac", "sgn", "absolute",
-    "xlogy", "copysign", "hypot"]
+    "arcsin", "arccos", "arctan", "arcsinh", "arccosh", "arctanh", "fix", "frac", "sgn",
+    "absolute", "xlogy", "copysign", "hypot"]
 for _name in _ELEMENTWISE_MATH + ["isnan", "isinf", "isfinite", "isposinf", "isneginf",
                                   "logaddexp", "logaddexp2", "float_power"]:
     setattr(Tensor, _name, _method(_name))
@@ -145,8 +167,7 @@ Tensor.narrow_copy = _method("narrow_copy")
 # -- more in-place forms, aliases and methods ------------------------------------------------
 # (each in-place form assigns the out-of-place result through assign_inplace: PyTorch's
 # cast rules, views written through, the graph kept)
-_MORE_INPLACE = ["cos", "sin", "tan", "expm1", "log1p", "rsqrt", "square", "reciprocal", "erf",
-                 "sign", "eq", "ne", "lt", "le", "gt", "ge", "logical_and", "logical_or",
+_MORE_INPLACE = ["square", "sign", "eq", "ne", "lt", "le", "gt", "ge", "logical_and", "logical_or",
                  "logical_xor", "logical_not", "bitwise_and", "bitwise_or", "bitwise_xor",
                  "bitwise_not", "cumsum", "cumprod", "atan2"]
 for _name in _MORE_INPLACE:

@@ -18,6 +18,7 @@ from .. import dtypes as _dt
 from ..creation import full
 from ..functional import F
 from ..functional.promotion import assign_inplace
+from ..ops.math import UnaryFunction, derive_unary_parts
 from ..tensor import Size, Tensor
 from ._forward import _SCALARS, _tensors
 
@@ -218,15 +219,35 @@ def _top_inplace(name: str):
     return fn
 
 
-#: torch.<name>_ in-place functions: each is the method of the same name.
+#: torch.<name>_ in-place functions: each is the method of the same name (those of the declared
+#: unary functions, ``ops.math.unary_function``, derived below).
 INPLACE_FUNCTIONS = {n: _top_inplace(n) for n in [
-    "abs_", "acos_", "acosh_", "arccos_", "arccosh_", "arcsin_", "arcsinh_", "arctan_",
-    "arctanh_", "asin_", "asinh_", "atan_", "atanh_", "ceil_", "clamp_", "clamp_max_",
-    "clamp_min_", "clip_", "cos_", "cosh_", "deg2rad_", "erf_", "erfc_", "exp2_", "exp_",
-    "expm1_", "fill_", "fix_", "floor_", "frac_", "i0_", "ldexp_", "log10_", "log1p_",
-    "log2_", "log_", "logit_", "nan_to_num_", "neg_", "negative_", "rad2deg_", "reciprocal_",
-    "relu_", "round_", "rsqrt_", "sigmoid_", "sin_", "sinc_", "sinh_", "sqrt_", "square_",
-    "tan_", "tanh_", "trunc_", "xlogy_", "zero_", "addmv_", "index_put_", "detach_"]}
+    "abs_", "arccos_", "arccosh_", "arcsin_", "arcsinh_", "arctan_", "arctanh_", "clamp_",
+    "clamp_max_", "clamp_min_", "clip_", "fill_", "fix_", "frac_", "ldexp_", "logit_",
+    "nan_to_num_", "neg_", "negative_", "relu_", "square_", "xlogy_", "zero_", "addmv_",
+    "index_put_", "detach_"]}
+
+
+def _unary_inplace_function(u: UnaryFunction) -> None:
+    """``torch.<name>_`` of a declared unary function, where PyTorch has one (bound as
+    ``flow.<name>_`` at import: one declared later is reached as ``INPLACE_FUNCTIONS``)."""
+    if u.inplace_function:
+        if f"{u.name}_" in INPLACE_FUNCTIONS:
+            raise ValueError(f"unary_function('{u.name}'): torch.{u.name}_ already exists")
+        INPLACE_FUNCTIONS[f"{u.name}_"] = _top_inplace(f"{u.name}_")
+        _DERIVED.add(u.name)
+
+
+_DERIVED: set[str] = set()
+
+
+def _forget_unary_inplace_function(name: str) -> None:
+    if name in _DERIVED:
+        _DERIVED.discard(name)
+        del INPLACE_FUNCTIONS[f"{name}_"]
+
+
+derive_unary_parts(_unary_inplace_function, _forget_unary_inplace_function)
 
 
 def selu_(input: Tensor) -> Tensor:

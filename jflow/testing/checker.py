@@ -5,18 +5,20 @@ independently computed things (a check of code against itself could never fail):
   op's inference) == the shapes and dtypes of the kernel the registry picks, called directly
   outside the primitive (xla and pallas kernels abstractly, python kernels on the NumPy
   inputs; ffi kernels write into buffers the inference sized, so they are not checked here);
-* eager == the sample's independent NumPy reference (values, and the dtype kind), or, for ops
-  whose values cannot be predicted (random draws), the sample's ``verify`` holds;
-* ``jax.jit`` (the primitive staged into a trace, a separate path from eager dispatch's cached
-  executables) == the same NumPy reference (or ``verify``);
+* ``jax.jit`` (the primitive staged into a trace) == the sample's independent NumPy
+  reference (values, and the dtype kind), or, for ops whose values cannot be predicted
+  (random draws), the sample's ``verify`` holds, on every sample;
+* eager (dispatch's cached executable, a separate path from the trace) == the same reference
+  (or ``verify``) on the samples :func:`_pick_eager` picks: the first per kernel the
+  registry picks, those checked under ``jax.vmap`` and those passing a dynamic attr. On the
+  others an eager call would lower the same kernel with the same attrs through the same
+  lowering rule as the traced call, for an executable per sample;
 * ``jax.vmap`` (the primitive's batching rule) over a batch of two == a Python loop of eager
-  calls, with all inputs batched and with only the first batched;
-* the jit and vmap checks run on one sample per kernel the registry picks for the op's
-  samples (:func:`_pick_staged`): eager and ``jax.jit`` lower the same kernel through the
-  same lowering rule, and every op has one generic batching rule (the kernel lowered under
-  ``jax.vmap``, ``ops/primitive.py``), so another sample on the same kernel costs a compile
-  and checks nothing new; ``Sample(vmap=True)`` adds a sample, ``vmap=False`` keeps one out
-  of vmap. Eager, the inference and the reference run on every sample;
+  calls, with all inputs batched and with only the first batched, on one sample per kernel
+  (:func:`_pick_staged`): every op has one generic batching rule (the kernel lowered under
+  ``jax.vmap``, ``ops/primitive.py``), so another sample on the same kernel costs compile
+  time and checks nothing new; ``Sample(vmap=True)`` adds a sample, ``vmap=False`` keeps
+  one out of vmap. The inference runs on every sample;
 * each error sample raises the declared error type, with a message that matches and names
   the op;
 * for differentiable ops, the gradient check of :mod:`jflow.testing.grad_check` (the tape
@@ -27,7 +29,10 @@ independently computed things (a check of code against itself could never fail):
 Compile count (most of the checker's time is XLA compiling): the jit and vmap checks of an
 op are staged into one trace, one executable (each sample's outputs compared on their own),
 and inputs reach the device by ``jax.device_put`` (``jnp.asarray`` compiles a copy per
-shape), so the forward checks of an op cost one compile per distinct eager call plus one.
+shape), so the forward checks of an op cost one compile per distinct eager call plus one;
+should the trace refuse a sample beyond those the jit check needs, every sample runs
+eagerly instead, as before. ``check_op(..., sbp=True)`` hands its outputs to the SBP check
+as the single-device results, so those cost nothing more.
 
 ``check_op`` raises :class:`CheckFailure` (or :class:`GradCheckFailure`) on the first
 disagreement and otherwise returns a :class:`CheckReport` that prints what it checked, so a
@@ -224,12 +229,15 @@ class _Run:
     s: Sample
     label: str
     check: Callable[[str, list[np.ndarray]], None]
-    eager: list[np.ndarray]
+    eager: list[np.ndarray] | None
     kernel: Any
     inferred: bool
     jit: bool = False
     vmap_all: bool = False
     vmap_first: bool = False
+    eager_run: bool = False
+    #: the outputs under ``jax.jit`` (once the staged trace ran)
+    jitted: list[np.ndarray] | None = None
 
 
 def _first_only_applies(s: Sample) -> bool:
@@ -247,7 +255,8 @@ def _pick_staged(runs: list[_Run], every: bool = False) -> None:
     kernel the first sample that can be batched runs vmap, likewise the first that can
     batch only its first input, and ``jax.jit`` runs on those and, for a kernel none of
     them uses, on its first sample. ``Sample(vmap=True)`` (or ``every``) adds a sample to
-    both, ``vmap=False`` keeps a sample out of vmap."""
+    both, ``vmap=False`` keeps a sample out of vmap. (:func:`_check_forward` then runs
+    ``jax.jit`` on every sample; this choice of jit samples is its fallback's.)"""
     seen_all: set[int] = set()
     seen_first: set[int] = set()
     for r in runs:
@@ -326,39 +335,86 @@ def check_sample(op_name: str, s: Sample, entry: OpSamples | None = None) -> Non
     _check_forward(op_name, [s], entry or get_samples(op_name), None, every=True)
 
 
+def _gives_dynamic_attr(op: Any, s: Sample) -> bool:
+    """Whether the sample passes a dynamic attr (a float by default): eager dispatch runs
+    its second distinct value as an operand of the executable, a path of its own."""
+    return any(n in s.attrs and s.attrs[n] is not None for n in op.dynamic_attrs)
+
+
+def _pick_eager(op: Any, runs: list[_Run], every: bool = False) -> None:
+    """Which samples also run eagerly, besides ``jax.jit``: the first sample per kernel
+    (eager dispatch's cached executable vs the reference), those checked under ``jax.vmap``
+    (a loop of eager calls is the reference there), those passing a dynamic attr (eager
+    dispatch's operand path); every sample with ``every``. For the others an eager call
+    lowers the same kernel with the same attrs through the same lowering rule as the traced
+    call already compared with the reference, and would cost an executable per sample."""
+    seen: set[int] = set()
+    for r in runs:
+        r.eager_run = (every or id(r.kernel) not in seen or r.vmap_all or r.vmap_first
+                       or _gives_dynamic_attr(op, r.s))
+        seen.add(id(r.kernel))
+
+
 def _check_forward(op_name: str, samples: list[Sample], entry: OpSamples,
-                   report: CheckReport | None, every: bool = False) -> None:
-    """The forward checks of ``samples``: per sample inference vs kernel and eager vs the
-    reference; then one staged trace for ``jax.jit`` vs the reference and ``jax.vmap`` vs a
-    loop (:func:`_pick_staged` says on which samples). Records into ``report`` (when given)
-    what ran."""
+                   report: CheckReport | None, every: bool = False
+                   ) -> dict[int, list[np.ndarray]]:
+    """The forward checks of ``samples``: per sample inference vs kernel; one staged trace
+    for ``jax.jit`` vs the reference on every sample and ``jax.vmap`` vs a loop
+    (:func:`_pick_staged` says on which samples); eager vs the reference on the samples
+    :func:`_pick_eager` picks. Should the staged trace fail on a sample beyond those the
+    jit check needs (one per kernel), the checks run as :func:`_check_forward_eager`
+    does. Records into ``report`` (when given) what ran. Returns each sample's outputs
+    (``id(sample)`` -> arrays, eager or else under ``jax.jit``), checked against the
+    reference: the single-device results the SBP check compares with."""
     op = get_op(op_name)
     runs = []
     for s in samples:
         label = f"op '{op_name}' sample {s.name or s.attrs}"
         inferred, kernel = _check_inference(op, s, label)
-        check = _reference_check(entry, s, label)
-        eager = _eager(op, list(s.inputs), s.attrs)
-        check("eager", eager)
-        runs.append(_Run(s, label, check, eager, kernel, inferred))
+        runs.append(_Run(s, label, _reference_check(entry, s, label), None, kernel,
+                         inferred))
     _pick_staged(runs, every)
-    staged = [r for r in runs if r.jit]
-    for r, got in zip(staged, _staged(op, staged)):
+    _pick_eager(op, runs, every)
+    for r in runs:
+        if r.eager_run:
+            r.eager = _eager(op, list(r.s.inputs), r.s.attrs)
+            r.check("eager", r.eager)
+    picked = {id(r) for r in runs if r.jit}
+    for r in runs:
+        r.jit = True
+    try:
+        got_all = _staged(op, runs)
+    except Exception:  # a sample the traced path refuses: eager on every sample instead
+        for r in runs:
+            r.jit = id(r) in picked
+            if r.eager is None:
+                r.eager_run = True
+                r.eager = _eager(op, list(r.s.inputs), r.s.attrs)
+                r.check("eager", r.eager)
+        staged = [r for r in runs if r.jit]
+        got_all = _staged(op, staged)
+    else:
+        staged = runs
+    for r, got in zip(staged, got_all):
+        r.jitted = got["jit"]
         r.check("under jax.jit", got["jit"])
         _compare_vmap(op, r, got)
+    outs = {id(r.s): (r.eager if r.eager is not None else r.jitted) for r in runs}
     if report is None:
-        return
+        return outs
     for r in runs:
         report.samples += 1
+        report.eager += r.eager_run
         report.inference += r.inferred
         report.jit += r.jit
         report.vmap += r.vmap_all
         report.vmap_first_only += r.vmap_first
         for a in _flat_inputs(r.s):
             report._add(report.input_dtypes, np.asarray(a).dtype.name)
-        for o in r.eager:
+        for o in (r.eager if r.eager is not None else r.jitted or []):
             rtol, atol = _tol(o.dtype, r.s)
             report._add(report.tolerances, f"{o.dtype.name} rtol={rtol:g} atol={atol:g}")
+    return outs
 
 
 def check_op_grad(op_name: str) -> tuple[int, int]:
@@ -420,11 +476,15 @@ class CheckReport:
     op: str
     #: "the NumPy reference" or "the samples' verify" (ops with random outputs)
     reference: str = "the NumPy reference"
-    #: samples run through the forward checks (eager vs the reference)
+    #: samples run through the forward checks (values vs the reference)
     samples: int = 0
-    #: samples also run under jax.jit vs the reference: one per kernel picked, those checked
-    #: under jax.vmap, and those with ``Sample(vmap=True)``
+    #: samples whose values were compared under jax.jit (every sample, but for an op whose
+    #: traced path refuses some sample: then one per kernel, those checked under jax.vmap
+    #: and those with ``Sample(vmap=True)``, and every sample eagerly)
     jit: int = 0
+    #: samples also run eagerly vs the reference: the first per kernel, those checked under
+    #: jax.vmap, those passing a dynamic attr (:func:`_pick_eager`)
+    eager: int = 0
     #: samples whose abstract eval was compared with the kernel's outputs (not ffi kernels)
     inference: int = 0
     #: samples checked under jax.vmap (all inputs batched) and with only the first batched:
@@ -457,9 +517,9 @@ class CheckReport:
         lines = [f"check_op('{self.op}'): passed",
                  f"  samples: {n} (input dtypes: {', '.join(self.input_dtypes) or 'none'}), "
                  f"error samples: {self.errors}",
-                 f"  values: eager vs {self.reference} on {n} sample(s), jax.jit on "
-                 f"{self.jit} of them (one per kernel: eager and jax.jit lower the same "
-                 f"kernel); "
+                 f"  values: vs {self.reference} on {n} sample(s): jax.jit on {self.jit}, "
+                 f"eager on {self.eager} (the first per kernel, vmapped ones, dynamic attrs: "
+                 f"eager and jax.jit lower the same kernel); "
                  f"tolerances: {'; '.join(self.tolerances) or 'none'}",
                  f"  inference: abstract eval vs the kernel's output shapes/dtypes on "
                  f"{self.inference} of {n} sample(s)"
@@ -503,7 +563,7 @@ def check_op(op_name: str, grad: bool = True, sbp: bool = False) -> CheckReport:
     report = CheckReport(op_name)
     if entry.reference is None:
         report.reference = "the samples' verify"
-    _check_forward(op_name, list(entry.samples), entry, report)
+    outs = _check_forward(op_name, list(entry.samples), entry, report)
     _check_errors(op_name, entry)
     report.errors = len(entry.errors)
     if grad:
@@ -520,7 +580,9 @@ def check_op(op_name: str, grad: bool = True, sbp: bool = False) -> CheckReport:
                                f"XLA_FLAGS=--xla_force_host_platform_device_count=4 (or "
                                f"jax.config.update('jax_num_cpu_devices', 4)) before JAX "
                                f"starts")
-        cov = sbp_coverage(op_name)
+        # random draws: the SBP check draws its own single-device result
+        cov = sbp_coverage(op_name, None if entry.reference is None else
+                           {k: v for k, v in outs.items() if v is not None})
         report.sbp_exercised = sorted(cov.exercised)
         report.sbp_missing = cov.explain_missing()
     return report

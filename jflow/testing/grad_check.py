@@ -11,10 +11,14 @@ op itself (one cached executable, no recompiles) and NumPy, independent of every
 Compile count: the finite differences reuse the eager op's executable for the sample's
 shapes (compiled once by the first call, then only run: an evaluation per perturbation costs
 a call, not a compile; for the checker's small samples that is cheaper than compiling a
-vectorised evaluation); ``jax.grad`` and ``jax.jvp`` run on one sample per kind of inputs
-(:func:`check_grads`; the tape on every sample), staged into one ``jax.jit``, not run
-primitive by primitive, which in JAX's eager mode compiles every forward, JVP and
-transposed-rule primitive separately.
+vectorised evaluation, or a ``lax.map`` of the op, both tried: they cost more compile time
+than they save); the tape records the op eagerly with the same executable, and its backward
+for every sample of the op (``flow.autograd.grad`` with traced cotangents: the engine runs
+the rule as for any traced values), with ``jax.grad`` and ``jax.jvp`` on one sample per
+kind of inputs (:func:`check_grads`), is staged into one ``jax.jit``: one executable per op
+instead of one per sample for the rule (the engine's per-rule executable) and one per
+primitive JAX's eager mode would run (forward, JVP, transposed rule). Should the trace
+refuse a sample (a rule that needs concrete values), the tape runs eagerly instead.
 
 Complex inputs and outputs are pairs of reals: ``<c, z> = Re(conj(c) z)``, finite differences
 step the real and the imaginary part of each element, and a complex input's expected gradient
@@ -197,10 +201,10 @@ def _compare(p: _Problem, what: str, got: Any, want: np.ndarray, i: int) -> None
                                f"got {got[bad][:4]}, expected {want[bad][:4]}")
 
 
-def _check_tape(p: _Problem, fd: dict[int, np.ndarray]) -> None:
-    """1. The eager tape's gradients (``flow.autograd.grad``) == finite differences."""
-
-    tens = [_wrap(jax.device_put(a)) for a in p.flat]
+def _record(p: _Problem, flat: Sequence[Any]) -> tuple[list[Tensor], list[Tensor], list[int]]:
+    """The op run on ``flat`` (arrays, or tracers) with its floating inputs requiring grad:
+    the input tensors, the outputs and which floating outputs the tape recorded."""
+    tens = [_wrap(a) for a in flat]
     for i in p.fidx:
         tens[i].requires_grad_()
     outs = p.call(tens)
@@ -208,10 +212,63 @@ def _check_tape(p: _Problem, fd: dict[int, np.ndarray]) -> None:
     if not diff:
         raise GradCheckFailure(f"{p.label}: no floating output requires grad after the op ran "
                                f"on inputs that require grad (the tape did not record it)")
+    return tens, outs, diff
+
+
+def _tape_grads(p: _Problem, recorded: tuple[list[Tensor], list[Tensor], list[int]],
+                cts: dict[int, Any]) -> list[Any]:
+    """The tape's gradients (``flow.autograd.grad``) of the loss in the floating inputs,
+    from :func:`_record`'s outputs and the cotangents ``cts`` (arrays or tracers); None for
+    an input the tape leaves unused."""
+    tens, outs, diff = recorded
     grads = autograd.grad([outs[k] for k in diff], [tens[i] for i in p.fidx],
-                          [_wrap(jax.device_put(p.cts[k])) for k in diff], allow_unused=True)
+                          [_wrap(cts[k]) for k in diff], allow_unused=True)
+    return [None if g is None else g._value for g in grads]
+
+
+def _compare_tape(p: _Problem, fd: dict[int, np.ndarray], grads: Sequence[Any]) -> None:
+    """1. The eager tape's gradients (``flow.autograd.grad``) == finite differences."""
     for i, g in zip(p.fidx, grads):
-        _compare(p, "eager tape", None if g is None else g._value, fd[i], i)
+        _compare(p, "eager tape", g, fd[i], i)
+
+
+def _check_tape(p: _Problem, fd: dict[int, np.ndarray]) -> None:
+    """The tape check run eagerly: the rule runs as the engine's own cached executable."""
+    grads = _tape_grads(p, _record(p, [jax.device_put(a) for a in p.flat]),
+                        {k: jax.device_put(c) for k, c in p.cts.items()})
+    _compare_tape(p, fd, [None if g is None else np.asarray(g) for g in grads])
+
+
+def _staged(problems: list[_Problem], jax_too: list[bool], tans: list[list[np.ndarray]]
+            ) -> list[tuple[list[Any], list[np.ndarray], list[np.ndarray]]]:
+    """Per problem, the tape's gradients (the op recorded eagerly, by the executable the
+    finite differences ran, then ``flow.autograd.grad`` with traced cotangents: the engine
+    runs the rule as it does for any traced values), and where ``jax_too``, ``jax.grad`` of
+    its loss in the floating inputs and ``jax.jvp`` of its floating outputs along ``tans``:
+    every problem of the op in one ``jax.jit``, one executable instead of one per sample
+    for the rule (the eager engine's per-rule executable) and one per primitive JAX's eager
+    mode would run (forward, JVP, transposed rule)."""
+    recorded = [_record(p, [jax.device_put(a) for a in p.flat]) for p in problems]
+
+    def trace(flats: list[list[Any]], cts: list[dict[int, Any]], tans: list[list[Any]]
+              ) -> list[Any]:
+        res = []
+        for p, rec, flat, ct, ta, both in zip(problems, recorded, flats, cts, tans, jax_too):
+            tape = _tape_grads(p, rec, ct)
+            if not both:
+                res.append((tape, [], []))
+                continue
+            fa = [flat[i] for i in p.fidx]
+            g = jax.grad(p.loss_jax, argnums=tuple(range(len(p.fidx))))(*fa)
+            _, jt = jax.jvp(p.outs_jax, tuple(fa), tuple(ta))
+            res.append((tape, list(g), list(jt)))
+        return res
+
+    flats = [[jax.device_put(a) for a in p.flat] for p in problems]
+    cts = [{k: jax.device_put(c) for k, c in p.cts.items()} for p in problems]
+    got = jax.jit(trace)(flats, cts, [[jax.device_put(t) for t in ta] for ta in tans])
+    return [([None if x is None else np.asarray(x) for x in tape],
+             [np.asarray(x) for x in g], [np.asarray(x) for x in jt]) for tape, g, jt in got]
 
 
 def _jax_derivatives(problems: list[_Problem], tans: list[list[np.ndarray]]
@@ -265,7 +322,7 @@ def check_grads(op_name: str, samples: Sequence[Sample], every: bool = False
     checked on every sample, and JAX's transpose runs the same rule, so what ``jax.grad``
     and ``jax.jvp`` add is the wiring (JVP, linear primitive, transpose), per op and kind,
     not per sample."""
-    probs: list[tuple[_Problem, list[np.ndarray], dict[int, np.ndarray]]] = []
+    probs: list[tuple[_Problem, list[np.ndarray], bool, dict[int, np.ndarray]]] = []
     state: list[str | None] = []
     kinds: set[tuple] = set()
     for s in samples:
@@ -275,17 +332,31 @@ def check_grads(op_name: str, samples: Sequence[Sample], every: bool = False
             state.append(None)
             continue
         tans = [_random(rng, p.flat[i]) for i in p.fidx]
-        fd = _finite_differences(p)
-        _check_tape(p, fd)
-        if every or _jax_kind(p) not in kinds:
-            kinds.add(_jax_kind(p))
-            probs.append((p, tans, fd))
-            state.append("all")
-        else:
-            state.append("tape")
-    if probs:
-        derivs = _jax_derivatives([p for p, _, _ in probs], [t for _, t, _ in probs])
-        for (p, tans, fd), (jgrads, jt) in zip(probs, derivs):
+        both = every or _jax_kind(p) not in kinds
+        kinds.add(_jax_kind(p))
+        probs.append((p, tans, both, _finite_differences(p)))
+        state.append("all" if both else "tape")
+    if not probs:
+        return state
+    try:
+        staged = _staged([p for p, *_ in probs], [b for _, _, b, _ in probs],
+                         [t for _, t, _, _ in probs])
+    except GradCheckFailure:
+        raise
+    except Exception:  # an op or rule that needs concrete values: run eagerly instead
+        staged = None
+    if staged is None:
+        for p, _, _, fd in probs:
+            _check_tape(p, fd)
+        both = [(p, tans, fd) for p, tans, b, fd in probs if b]
+        derivs = _jax_derivatives([p for p, _, _ in both], [t for _, t, _ in both])
+        for (p, tans, fd), (jgrads, jt) in zip(both, derivs):
+            _check_jax_grad(p, fd, jgrads)
+            _check_jvp(p, jgrads, tans, jt)
+        return state
+    for (p, tans, b, fd), (tape, jgrads, jt) in zip(probs, staged):
+        _compare_tape(p, fd, tape)
+        if b:
             _check_jax_grad(p, fd, jgrads)
             _check_jvp(p, jgrads, tans, jt)
     return state

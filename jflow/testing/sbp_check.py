@@ -14,7 +14,10 @@ dispatch path, signature inference and sharded computation, staged). The inputs 
 laid out from host data shard by shard and the outputs read back shard by shard (a split
 one reassembled, each replica of a broadcast one compared, a partial sum's addends summed),
 not boxed through ``to_global`` / ``numpy()``, whose boxings compile an executable per shape
-and layout and are not what this check is about (``tests/test_sbp*.py`` check boxing).
+and layout and are not what this check is about (``tests/test_sbp*.py`` check boxing). The
+single-device results come from the caller where it has them (``check_op(..., sbp=True)``:
+its forward check's outputs, already compared with the reference), else from one
+``jax.jit`` over the samples that run a signature.
 """
 
 from __future__ import annotations
@@ -92,6 +95,25 @@ def _single_device(op: Any, s: Sample, flat: list[np.ndarray]) -> list[np.ndarra
     return [np.asarray(t._value) for t in (res if isinstance(res, tuple) else (res,))]
 
 
+def _single_device_all(op: Any, todo: list[tuple[Sample, list[np.ndarray]]]
+                       ) -> list[list[np.ndarray]]:
+    """:func:`_single_device` for several samples, in one ``jax.jit`` (one executable for
+    the op's references instead of one per sample); each sample eagerly should the traced
+    path refuse one."""
+    def trace(vals: list[list[Any]]) -> list[list[Any]]:
+        res = []
+        for (s, _), v in zip(todo, vals):
+            out = op.apply(*_rebuild(s, [_wrap(x) for x in v]), **s.attrs)
+            res.append([t._value for t in (out if isinstance(out, tuple) else (out,))])
+        return res
+
+    try:
+        got = jax.jit(trace)([[jax.device_put(a) for a in flat] for _, flat in todo])
+    except Exception:  # a path that needs concrete values
+        return [_single_device(op, s, flat) for s, flat in todo]
+    return [[np.asarray(o) for o in outs] for outs in got]
+
+
 def _abstract_outputs(op: Any, s: Sample, flat: list[np.ndarray]) -> list[Any]:
     """The shapes and dtypes of the sample's outputs, from the op's inference (nothing is
     compiled or run: a sample whose signatures all ran already costs no executable)."""
@@ -163,7 +185,8 @@ class _Planned:
     sig: Signature
     n: int
     flat: list[np.ndarray]
-    ref: list[np.ndarray]
+    #: the single-device outputs (filled by :func:`_check` for the samples that run)
+    ref: list[np.ndarray] | None
 
     @property
     def label(self) -> str:
@@ -253,7 +276,7 @@ def _plan(op: Any, s: Sample, cov: SbpCoverage, planned: set[str]) -> list[_Plan
     flat = [np.asarray(a) for a in _flat_inputs(s)]
     if not flat:
         return []
-    ref: list[np.ndarray] | None = None  # computed when a first signature runs
+    ref: list[np.ndarray] | None = None  # computed by _check for the samples that run
     try:
         outs: list[Any] = _abstract_outputs(op, s, flat)
     except Exception:  # an output shape that depends on the values (a host computation)
@@ -276,18 +299,29 @@ def _plan(op: Any, s: Sample, cov: SbpCoverage, planned: set[str]) -> list[_Plan
                 f"{_label(s)}: no placement of 4, 3 or 2 devices splits it evenly "
                 f"(input shapes {[list(a.shape) for a in flat]})")
             continue
-        if ref is None:
-            ref = _single_device(op, s, flat)
         runs.append(_Planned(s, sig, n, flat, ref))
         planned.add(key)
     return runs
 
 
-def _check(op_name: str, samples: list[Sample], cov: SbpCoverage) -> SbpCoverage:
-    """Plan the samples' signatures, run them grouped by device count, record what ran."""
+def _check(op_name: str, samples: list[Sample], cov: SbpCoverage,
+           refs: dict[int, list[np.ndarray]] | None = None) -> SbpCoverage:
+    """Plan the samples' signatures, run them grouped by device count, record what ran.
+    ``refs`` (``id(sample)`` -> its single-device outputs, as the op checker's forward
+    check computed them) spares computing them again."""
     op = get_op(op_name)
     planned: set[str] = set()
     runs = [r for s in samples for r in _plan(op, s, cov, planned)]
+    todo: dict[int, tuple[Sample, list[np.ndarray]]] = {}
+    for r in runs:
+        if r.ref is None and refs is not None and id(r.s) in refs:
+            r.ref = refs[id(r.s)]
+        if r.ref is None:
+            todo.setdefault(id(r.s), (r.s, r.flat))
+    refs = dict(zip(todo, _single_device_all(op, list(todo.values())))) if todo else {}
+    for r in runs:
+        if r.ref is None:
+            r.ref = refs[id(r.s)]
     for n in sorted({r.n for r in runs}, reverse=True):
         _run_staged(op, [r for r in runs if r.n == n])
     for r in runs:
@@ -302,11 +336,14 @@ def check_sbp(op_name: str, s: Sample, coverage: SbpCoverage | None = None) -> S
     return _check(op_name, [s], coverage if coverage is not None else SbpCoverage(op_name))
 
 
-def sbp_coverage(op_name: str) -> SbpCoverage:
+def sbp_coverage(op_name: str, refs: dict[int, list[np.ndarray]] | None = None
+                 ) -> SbpCoverage:
     """The SBP check over all of an op's samples (those with ``sbp=True``), each distinct
-    signature run once (on the first sample where it is picked and divides evenly)."""
+    signature run once (on the first sample where it is picked and divides evenly).
+    ``refs``: ``id(sample)`` -> the sample's single-device outputs where already computed
+    (``check_op(..., sbp=True)`` passes its forward check's: one executable less)."""
     return _check(op_name, [s for s in get_samples(op_name).samples if s.sbp],
-                  SbpCoverage(op_name))
+                  SbpCoverage(op_name), refs)
 
 
 def check_op_sbp(op_name: str) -> tuple[int, int]:

@@ -36,7 +36,7 @@ from ..autograd.grad_mode import _set as _set_grad
 from ..autograd.grad_mode import is_grad_enabled
 from ..autograd.graph import rebase_inplace
 from ..device import device as _device
-from ..lazy_mode.segment import LazyRef, pending_device
+from ..lazy_values import LazyRef, pending_device
 from ..ops import get as _get_op
 from ..sharding.sbp import broadcast as _broadcast
 from ..tensor import Tensor, _flatten, _unflatten, _wrap, mark_constant

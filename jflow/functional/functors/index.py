@@ -26,7 +26,7 @@ from jax.core import Tracer
 
 from ... import dtypes as _dt
 from ..._dims import wrap_dim
-from ...lazy_mode.segment import defer_check, host_value
+from ...lazy_mode.checks import defer_check, host_value
 from ...ops import get
 from ...tensor import Tensor, _wrap
 from ..promotion import cast, scalar_result_dtype, scalar_tensor

@@ -17,7 +17,7 @@ from typing import Any
 import jax
 import numpy as np
 
-from ...lazy_mode.segment import host_value
+from ...lazy_mode.checks import host_value
 from ...ops import get
 from ...tensor import Tensor, _wrap
 from ..promotion import cast, scalar_tensor

@@ -14,9 +14,10 @@ import numpy as np
 from jax.core import Tracer
 
 from ... import dtypes as _dt
-from ...lazy_mode.segment import defer_check
+from ...lazy_mode.checks import defer_check
 from ...meta import no_data
 from ...ops import get
+from ...ops.math import UnaryFunction, derive_unary_parts
 from ...tensor import Tensor, _wrap
 from ..promotion import (
     assign_inplace,
@@ -28,7 +29,7 @@ from ..promotion import (
     scalar_tensor,
     to_float,
 )
-from ..registry import functor
+from ..registry import FUNCTORS, functor
 from ._checks import is_float as _is_float
 from ._checks import torch_name as _torch_name
 
@@ -338,11 +339,13 @@ def scalar_rdiv(input: Any, other: Tensor, rounding_mode: Any) -> Tensor:
 
 # -- unary ----------------------------------------------------------------------------------
 
-def _unary_functor(op_name: str, int_identity: bool = False) -> None:
-    """A float-only unary op: bool / integer inputs are computed in the default float dtype,
-    or (``int_identity``: floor, ceil, round) are their own result. (abs, neg, logical_not
-    and clone take any dtype and are bound to their ops in api.yaml.)"""
-    apply = get(op_name).apply
+def _unary_functor(u: UnaryFunction) -> None:
+    """The functor of a declared unary function (``ops.math.unary_function``): bool /
+    integer inputs are computed in the default float dtype, or (``integers="identity"``:
+    floor, ceil, round, trunc) are their own result. (abs, neg, logical_not and clone take
+    any dtype and are bound to their ops in api.yaml.)"""
+    apply = get(u.name).apply
+    int_identity = u.integers == "identity"
 
     def fn(input: Tensor) -> Tensor:
         if input._meta.dtype.kind in "iub":
@@ -350,17 +353,21 @@ def _unary_functor(op_name: str, int_identity: bool = False) -> None:
                 return _wrap(input._value)  # result must not touch it); values are shared
             input = to_float(input)
         return apply(input)
-    fn.__name__ = _camel(op_name)
-    functor(_camel(op_name))(fn)
+    fn.__name__ = u.functor
+    functor(u.functor)(fn)  # raises if another functor has the name
+    _DERIVED_FUNCTORS.add(u.functor)
 
 
-for _op in ["exp", "log", "log1p", "expm1", "sqrt", "rsqrt", "reciprocal", "sin", "cos", "tan",
-            "tanh", "sigmoid", "erf",
-            "asin", "acos", "atan", "asinh", "acosh", "atanh", "sinh", "cosh", "log2", "log10",
-            "exp2", "erfc", "erfinv", "lgamma", "digamma", "i0", "sinc", "deg2rad", "rad2deg"]:
-    _unary_functor(_op)
-for _op in ["floor", "ceil", "round", "trunc"]:
-    _unary_functor(_op, int_identity=True)
+_DERIVED_FUNCTORS: set[str] = set()
+
+
+def _forget_unary_functor(name: str) -> None:
+    if _camel(name) in _DERIVED_FUNCTORS:
+        _DERIVED_FUNCTORS.discard(_camel(name))
+        del FUNCTORS[_camel(name)]
+
+
+derive_unary_parts(_unary_functor, _forget_unary_functor)
 
 _square, _sign = get("square").apply, get("sign").apply
 _INT64 = np.dtype(np.int64)

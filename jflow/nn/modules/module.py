@@ -10,11 +10,10 @@ from typing import Any, NamedTuple
 from ... import dtypes as _dt
 from ...autograd import is_grad_enabled, no_grad
 from ...autograd.function import Function, FunctionCtx
-from ...creation import as_tensor, empty_like
+from ...creation import as_tensor, empty_like, zero_grads
 from ...tensor import Tensor
 from ...views import unview  # a buffer owns its values (compiled steps carry it as state)
 from ..parameter import Buffer, Parameter
-from ..utils import zero_grads
 
 __all__ = ["Module"]
 

@@ -1,5 +1,15 @@
-"""``loss.backward()`` in lazy mode without re-deriving the backward plan every step.
+"""Lazy mode in the backward: the engine's one hook, and ``loss.backward()`` by template.
 
+The engine (:mod:`jflow.autograd.engine`) knows nothing of lazy mode. It calls the hook
+installed with ``engine.set_recording_hook`` (:data:`HOOK`, installed when a thread first
+turns lazy mode on) at two points: ``Tensor.backward()`` (:func:`backward`: a graph seen
+before runs by template, below) and before a graph runs (:func:`prepare`: values the tape
+saved while pending become arrays where the run needs them, and a recording thread gets its
+segment, which records the compiled backward as one more call). An eager backward pays
+nothing for lazy mode unless its graph has a node recorded while some thread was lazy
+(:func:`prepare` compares the graph's oldest node with the end of the last lazy window).
+
+**Templates.**
 A training loop records the same graph every step. The general path
 (:func:`jflow.autograd.engine.run_backward`) finds the graph's topological order, builds its
 structural key (op, attrs, needs, avals and edges of every node), looks the compiled plan up
@@ -28,13 +38,17 @@ import jax
 from jax.core import Tracer
 
 from .. import _codegen
-from ..lazy_mode import segment as _lazy
-from ..lazy_mode.segment import LazyRef, _flat_call, _new_lazy
-from .compiled_graph import GraphCache
-from .grad_mode import set_grad_enabled
-from .graph import LEAF, Node
+from ..autograd import graph as _graph
+from ..autograd.compiled_graph import GraphCache
+from ..autograd.engine import _ones, _topological, graph_cache  # (the engine's: see _build)
+from ..autograd.grad_mode import set_grad_enabled
+from ..autograd.graph import LEAF, Node
+from ..lazy_values import ACTIVE, LOCAL, LazyRef, new_lazy
+from . import segment as _segment
+from .segment import _flat_call
 
-__all__ = ["lazy_backward", "TEMPLATES", "ENABLED", "stats"]
+__all__ = ["HOOK", "backward", "prepare", "resolve_saved", "lazy_backward", "TEMPLATES",
+           "ENABLED", "stats"]
 
 #: templates kept per root (op attrs, input avals); roots kept (the oldest dropped beyond)
 PER_ROOT, ROOTS = 4, 256
@@ -231,7 +245,7 @@ _codegen.on_switch(lambda _flag: TEMPLATES.clear())
 def _remember(key: Any, tpl: _Template) -> None:
     found = TEMPLATES.get(key)
     if found is None:
-        if len(TEMPLATES) >= ROOTS:
+        while len(TEMPLATES) >= ROOTS:  # (a lowered bound holds at the next insert)
             del TEMPLATES[next(iter(TEMPLATES))]
         found = TEMPLATES[key] = []
     found.insert(0, tpl)
@@ -241,7 +255,6 @@ def _remember(key: Any, tpl: _Template) -> None:
 def _build(root: Node, nr: int, aval: Any, leaf_hooks: dict) -> _Template | None:
     """A new template for the graph under ``root`` (the general path's scan and plan), or
     None when that graph is not one the compiled backward takes."""
-    _ones, _topological, graph_cache = _ENGINE
     order = _topological([root])
     made = GraphCache.scan(order, [(root, nr, _ones(aval))], (), None, leaf_hooks)
     if made is None:
@@ -288,15 +301,15 @@ def lazy_backward(loss: Any, seg: Any, retain: bool, leaf_hooks: dict) -> bool:
             _STATS["declined"] += 1
             return False
     _STATS["matched"] += 1
-    if _lazy.split_forward(tpl.fwd_flops):  # (a heavy forward starts now: see split_forward)
+    if _segment.split_forward(tpl.fwd_flops):  # (a heavy forward starts now: see split_forward)
         seg.flush()
-    saved.append(_ENGINE[0](aval)._meta)
+    saved.append(_ones(aval)._meta)
     refs = seg.add_wired(tpl.call[0], saved, tpl.call[1])
     if not retain:
         for n in nodes:
             n.saved = None
     for s, k in tpl.grad_slots:
-        g = _new_lazy(refs[k])
+        g = new_lazy(refs[k])
         leaf = leaves[s]
         if leaf._grad is None:
             leaf._grad = g
@@ -306,7 +319,58 @@ def lazy_backward(loss: Any, seg: Any, retain: bool, leaf_hooks: dict) -> bool:
     return True
 
 
-#: ``[_ones, _topological, graph_cache]`` of jflow.autograd.engine, which imports this module
-#: and sets them (the engine's implicit root gradient, graph order and compiled plans)
-_ENGINE: list[Any] = []
 
+# -- the engine's hook ---------------------------------------------------------------------
+
+#: ``[seq]``: the tape's sequence number when the last lazy window closed (no thread lazy
+#: since): a node recorded after it saved no pending value (jflow.autograd.graph.Node.seq)
+WINDOW_END = [-1]
+
+
+def close_window() -> None:
+    """The last thread left lazy mode: nodes recorded from now on hold no pending value."""
+    WINDOW_END[0] = _graph.seq_now()
+
+
+def resolve_saved(nodes: Any) -> None:
+    """Give the tape's nodes arrays for the values they saved while pending (a backward
+    needs them: the segments computing them run now)."""
+    for n in nodes:
+        saved = getattr(n, "saved", None)
+        if saved and any(s[0].__class__ is LazyRef for s in saved):
+            n.saved = [(v.get() if v.__class__ is LazyRef else v, *rest)
+                       for v, *rest in saved]
+
+
+def prepare(order: list) -> Any:
+    """Before the graph ``order`` (newest node first) runs: this thread's segment when it
+    records (the engine records the compiled backward into it: ``Segment.add_backward``),
+    else None, after giving the nodes arrays for what they saved while pending — only when
+    a node may have (recorded while some thread was lazy)."""
+    seg = LOCAL.active
+    if seg is not None:
+        return seg
+    if order and (ACTIVE[0] or order[-1].seq <= WINDOW_END[0]):
+        resolve_saved(order)
+    return None
+
+
+def backward(loss: Any, retain: bool, leaf_hooks: dict) -> bool:
+    """``loss.backward()`` (implicit gradient, no ``inputs`` / ``create_graph``) on a
+    recording thread by a template (:func:`lazy_backward`); False to take the engine's
+    general path."""
+    seg = LOCAL.active
+    return seg is not None and loss.grad_fn is not None and \
+        lazy_backward(loss, seg, retain, leaf_hooks)
+
+
+class _Hook:
+    """What the engine calls (see ``engine.set_recording_hook``)."""
+
+    backward = staticmethod(backward)
+    prepare = staticmethod(prepare)
+    resolve = staticmethod(resolve_saved)
+
+
+#: the hook lazy mode installs in the engine (jflow.lazy_mode.set_lazy)
+HOOK = _Hook()
