@@ -1,4 +1,4 @@
-"""The random kernels draw a flat vector and reshape it (jflow/ops/factory.py:_flat): XLA
+"""The random kernels draw a flat vector and reshape it (jflow/ops/factory.py:flat_draw): XLA
 compiles a 1-d threefry draw several times faster than an n-d one. The numbers must stay
 the ones JAX draws for the n-d shape directly, so a seed gives the same tensors as before the
 change: checked here against ``jax.random`` on a 3-d shape with the generator's key, bit for

@@ -22,6 +22,7 @@ from jax import lax
 from ..kernels.registry import register_kernel
 from ..sharding.sbp import B, P, S, Signature
 from . import cost
+from .factory import flat_draw
 from .infer import FLOAT, INT, check_dtype, desc, normalize_axis
 from .primitive import define_op
 from .registry import Attr, Input
@@ -234,8 +235,7 @@ def _dropout_infer(x: Any, key: Any, counter: Any, p: float) -> Any:
 
 def _dropout(x: Any, key: Any, counter: Any, p: float) -> Any:
     k = jax.random.fold_in(key, counter.astype(jnp.uint32))
-    # drawn 1-d and reshaped: the same bits, compiled 4-7x faster (ops/factory.py:_flat)
-    keep = jax.random.bernoulli(k, 1.0 - p, (x.size,)).reshape(x.shape)
+    keep = flat_draw(lambda n: jax.random.bernoulli(k, 1.0 - p, n), x.shape)
     scale = 0.0 if p >= 1.0 else 1.0 / (1.0 - p)
     y = jnp.where(keep, x * jnp.asarray(scale, x.dtype), jnp.zeros((), x.dtype))
     return y, keep
