@@ -235,3 +235,30 @@ def test_check_environment_is_validated(monkeypatch: pytest.MonkeyPatch) -> None
     monkeypatch.setenv(ENV_TIMEOUT, "soon")
     with pytest.raises(ValueError, match=ENV_TIMEOUT):
         consistency._timeout_from_env()
+
+
+@pytest.mark.parametrize("error,expected", [
+    ("UNAVAILABLE: recvmsg:Connection reset by peer\nAdditional GRPC error information",
+     "this process (1) lost contact with the coordination service while reading process 0's "
+     "fingerprint"),
+    ("INTERNAL: something else\nAdditional GRPC error information",
+     "reading process 0's fingerprint for global op call #"),
+])
+def test_a_lost_coordinator_is_reported_without_grpc_internals(error: str, expected: str) -> None:
+    """When process 0 (which hosts the coordination service) stops on its own mismatch error,
+    the other process's read fails; its error names the situation, not gRPC's text."""
+    from jflow.sharding import consistency
+
+    class Client:  # the two calls _exchange makes on jax.distributed's client
+        def key_value_set(self, key: str, value: str) -> None:
+            pass
+
+        def blocking_key_value_get(self, key: str, timeout_ms: int) -> str:
+            raise RuntimeError(error)
+
+    with pytest.raises(RuntimeError) as info:
+        consistency._exchange(Client(), 1, 2, "'relu' with inputs [(4,) float32 B]")
+    text = str(info.value)
+    assert expected in text and "'relu' with inputs [(4,) float32 B]" in text, text
+    assert "grpc" not in text.lower() and info.value.__cause__ is None, text
+    assert info.value.__suppress_context__

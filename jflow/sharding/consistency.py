@@ -164,6 +164,11 @@ def _is_timeout(e: Exception) -> bool:
     return "DEADLINE_EXCEEDED" in str(e) or "timed out" in str(e).lower()
 
 
+def _is_lost_contact(e: Exception) -> bool:
+    """The coordination service went away (its process exited): gRPC's UNAVAILABLE."""
+    return "UNAVAILABLE" in str(e) or "connection reset" in str(e).lower()
+
+
 # -- fingerprints -----------------------------------------------------------------------------
 def _nd(nd: Sequence[Any]) -> str:
     s = [Signature._short(x) for x in nd]
@@ -239,8 +244,15 @@ def _exchange(client: Any, me: int, n: int, text: str) -> None:
                     f"the same global ops in the same order.{last} (Timeout: "
                     f"flow.config.set_collective_check(timeout_s=...) or {ENV_TIMEOUT}.)"
                 ) from None
+            if _is_lost_contact(e):  # the coordinator (process 0) exited, likely on its own error
+                raise RuntimeError(
+                    f"flow.distributed consistency check: this process ({me}) lost contact "
+                    f"with the coordination service while reading process {p}'s fingerprint "
+                    f"for {here} (check #{seq}); process 0 hosts it and has probably stopped "
+                    f"with its own error, which its output names.{last}") from None
+            first = str(e).strip().splitlines()[0] if str(e).strip() else type(e).__name__
             raise RuntimeError(f"flow.distributed consistency check: reading process {p}'s "
-                               f"fingerprint for {here} failed: {e}") from e
+                               f"fingerprint for {here} failed: {first}") from None
         their_call, _, their_ident = theirs.partition("\n")
         if theirs != mine:
             raise RuntimeError(
