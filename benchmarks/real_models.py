@@ -47,9 +47,12 @@ Measurements:
   and so is TorchInductor's cache. Warm: a second process with the same directories (a
   second run of the same script). The line ``compilation caches:`` says whether JAX's
   persistent cache was on.
-- **peak RSS growth**: in the same fresh process, how much the first three steps raise the
-  process's peak resident memory over what it held before them (Linux's ``VmHWM``, reset
-  before the steps through ``/proc/self/clear_refs``).
+- **peak RSS growth** cold and warm: in the same fresh processes, how much the first three
+  steps raise the process's peak resident memory over what it held before them (Linux's
+  ``VmHWM``, reset before the steps through ``/proc/self/clear_refs``). The line ``XLA's
+  compile alone`` is the floor of a compiled step: a fresh process traces and lowers
+  ``flow.jit``'s program of one step, then measures only XLA's compile of it (no cache) —
+  what any JAX program of that step pays, whoever builds it.
 - **step-1 loss**: every mode's first loss (from the same weights and batch) must agree with
   PyTorch eager's to ``--rtol`` (default 1e-4; float32 summation order is all that may
   differ), and the next two steps' to ``--rtol-later`` (3e-3); otherwise the run stops with
@@ -402,6 +405,37 @@ def first_steps_child(kind: str, mode: str, quick: bool, cache_dir: str, steps: 
                 jax_cache=bool(jax_cache))
 
 
+#: the pseudo-mode of :func:`first_steps_child` that measures XLA's compile of the whole step
+XLA_COMPILE = "XLA compile only"
+
+
+def xla_compile_child(kind: str, quick: bool) -> dict:
+    """(Runs in the fresh process, persistent cache off.) The memory floor of a compiled step:
+    ``flow.jit``'s program for one training step, traced and lowered first, then only XLA's
+    compile of it measured — what any JAX program of this step pays, whatever builds it."""
+    cfg = MODELS[kind][2 if quick else 1]
+    r = make_runner(JIT, kind, cfg, initial_state(kind, cfg), batches(kind, cfg))
+    lowered = r._step.lower(*r.data[0])
+    before = _rss_kib("VmRSS")
+    try:
+        with open("/proc/self/clear_refs", "w") as f:
+            f.write("5")
+    except OSError:
+        pass
+    was = jax.config.jax_enable_compilation_cache
+    jax.config.update("jax_enable_compilation_cache", False)
+    try:
+        t0 = time.perf_counter()
+        compiled = lowered.compile()
+        seconds = time.perf_counter() - t0
+    finally:
+        jax.config.update("jax_enable_compilation_cache", was)
+    cost = compiled.cost_analysis()
+    cost = cost[0] if isinstance(cost, (list, tuple)) else cost  # a list in older JAX
+    return dict(seconds=seconds, rss_mib=max(0, _rss_kib("VmHWM") - before) / 1024,
+                flops=float(cost.get("flops", 0.0)))
+
+
 def first_steps(kind: str, mode: str, quick: bool, cache_dir: str, torch_threads: int) -> dict:
     """Run :func:`first_steps_child` in a fresh Python process; its result dict, or
     ``{"error": ...}`` when the process failed."""
@@ -432,7 +466,10 @@ def run_model(kind: str, args: argparse.Namespace, out: Callable[[str], None]) -
     med, runs = round_robin(fns, args.repeat, warmup=args.warmup)
     cold: dict[str, dict] = {}
     warm: dict[str, dict] = {}
+    floor: dict = {}
     if args.first_steps:
+        with tempfile.TemporaryDirectory(prefix="real_models_cache_") as d:
+            floor = first_steps(kind, XLA_COMPILE, args.quick, d, args.torch_threads)
         for m in modes:
             with tempfile.TemporaryDirectory(prefix="real_models_cache_") as d:
                 cold[m] = first_steps(kind, m, args.quick, d, args.torch_threads)
@@ -455,8 +492,10 @@ def run_model(kind: str, args: argparse.Namespace, out: Callable[[str], None]) -
         for label, res in (("first 3 steps cold, s", cold), ("first 3 steps warm, s", warm)):
             row(label, lambda m, res=res: f"{res[m]['seconds']:.2f}" if "seconds" in res[m]
                 else "failed")
-        row("peak RSS growth, MiB",
-            lambda m: f"{cold[m]['rss_mib']:.0f}" if "rss_mib" in cold[m] else "failed")
+        for label, res in (("peak RSS growth cold, MiB", cold),
+                           ("peak RSS growth warm, MiB", warm)):
+            row(label, lambda m, res=res: f"{res[m]['rss_mib']:.0f}" if "rss_mib" in res[m]
+                else "failed")
     row("step-1 loss", lambda m: f"{losses[m][0]:.6f}" if m in losses else fail(m))
     ref = losses[TORCH_EAGER]
     row(f"max rel. diff, steps 1-{len(ref)}",
@@ -468,6 +507,11 @@ def run_model(kind: str, args: argparse.Namespace, out: Callable[[str], None]) -
         for res, when in ((cold.get(m, {}), "cold"), (warm.get(m, {}), "warm")):
             if "error" in res:
                 out(f"{'':36s} {m} first steps ({when}) failed: {res['error']}")
+    if "rss_mib" in floor:
+        out(f"{'':36s} XLA's compile alone of the whole step's program (flow.jit's, lowered "
+            f"first; no cache): peak RSS +{floor['rss_mib']:.0f} MiB, {floor['seconds']:.2f} s")
+    elif floor:
+        out(f"{'':36s} XLA compile floor failed: {floor.get('error')}")
     if cold:
         on = any(r.get("jax_cache") for r in cold.values())
         out(f"{'':36s} compilation caches: JAX persistent cache "
@@ -531,7 +575,9 @@ def main(argv: Sequence[str] | None = None, out: Callable[[str], None] | None = 
     torch.set_num_threads(args.torch_threads)
     if args.first_steps_child:
         kind, mode, cache_dir = args.first_steps_child
-        print(json.dumps(first_steps_child(kind, mode, args.quick, cache_dir)), flush=True)
+        res = (xla_compile_child(kind, args.quick) if mode == XLA_COMPILE
+               else first_steps_child(kind, mode, args.quick, cache_dir))
+        print(json.dumps(res), flush=True)
         return
     say = out or (lambda s: print(s, flush=True))
     threads = torch.get_num_threads()

@@ -1,11 +1,11 @@
 """An HF model trained sharded, its code unchanged: transformers' ``LlamaForCausalLM`` on 8
 CPU devices through PyTorch's DTensor API, which jflow maps onto its global tensors (SBP).
 
-    python examples/sharded_llama.py [--steps 5] [--mesh 4x2]
+    python examples/sharded_llama.py [--steps 5] [--mesh 4x2] [--layers 2]
 
-The tiny Llama (2 layers, hidden 64, MLP 128, 4 heads, 2 KV heads, vocab 256) is built by
-transformers under ``jflow.mock_torch`` (offline, random weights, seeded) and trained with
-AdamW by one compiled step (``flow.jit``: forward, ``loss.backward()``, ``opt.step()``):
+The tiny Llama (2 layers by default, hidden 64, MLP 128, 4 heads, 2 KV heads, vocab 256) is
+built by transformers under ``jflow.mock_torch`` (offline, random weights, seeded) and trained
+with AdamW by one compiled step (``flow.jit``: forward, ``loss.backward()``, ``opt.step()``):
 
 1. on one device (plain tensors), the reference;
 2. on a ``data x tensor`` device mesh (``init_device_mesh("cpu", (4, 2),
@@ -79,10 +79,12 @@ BATCH, SEQ = 8, 16
 STYLES = {"colwise": Shard(0), "rowwise": Shard(1)}
 
 
-def build_model() -> Any:
-    """The tiny Llama with seeded random weights (the same for every run)."""
+def build_model(layers: int = CONFIG["num_hidden_layers"]) -> Any:
+    """The tiny Llama with seeded random weights (the same for every run), ``layers``
+    decoder layers deep."""
     torch.manual_seed(0)
-    model = transformers.LlamaForCausalLM(transformers.LlamaConfig(**CONFIG))
+    config = transformers.LlamaConfig(**dict(CONFIG, num_hidden_layers=layers))
+    model = transformers.LlamaForCausalLM(config)
     model.train()
     return model
 
@@ -142,15 +144,18 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--steps", type=int, default=5)
     ap.add_argument("--mesh", default="4x2", help="dp x tp, e.g. 4x2 or 2x4")
+    ap.add_argument("--layers", type=int, default=CONFIG["num_hidden_layers"],
+                    help="decoder layers (1: the same ops and placements, a step half the "
+                         "size for the planner to solve: tests/test_dtensor.py's run)")
     ap.add_argument("--json", default=None, help="also write the results here")
     args = ap.parse_args(argv)
     dp, tp = (int(v) for v in args.mesh.split("x"))
     data = batches(args.steps)
 
-    ref_losses, _ = train(build_model(), [torch.tensor(x) for x in data])
+    ref_losses, _ = train(build_model(args.layers), [torch.tensor(x) for x in data])
 
     mesh = init_device_mesh("cpu", (dp, tp), mesh_dim_names=("dp", "tp"))
-    model = build_model()
+    model = build_model(args.layers)
     layout = shard(model, mesh)
     xs = [distribute_tensor(torch.tensor(x), mesh, [Shard(0), Replicate()]) for x in data]
     with implicit_replication():

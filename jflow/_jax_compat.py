@@ -6,6 +6,7 @@ public API where one exists.
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Sequence
 from typing import Any
 
@@ -14,7 +15,7 @@ from jax import lax
 
 __all__ = ["all_gather_invariant", "manual_out_aval", "plain_lowering_ctx", "match_manual_type",
            "vary_together", "is_tracing", "cpu_async_dispatch", "drop_traceback_note",
-           "backends_initialized", "distributed_client", "jaxlib_has"]
+           "backends_initialized", "distributed_client", "jaxlib_has", "release_lowerings"]
 
 
 def _all_gather_invariant() -> Any:
@@ -218,3 +219,32 @@ def jaxlib_has(name: str) -> bool:
     which collectives this build carries has no public query."""
     from jax._src.lib import _jax
     return hasattr(_jax, name)
+
+
+@functools.cache
+def _lowering_caches() -> tuple[Any, ...]:
+    from jax._src import pjit
+    from jax._src.interpreters import pxla
+    return tuple(c for c in (getattr(pjit, "_pjit_lower", None),
+                             getattr(pxla, "_cached_lowering_to_hlo", None))
+                 if hasattr(c, "cache_clear"))
+
+
+def release_lowerings() -> bool:
+    """Drop the StableHLO lowerings JAX keeps after compiling them; False where this JAX
+    keeps them elsewhere (nothing is dropped then).
+
+    ``jax.jit`` keeps, besides the compiled executable its fast path runs, the lowered module
+    (an MLIR module with its own context) of every (function, shapes) it compiled, in two
+    internal caches keyed weakly on the traced jaxpr — which JAX's trace cache keeps alive.
+    Measured on CPU: 1.1 MiB of the 1.5 MiB each eager executable holds. The lowering is
+    needed again only when the same function and shapes miss the fast path, which then lowers
+    again; the executable itself is untouched. JAX has no public way to drop only these
+    (``jax.clear_caches`` drops the executables too), hence the private names, looked up so
+    that a JAX without them makes this a no-op. The cache clear is safe while a lowering is in
+    flight: that call keeps its own result.
+    """
+    caches = _lowering_caches()
+    for cache in caches:
+        cache.cache_clear()
+    return len(caches) == 2

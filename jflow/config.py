@@ -13,13 +13,19 @@ interpreter: slow, for checking their numerics without a GPU (see docs/kernels.m
 Memory: :func:`cache_limits` lists the bounds of jflow's own caches (:func:`set_cache_limit`
 changes one); :func:`set_executable_limit` bounds the executables JAX keeps for eager code
 (:mod:`jflow.executable_budget`: JAX's caches are cleared after that many compiles, at the
-next op call outside a trace; the cost is a recompile of shapes seen again).
+next op call outside a trace; the cost is a recompile of shapes seen again), and
+:func:`set_release_lowerings` whether the lowered module JAX keeps beside each executable is
+dropped after its compile (default: dropped, 1.1 MiB each on CPU).
 
 Debugging: :func:`set_codegen` ``(False)`` (or ``JFLOW_CODEGEN=0`` before import) runs the plain
 Python twin of every function jflow generates at run time (op dispatch, argument parsers, tape
 and lazy recorders, lazy backward templates, compiled-call fast paths): same results, easier
 to step through (:mod:`jflow._codegen`; docs/architecture.md "Generated code and how to debug
 it").
+
+Optimizers: :func:`set_fused_optimizer_step` ``(False)`` makes an eager ``optimizer.step()``
+run op by op every step (by default a step whose structure repeated 3 times runs as one
+executable: :mod:`jflow.lazy_mode.optimizer_step`).
 
 Start-up: JAX's persistent compilation cache is on (a per-user directory, bounded;
 :mod:`jflow.compilation_cache`): :func:`set_compilation_cache` moves or (``None``) disables
@@ -50,6 +56,7 @@ from .kernels import pallas as _pallas
 from .kernels.ffi import Library, LibraryError, load_library, loaded_libraries
 from .lazy_mode import backward as _lazy_backward
 from .lazy_mode import compile_cache as _lazy_compile_cache
+from .lazy_mode import optimizer_step as _optimizer_step
 from .lazy_mode import segment as _lazy_segment
 from .sharding import consistency as _consistency
 from .sharding import execute as _sharded
@@ -61,6 +68,7 @@ _device = importlib.import_module("jflow.device")
 __all__ = ["load_library", "loaded_libraries", "Library", "LibraryError",
            "enable_pallas_interpret", "pallas_interpret", "pallas_interpret_enabled",
            "cache_limits", "set_cache_limit", "set_executable_limit", "executable_limit",
+           "set_release_lowerings", "set_fused_optimizer_step",
            "executable_stats", "clear_compiled", "set_collective_check", "collective_check",
            "set_lazy", "is_lazy", "set_lazy_call_sites", "set_codegen", "codegen_enabled",
            "set_compilation_cache", "compilation_cache_dir"]
@@ -113,6 +121,8 @@ set_executable_limit = _budget.set_limit
 executable_limit = _budget.get_limit
 executable_stats = _budget.stats
 clear_compiled = _budget.clear
+set_release_lowerings = _budget.set_release_lowerings
+set_fused_optimizer_step = _optimizer_step.set_fused_eager
 
 
 def enable_pallas_interpret(flag: bool = True) -> bool:

@@ -99,3 +99,13 @@ def test_first_steps_in_a_fresh_process(rm: ModuleType, tmp_path: Path) -> None:
     _, losses, _ = rm.first_losses("gpt", cfg, [rm.TORCH_EAGER], 3, 1e-4, 1e-3)
     rm.check_losses("gpt", {rm.TORCH_EAGER: losses[rm.TORCH_EAGER], rm.EAGER: res["losses"]},
                     1e-4, 1e-3)
+
+
+def test_the_compile_floor_compiles_the_whole_step(rm: ModuleType) -> None:
+    """The results file's memory floor: XLA's compile of flow.jit's whole-step program, the
+    tracing and lowering done before the measurement; the compiled program does the step's
+    work (its FLOPs: at least the forward and backward of the tiny GPT's vocabulary head)."""
+    res = rm.xla_compile_child("gpt", True)
+    c = rm.MODELS["gpt"][2]
+    assert res["seconds"] > 0 and res["rss_mib"] >= 0
+    assert res["flops"] >= 3 * 2 * c["batch"] * c["block"] * c["d"] * c["vocab"], (res, c)

@@ -373,3 +373,39 @@ def test_tensor_from_ndarray_compiles_nothing_per_shape():
             logger.removeHandler(handler)
     compiles = [r for r in records if "Compiling" in r.getMessage()]
     assert not compiles, [r.getMessage() for r in compiles]
+
+
+def test_small_integer_ranges_are_made_on_the_host_and_equal_the_op(monkeypatch):
+    """Integer ranges on CPU are NumPy's, placed (ready at once: position ids are read by the
+    next op's bounds check, which would otherwise wait for the computations queued before
+    the range's executable); long ranges and wrapping dtypes take the op, with the same
+    values (both compared with torch)."""
+    torch = pytest.importorskip("torch")
+    from jflow.functional.functors import factory
+    from jflow.lazy_values import LazyTensor
+
+    rng = np.random.default_rng(7)
+    cases = [(int(a), int(a + n * s), int(s)) for a, n, s in zip(
+        rng.integers(-50, 50, 6), rng.integers(0, 30, 6), [1, 2, -1, -3, 5, 1])]
+    cases += [(0, 300, 1, flow.uint8), (5, -5, -2, flow.int8), (2**60, 2**60 + 3, 1)]
+    real = factory._arange
+    for use_op in (False, True):
+        monkeypatch.setattr(factory, "HOST_ARANGE_MAX", -1 if use_op else 1 << 16)
+        for case in cases:
+            *args, dt = case if len(case) == 4 else (*case, flow.int64)
+            got = flow.arange(*args, dtype=dt)
+            want = torch.arange(*args, dtype=getattr(torch, str(dt).split(".")[1]))
+            assert got.dtype.name == str(want.dtype).replace("torch.", "")
+            np.testing.assert_array_equal(got.numpy(), want.numpy(), err_msg=str(case))
+    monkeypatch.setattr(factory, "HOST_ARANGE_MAX", 1 << 16)
+
+    def no_op(**kw):
+        raise AssertionError(f"the arange op ran for {kw}")
+
+    monkeypatch.setattr(factory, "_arange", no_op)
+    assert flow.arange(64).tolist() == list(range(64))  # the host path: the op never runs
+    with flow.lazy():  # (factories run at the call in lazy mode too: a concrete range)
+        t = flow.arange(6) * 2
+        assert isinstance(t, LazyTensor)
+    assert t.tolist() == list(range(0, 12, 2))
+    monkeypatch.setattr(factory, "_arange", real)

@@ -26,19 +26,24 @@ ROOT = Path(__file__).resolve().parent.parent
 
 # name -> (library to import, code building `model` (the library is bound to its name),
 # input, forward giving `o` from `x` through `net` (the model, or `torch.compile(model)`),
-# loss from `o` (and `y`, labels [1, 7]))
+# loss from `o` (and `y`, labels [1, 7])). Each model is one layer of a kind deep: the
+# transformers have one layer, the ResNets (resnet18's code: timm's factory, torchvision's
+# class) one BasicBlock per stage (the first stage's keeps the identity shortcut, the others
+# downsample). A second layer of the same kind runs the same library code and jflow ops (no
+# new path), and would double the whole-step programs the compiled and lazy stages compile.
 _CE = "F.cross_entropy(o, y)"
 _LM = "F.cross_entropy(o.reshape(-1, 256), x.reshape(-1))"
 CASES = {
-    "timm_resnet18": ("timm", "model = timm.create_model('resnet18', num_classes=10)",
-                      "randn(2, 3, 32, 32)", "o = net(x)", _CE),
-    "torchvision_resnet18": ("torchvision",
-                             "model = torchvision.models.resnet18(num_classes=10)",
-                             "randn(2, 3, 32, 32)", "o = net(x)", _CE),
+    "timm_resnet": ("timm", "model = timm.create_model('resnet18', num_classes=10, "
+                    "layers=(1, 1, 1, 1))", "randn(2, 3, 32, 32)", "o = net(x)", _CE),
+    "torchvision_resnet": ("torchvision",
+                           "model = torchvision.models.ResNet(torchvision.models.resnet."
+                           "BasicBlock, [1, 1, 1, 1], num_classes=10)",
+                           "randn(2, 3, 32, 32)", "o = net(x)", _CE),
     "x_transformers_decoder": (
         "x_transformers",
         "model = x_transformers.TransformerWrapper(num_tokens=256, max_seq_len=64, "
-        "attn_layers=x_transformers.Decoder(dim=64, depth=2, heads=4))",
+        "attn_layers=x_transformers.Decoder(dim=64, depth=1, heads=4))",
         "randint", "o = net(x)", _LM),
     "einops_layers": (
         "einops",
@@ -47,18 +52,18 @@ CASES = {
         " torch.nn.Linear(48, 32), Reduce('b n d -> b d', 'mean'), torch.nn.Linear(32, 10))",
         "randn(2, 3, 16, 16)", "o = net(x)", _CE),
     "hf_gpt2": ("transformers",
-                "model = transformers.GPT2LMHeadModel(transformers.GPT2Config(n_layer=2, "
+                "model = transformers.GPT2LMHeadModel(transformers.GPT2Config(n_layer=1, "
                 "n_embd=64, n_head=4, vocab_size=256, n_positions=64))",
                 "randint", "o = net(x).logits", _LM),
     "hf_llama": ("transformers",
                  "model = transformers.LlamaForCausalLM(transformers.LlamaConfig("
-                 "num_hidden_layers=2, hidden_size=64, intermediate_size=128, "
+                 "num_hidden_layers=1, hidden_size=64, intermediate_size=128, "
                  "num_attention_heads=4, num_key_value_heads=2, vocab_size=256, "
                  "max_position_embeddings=64))",
                  "randint", "o = net(x).logits", _LM),
     "hf_bert": ("transformers",
                 "model = transformers.BertForSequenceClassification(transformers.BertConfig("
-                "num_hidden_layers=2, hidden_size=64, intermediate_size=128, "
+                "num_hidden_layers=1, hidden_size=64, intermediate_size=128, "
                 "num_attention_heads=4, vocab_size=256, max_position_embeddings=64, "
                 "num_labels=10))",
                 # with padding (tokens = 0 mod 7 masked out): eagerly transformers reads
@@ -72,7 +77,7 @@ CASES = {
 # from PyTorch's weights with a fresh optimizer. One process per half runs every case of a
 # group one after the other: importing torch, jflow and the libraries is most of a case's
 # time, and cases of one group share jflow's compiled executables (timm's and torchvision's
-# resnet18 have the same layers). A case that raises is reported (ERROR) and the next one
+# ResNets have the same layers). A case that raises is reported (ERROR) and the next one
 # runs. The mock is enabled with lazy placeholders, and the run prints what the process
 # touched: the test requires no placeholder among it, so strict mode takes the same path.
 RUN = textwrap.dedent('''
@@ -178,9 +183,9 @@ def _line(stdout: str, tag: str) -> object:
 
 
 #: the cases of each test, run in one process per half (see RUN): vision models (timm's and
-#: torchvision's resnet18 share jflow's executables), then language models (three share the
+#: torchvision's ResNets share jflow's executables), then language models (three share the
 #: transformers import); two groups so that pytest-xdist's two workers can take one each
-GROUPS = {"vision": ("timm_resnet18", "torchvision_resnet18", "einops_layers"),
+GROUPS = {"vision": ("timm_resnet", "torchvision_resnet", "einops_layers"),
           "text": ("x_transformers_decoder", "hf_gpt2", "hf_llama", "hf_bert")}
 
 

@@ -3,15 +3,15 @@ against real PyTorch on the same weights.
 
 One PyTorch subprocess builds the tiny GPT-2 and Llama of tests/test_ecosystem.py (seeded),
 writes each with ``save_pretrained`` (safetensors) and as a ``pytorch_model.bin`` directory,
-and records the reference: logits on fixed ids and ``generate(ids, max_new_tokens=8,
+and records the reference: logits on fixed ids and ``generate(ids, max_new_tokens=4,
 do_sample=False)`` (greedy, with the KV cache, transformers' default). One jflow subprocess
 then imports transformers under the mock (so none of its modules holds real torch) and, per
 model: loads each directory with ``AutoModelForCausalLM.from_pretrained`` offline
 (``HF_HUB_OFFLINE=1``; transformers builds the model on the meta device, then assigns the
 loaded tensors: jflow.meta) and compares logits, and runs ``generate`` on the model built in
-code with the weights loaded by ``load_state_dict``. (Eight new tokens: every one after the
-first runs the KV-cache path, and each new cache length compiles jflow's ops anew, so more
-tokens cost time without exercising another path.)
+code with the weights loaded by ``load_state_dict``. (Four new tokens: every one after the
+first runs the KV-cache path, three times on a cache that grows, and each new cache length
+compiles jflow's ops anew, so more tokens cost time without exercising another path.)
 
 transformers 5's ``save_pretrained`` writes safetensors only (``safe_serialization`` is gone);
 the ``.bin`` directory is what 4.x's ``save_pretrained(safe_serialization=False)`` wrote: the
@@ -44,7 +44,7 @@ MODELS = {"gpt2": CASES["hf_gpt2"][1], "llama": CASES["hf_llama"][1]}
 FORMATS = ("safetensors", "bin")
 #: prompt ids (batch 2; transformers' greedy search on PyTorch is the reference)
 IDS = [[1, 2, 3, 4, 5, 6], [7, 8, 9, 10, 11, 12]]
-NEW_TOKENS = 8
+NEW_TOKENS = 4
 
 TORCH_HALF = textwrap.dedent('''
     import json, os, sys

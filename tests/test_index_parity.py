@@ -392,3 +392,27 @@ def test_masked_scatter_and_index_put_trace() -> None:
 def test_errors(call: Any, exc: type, match: str) -> None:
     with pytest.raises(exc, match=match):
         call()
+
+
+def test_bounds_of_a_reshaping_view_are_its_bases(monkeypatch):
+    """An index check reads a reshaping view's bounds from its base (the same values), on CPU
+    from the array's own buffer: no executable runs, so the check does not wait behind queued
+    computations. A slice (other values) is read itself; the bounds and the errors are the
+    ones the values give."""
+    from jflow.functional.functors import index
+
+    def no_executable(x):
+        raise AssertionError("an executable computed the bounds")
+
+    monkeypatch.setattr(index, "_min_max", no_executable)
+    base = flow.tensor(np.array([[3, 9, 4], [7, 1, 5]]))
+    views = {"view": base.view(-1), "T": base.T, "unsqueeze": base.unsqueeze(0),
+             "expand": base[None].expand(4, 2, 3), "slice": base[:, 2:]}
+    want = {"view": (1, 9), "T": (1, 9), "unsqueeze": (1, 9), "expand": (1, 9), "slice": (4, 5)}
+    for name, v in views.items():
+        assert index.host_min_max(v) == want[name], name
+    emb = flow.nn.Embedding(9, 2)
+    with pytest.raises(IndexError, match=r"embedding\(\): index 9 is out of bounds for "
+                                         r"num_embeddings 9"):
+        emb(base.view(-1))
+    assert emb(base[:, 2:]).shape == (2, 1, 2)

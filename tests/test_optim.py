@@ -478,3 +478,38 @@ def test_a_low_precision_step_count_from_an_older_checkpoint_is_widened():
     before = p.float().detach().numpy().copy()
     opt.step()
     assert opt.state[p]["step"].item() == 257 and (p.float().detach().numpy() < before).all()
+
+
+def test_an_eager_step_that_repeats_runs_as_one_executable(monkeypatch):
+    """From the structure's EAGER_AFTER-th sighting an eager AdamW step is one jitted call of
+    the traced step (no per-parameter adam_update dispatch), with the formula's numbers; with
+    the fusion off every step runs op by op, with the same numbers."""
+    from jflow.lazy_mode import optimizer_step
+    from jflow.optim import adam
+
+    p0 = np.random.default_rng(4).standard_normal((3, 4))
+    grads = _grads(5, (3, 4), n=7)
+    want = ref_adam(p0, grads, lr=0.01, weight_decay=0.01, decoupled=True)
+    real = adam._ADAM
+    calls = []
+
+    def counted(*args, **kw):
+        calls.append(1)
+        return real(*args, **kw)
+
+    monkeypatch.setattr(adam, "_ADAM", counted)
+    for fused in (True, False):
+        old = flow.config.set_fused_optimizer_step(fused)
+        try:
+            calls.clear()
+            p, opt, got = _run_jflow(lambda ps: optim.AdamW(ps, lr=0.01), p0, grads)
+        finally:
+            flow.config.set_fused_optimizer_step(old)
+        for a, b in zip(got, want):
+            np.testing.assert_allclose(a, b, rtol=1e-10, atol=1e-12)
+        assert optimizer_step.traced_steps(opt) == (1 if fused else 0)
+        # steps 1-3 op by op (the state is made at step 1: two structures); the trace at step
+        # 4 runs the step's code once on tracers; steps 4-7 are one call each
+        assert len(calls) == (optimizer_step.EAGER_AFTER + 1 if fused else len(grads))
+    with pytest.raises(TypeError, match="set_fused_optimizer_step: flag must be a bool"):
+        flow.config.set_fused_optimizer_step(1)

@@ -74,11 +74,19 @@ def _grads(fname, a, kw, pick=lambda r: r, **extra):
 
 # -- var / std / var_mean / std_mean -----------------------------------------------------------
 
-@pytest.mark.parametrize("fname", ["var", "std", "var_mean", "std_mean"])
-@pytest.mark.parametrize("kw", [{}, {"dim": 1}, {"dim": (0, 2), "keepdim": True},
-                                {"correction": 0}, {"dim": -1, "correction": 2},
-                                {"dim": 1, "correction": 0.5}, {"unbiased": False},
-                                {"dim": 0, "unbiased": True, "keepdim": True}])
+_VAR_FNAMES = ["var", "std", "var_mean", "std_mean"]
+_VAR_KWS = [{}, {"dim": 1}, {"dim": (0, 2), "keepdim": True}, {"correction": 0},
+            {"dim": -1, "correction": 2}, {"dim": 1, "correction": 0.5}, {"unbiased": False},
+            {"dim": 0, "unbiased": True, "keepdim": True}]
+
+
+# The four share one argument parser and variance kernel (functors/reduce.py: ``_var_of`` /
+# ``_var_mean_of``); std adds a sqrt, the *_mean forms a mean over the same dims. So each
+# argument form runs with a plain and a *_mean form (var with var_mean on the even forms, std
+# with std_mean on the odd ones): every form, every function, and each function with a dim, a
+# keepdim and a correction or unbiased form, without the 32-case product.
+@pytest.mark.parametrize("fname,kw", [(_VAR_FNAMES[(i + j) % 4], kw)
+                                      for i, kw in enumerate(_VAR_KWS) for j in (0, 2)])
 def test_var_family_values_and_grads(fname, kw):
     a = _rand((3, 4, 5), np.float64)
     same(getattr(flow, fname)(flow.tensor(a), **kw), getattr(torch, fname)(torch.tensor(a), **kw))
@@ -126,9 +134,14 @@ def test_var_family_errors(fname):
 
 # -- nansum / nanmean / count_nonzero --------------------------------------------------------------
 
-@pytest.mark.parametrize("dtype", [np.float32, np.float64, np.int32, np.int64, np.uint8,
-                                   np.bool_])
-@pytest.mark.parametrize("kw", [{}, {"dim": 1}, {"dim": (0, 1), "keepdim": True}])
+_NANSUM_DTYPES = [np.float32, np.float64, np.int32, np.int64, np.uint8, np.bool_]
+_NANSUM_KWS = [{}, {"dim": 1}, {"dim": (0, 1), "keepdim": True}]
+
+
+# the dtype decides the nan masking and the result dtype, the kw the sum's dims: each dtype
+# with two of the three argument forms, each form with four dtypes (floats and integers)
+@pytest.mark.parametrize("dtype,kw", [(dt, _NANSUM_KWS[(i + j) % 3])
+                                      for i, dt in enumerate(_NANSUM_DTYPES) for j in (0, 1)])
 def test_nansum_dtypes(dtype, kw):
     a = _with_edges() if dtype == np.float64 else _rand((4, 5), dtype)
     if dtype == np.float32:
@@ -166,8 +179,15 @@ def test_nanmean_int_errors():
         flow.nanmean(flow.tensor(_rand((3,), np.int64)))
 
 
-@pytest.mark.parametrize("dtype", [np.float32, np.float64, np.int64, np.uint8, np.bool_])
-@pytest.mark.parametrize("dim", [None, 0, -1, (0, 1)])
+_COUNT_DTYPES = [np.float32, np.float64, np.int64, np.uint8, np.bool_]
+_COUNT_DIMS = [None, 0, -1, (0, 1)]
+
+
+# the dtype decides the != 0 test (nan and inf count), the dim the sum: each dtype with a
+# whole-tensor count (None or (0, 1)) and a one-dim count (0 or -1), each dim with two or
+# three dtypes
+@pytest.mark.parametrize("dtype,dim", [(dt, _COUNT_DIMS[(i + j) % 4])
+                                       for i, dt in enumerate(_COUNT_DTYPES) for j in (0, 2)])
 def test_count_nonzero(dtype, dim):
     a = _with_edges() if dtype == np.float64 else _rand((4, 5), dtype)
     kw = {} if dim is None else {"dim": dim}
@@ -177,9 +197,14 @@ def test_count_nonzero(dtype, dim):
 
 # -- aminmax -------------------------------------------------------------------------------------
 
-@pytest.mark.parametrize("dtype", [np.float32, np.float64, np.int64, np.uint8, np.bool_])
-@pytest.mark.parametrize("kw", [{}, {"dim": 1}, {"dim": -1, "keepdim": True},
-                                {"keepdim": True}])
+_AMINMAX_DTYPES = [np.float32, np.float64, np.int64, np.uint8, np.bool_]
+_AMINMAX_KWS = [{}, {"dim": 1}, {"dim": -1, "keepdim": True}, {"keepdim": True}]
+
+
+# each dtype with a whole-tensor and a per-dim reduction (kw k and k + 2 of the list), each
+# argument form with at least two dtypes: every dtype's min/max path meets both reductions
+@pytest.mark.parametrize("dtype,kw", [(dt, _AMINMAX_KWS[(i + j) % 4])
+                                      for i, dt in enumerate(_AMINMAX_DTYPES) for j in (0, 2)])
 def test_aminmax(dtype, kw):
     a = _with_edges() if dtype == np.float64 else _rand((4, 5), dtype)
     got, want = flow.aminmax(flow.tensor(a), **kw), torch.aminmax(torch.tensor(a), **kw)
@@ -428,33 +453,41 @@ def test_order_stat_grads_and_errors():
 
 # -- quantile / nanquantile ----------------------------------------------------------------------
 
-# q: the ends, interior values (0.5: ties for 'nearest' / 'midpoint'), a 1-d and a 0-d tensor;
-# the input: float64 with nan and an all-nan row through the function, or float32 with ties
-# through the Tensor method. Pairwise over the five lists (each q a program of its own).
-@pytest.mark.parametrize("fname,interpolation,kw,q,data", pairwise(
-    ["quantile", "nanquantile"], ["linear", "lower", "higher", "midpoint", "nearest"],
+# The programs depend on the function, the dims / keepdim, the input (shape, dtype) and the
+# shape of a tensor q, not on a scalar q's value nor (but for a select or two) on the
+# interpolation: so those three are pairwise over the rows, and every row runs every
+# interpolation with every scalar q (the ends, interior values, 0.5: ties for 'nearest' /
+# 'midpoint'), and a tensor q (1-d or 0-d, of the input's dtype as torch requires) with each
+# interpolation. The input: float64 with nan and an all-nan row through the function, or
+# float32 with ties through the Tensor method.
+_INTERPOLATIONS = ["linear", "lower", "higher", "midpoint", "nearest"]
+
+
+@pytest.mark.parametrize("fname,kw,data", pairwise(
+    ["quantile", "nanquantile"],
     [{}, {"dim": 1}, {"dim": -2, "keepdim": True}, {"keepdim": True}],
-    [0.0, 0.37, 0.4, 0.5, 1.0, (0.1, 0.5, 0.9), (0.25,)],
     ["float64 nan, function", "float32 ties, method"]))
-def test_quantile_values(fname, interpolation, kw, q, data):
+def test_quantile_values(fname, kw, data):
     if data.startswith("float64"):
         a = _rand((5, 6), np.float64)
         a[1, 2] = a[3, 0] = NAN
         a[4, :] = NAN  # an all-nan row
     else:
         a = np.round(_rand((4, 7), np.float32) * 2) / 2  # float32, with ties from rounding
-    if isinstance(q, tuple):  # a tensor q (of the input's dtype, as torch requires): 1-d / 0-d
-        qa = np.array(q if len(q) > 1 else q[0], a.dtype)
-        fq, tq = flow.tensor(qa), torch.tensor(qa)
-    else:
-        fq = tq = q
-    if data.endswith("function"):
-        got = getattr(flow, fname)(flow.tensor(a), fq, interpolation=interpolation, **kw)
-        want = getattr(torch, fname)(torch.tensor(a), tq, interpolation=interpolation, **kw)
-    else:
-        got = getattr(flow.tensor(a), fname)(fq, interpolation=interpolation, **kw)
-        want = getattr(torch.tensor(a), fname)(tq, interpolation=interpolation, **kw)
-    same(got, want)
+    qs = [0.0, 0.37, 0.4, 0.5, 1.0]
+    tensor_q = (0.1, 0.5, 0.9) if data.startswith("float64") == ("dim" in kw) else (0.25,)
+    qa = np.array(tensor_q if len(tensor_q) > 1 else tensor_q[0], a.dtype)  # 1-d / 0-d
+    cases = [(q, q, interpolation) for interpolation in _INTERPOLATIONS for q in qs]
+    cases += [(flow.tensor(qa), torch.tensor(qa), interpolation)
+              for interpolation in _INTERPOLATIONS]
+    for fq, tq, interpolation in cases:
+        if data.endswith("function"):
+            got = getattr(flow, fname)(flow.tensor(a), fq, interpolation=interpolation, **kw)
+            want = getattr(torch, fname)(torch.tensor(a), tq, interpolation=interpolation, **kw)
+        else:
+            got = getattr(flow.tensor(a), fname)(fq, interpolation=interpolation, **kw)
+            want = getattr(torch.tensor(a), fname)(tq, interpolation=interpolation, **kw)
+        same(got, want)
 
 
 @pytest.mark.parametrize("fname", ["quantile", "nanquantile"])
@@ -480,11 +513,17 @@ def test_quantile_grads_and_errors(fname):
 
 # -- searchsorted / bucketize --------------------------------------------------------------------
 
-@pytest.mark.parametrize("seq_dtype,val_dtype", [(np.float32, np.float32), (np.int64, np.float64),
-                                                 (np.int32, np.int64), (np.float64, np.int64),
-                                                 (np.uint8, np.int32)])
-@pytest.mark.parametrize("kw", [{}, {"right": True}, {"side": "right"}, {"side": "left"},
-                                {"out_int32": True}])
+_SEARCH_DTYPES = [(np.float32, np.float32), (np.int64, np.float64), (np.int32, np.int64),
+                  (np.float64, np.int64), (np.uint8, np.int32)]
+_SEARCH_KWS = [{}, {"right": True}, {"side": "right"}, {"side": "left"}, {"out_int32": True}]
+
+
+# every dtype pair (a promotion path) with a left and a right search, each argument form
+# with two pairs or more (side= and right= reach the same search: functors/search.py)
+@pytest.mark.parametrize("seq_dtype,val_dtype,kw", [
+    (*_SEARCH_DTYPES[i], _SEARCH_KWS[k])
+    for i, k in [(0, 0), (0, 2), (1, 1), (1, 3), (2, 2), (2, 4), (3, 1), (3, 0), (4, 2), (4, 3),
+                 (4, 4)]])
 def test_searchsorted(seq_dtype, val_dtype, kw):
     seq = np.sort(_rand((9,), seq_dtype))  # small integer range: repeated entries
     vals = _rand((3, 4), val_dtype)
@@ -533,9 +572,11 @@ def test_searchsorted_sorter_nan_and_errors():
 
 # -- histc / bincount ------------------------------------------------------------------------------
 
-@pytest.mark.parametrize("dtype", [np.float32, np.float64])
-@pytest.mark.parametrize("kw", [{}, {"bins": 7}, {"bins": 5, "min": -1.0, "max": 1.0},
-                                {"bins": 8, "min": -0.5, "max": 0.5}])
+# each dtype with a range taken from the data and a given range (values outside it dropped)
+@pytest.mark.parametrize("dtype,kw", [(np.float32, {}),
+                                      (np.float32, {"bins": 5, "min": -1.0, "max": 1.0}),
+                                      (np.float64, {"bins": 7}),
+                                      (np.float64, {"bins": 8, "min": -0.5, "max": 0.5})])
 def test_histc(dtype, kw):
     a = _rand((40, 3), dtype)
     a[0, 0], a[1, 1] = 1.0, -1.0  # values on the range's ends and on edges

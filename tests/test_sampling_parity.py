@@ -112,13 +112,14 @@ def test_affine_grid_then_grid_sample_theta_gradient():
 
 # -- interpolate -----------------------------------------------------------------------------
 
-def _random_resize(rng, nd, in_sizes, antialias):
-    """A random ``size`` or ``scale_factor`` (output sizes >= 1). With antialias: outputs
-    >= 2, where PyTorch's kernel mis-handles an output width of 1, and no scale factor that
-    leaves a size unchanged, where PyTorch's backward is not its forward's gradient (see
+def _random_resize(rng, nd, in_sizes, antialias, use_size=None):
+    """A random ``size`` or ``scale_factor`` (output sizes >= 1; ``use_size`` picks which,
+    else chance does). With antialias: outputs >= 2, where PyTorch's kernel mis-handles an
+    output width of 1, and no scale factor that leaves a size unchanged, where PyTorch's
+    backward is not its forward's gradient (see
     ``test_interpolate_antialias_unresized_axis_is_copied``)."""
     low = 2 if antialias else 1
-    if rng.integers(2):
+    if rng.integers(2) if use_size is None else use_size:
         return {"size": [int(v) for v in rng.integers(low, 11, nd)]}
     while True:
         sf = [float(v) for v in np.round(rng.uniform(0.3, 2.6, nd), 2)]
@@ -131,11 +132,13 @@ def _random_resize(rng, nd, in_sizes, antialias):
 @pytest.mark.parametrize("mode,antialias", [("bicubic", False), ("area", False),
                                             ("bilinear", True), ("bicubic", True)])
 def test_interpolate_random(mode, antialias):
+    # four trials (each a forward and a backward program of its own, for new random sizes):
+    # a size and a scale factor, each with both align_corners ('area': both ranks)
     rng = np.random.default_rng(len(mode) + 10 * antialias)
-    for trial in range(8):
+    for trial in range(4):
         nd = 1 if mode == "area" and trial % 2 else 2
         in_sizes = [int(v) for v in rng.integers(2, 9, nd)]
-        kw = _random_resize(rng, nd, in_sizes, antialias)
+        kw = _random_resize(rng, nd, in_sizes, antialias, use_size=trial < 2)
         kw["mode"] = mode
         if antialias:
             kw["antialias"] = True
@@ -146,11 +149,15 @@ def test_interpolate_random(mode, antialias):
 
 @pytest.mark.parametrize("mode", ["nearest", "nearest-exact", "bilinear", "linear"])
 def test_interpolate_existing_modes_random(mode):
+    # a size and a scale factor (with both align_corners for the linear modes, where a
+    # scale factor is used as given without align_corners and ignored with it)
     rng = np.random.default_rng(len(mode))
     nd = 1 if mode == "linear" else 2
-    for trial in range(4):
+    trials = 4 if mode in ("bilinear", "linear") else 2
+    for trial in range(trials):
         in_sizes = [int(v) for v in rng.integers(2, 9, nd)]
-        kw = {**_random_resize(rng, nd, in_sizes, False), "mode": mode}
+        kw = {**_random_resize(rng, nd, in_sizes, False, use_size=trial < trials // 2),
+              "mode": mode}
         if mode in ("bilinear", "linear"):
             kw["align_corners"] = bool(trial % 2)
         _compare(F.interpolate, TF.interpolate, [_x(2, 2, *in_sizes)], kw)

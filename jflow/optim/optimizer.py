@@ -10,7 +10,7 @@ from ..autograd import enable_grad, no_grad
 from ..creation import zero_grads
 from ..dtypes import float32 as _F32
 from ..lazy_mode import segment as _lazy
-from ..lazy_mode.optimizer_step import record_step
+from ..lazy_mode.optimizer_step import record_step, run_step_eagerly
 from ..tensor import Tensor
 from .watched import WatchedGroup, WatchedList
 
@@ -29,11 +29,15 @@ def assign_(t: Tensor, new: Tensor) -> None:
 def _running_pending(step: Callable[..., Any]) -> Callable[..., Any]:
     """``step`` that ends by running what lazy mode recorded (jflow.lazy_mode): an eager
     training step — forward, backward, update — runs as one fused executable (two when its
-    forward is heavy: the backward ran it already, see lazy_mode.segment.SPLIT_FLOPS)."""
+    forward is heavy: the backward ran it already, see lazy_mode.segment.SPLIT_FLOPS).
+    Outside lazy mode, a step whose structure repeats runs as one executable too
+    (lazy_mode.optimizer_step.run_step_eagerly)."""
     @functools.wraps(step)
     def run(self: Optimizer, *args: Any, **kwargs: Any) -> Any:
-        if _lazy.active() is None:
-            return step(self, *args, **kwargs)
+        if _lazy.active() is None:  # eager: the whole update as one executable when it can
+            if args or kwargs or not run_step_eagerly(self, step):
+                return step(self, *args, **kwargs)
+            return None
         if args or kwargs or not record_step(self, step):  # (one recorded node when it can)
             out = step(self, *args, **kwargs)
         else:

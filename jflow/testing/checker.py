@@ -9,10 +9,12 @@ independently computed things (a check of code against itself could never fail):
   reference (values, and the dtype kind), or, for ops whose values cannot be predicted
   (random draws), the sample's ``verify`` holds, on every sample;
 * eager (dispatch's cached executable, a separate path from the trace) == the same reference
-  (or ``verify``) on the samples :func:`_pick_eager` picks: the first per kernel the
-  registry picks, those checked under ``jax.vmap`` and those passing a dynamic attr. On the
-  others an eager call would lower the same kernel with the same attrs through the same
-  lowering rule as the traced call, for an executable per sample;
+  (or ``verify``) on the samples :func:`_pick_eager` picks: those checked under
+  ``jax.vmap``, those passing a dynamic attr, and one per kernel the registry picks (for a
+  differentiable op preferably one the gradient check runs eagerly as it is, whose
+  executable then serves both). On the others an eager call would lower the same kernel
+  with the same attrs through the same lowering rule as the traced call, for an executable
+  per sample;
 * ``jax.vmap`` (the primitive's batching rule) over a batch of two == a Python loop of eager
   calls, with all inputs batched and with only the first batched, on one sample per kernel
   (:func:`_pick_staged`): every op has one generic batching rule (the kernel lowered under
@@ -238,6 +240,8 @@ class _Run:
     eager_run: bool = False
     #: the outputs under ``jax.jit`` (once the staged trace ran)
     jitted: list[np.ndarray] | None = None
+    #: the gradient check runs this very call eagerly (:func:`_shares_grad_executable`)
+    shares_grad: bool = False
 
 
 def _first_only_applies(s: Sample) -> bool:
@@ -247,19 +251,39 @@ def _first_only_applies(s: Sample) -> bool:
             and len([x for x in s.inputs if x is not None]) >= 2)
 
 
+def _shares_grad_executable(op_name: str, s: Sample) -> bool:
+    """Whether the gradient check calls the op eagerly on exactly this sample's inputs: a
+    sample it applies to whose floating inputs are float64 / complex128 already (it widens
+    the others). The eager executable compiled for the forward check's call is then the one
+    the finite differences and the tape run (the dispatch cache, or the persistent
+    compilation cache in another process), so picking such a sample for the eager and vmap
+    checks spares the gradient check a compile."""
+    return grad_applicable(op_name, s) and all(
+        np.asarray(a).dtype in (np.float64, np.complex128)
+        for a in _flat_inputs(s) if np.asarray(a).dtype.kind in "fc")
+
+
+def _preferred(runs: list[_Run]) -> list[_Run]:
+    """``runs`` with the samples whose eager executable the gradient check shares first (in
+    their order), then the rest: the per-kernel picks take the first that qualifies."""
+    return ([r for r in runs if r.shares_grad] + [r for r in runs if not r.shares_grad])
+
+
 def _pick_staged(runs: list[_Run], every: bool = False) -> None:
     """Mark the samples that run the ``jax.jit`` and ``jax.vmap`` checks. Eager and
     ``jax.jit`` lower the same kernel (one lowering rule picks it) and differ only in the
     dispatch path, and the batching rule is one generic rule (the kernel lowered under
     ``jax.vmap``), so a second sample on the same kernel adds a compile, not a check: per
-    kernel the first sample that can be batched runs vmap, likewise the first that can
-    batch only its first input, and ``jax.jit`` runs on those and, for a kernel none of
-    them uses, on its first sample. ``Sample(vmap=True)`` (or ``every``) adds a sample to
-    both, ``vmap=False`` keeps a sample out of vmap. (:func:`_check_forward` then runs
-    ``jax.jit`` on every sample; this choice of jit samples is its fallback's.)"""
+    kernel one sample that can be batched runs vmap, likewise one that can batch only its
+    first input (the first such sample whose eager executable the gradient check shares,
+    :func:`_shares_grad_executable`, else the first such sample), and ``jax.jit`` runs on
+    those and, for a kernel none of them uses, on its first sample. ``Sample(vmap=True)``
+    (or ``every``) adds a sample to both, ``vmap=False`` keeps a sample out of vmap.
+    (:func:`_check_forward` then runs ``jax.jit`` on every sample; this choice of jit
+    samples is its fallback's.)"""
     seen_all: set[int] = set()
     seen_first: set[int] = set()
-    for r in runs:
+    for r in _preferred(runs):
         force = every or r.s.vmap is True
         if r.s.vmap is not False and _flat_inputs(r.s):
             if force or id(r.kernel) not in seen_all:
@@ -342,17 +366,21 @@ def _gives_dynamic_attr(op: Any, s: Sample) -> bool:
 
 
 def _pick_eager(op: Any, runs: list[_Run], every: bool = False) -> None:
-    """Which samples also run eagerly, besides ``jax.jit``: the first sample per kernel
-    (eager dispatch's cached executable vs the reference), those checked under ``jax.vmap``
+    """Which samples also run eagerly, besides ``jax.jit``: those checked under ``jax.vmap``
     (a loop of eager calls is the reference there), those passing a dynamic attr (eager
-    dispatch's operand path); every sample with ``every``. For the others an eager call
-    lowers the same kernel with the same attrs through the same lowering rule as the traced
-    call already compared with the reference, and would cost an executable per sample."""
-    seen: set[int] = set()
+    dispatch's operand path), and for a kernel none of these uses one sample (eager
+    dispatch's cached executable vs the reference): the first whose eager executable the
+    gradient check shares (:func:`_shares_grad_executable`), else its first; every sample
+    with ``every``. For the others an eager call lowers the same kernel with the same attrs
+    through the same lowering rule as the traced call already compared with the reference,
+    and would cost an executable per sample."""
     for r in runs:
-        r.eager_run = (every or id(r.kernel) not in seen or r.vmap_all or r.vmap_first
-                       or _gives_dynamic_attr(op, r.s))
-        seen.add(id(r.kernel))
+        r.eager_run = every or r.vmap_all or r.vmap_first or _gives_dynamic_attr(op, r.s)
+    seen = {id(r.kernel) for r in runs if r.eager_run}
+    for r in _preferred(runs):
+        if id(r.kernel) not in seen:
+            r.eager_run = True
+            seen.add(id(r.kernel))
 
 
 def _check_forward(op_name: str, samples: list[Sample], entry: OpSamples,
@@ -372,7 +400,7 @@ def _check_forward(op_name: str, samples: list[Sample], entry: OpSamples,
         label = f"op '{op_name}' sample {s.name or s.attrs}"
         inferred, kernel = _check_inference(op, s, label)
         runs.append(_Run(s, label, _reference_check(entry, s, label), None, kernel,
-                         inferred))
+                         inferred, shares_grad=_shares_grad_executable(op_name, s)))
     _pick_staged(runs, every)
     _pick_eager(op, runs, every)
     for r in runs:
@@ -482,7 +510,7 @@ class CheckReport:
     #: traced path refuses some sample: then one per kernel, those checked under jax.vmap
     #: and those with ``Sample(vmap=True)``, and every sample eagerly)
     jit: int = 0
-    #: samples also run eagerly vs the reference: the first per kernel, those checked under
+    #: samples also run eagerly vs the reference: one per kernel, those checked under
     #: jax.vmap, those passing a dynamic attr (:func:`_pick_eager`)
     eager: int = 0
     #: samples whose abstract eval was compared with the kernel's outputs (not ffi kernels)
@@ -518,7 +546,7 @@ class CheckReport:
                  f"  samples: {n} (input dtypes: {', '.join(self.input_dtypes) or 'none'}), "
                  f"error samples: {self.errors}",
                  f"  values: vs {self.reference} on {n} sample(s): jax.jit on {self.jit}, "
-                 f"eager on {self.eager} (the first per kernel, vmapped ones, dynamic attrs: "
+                 f"eager on {self.eager} (one per kernel, vmapped ones, dynamic attrs: "
                  f"eager and jax.jit lower the same kernel); "
                  f"tolerances: {'; '.join(self.tolerances) or 'none'}",
                  f"  inference: abstract eval vs the kernel's output shapes/dtypes on "

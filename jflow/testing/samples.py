@@ -18,9 +18,10 @@ class Sample:
 
     ``batch``: optional second set of inputs for the vmap check (default: floats scaled by
     0.5, other dtypes repeated). The vmap check runs on one sample per kernel the op's
-    samples select (the first that can be batched: the batching rule is generic, see
-    :mod:`jflow.testing.checker`); ``vmap=True`` runs it on this sample too, ``vmap=False``
-    never on this one.
+    samples select (one that can be batched: the batching rule is generic, see
+    :mod:`jflow.testing.checker`; the first whose float64 inputs the gradient check also
+    runs, else the first); ``vmap=True`` runs it on this sample too, ``vmap=False`` never
+    on this one.
     ``grad``: for a differentiable op the gradient check runs on the sample's floating inputs
     (made float64): tape and ``jax.grad`` against central finite differences, and ``jax.jvp``
     against ``jax.vjp``.

@@ -3,7 +3,9 @@ declares for the sample's shapes, run on global inputs laid out as the signature
 the single-device result, and its outputs carry the signature's SBP.
 
 Each signature runs on the largest 1-d placement (4, 3 or 2 devices) that splits its split
-dimensions evenly. A signature can go unrun on a sample for two reasons: no placement splits
+dimensions evenly; one that splits nothing (broadcasts and partial sums) on the largest such
+placement the op's splitting signatures use (any number of devices serves it alike, and it then
+adds no executable). A signature can go unrun on a sample for two reasons: no placement splits
 it evenly, or an earlier signature has the same input SBPs (inference always picks that one).
 :class:`SbpCoverage` records, per op, which declared signatures ran on some sample and why the
 others did not, so a test can demand that every declared signature is exercised.
@@ -304,6 +306,22 @@ def _plan(op: Any, s: Sample, cov: SbpCoverage, planned: set[str]) -> list[_Plan
     return runs
 
 
+def _splits(sig: Signature) -> bool:
+    return any(isinstance(x, _Split) for x in (*sig.inputs, *sig.outputs))
+
+
+def _share_device_counts(runs: list[_Planned]) -> None:
+    """A signature that splits nothing (broadcasts and partial sums only) runs on any
+    number of devices alike (every rank holds the whole value, or an addend of it): it
+    joins the largest device count a splitting signature of the op runs on, so it adds no
+    executable of its own (each device count is one)."""
+    used = [r.n for r in runs if _splits(r.sig)]
+    if used:
+        for r in runs:
+            if not _splits(r.sig):
+                r.n = max(used)
+
+
 def _check(op_name: str, samples: list[Sample], cov: SbpCoverage,
            refs: dict[int, list[np.ndarray]] | None = None) -> SbpCoverage:
     """Plan the samples' signatures, run them grouped by device count, record what ran.
@@ -322,6 +340,7 @@ def _check(op_name: str, samples: list[Sample], cov: SbpCoverage,
     for r in runs:
         if r.ref is None:
             r.ref = refs[id(r.s)]
+    _share_device_counts(runs)
     for n in sorted({r.n for r in runs}, reverse=True):
         _run_staged(op, [r for r in runs if r.n == n])
     for r in runs:

@@ -36,7 +36,7 @@ from ..autograd.grad_mode import _set as _set_grad
 from ..autograd.grad_mode import is_grad_enabled
 from ..autograd.graph import rebase_inplace
 from ..device import device as _device
-from ..lazy_values import LazyRef, pending_device
+from ..lazy_values import LazyRef, pending_device, raw, set_raw
 from ..ops import get as _get_op
 from ..sharding.sbp import broadcast as _broadcast
 from ..tensor import Tensor, _flatten, _unflatten, _wrap, mark_constant
@@ -358,7 +358,10 @@ def unview(t: Tensor) -> Tensor:
     anything); any other tensor unchanged. Used where a tensor becomes module state."""
     if not t._aliases:
         return t
-    out = _wrap(t._value)
+    v = raw(t)  # (a pending value stays pending: in lazy mode a copy runs nothing)
+    out = _wrap(v)
+    if v.__class__ is LazyRef:
+        set_raw(out, v)
     out._global = t._global
     if t.grad_fn is not None:
         out.grad_fn, out._output_nr, out._requires_grad = t.grad_fn, t._output_nr, True

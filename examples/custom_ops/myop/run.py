@@ -3,12 +3,14 @@
 Builds myop.cpp with jflow.utils.cpp_extension.load; runs the op eagerly, under jax.jit and
 jax.vmap; registers the backward rule; checks tape, jax.grad and second derivatives
 against NumPy; binds it with a user yaml and runs the op checker.
-Run: python examples/custom_ops/myop/run.py
+Run: python examples/custom_ops/myop/run.py [--cflags=-O0]  (-O0: a quicker build)
 """
 
 from __future__ import annotations
 
+import argparse
 import os
+import shlex
 
 import jax
 import jax.numpy as jnp
@@ -27,8 +29,11 @@ def myop_ref(x: np.ndarray) -> np.ndarray:
     return 3 * np.asarray(x) ** 2
 
 
-def main() -> None:
-    lib = cpp_extension.load("myop", [os.path.join(HERE, "myop.cpp")])
+def main(argv: list[str] | None = None) -> None:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--cflags", default="", help="extra compiler flags (-O0: a quicker build)")
+    flags = shlex.split(ap.parse_args(argv).cflags) or None
+    lib = cpp_extension.load("myop", [os.path.join(HERE, "myop.cpp")], extra_cflags=flags)
     print(lib)
     myop = lib.myop  # the op itself (flow.ops.get("myop"))
     print(myop.signature())

@@ -4,12 +4,14 @@ Builds myrelu.cpp (and myrelu.cu) with jflow.utils.cpp_extension.load, then runs
 eagerly, under jax.jit and jax.vmap, gives it a backward rule written in Python with jflow
 ops, checks gradients (tape and jax.grad) against NumPy, binds it into the functional layer
 with a user yaml, and runs jflow's op checker on it, sharded runs (SBP) included.
-Run: python examples/custom_ops/myrelu/run.py
+Run: python examples/custom_ops/myrelu/run.py [--cflags=-O0]  (-O0: a quicker build)
 """
 
 from __future__ import annotations
 
+import argparse
 import os
+import shlex
 
 # several CPU devices, for the sharded (SBP) check at the end (before JAX starts)
 os.environ.setdefault("XLA_FLAGS", "--xla_force_host_platform_device_count=4")
@@ -33,11 +35,21 @@ def myrelu_ref(x: np.ndarray, alpha: float = 0.1) -> np.ndarray:
     return np.where(x > 0, x, x.dtype.type(np.float32(alpha)) * x)
 
 
-def build() -> object:
+def build(cflags: list[str] | None = None) -> object:
+    """Compile (cached) and load the library; ``cflags`` go to both compilers."""
     sources = [os.path.join(HERE, "myrelu.cpp")]
     if cpp_extension.find_nvcc():  # the CUDA kernel compiles only where nvcc is installed
         sources.append(os.path.join(HERE, "myrelu.cu"))
-    return cpp_extension.load("myrelu", sources)
+    return cpp_extension.load("myrelu", sources, extra_cflags=cflags, extra_cuda_cflags=cflags)
+
+
+def parse_cflags(argv: list[str] | None) -> list[str] | None:
+    """``--cflags``: extra compiler flags (e.g. ``-O0``: a quicker build than the default
+    ``-O2``, the same checks), or None."""
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--cflags", default=None, help="extra compiler flags, e.g. --cflags=-O0")
+    args = ap.parse_args(argv)
+    return shlex.split(args.cflags) if args.cflags else None
 
 
 def gpu_available() -> bool:
@@ -47,8 +59,8 @@ def gpu_available() -> bool:
         return False
 
 
-def main() -> None:
-    lib = build()
+def main(argv: list[str] | None = None) -> None:
+    lib = build(parse_cflags(argv))
     print(lib)
     assert lib.ops == ("myrelu",)
     platforms = sorted(k.platform for k in lib.kernels)

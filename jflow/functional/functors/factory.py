@@ -9,6 +9,7 @@ import numpy as np
 
 from ... import dtypes as _dt
 from ...device import device as _device
+from ...dispatch import _WATCH
 from ...meta import meta_value
 from ...ops import get
 from ...random import default_generator
@@ -96,10 +97,37 @@ def arange(start: Any, end: Any, step: Any, dtype: Any, device: Any) -> Tensor:
     if _wants_meta(device):
         return _abstract(lambda: arange(start, end, step, dtype, _CPU))
     ints = all(type(v) is int for v in (start, end, step))
+    if ints and dtype.category == 1 and step and 0 <= (end - start) * step:
+        host = _host_arange(start, end, step, dtype, device)
+        if host is not None:
+            return host
     if ints and dtype.category == 1 and max(abs(start), abs(end), abs(step)) > _EXACT:
         return on_device(_exact_int_arange(start, end, step, dtype), device)
     return on_device(_arange(start=float(start), end=float(end), step=float(step),
                              dtype=dtype.np), device)
+
+
+#: the longest integer range :func:`_host_arange` makes on the host
+HOST_ARANGE_MAX = 1 << 16
+
+
+def _host_arange(start: int, end: int, step: int, dtype: Any, device: Any) -> Tensor | None:
+    """An integer range made by NumPy and placed on the CPU (no watcher on op calls, at
+    most :data:`HOST_ARANGE_MAX` values, every value in the dtype's range), else None.
+    Why: the op's executable would queue behind the computations still running, and
+    position ids are read at once by the next op's bounds check (``emb(arange(t))``), which
+    would then wait for the previous training step to finish; a placed host array is ready
+    at once (a zero-copy ``device_put`` on CPU)."""
+    if _WATCH[0] is not None:  # (a flow.jit trace watches op calls: the op's path)
+        return None
+    n = -((start - end) // step)
+    info = np.iinfo(dtype.np)
+    if n > HOST_ARANGE_MAX or not (info.min <= min(start, end) and max(start, end) <= info.max):
+        return None  # (long, or values the dtype wraps: the op's path and its messages)
+    target = None if device is None else device.jax_device()  # (None: JAX's default device)
+    if (jax.default_backend() if target is None else target.platform) != "cpu":
+        return None
+    return _wrap(jax.device_put(np.arange(start, end, step, dtype=dtype.np), target))
 
 
 def _exact_int_arange(start: int, end: int, step: int, dtype: Any) -> Tensor:

@@ -55,6 +55,10 @@ def _min_max(x: jax.Array) -> tuple[jax.Array, jax.Array]:
     return jnp.min(x), jnp.max(x)
 
 
+#: view steps after which a view holds exactly its base's values, rearranged
+_SAME_VALUES = frozenset({"reshape", "transpose", "squeeze", "unsqueeze", "expand"})
+
+
 def host_min_max(t: Tensor) -> tuple[int, int] | None:
     """(min, max) of a concrete, non-empty integer tensor; None when traced or empty. Runs
     eagerly even inside a trace (a concrete tensor made while tracing jax.jit). A new
@@ -63,9 +67,19 @@ def host_min_max(t: Tensor) -> tuple[int, int] | None:
     h = host_value(t)
     if h is not None:
         return (int(h.min()), int(h.max())) if h.size else None
+    if t._aliases and t._meta.size:
+        m = t._view  # a reshaping view holds its base's values: their bounds, nothing replayed
+        if all(kind in _SAME_VALUES for kind, _ in m.steps):
+            return host_min_max(m.base)
     v = t._value
     if isinstance(v, Tracer) or v.size == 0 or t.is_meta:  # (meta: no values, jflow.meta)
         return None
+    if v.is_fully_addressable and all(d.platform == "cpu" for d in v.devices()):
+        # on CPU the array's own buffer, read in place: no executable to queue behind the
+        # computations still running (a batch's bounds check would wait for the previous
+        # step's update), only for this array's own value
+        h = np.asarray(v)
+        return int(h.min()), int(h.max())
     with jax.ensure_compile_time_eval():
         lo, hi = jax.device_get(_min_max(v))
     return int(lo), int(hi)

@@ -12,6 +12,7 @@ import jax.numpy as jnp
 import numpy as np
 
 from ...autograd.grad_mode import no_grad
+from ...device import device_scalar
 from ...ops import get
 from ...tensor import Tensor, _wrap
 from ..promotion import assign_inplace
@@ -22,6 +23,7 @@ _layer_norm = get("layer_norm").apply
 _rms_norm = get("rms_norm").apply
 _group_norm = get("group_norm").apply
 _batch_norm = get("batch_norm").apply
+_batch_norm_stats = get("batch_norm_stats").apply
 _reshape = get("reshape").apply
 _add, _sub, _mul = get("add").apply, get("sub").apply, get("mul").apply
 _rsqrt = get("rsqrt").apply
@@ -69,7 +71,7 @@ def group_norm(input: Tensor, num_groups: int, weight: Any, bias: Any, eps: floa
 
 
 def _const(v: float, like: Tensor) -> Tensor:
-    return _wrap(jnp.asarray(v, like._meta.dtype))
+    return _wrap(device_scalar(v, like._meta.dtype))  # (cached: no conversion per call)
 
 
 @functor("BatchNorm")
@@ -100,8 +102,15 @@ def batch_norm(input: Tensor, running_mean: Any, running_var: Any, weight: Any, 
             raise ValueError(f"batch_norm(): expected more than 1 value per channel when "
                              f"training, got input size {list(shape)}")
         y, mean, inv_std = _batch_norm(input, weight, bias, eps=float(eps))
-        if running_mean is not None or running_var is not None:
-            m = float(momentum)
+        m = float(momentum)
+        if (running_mean is not None and running_var is not None
+                and running_mean._meta.dtype == running_var._meta.dtype):
+            with no_grad():  # (one op: the update of both, as the branch below writes it)
+                new_mean, new_var = _batch_norm_stats(running_mean, running_var, mean, inv_std,
+                                                      momentum=m, eps=float(eps), count=n)
+                assign_inplace(running_mean, new_mean, "batch_norm")
+                assign_inplace(running_var, new_var, "batch_norm")
+        elif running_mean is not None or running_var is not None:
             with no_grad():
                 if running_mean is not None:
                     new = _add(_mul(running_mean, _const(1.0 - m, running_mean)),

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 from typing import Any
 
+import jax
 import jax.numpy as jnp
 import numpy as np
 
@@ -386,29 +387,48 @@ def max_unpool3d(input: Tensor, indices: Tensor, kernel_size: Any, stride: Any, 
 
 # -- fractional max pooling (Graham 2014): pseudo-random window starts from given samples --------
 
-def _fractional_starts(sample: Tensor, n_in: int, n_out: int, k: int) -> Tensor:
-    """PyTorch's ``generate_intervals``: window starts (N, C, n_out), int64, from samples
-    u (N, C) in [0, 1): ``int((i + u) alpha) - int(u alpha)``, ``alpha = (n_in - k) /
-    (n_out - 1)`` in the samples' dtype, and ``n_in - k`` for the last window."""
-    f = _api()
-    dt = sample._meta.dtype
-    n, c = tuple(sample._meta.shape)
-    last = _wrap(jnp.full((n, c, 1), n_in - k, np.int64))
-    if n_out == 1:
-        return last
-    alpha = np.asarray(n_in - k, dt) / np.asarray(n_out - 1, dt)
-    u = _reshape(sample, shape=(n, c, 1))
-    i = _wrap(jnp.arange(n_out - 1, dtype=dt))
-    a = _wrap(jnp.asarray(alpha, dt))
-    first = cast(f.mul(f.add(i, u), a), np.dtype(np.int64))  # truncation, as int()
-    base = cast(f.mul(u, a), np.dtype(np.int64))
-    return f.cat([f.sub(first, base), last], 2)
+def _fractional_windows(sizes: tuple, out: tuple, k: tuple, comp: tuple,
+                        dt: np.dtype) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    """The host constants of PyTorch's ``generate_intervals`` for every axis at once.
+
+    Window ``j`` of axis ``a`` starts at ``int((j + u) alpha) - int(u alpha)``, ``alpha =
+    (n_in - k) / (n_out - 1)`` in the samples' dtype, and the last at ``n_in - k``; ``u`` is
+    sample component ``comp[a]``. With ``T[s, j] = int((j + u_s) alpha_s)`` (``j`` from 0,
+    so ``T[s, 0] = int(u_s alpha_s)``) a window's flat start is linear in ``T``: ``T @ W +
+    C``. Returns ``j`` (M,), ``alpha`` (nd, 1) in ``dt``, ``W`` (nd M, P) and the constant
+    ``C[p] + offset[q]`` (P, kk), int64, where P = prod(out) windows of kk = prod(k) taps.
+    """
+    nd = len(sizes)
+    m = max(out)
+    strides = [int(np.prod(sizes[a + 1:])) for a in range(nd)]
+    alpha = np.zeros((nd, 1), dt)
+    for a in range(nd):
+        if out[a] > 1:
+            alpha[comp[a], 0] = np.asarray(sizes[a] - k[a], dt) / np.asarray(out[a] - 1, dt)
+    grid = np.indices(out).reshape(nd, -1)             # (nd, P): each window's j per axis
+    n_win = grid.shape[1]
+    w = np.zeros((nd * m, n_win), np.int64)
+    c = np.zeros(n_win, np.int64)
+    cols = np.arange(n_win)
+    for a in range(nd):
+        j, row = grid[a], comp[a] * m
+        inner = j < out[a] - 1
+        np.add.at(w, (row + j[inner], cols[inner]), strides[a])
+        np.add.at(w, (np.full(int(inner.sum()), row), cols[inner]), -strides[a])
+        c[~inner] += strides[a] * (sizes[a] - k[a])
+    taps = np.indices(k).reshape(nd, -1)              # (nd, kk): row-major window order
+    offset = (np.asarray(strides)[:, None] * taps).sum(0)
+    return np.arange(m, dtype=dt), alpha, w, c[:, None] + offset[None, :]
 
 
 def _fractional_max_pool(nd: int, input: Tensor, kernel_size: Any, output_size: Any,
                          random_samples: Tensor) -> tuple[Tensor, Tensor]:
     """(output, indices): the maximum of each window ``[start, start + k)`` per axis (first
-    maximum in row-major window order), indices flat over each input plane."""
+    maximum in row-major window order), indices flat over each input plane.
+
+    The windows' flat input positions come from the samples in a handful of ops on
+    host-built constants (``_fractional_windows``), not per axis: each eager op compiles per
+    shape, and per-axis arithmetic was ~40 programs a new input or output size."""
     fname = f"fractional_max_pool{nd}d"
     f = _api()
     x, unbatched = _pool_input(fname, input, nd)
@@ -430,27 +450,20 @@ def _fractional_max_pool(nd: int, input: Tensor, kernel_size: Any, output_size: 
     samples = random_samples.detach()
     # PyTorch's sample order: (W, H) for 2-d, (T, H, W) for 3-d
     comp = (1, 0) if nd == 2 else (0, 1, 2)
-    strides = [int(np.prod(sizes[a + 1:])) for a in range(nd)]
-    kk = int(np.prod(k))
-    offs = np.stack(np.meshgrid(*[np.arange(v) for v in k], indexing="ij"), 0).reshape(nd, kk)
-    lin = None
-    for a in range(nd):
-        st = _fractional_starts(_reshape(samples.narrow(2, comp[a], 1), shape=(n, c)),
-                                sizes[a], out[a], k[a])
-        bshape = [n, c] + [1] * nd + [1]
-        bshape[2 + a] = out[a]
-        pos = _api().add(_reshape(st, shape=tuple(bshape)),
-                         _wrap(jnp.asarray(offs[a], np.int64)))
-        term = _api().mul(pos, strides[a]) if strides[a] != 1 else pos
-        lin = term if lin is None else _api().add(lin, term)
-    full = (n, c) + out + (kk,)
-    lin = _reshape(lin.expand(*full), shape=(n, c, int(np.prod(out)) * kk))
-    vals = f.gather(_reshape(x, shape=(n, c, int(np.prod(sizes)))), 2, lin)
-    vals = _reshape(vals, shape=full)
-    lin = _reshape(lin, shape=full)
-    y, arg = f.max(vals, nd + 2)
-    idx = _reshape(f.gather(lin, nd + 2, arg.unsqueeze(nd + 2)), shape=(n, c) + out)
-    return unbatch(y, unbatched), unbatch(idx, unbatched)
+    j, alpha, w, const = _fractional_windows(sizes, out, k, comp, samples._meta.dtype)
+    n_win, kk = const.shape
+    u = _reshape(samples, shape=(n, c, nd, 1))
+    # int((j + u) alpha): the samples' dtype, then truncation, as PyTorch's int()
+    t = cast(f.mul(f.add(_wrap(jax.device_put(j)), u), _wrap(jax.device_put(alpha))),
+             np.dtype(np.int64))
+    start = matmul(_reshape(t, shape=(n, c, nd * j.shape[0])), _wrap(jax.device_put(w)),
+                   transpose_a=False, transpose_b=False, alpha=1.0)
+    lin = f.add(_reshape(start, shape=(n, c, n_win, 1)), _wrap(jax.device_put(const)))
+    vals = f.gather(_reshape(x, shape=(n, c, int(np.prod(sizes)))), 2,
+                    _reshape(lin, shape=(n, c, n_win * kk)))
+    y, arg = f.max(_reshape(vals, shape=(n, c, n_win, kk)), 3, True)
+    idx = _reshape(f.gather(lin, 3, arg), shape=(n, c) + out)
+    return unbatch(_reshape(y, shape=(n, c) + out), unbatched), unbatch(idx, unbatched)
 
 
 @functor("FractionalMaxPool2d")

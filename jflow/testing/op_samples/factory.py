@@ -119,8 +119,8 @@ _C0, _C1 = np.array(0, np.int64), np.array(7, np.int64)
 
 
 def _draw(op: str, key: np.ndarray, counter: np.ndarray, attrs: dict[str, Any]) -> np.ndarray:
-    out = _get_op(op)(_wrap(jax.numpy.asarray(key)), _wrap(jax.numpy.asarray(counter)),
-                      **attrs)
+    # (jax.device_put: jnp.asarray stages a copy, an executable per shape)
+    out = _get_op(op)(_wrap(jax.device_put(key)), _wrap(jax.device_put(counter)), **attrs)
     return np.asarray(out._value)
 
 

@@ -10,7 +10,6 @@ from __future__ import annotations
 import math
 
 import jax
-import jax.numpy as jnp
 import ml_dtypes
 import numpy as np
 
@@ -226,10 +225,11 @@ def _verify_dropout(outs, x, key, counter, p=0.5):
     if x.size >= 1000:
         se = np.sqrt(p * (1 - p) / x.size)
         assert abs(mask.mean() - (1 - p)) < 6 * se + 1e-9, f"dropout: kept {mask.mean()}"
-    again = _get_op("dropout")(*[_wrap(jnp.asarray(a)) for a in (x, key, counter)], p=p)
+    again = _get_op("dropout")(*[_wrap(jax.device_put(a)) for a in (x, key, counter)], p=p)
     assert np.array_equal(np.asarray(again[1]._value), mask), "dropout: not deterministic"
     if x.size >= 16 and 0 < p < 1:
-        other = _get_op("dropout")(*[_wrap(jnp.asarray(a)) for a in (x, key, counter + 1)], p=p)
+        other = _get_op("dropout")(*[_wrap(jax.device_put(a)) for a in (x, key, counter + 1)],
+                                    p=p)
         assert not np.array_equal(np.asarray(other[1]._value), mask), \
             "dropout: another counter gave the same mask"
 

@@ -1,5 +1,5 @@
-"""Checker samples for jflow/ops/norm.py (layer_norm, rms_norm, group_norm, batch_norm and the
-grad ops of layer_norm / rms_norm).
+"""Checker samples for jflow/ops/norm.py (layer_norm, rms_norm, group_norm, batch_norm, its
+running statistics' update and the grad ops of layer_norm / rms_norm).
 
 References are computed in float64 NumPy, row by row with the two-pass mean / biased
 variance; outputs are (y, statistics...) as the ops return them.
@@ -139,6 +139,33 @@ register_samples("batch_norm", [
     ErrorSample([_f(4), None, None], {}, ValueError, "at least 2 dims"),
     ErrorSample([_f(2, 3, 4), _f(4), None], {}, ValueError, "weight must have"),
     ErrorSample([_f(2, 3, 4), _f(3, dtype=np.float64), None], {}, TypeError, "dtype"),
+])
+
+
+# -- batch_norm_stats (the running statistics' update) ---------------------------------------------
+
+def _batch_norm_stats_ref(rm, rv, mean, inv_std, momentum=0.1, eps=1e-5, count=2):
+    dt = np.asarray(rm).dtype
+    rm, rv, mean, r = (np.asarray(a, np.float64) for a in (rm, rv, mean, inv_std))
+    var = (1.0 / (r * r) - eps) * count / (count - 1)  # unbiased, from the biased 1/r² - eps
+    return ((1 - momentum) * rm + momentum * mean).astype(dt), \
+        ((1 - momentum) * rv + momentum * var).astype(dt)
+
+
+def _stats(c, dtype=np.float32):
+    return [_f(c, dtype=dtype), np.abs(_f(c, dtype=dtype)) + 0.5, _f(c, dtype=dtype),
+            np.abs(_f(c, dtype=dtype)) + 0.5]
+
+
+register_samples("batch_norm_stats", [
+    Sample(_stats(4), {"count": 6}, grad=False),
+    Sample(_stats(3, np.float64), {"momentum": 0.3, "eps": 1e-3, "count": 40}, grad=False,
+           name="float64, momentum 0.3"),
+], _batch_norm_stats_ref, errors=[
+    ErrorSample(_stats(4)[:3] + [_f(3)], {"count": 6}, ValueError, "inv_std must have"),
+    ErrorSample(_stats(4), {"count": 1}, ValueError, "count must be at least 2"),
+    ErrorSample([_stats(4)[0], _stats(4, np.float64)[1]] + _stats(4)[2:], {"count": 6},
+                TypeError, "running_var must have running_mean's dtype"),
 ])
 
 
