@@ -413,18 +413,20 @@ def xla_compile_child(kind: str, quick: bool) -> dict:
     """(Runs in the fresh process, persistent cache off.) The memory floor of a compiled step:
     ``flow.jit``'s program for one training step, traced and lowered first, then only XLA's
     compile of it measured — what any JAX program of this step pays, whatever builds it."""
-    cfg = MODELS[kind][2 if quick else 1]
-    r = make_runner(JIT, kind, cfg, initial_state(kind, cfg), batches(kind, cfg))
-    lowered = r._step.lower(*r.data[0])
-    before = _rss_kib("VmRSS")
-    try:
-        with open("/proc/self/clear_refs", "w") as f:
-            f.write("5")
-    except OSError:
-        pass
+    # (off before anything compiles: JAX reads the switch when its cache is first used, and
+    # a cache would both answer a second run and add the executable's serialization)
     was = jax.config.jax_enable_compilation_cache
     jax.config.update("jax_enable_compilation_cache", False)
     try:
+        cfg = MODELS[kind][2 if quick else 1]
+        r = make_runner(JIT, kind, cfg, initial_state(kind, cfg), batches(kind, cfg))
+        lowered = r._step.lower(*r.data[0])
+        before = _rss_kib("VmRSS")
+        try:
+            with open("/proc/self/clear_refs", "w") as f:
+                f.write("5")
+        except OSError:
+            pass
         t0 = time.perf_counter()
         compiled = lowered.compile()
         seconds = time.perf_counter() - t0
