@@ -12,7 +12,6 @@ import jax.numpy as jnp
 import numpy as np
 
 from ...autograd.grad_mode import no_grad
-from ...device import device_scalar
 from ...ops import get
 from ...tensor import Tensor, _wrap
 from ..promotion import assign_inplace
@@ -71,7 +70,7 @@ def group_norm(input: Tensor, num_groups: int, weight: Any, bias: Any, eps: floa
 
 
 def _const(v: float, like: Tensor) -> Tensor:
-    return _wrap(device_scalar(v, like._meta.dtype))  # (cached: no conversion per call)
+    return _wrap(jnp.asarray(v, like._meta.dtype))
 
 
 @functor("BatchNorm")
