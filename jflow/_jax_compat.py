@@ -245,11 +245,9 @@ def release_lowerings() -> bool:
     private names, looked up so that a JAX without them makes this a no-op. The cache clear
     is safe while a lowering is in flight: that call keeps its own result.
 
-    The compile cache keyed by the lowered module goes too: a module's hash is its MLIR
-    pointer, which a freed module hands on to the next one allocated, so no entry of a
-    dropped module may outlive it. (Without this, one flow.jit step in one full test run got
-    an executable with another argument count — "supplied 14 arguments but compiled program
-    expected 17" — not reproduced in isolation; this is the one cache keyed by a module.)
+    The compile cache keyed by the lowered module goes too (a precaution: JAX's one cache
+    keyed by a module): a module's hash is its MLIR pointer, which a freed module hands on to
+    the next one allocated (checked on JAX 0.10), so no entry of a dropped module is kept.
     """
     caches = _lowering_caches()
     for cache in caches:
