@@ -14,8 +14,10 @@ Memory: :func:`cache_limits` lists the bounds of jflow's own caches (:func:`set_
 changes one); :func:`set_executable_limit` bounds the executables JAX keeps for eager code
 (:mod:`jflow.executable_budget`: JAX's caches are cleared after that many compiles, at the
 next op call outside a trace; the cost is a recompile of shapes seen again), and
-:func:`set_release_lowerings` whether the lowered module JAX keeps beside each executable is
-dropped after its compile (default: dropped, 1.1 MiB each on CPU).
+:func:`set_release_lowerings` whether what compiles leave behind is released: the lowered
+module JAX keeps beside each executable (1.1 MiB each on CPU) and, with glibc, the
+compiler's freed working memory (given back to the OS after a large compile).
+Default: released.
 
 Debugging: :func:`set_codegen` ``(False)`` (or ``JFLOW_CODEGEN=0`` before import) runs the plain
 Python twin of every function jflow generates at run time (op dispatch, argument parsers, tape

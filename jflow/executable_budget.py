@@ -18,7 +18,10 @@ drops the lowered StableHLO module JAX keeps beside the executable
 (:func:`jflow._jax_compat.release_lowerings`: 1.1 of the 1.5 MiB each eager executable held
 on CPU; the GPT benchmark's first three eager steps keep 84 of them). The executable and
 jit's fast path are untouched; only a call that misses the fast path for shapes it compiled
-before lowers them again. ``set_release_lowerings(False)`` keeps them (JAX's behaviour).
+before lowers them again. After a compile of :data:`TRIM_AFTER_S` seconds or more (a large
+program), the memory XLA's compiler freed is given back to the OS (:mod:`jflow._malloc_trim`,
+glibc: the GPT benchmark's first eager steps peak ~15 MiB lower).
+``set_release_lowerings(False)`` keeps both (JAX's and glibc's behaviour).
 """
 
 from __future__ import annotations
@@ -27,6 +30,7 @@ from typing import Any
 
 import jax
 
+from . import _malloc_trim
 from ._jax_compat import is_tracing, release_lowerings
 from .dispatch import watch_inputs
 
@@ -36,7 +40,14 @@ _COMPILE_EVENT = "/jax/core/compile/backend_compile_duration"
 
 #: the limit, the compiles since the last clear, and the number of clears so far
 _state: dict[str, Any] = {"limit": 2048, "compiles": 0, "clears": 0, "armed": False,
-                          "release_lowerings": True}
+                          "release_lowerings": True, "trims": 0}
+
+#: a compile that took at least this many seconds is followed by a trim of the C heap: a
+#: large program (a whole backward, a training step) leaves tens of MiB of the compiler's
+#: memory behind; a small op's compile little, which the next compiles reuse (a trim costs
+#: 2-8 ms after a large compile, and trimming after every few small ones slowed a
+#: compile-bound test run by 3-5%)
+TRIM_AFTER_S = 0.2
 
 
 def set_limit(limit: int | None) -> int | None:
@@ -57,8 +68,10 @@ def get_limit() -> int | None:
 
 
 def set_release_lowerings(flag: bool) -> bool:
-    """Whether JAX's lowered module of each compiled executable is dropped after the compile
-    (default True: memory; False: JAX's own behaviour, the module kept for a re-lowering that
+    """Whether what a compile leaves behind is released: JAX's lowered module of each compiled
+    executable, dropped after the compile, and the compiler's freed working memory, given
+    back to the OS after a large compile (``TRIM_AFTER_S``) (default True: memory;
+    False: JAX's and the C library's own behaviour, the module kept for a re-lowering that
     misses jit's fast path); returns the old setting."""
     if not isinstance(flag, bool):
         raise TypeError(f"flow.config.set_release_lowerings: flag must be a bool, got "
@@ -69,8 +82,9 @@ def set_release_lowerings(flag: bool) -> bool:
 
 
 def stats() -> dict[str, int]:
-    """``compiles`` since the last clear and ``clears`` so far."""
-    return {"compiles": _state["compiles"], "clears": _state["clears"]}
+    """``compiles`` since the last clear, ``clears`` so far and ``trims`` of the C heap."""
+    return {"compiles": _state["compiles"], "clears": _state["clears"],
+            "trims": _state["trims"]}
 
 
 def clear() -> None:
@@ -85,6 +99,9 @@ def _on_compile(event: str, duration: float, **_: Any) -> None:
         _state["compiles"] += 1
         if _state["release_lowerings"]:
             release_lowerings()
+            if duration >= TRIM_AFTER_S and _malloc_trim.available():
+                _state["trims"] += 1
+                _malloc_trim.trim()
         _maybe_arm()
 
 

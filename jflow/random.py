@@ -9,7 +9,6 @@ from __future__ import annotations
 from typing import Any
 
 import jax
-import jax.numpy as jnp
 import numpy as np
 
 from .device import device as _device
@@ -65,7 +64,7 @@ class Generator:
         """The state as a uint8 tensor of 16 bytes (seed, draw counter), as PyTorch's
         ByteTensor state; pass it to :meth:`set_state` to replay from this point."""
         raw = np.array([self._seed, self._counter], dtype="<u8").view(np.uint8)
-        return _wrap(jnp.asarray(raw))
+        return _wrap(jax.device_put(raw))
 
     def set_state(self, new_state: Tensor) -> Generator:
         """Restores a state from ``get_state()`` (a uint8 tensor of 16 bytes); returns self."""
@@ -96,7 +95,7 @@ class Generator:
             return key, _wrap(self._base + c)
         if _tracing_guard is not None:
             _tracing_guard(self)
-        return key, _wrap(jnp.asarray(c, dtype=jnp.int64))
+        return key, _wrap(jax.device_put(np.int64(c)))
 
     def __repr__(self) -> str:
         return f"<flow.Generator seed={self._seed} draws={self._counter}>"

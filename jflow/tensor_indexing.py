@@ -215,7 +215,7 @@ def _compile(x: Tensor, index: Any, fname: str) -> tuple[str, list[Tensor]]:
                 tensors.append(v)
             else:
                 _bounds_check(v, shape[d], d)
-                tensors.append(_wrap(jnp.asarray(v)))
+                tensors.append(_wrap(jax.device_put(v)))  # v: a fresh int64 array
             toks.append("t")
             d += 1
         else:  # a bool mask of k dims -> k index arrays (needs its values: eager only)
@@ -230,7 +230,7 @@ def _compile(x: Tensor, index: Any, fname: str) -> tuple[str, list[Tensor]]:
                 m = np.asarray(m._value)
             _mask_shape_check(m.shape, shape, d)
             for arr in np.nonzero(m):
-                tensors.append(_wrap(jnp.asarray(arr.astype(np.int64))))
+                tensors.append(_wrap(jax.device_put(arr.astype(np.int64))))
                 toks.append("t")
             d += m.ndim
     return ",".join(toks), tensors
@@ -335,7 +335,7 @@ def _single_mask(index: Any) -> Any:
     if isinstance(index, Tensor) and index._meta.dtype.kind == "b" and index._meta.ndim:
         return index
     if isinstance(index, np.ndarray) and index.dtype.kind == "b" and index.ndim:
-        return _wrap(jnp.asarray(index))
+        return _wrap(jax.device_put(np.array(index)))  # a copy: device_put may alias it
     return None
 
 

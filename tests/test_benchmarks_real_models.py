@@ -109,3 +109,28 @@ def test_the_compile_floor_compiles_the_whole_step(rm: ModuleType) -> None:
     c = rm.MODELS["gpt"][2]
     assert res["seconds"] > 0 and res["rss_mib"] >= 0
     assert res["flops"] >= 3 * 2 * c["batch"] * c["block"] * c["d"] * c["vocab"], (res, c)
+
+
+def test_floors_quick_mode_measures_both_parts(rm: ModuleType) -> None:
+    """benchmarks/real_models_floors.py (what bounds the eager-ResNet and lazy-GPT targets):
+    both parts run and print their sums, and each library-convolution flag its verdict, read
+    from the compiled program: a custom fusion, as XLA CPU calls a library, is recognised."""
+    spec = importlib.util.spec_from_file_location("_bench_real_models_floors",
+                                                  BENCH / "real_models_floors.py")
+    floors = importlib.util.module_from_spec(spec)
+    sys.modules["real_models"] = rm  # (the script imports its sibling by that name)
+    spec.loader.exec_module(floors)
+    lines: list[str] = []
+    floors.main(["--quick"], out=lines.append)
+    text = "\n".join(lines)
+    assert "conv: 6 convolutions of the ResNet step" in text, text
+    assert "XLA's convolutions + PyTorch's other work =" in text, text
+    custom = "%f = f32[2] fusion(%a), kind=kCustom, calls=%xnn_fusion"
+    assert floors.library_kernels(type("C", (), {"as_text": lambda self: custom})()) == [custom]
+    flags = next(ln for ln in lines if "XLA_FLAGS=" in ln)
+    assert all(f"--{flag}=" in flags for flag in floors.LIBRARY_CONV_FLAGS), text
+    assert "refused" not in flags and "library kernel" in text, text
+    assert "lazy: the GPT (quick config)" in text and "nn.Graph + that =" in text
+    assert "(nothing ran meanwhile)" in text, text
+    with pytest.raises(SystemExit, match="unknown --parts"):
+        floors.main(["--parts", "bogus"], out=lines.append)

@@ -93,11 +93,17 @@ def test_good_values_pass_the_deferred_checks():
 def test_checks_of_new_host_data_run_at_the_call():
     """A value check whose input is a new tensor's host data (a batch from a data loader), or
     a reshape of one, runs at the call on the host copy, as eagerly: a bad value raises
-    there, a good one records no check into the run (nothing for the run to wait for)."""
+    there, a good one records no check into the run (nothing for the run to wait for). So
+    does a reshape (pending) of a tensor computed before: its base's values are read."""
     x = flow.tensor(np.arange(12).reshape(3, 4))
     logits = flow.tensor(np.zeros((3, 4), np.float32))
+    made_bad, made_good = x[:1, :3] + 2, x[:1, :3] % 4  # (concrete: computed eagerly)
     with flow.lazy():
         before = seg.stats()["flushes"]
+        with pytest.raises(IndexError, match="out of bounds"):
+            F.cross_entropy(logits, made_bad.reshape(-1))
+        made_loss = F.cross_entropy(logits, made_good.reshape(-1))
+        assert not seg.active().checks
         bad = flow.tensor(np.array([[0, 4, 1]]))
         assert seg.active().nodes  # (pending: its host copy goes with the next run)
         with pytest.raises(IndexError, match="out of bounds"):
@@ -113,6 +119,7 @@ def test_checks_of_new_host_data_run_at_the_call():
         assert flow.index_select(x, 1, window[0, :1]) is not None  # deferred check)
         assert seg.active().checks
     np.testing.assert_allclose(loss.item(), np.log(4.0), rtol=1e-6)
+    np.testing.assert_allclose(made_loss.item(), np.log(4.0), rtol=1e-6)
     np.testing.assert_array_equal(picked.numpy(), np.arange(12).reshape(3, 4)[:, [3, 0, 2]])
 
 

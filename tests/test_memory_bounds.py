@@ -149,3 +149,64 @@ def test_lowerings_are_dropped_after_each_compile_and_executables_kept():
     finally:
         flow.config.set_release_lowerings(old)
         jax.monitoring.unregister_event_duration_listener(count)
+
+
+def test_the_c_heap_is_trimmed_after_a_large_compile(monkeypatch):
+    """A compile event (JAX's, with its duration) of ``TRIM_AFTER_S`` or more gives the C
+    heap's free memory back to the OS; shorter ones (small ops, persistent-cache loads) do
+    not. Off with the lowerings switch. (The trim itself: the next test.)"""
+    from jflow import _malloc_trim
+    from jflow import executable_budget as eb
+    calls: list[int] = []
+    monkeypatch.setattr(_malloc_trim, "trim", lambda: calls.append(1) or True)
+    monkeypatch.setattr(_malloc_trim, "available", lambda: True)
+    old = flow.config.set_release_lowerings(True)
+    try:
+        before = flow.config.executable_stats()["trims"]
+        for _ in range(20):
+            eb._on_compile(eb._COMPILE_EVENT, eb.TRIM_AFTER_S / 2)
+        eb._on_compile("/jax/some/other/event", 5.0)  # (not a compile)
+        assert calls == []
+        eb._on_compile(eb._COMPILE_EVENT, eb.TRIM_AFTER_S)
+        assert calls == [1] and flow.config.executable_stats()["trims"] == before + 1
+        flow.config.set_release_lowerings(False)
+        eb._on_compile(eb._COMPILE_EVENT, 1.0)
+        assert calls == [1]
+    finally:
+        flow.config.set_release_lowerings(old)
+
+
+_TRIM_SCRIPT = textwrap.dedent("""
+    import ctypes
+    from jflow import _malloc_trim
+
+    def rss_mib():
+        with open("/proc/self/statm") as f:
+            return int(f.read().split()[1]) * 4096 / 2**20
+
+    libc = ctypes.CDLL("libc.so.6")
+    libc.malloc.restype = ctypes.c_void_p
+    libc.free.argtypes = [ctypes.c_void_p]
+    blocks = []
+    for _ in range(4000):  # 4000 x 32 KiB (below glibc's mmap threshold: heap memory)
+        p = libc.malloc(32768)
+        ctypes.memset(p, 1, 32768)
+        blocks.append(p)
+    keep = libc.malloc(64)  # (on top of the heap: the free space below is not at its end)
+    for p in blocks:
+        libc.free(p)
+    held = rss_mib()
+    print(_malloc_trim.trim(), held - rss_mib())
+""")
+
+
+@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="glibc's malloc_trim")
+def test_trim_gives_freed_heap_memory_back():
+    """125 MiB malloc'ed in small blocks and freed stay resident (glibc keeps them for
+    reuse); :func:`jflow._malloc_trim.trim` gives them back."""
+    from jflow import _malloc_trim
+    if not _malloc_trim.available():
+        pytest.skip("this C library has no malloc_trim")
+    out = subprocess.run([sys.executable, "-c", _TRIM_SCRIPT], capture_output=True,
+                         text=True, timeout=300, check=True).stdout.split()
+    assert out[0] == "True" and float(out[1]) > 100, out

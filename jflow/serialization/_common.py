@@ -23,7 +23,7 @@ import reprlib
 import sys
 from typing import Any
 
-import jax.numpy as jnp
+import jax
 import numpy as np
 
 from .. import dtypes as _dt
@@ -123,7 +123,9 @@ def to_tensor(a: np.ndarray, map_location: Any, location: str = "cpu") -> Tensor
     ``None`` (the default device), a device or string, a dict from saved location (``location``,
     e.g. ``"cuda:0"``) to device, or a callable ``(tensor, location)`` returning a tensor, a
     device or ``None`` (keep it)."""
-    t = _wrap(jnp.asarray(a))
+    # a private copy on the device: device_put aliases host memory on CPU, and ``a`` may be a
+    # view of the file's buffer (jnp.asarray would also compile a copy program per shape)
+    t = _wrap(jax.device_put(np.array(a)))
     if map_location is None:
         return t
     if isinstance(map_location, dict):

@@ -16,7 +16,7 @@ numbers"; the engine conjugates where gradients meet the user, which gives PyTor
 
 from __future__ import annotations
 
-import jax.numpy as jnp
+import jax
 import numpy as np
 
 from ...tensor import _wrap
@@ -58,7 +58,7 @@ def _c2r(ctx, g):
         w[1:1 + doubled] = 2.0
         wshape = [1] * nd
         wshape[last] = m
-        gx = O.mul(gx, _wrap(jnp.asarray(w.reshape(wshape).astype(gx._meta.dtype))))
+        gx = O.mul(gx, _wrap(jax.device_put(w.reshape(wshape).astype(gx._meta.dtype))))
     return gx
 
 

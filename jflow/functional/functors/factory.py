@@ -206,8 +206,6 @@ def randint(low: int, high: int, size: tuple, generator: Any, dtype: Any, device
 
 # -- more factories (logspace & co.) -------------------------------------------------------------
 
-import jax.numpy as jnp  # noqa: E402
-
 
 @functor("Logspace")
 def logspace(start: Any, end: Any, steps: int, base: float, dtype: Any, device: Any) -> Tensor:
@@ -231,7 +229,7 @@ def logspace(start: Any, end: Any, steps: int, base: float, dtype: Any, device: 
     vals = np.power(float(base), exps)
     if not d.is_floating_point:
         vals = np.trunc(vals)
-    return on_device(_wrap(jnp.asarray(vals.astype(d.np))), device)
+    return on_device(_wrap(jax.device_put(vals.astype(d.np))), device)
 
 
 def _window(fname: str, length: int, periodic: bool, dtype: Any, device: Any,
@@ -248,7 +246,7 @@ def _window(fname: str, length: int, periodic: bool, dtype: Any, device: Any,
     else:
         n_pts = length + 1 if periodic else length
         vals = formula(np.arange(length, dtype=np.float64), float(n_pts - 1))
-    return on_device(_wrap(jnp.asarray(vals.astype(d.np))), device)
+    return on_device(_wrap(jax.device_put(vals.astype(d.np))), device)
 
 
 @functor("HannWindow")
@@ -321,6 +319,6 @@ def _aten_linspace(start: Any, end: Any, steps: int, np_dtype: Any) -> np.ndarra
 
 
 def _host(vals: np.ndarray) -> Tensor:
-    import jax.numpy as jnp
-
-    return _wrap(jnp.asarray(vals))
+    """A fresh host array as a tensor: device_put compiles nothing (jnp.asarray would compile
+    a copy program per shape)."""
+    return _wrap(jax.device_put(vals))

@@ -68,9 +68,9 @@ def host_min_max(t: Tensor) -> tuple[int, int] | None:
     if h is not None:
         return (int(h.min()), int(h.max())) if h.size else None
     if t._aliases and t._meta.size:
-        m = t._view  # a reshaping view holds its base's values: their bounds, nothing replayed
-        if all(kind in _SAME_VALUES for kind, _ in m.steps):
-            return host_min_max(m.base)
+        base = values_source(t)  # (a reshaping view's bounds are its base's: nothing replayed)
+        if base is not t:
+            return host_min_max(base)
     v = t._value
     if isinstance(v, Tracer) or v.size == 0 or t.is_meta:  # (meta: no values, jflow.meta)
         return None
@@ -85,6 +85,19 @@ def host_min_max(t: Tensor) -> tuple[int, int] | None:
     return int(lo), int(hi)
 
 
+def values_source(t: Tensor) -> Tensor:
+    """The tensor whose values ``t`` holds: the base of a reshaping view (its bounds are the
+    base's), else ``t``. In lazy mode the view may be pending while its base is not (a
+    target batch's ``y.reshape(-1)``): its check then reads the base now instead of being
+    deferred — a deferred check waits for its whole segment's run before recording goes on."""
+    while t._aliases and t._meta.size:
+        m = t._view
+        if not all(kind in _SAME_VALUES for kind, _ in m.steps):
+            break
+        t = m.base
+    return t
+
+
 def checked_min_max(t: Tensor, check: Any) -> tuple[int, int] | None:
     """:func:`host_min_max` passed through ``check(lo, hi)`` (which raises on bad values);
     None when the values are not known now: traced, or pending in lazy mode — then the
@@ -92,6 +105,7 @@ def checked_min_max(t: Tensor, check: Any) -> tuple[int, int] | None:
     the caller takes the path that is right for any values, as under a trace. A new tensor's
     host data is checked now, as eagerly (:func:`host_min_max`): the run has no check to
     wait for."""
+    t = values_source(t)  # (a reshaped batch's bounds: its base's, checked now when known)
     if t._meta.size and host_value(t) is None and defer_check(
             _min_max, (t,), lambda lo, hi: check(int(lo), int(hi))):
         return None

@@ -17,6 +17,7 @@ import math
 import string
 from typing import Any
 
+import jax
 import jax.numpy as jnp
 import numpy as np
 from jax.core import Tracer
@@ -25,7 +26,7 @@ from ..._dims import wrap_dim
 from ...autograd.grad_mode import no_grad
 from ...ops import get
 from ...ops.linalg import check_matrix_shape
-from ...tensor import Tensor
+from ...tensor import Tensor, _wrap
 from ..promotion import cast, promote, scalar_tensor
 from ..registry import functor
 from .matmul import bmm, matmul, mm, mv
@@ -46,6 +47,7 @@ _rsum, _rmax, _rmin = (get(n).apply for n in ("reduce_sum", "reduce_max", "reduc
 _rnorm, _reshape, _transpose = (get(n).apply for n in ("reduce_norm", "reshape", "transpose"))
 _narrow, _expand, _roll, _cast = (get(n).apply for n in ("narrow", "expand", "roll", "cast"))
 _full = get("full").apply
+_split = get("split").apply
 
 _LINALG_DTYPES = (np.dtype(np.float32), np.dtype(np.float64))
 _TORCH_NAMES = {"int64": "Long", "int32": "Int", "int16": "Short", "int8": "Char",
@@ -1064,9 +1066,13 @@ def lu_unpack(LU: Tensor, pivots: Tensor, unpack_data: bool, unpack_pivots: bool
     low = up = p = empty
     if unpack_data:
         nd = _nd(LU)
-        low = _add(_tril(_narrow(LU, dim=nd - 1, start=0, length=k), diagonal=-1),
-                   get("eye").apply(n=m, m=k, dtype=dt))
-        up = _triu(_narrow(LU, dim=nd - 2, start=0, length=k), diagonal=0)
+        # The unit diagonal and the strictly lower mask are host constants (device_put
+        # compiles nothing), and a narrow to the full size is skipped: fewer programs compiled
+        # per shape than tril + eye + add.
+        lcols = LU if k == n else _narrow(LU, dim=nd - 1, start=0, length=k)
+        low = api().where(_wrap(jax.device_put(np.tri(m, k, -1, dtype=bool))), lcols,
+                          _wrap(jax.device_put(np.eye(m, k, dtype=dt))))
+        up = _triu(LU if k == m else _narrow(LU, dim=nd - 2, start=0, length=k), diagonal=0)
     if unpack_pivots:
         p = _perm_matrix(_piv_to_perm(pivots, m=m), dt)
     return p, low, up
@@ -1212,12 +1218,15 @@ def _chol_info(A: Tensor, upper: bool) -> Tensor:
     n = _shape(A)[-1]
     if n == 0:
         return _full(shape=_shape(A)[:-2], value=0, dtype=_INT32)
-    sym = _tril(A if not upper else _mT(A), diagonal=0)
-    sym = _add(sym, _mT(_tril(sym, diagonal=-1)))
-    ar = get("arange").apply(start=0, end=n, step=1, dtype=np.dtype(np.int64))
-    k, i, j = (_reshape(ar, shape=sh) for sh in ((n, 1, 1), (1, n, 1), (1, 1, n)))
-    inside = f.logical_and(f.le(i, k), f.le(j, k))          # (n, n, n): block k is [:k+1, :k+1]
-    eye = get("eye").apply(n=n, m=n, dtype=A._meta.dtype)
+    # The masks and the identity are host constants (device_put compiles nothing; the same
+    # index arithmetic as eager ops compiled ~8 programs per matrix size).
+    ar = np.arange(n)
+    lower = _wrap(jax.device_put(ar[:, None] >= ar[None, :]))
+    t = _mT(A)
+    sym = f.where(lower, t, A) if upper else f.where(lower, A, t)   # the triangle, mirrored
+    k, i, j = ar[:, None, None], ar[None, :, None], ar[None, None, :]
+    inside = _wrap(jax.device_put((i <= k) & (j <= k)))  # (n, n, n): block k is [:k+1, :k+1]
+    eye = _wrap(jax.device_put(np.eye(n, dtype=A._meta.dtype)))
     blocks = f.where(inside, _reshape(sym, shape=_shape(sym)[:-2] + (1, n, n)), eye)
     sign, _ = _slogdet(blocks)
     bad = f.le(sign, 0)
@@ -1307,14 +1316,20 @@ def linalg_householder_product(A: Tensor, tau: Tensor) -> Tensor:
         raise TypeError(f"{fname}: tau dtype {tau.dtype} does not match input dtype {A.dtype}")
     nd = _nd(A)
     dt = A._meta.dtype
-    v = _add(_tril(A, diagonal=-1), get("eye").apply(n=m, m=n, dtype=dt))    # unit columns
-    q = _expand(get("eye").apply(n=m, m=n, dtype=dt), shape=_shape(A))
+    # host constants (device_put compiles nothing): the identity's first n columns, and the
+    # strictly lower triangle that holds the reflectors
+    eye = _wrap(jax.device_put(np.eye(m, n, dtype=dt)))
+    v = api().where(_wrap(jax.device_put(np.tri(m, n, -1, dtype=bool))), A, eye)  # unit columns
+    q = _expand(eye, shape=_shape(A))
     if k == 0:   # the identity's first n columns, on the tape with a zero gradient
         q = _add(q, _mul(A, _scalar(0.0, A)))
+    if k:
+        # The columns and taus as the pieces of one split each (a narrow per i would compile
+        # one program per start); every iteration then reuses the same programs.
+        vs = _split(v, dim=nd - 1, sizes=(1,) * n)                            # (..., m, 1)
+        ts = _split(_reshape(tau, shape=_shape(tau)[:-1] + (1, k)), dim=_nd(tau), sizes=(1,) * k)
     for i in reversed(range(k)):     # Q = H_i Q, from the last reflector on
-        vi = _narrow(v, dim=nd - 1, start=i, length=1)                       # (..., m, 1)
-        ti = _reshape(_narrow(tau, dim=_nd(tau) - 1, start=i, length=1),
-                      shape=_shape(tau)[:-1] + (1, 1))
+        vi, ti = vs[i], ts[i]                                     # (..., m, 1), (..., 1, 1)
         q = _sub(q, _mul(ti, _bmm(vi, _bmm(_mT(vi), q))))
     return q
 

@@ -23,7 +23,7 @@ from ...tensor import Tensor, _wrap
 from ..promotion import cast, scalar_tensor
 from ..registry import api as _api
 from ..registry import functor
-from .index import checked_min_max, host_min_max
+from .index import checked_min_max, host_min_max, values_source
 
 _mse, _l1 = get("mse_loss").apply, get("l1_loss").apply
 _bce = get("binary_cross_entropy_with_logits").apply
@@ -98,10 +98,11 @@ def _check_targets(fname: str, target: Tensor, c: int, ignore_index: int) -> Non
     def check(lo: int, hi: int) -> None:
         if lo >= 0 and hi < c:
             return
-        t = host_value(target)  # (lazy mode: a batch's host copy, nothing runs)
+        src = values_source(target)  # (a reshaped target: its base's values, nothing runs)
+        t = host_value(src)  # (lazy mode: a batch's host copy, nothing runs)
         if t is None:
             with jax.ensure_compile_time_eval():
-                t = np.asarray(target._value)
+                t = np.asarray(src._value)
         bad = t[((t < 0) | (t >= c)) & (t != ignore_index)]
         if bad.size:
             raise IndexError(f"{fname}(): target {int(bad[0])} is out of bounds (classes: {c})")

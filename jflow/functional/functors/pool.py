@@ -8,7 +8,6 @@ from __future__ import annotations
 from typing import Any
 
 import jax
-import jax.numpy as jnp
 import numpy as np
 
 from ...ops import get
@@ -136,17 +135,19 @@ def _adaptive_avg_pool(nd: int, input: Tensor, output_size: Any) -> Tensor:
                                         count_include_pad=True)
         return unbatch(y, unbatched)
     y, dt = x, x._meta.dtype
-    for i in range(nd):
-        cur = tuple(y._meta.shape)
+    cur = list(shape)  # y's logical shape; y itself stays in the last matmul's 3-d view, so
+    for i in range(nd):  # one reshape (not two) compiles between two matmuls
         n_in, n_out = cur[2 + i], out[i]
         if n_in == n_out:
             continue
         lead, rest = int(np.prod(cur[:2 + i])), int(np.prod(cur[3 + i:]))
-        a = _wrap(jnp.asarray(_adaptive_matrix(n_in, n_out), dt))
+        # a host constant: device_put compiles nothing (jnp.asarray's dtype conversion would
+        # compile a convert per matrix shape)
+        a = _wrap(jax.device_put(np.asarray(_adaptive_matrix(n_in, n_out), dt)))
         y = matmul(a, _reshape(y, shape=(lead, n_in, rest)), transpose_a=False,
                    transpose_b=False, alpha=1.0)
-        y = _reshape(y, shape=cur[:2 + i] + (n_out,) + cur[3 + i:])
-    return unbatch(y, unbatched)
+        cur[2 + i] = n_out
+    return unbatch(_reshape(y, shape=tuple(cur)), unbatched)
 
 
 @functor("AdaptiveAvgPool1d")

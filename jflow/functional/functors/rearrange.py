@@ -9,7 +9,6 @@ from collections.abc import Sequence
 from typing import Any
 
 import jax
-import jax.numpy as jnp
 import numpy as np
 from jax.core import Tracer
 
@@ -104,7 +103,7 @@ def _host_index(arr: np.ndarray, like: Tensor | None) -> Tensor:
     """A host int64 array as a tensor (on ``like``'s device when given)."""
     a = np.ascontiguousarray(arr.astype(np.int64))
     if like is None or isinstance(like._meta, Tracer):
-        return _wrap(jnp.asarray(a))
+        return _wrap(jax.device_put(a))
     return _wrap(jax.device_put(a, next(iter(like._value.devices()))))
 
 
@@ -256,7 +255,7 @@ def _tri_indices(fname: str, row: int, col: int, offset: int, dtype: Any, device
     d = _dt.int64 if dtype is None else dtype
     if d.category != 1:
         raise TypeError(f"{fname}(): dtype must be an integer dtype, got {d}")
-    out = _wrap(jnp.asarray(np.stack([r, c]).astype(d.np).reshape(2, -1)))
+    out = _wrap(jax.device_put(np.stack([r, c]).astype(d.np).reshape(2, -1)))
     return on_device(out, device)
 
 

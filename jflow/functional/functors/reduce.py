@@ -21,7 +21,6 @@ import warnings
 from typing import Any
 
 import jax
-import jax.numpy as jnp
 import numpy as np
 
 from ... import dtypes as _dt
@@ -534,7 +533,7 @@ def _quantile(fname: str, input: Tensor, q: Any, dim: int | None, keepdim: bool,
     if scalar_q:
         if not 0 <= q <= 1:
             raise RuntimeError(f"{fname}() q must be in the range [0, 1] but got {q}")
-        qt = _wrap(jnp.asarray([float(q)], input._meta.dtype))
+        qt = _wrap(jax.device_put(np.asarray([float(q)], input._meta.dtype)))
     else:
         if q._meta.ndim > 1:
             raise RuntimeError(f"{fname}() q must be a scalar or 1D tensor, got "

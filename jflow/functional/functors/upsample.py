@@ -19,7 +19,7 @@ from __future__ import annotations
 import itertools
 from typing import Any
 
-import jax.numpy as jnp
+import jax
 import numpy as np
 
 from ...ops import get
@@ -31,7 +31,7 @@ from ..registry import functor
 _upsample2d = get("upsample2d").apply
 _reshape = get("reshape").apply
 _expand, _gather, _cast = get("expand").apply, get("dim_gather").apply, get("cast").apply
-_where, _einsum = get("where").apply, get("einsum").apply
+_where, _einsum, _split = get("where").apply, get("einsum").apply, get("split").apply
 
 
 _INTERP_MODES = {1: ("nearest", "nearest-exact", "linear", "area"),
@@ -165,9 +165,11 @@ def _pad_coord(c: Tensor, size: int, padding_mode: str, align_corners: bool) -> 
 
 
 def _tap(fi: Tensor, size: int) -> tuple[Tensor, Tensor]:
-    """(in-bounds mask, clamped int64 index) of integer-valued float coordinates."""
-    valid = (fi >= 0.0).logical_and(fi <= float(size - 1))
-    return valid, _cast(_api().clamp(fi, 0, size - 1), dtype=np.dtype(np.int64))
+    """(in-bounds mask, clamped int64 index) of integer-valued float coordinates: in bounds
+    where clamping leaves the coordinate unchanged (NaN compares unequal: out), one compiled
+    comparison instead of two and their conjunction."""
+    clamped = _api().clamp(fi, 0, size - 1)
+    return clamped == fi, _cast(clamped, dtype=np.dtype(np.int64))
 
 
 def _cubic_weights(t: Tensor) -> list[Tensor]:
@@ -224,32 +226,33 @@ def grid_sample(input: Tensor, grid: Tensor, mode: str, padding_mode: str,
     n, c, sizes, out = xs[0], xs[1], xs[2:], gs[1:-1]
     npts = int(np.prod(out))
     flat = _reshape(input, shape=(n, c, int(np.prod(sizes))))
-    g = _reshape(grid, shape=(n, npts, nd))
     strides = [int(np.prod(sizes[i + 1:])) for i in range(nd)]
-    coords = []  # per spatial axis (outermost first): pixel coordinates (N, P)
+    # The grid's components as one split (a narrow per axis compiles one program each), each
+    # shaped (N, 1, P) once: coordinates, weights, masks and indices then broadcast against
+    # the (N, C, P) values with no reshape of their own.
+    comps = _split(grid, dim=nd + 1, sizes=(1,) * nd)
+    coords = []  # per spatial axis (outermost first): pixel coordinates (N, 1, P)
     for ax in range(nd):
         size = sizes[ax]
-        comp = _reshape(g.narrow(2, nd - 1 - ax, 1), shape=(n, npts))
+        comp = _reshape(comps[nd - 1 - ax], shape=(n, 1, npts))
         if align:
             coords.append(((comp + 1.0) / 2) * (size - 1))
         else:
             coords.append(((comp + 1.0) * size - 1.0) / 2)
 
     def read(fis: list[Tensor]) -> Tensor:
-        """Input values (N, C, P) at integer-valued coordinates, 0 outside."""
+        """Input values (N, C, P) at integer-valued (N, 1, P) coordinates, 0 outside."""
         valid, lin = None, None
         for ax, fi in enumerate(fis):
             v, i = _tap(fi, sizes[ax])
             valid = v if valid is None else valid.logical_and(v)
             i = i * strides[ax] if strides[ax] != 1 else i
             lin = i if lin is None else lin + i
-        lin = _expand(_reshape(lin, shape=(n, 1, npts)), shape=(n, c, npts))
-        vals = _gather(flat, lin, dim=2)
-        return _where(_reshape(valid, shape=(n, 1, npts)), vals,
-                      scalar_tensor(0.0, vals._meta.dtype))
+        vals = _gather(flat, _expand(lin, shape=(n, c, npts)), dim=2)
+        return _where(valid, vals, scalar_tensor(0.0, vals._meta.dtype))
 
     def weighted(w: Tensor, v: Tensor) -> Tensor:
-        return _reshape(w, shape=(n, 1, npts)) * v
+        return w * v
 
     if mode == "nearest":
         rs = [_api().round(_pad_coord(co, sizes[ax], padding_mode, align))
@@ -320,6 +323,6 @@ def affine_grid(theta: Tensor, size: Any, align_corners: Any) -> Tensor:
     mesh = np.meshgrid(*axes[::-1], indexing="ij")  # outermost spatial axis first
     cols = [m.reshape(-1) for m in mesh[::-1]] + [np.ones(int(np.prod(spatial)))]
     dt = theta._meta.dtype
-    base = _wrap(jnp.asarray(np.stack(cols, 1), dt))  # (P, nd + 1)
+    base = _wrap(jax.device_put(np.stack(cols, 1).astype(dt)))  # (P, nd + 1)
     grid = _einsum([base, theta], equation="pk,njk->npj")
     return _reshape(grid, shape=(size[0],) + tuple(spatial) + (nd,))
