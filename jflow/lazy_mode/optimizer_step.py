@@ -35,6 +35,7 @@ import numpy as np
 from jax.core import Tracer
 from jax.extend.core import jaxpr_as_fun
 
+from .._jax_setup import EAGER_ROUNDING
 from ..autograd.grad_mode import no_grad
 from ..dispatch import _WATCH
 from ..lazy_values import _LAZY_OF, _PLAIN_OF, LOCAL, raw, set_raw
@@ -265,6 +266,7 @@ EAGER_AFTER = 3
 
 #: whether eager steps run fused (flow.config.set_fused_optimizer_step)
 EAGER = [True]
+_F16 = np.dtype(np.float16)
 
 
 def set_fused_eager(flag: bool) -> bool:
@@ -282,8 +284,10 @@ def run_step_eagerly(opt: Any, step: Any) -> bool:
     function, jitted: the update of every parameter in one executable instead of one or more
     dispatches per parameter, as PyTorch's ``foreach`` implementations batch theirs. False
     when it must run as plain code: fusion off, a watcher on dispatch (the profiler, a
-    flow.jit trace), before :data:`EAGER_AFTER` sightings, a pending lazy value, or a step
-    that cannot be traced (see the module docstring)."""
+    flow.jit trace), before :data:`EAGER_AFTER` sightings, a pending lazy value, a float16
+    tensor (XLA CPU computes a fused float16 chain without rounding each op's result: the
+    update would differ from the ops' in the last bit), or a step that cannot be traced (see
+    the module docstring)."""
     if not EAGER[0] or _WATCH[0] is not None:
         return False
     got = _gather(opt)
@@ -293,11 +297,13 @@ def run_step_eagerly(opt: Any, step: Any) -> bool:
     for t in tensors:
         if t.__class__ not in _LAZY_OF:  # a pending lazy value (its twin class): plain code
             return False
+        if t._meta.dtype == _F16:  # (XLA CPU keeps a fused float16 chain's intermediates
+            return False           # in float32 whatever the options: not the ops' rounding)
     hit = _lookup(opt, step, got, EAGER_AFTER)
     if hit is None:
         return False
-    if hit.jitted is None:
-        hit.jitted = jax.jit(hit.fn)
+    if hit.jitted is None:  # (the options of every run of eager ops: bfloat16 rounded per op)
+        hit.jitted = jax.jit(hit.fn, compiler_options=EAGER_ROUNDING)
     outs = hit.jitted([t._meta for t in tensors], got[2])
     for i, o in zip(hit.changed, outs):
         tensors[i]._meta = o
