@@ -15,7 +15,8 @@ from jax import lax
 
 __all__ = ["all_gather_invariant", "manual_out_aval", "plain_lowering_ctx", "match_manual_type",
            "vary_together", "is_tracing", "cpu_async_dispatch", "drop_traceback_note",
-           "backends_initialized", "distributed_client", "jaxlib_has", "release_lowerings"]
+           "backends_initialized", "distributed_client", "jaxlib_has", "release_lowerings",
+           "refuse_as_argument"]
 
 
 def _all_gather_invariant() -> Any:
@@ -219,6 +220,21 @@ def jaxlib_has(name: str) -> bool:
     which collectives this build carries has no public query."""
     from jax._src.lib import _jax
     return hasattr(_jax, name)
+
+
+def refuse_as_argument(cls: type, refuse: Any) -> bool:
+    """Have JAX call ``refuse`` (which raises ``TypeError``) when it reads the abstract value
+    of a ``cls`` argument: a subclass of ``jax.ShapeDtypeStruct`` (a meta tensor's value) is
+    otherwise taken as an abstract argument, lowered and compiled, and refused only when the
+    executable is called (an XLA compile per call, every one thrown away). JAX's type-to-aval
+    table is private (``jax.core``'s alias is deprecated); False where this JAX has none
+    (the call is then refused after compiling, as before)."""
+    from jax._src import core
+    table = getattr(core, "pytype_aval_mappings", None)
+    if not isinstance(table, dict):
+        return False
+    table[cls] = refuse
+    return True
 
 
 @functools.cache

@@ -7,6 +7,8 @@ from typing import Any
 import jax
 import numpy as np
 
+from ._jax_compat import refuse_as_argument
+
 __all__ = ["device", "device_scalar", "META", "MetaValue", "meta_value", "is_meta_value",
            "is_meta_device", "no_data", "DEFAULT_IS_META"]
 
@@ -108,8 +110,8 @@ META = device("meta")
 
 class MetaValue(jax.ShapeDtypeStruct):
     """A meta tensor's value: shape and dtype, no data. JAX refuses it as an argument of a
-    compiled call (a ``TypeError``: how an op's ``apply`` notices a meta input) and takes it
-    in ``jax.eval_shape``."""
+    compiled call before tracing it (a ``TypeError``: how an op's ``apply`` notices a meta
+    input; see ``_refuse_meta``); ``jax.eval_shape`` takes its plain ``ShapeDtypeStruct``."""
 
     __slots__ = ()
 
@@ -136,6 +138,14 @@ class MetaValue(jax.ShapeDtypeStruct):
         raise no_data("Tensor.__index__()")
 
 
+def _refuse_meta(v: MetaValue) -> Any:
+    # JAX would take a ShapeDtypeStruct subclass as an abstract argument: lower and compile the
+    # call, then refuse the value when the executable runs (an XLA compile per meta call)
+    raise TypeError(f"Argument of shape {v.dtype}{list(v.shape)} of type {type(v)} is not a "
+                    f"valid JAX type (a meta tensor's value: no data)")
+
+
+refuse_as_argument(MetaValue, _refuse_meta)
 _SDS = MetaValue
 
 

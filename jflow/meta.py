@@ -52,5 +52,8 @@ def abstract_bind(prim: Any, params: dict, vals: list) -> list:
             raise RuntimeError(f"{prim.name}: Tensor on device {other} is not on the expected "
                                f"device meta! (a meta tensor mixes only with 0-d tensors, "
                                f"integer index tensors and numbers, as in PyTorch)")
-    outs = jax.eval_shape(lambda *a: prim.bind(*a, **params), *vals)
+    # (JAX refuses a MetaValue itself: device.py's _refuse_meta)
+    outs = jax.eval_shape(lambda *a: prim.bind(*a, **params),
+                          *[jax.ShapeDtypeStruct(v.shape, v.dtype) if v.__class__ is _SDS else v
+                            for v in vals])
     return [_SDS(o.shape, o.dtype) for o in outs]

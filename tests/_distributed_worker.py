@@ -1,9 +1,11 @@
-"""One process of tests/test_distributed.py: ``python _distributed_worker.py PORT NPROC PID``.
+"""One process of tests/test_distributed.py: ``python _distributed_worker.py PORT NPROC PID
+[DIR]``.
 
 Joins the others through ``flow.env.init_distributed`` with 4 CPU devices, then runs global
 matmuls on a placement of every process's devices (ranks 0..4*NPROC-1) and checks the logical
-values against NumPy. Prints ``WORKER-OK <pid>`` on success; on a failure, the traceback, and
-exits 1 at once.
+values against NumPy; with ``DIR``, then saves and reloads a sharded checkpoint there
+(tests/_sharded_ckpt_worker.py's checks: one pair of processes, one start-up, for both).
+Prints ``WORKER-OK <pid>`` on success; on a failure, the traceback, and exits 1 at once.
 """
 
 from __future__ import annotations
@@ -23,7 +25,7 @@ from jflow import env  # noqa: E402
 LOCAL_DEVICES = 4
 
 
-def main(port: int, nproc: int, pid: int) -> None:
+def main(port: int, nproc: int, pid: int, ckpt_dir: str | None = None) -> None:
     env.init_distributed(f"127.0.0.1:{port}", num_processes=nproc, process_id=pid,
                          local_device_count=LOCAL_DEVICES, timeout_s=60)
     n = nproc * LOCAL_DEVICES
@@ -61,12 +63,18 @@ def main(port: int, nproc: int, pid: int) -> None:
     gl = env.global_from_process_local(half, plc, S(0))
     assert tuple(gl.shape) == a.shape
     np.testing.assert_allclose((gl @ gb).numpy(), want, rtol=1e-12, atol=1e-12)
+    if ckpt_dir is not None:
+        # (imported here: only the pair run with DIR needs it)
+        from _sharded_ckpt_worker import LOCAL_DEVICES as CKPT_DEVICES
+        from _sharded_ckpt_worker import check_checkpoint
+        assert CKPT_DEVICES == LOCAL_DEVICES
+        check_checkpoint(nproc, pid, ckpt_dir)
     print(f"WORKER-OK {pid}", flush=True)
 
 
 if __name__ == "__main__":
     try:
-        main(int(sys.argv[1]), int(sys.argv[2]), int(sys.argv[3]))
+        main(int(sys.argv[1]), int(sys.argv[2]), int(sys.argv[3]), *sys.argv[4:5])
     except BaseException:
         # exit now: a normal exit would wait in jax.distributed's shutdown barrier for the
         # other processes, which may be blocked in a collective with this one

@@ -241,7 +241,8 @@ def test_graph_steady_state_donates_without_copies(monkeypatch):
     """Parameters are donated: once they own their buffers, a step copies nothing."""
     from jflow.compiler import state
     m = _model()
-    step_opt = flow.optim.Adam(m.parameters(), lr=0.01)
+    # (test_graph_matches_eager_after_20_steps[adam]'s optimizer: the same step program)
+    step_opt = flow.optim.Adam(m.parameters(), lr=0.01, weight_decay=1e-3)
     step = TrainStep(m, step_opt)
     x, y = flow.tensor(X), flow.tensor(Y)
     for _ in range(3):
@@ -322,9 +323,9 @@ def test_jit_of_a_module_and_of_a_bound_method():
 
 
 def test_graph_updates_batchnorm_running_stats_as_eager():
-    def make():
+    def make():  # (the Linear layers of _model: their eager programs are compiled already)
         flow.manual_seed(0)
-        m = nn.Sequential(nn.Linear(6, 8), nn.BatchNorm1d(8), nn.ReLU(), nn.Linear(8, 3))
+        m = nn.Sequential(nn.Linear(6, 12), nn.BatchNorm1d(12), nn.ReLU(), nn.Linear(12, 3))
         return m, flow.optim.SGD(m.parameters(), lr=0.1)
 
     (eager, oe), (compiled, oc) = make(), make()
@@ -365,7 +366,7 @@ def test_graph_optimizer_state_created_up_front_only_where_exact():
 
 def test_graph_keeps_optimizer_state_of_parameters_it_no_longer_updates():
     m = _model()
-    opt = flow.optim.Adam(m.parameters(), lr=0.01)
+    opt = flow.optim.Adam(m.parameters(), lr=0.01, weight_decay=1e-3)  # (the same program)
     orphan = nn.Parameter(flow.ones(2))
     opt.state[orphan] = {"exp_avg": flow.full((2,), 3.0)}   # e.g. left by a removed group
     step = TrainStep(m, opt)

@@ -413,8 +413,9 @@ def test_kernel_for_an_unknown_op(built):
 
 
 def test_compiler_errors_are_shown(tmp_path, cxx):
+    # (no jflow/op.h: the failing compile is what is checked; parsing the header took ~1.5 s)
     src = tmp_path / "broken.cpp"
-    src.write_text('#include "jflow/op.h"\nint broken() { return undeclared_name; }\n')
+    src.write_text("int broken() { return undeclared_name; }\n")
     with pytest.raises(cpp_extension.BuildError) as info:
         cpp_extension.load("broken", [src], build_directory=tmp_path / "b")
     msg = str(info.value)

@@ -3,11 +3,12 @@
 * the launcher's environment (``RANK``, ``WORLD_SIZE``, ...) and its failure handling (one
   process fails: the others are stopped and the launcher exits with that code, no hang),
   with plain Python scripts;
-* examples/digits_multiprocess.py launched as 2 processes x 4 CPU devices (DDP, gloo) prints
-  the same per-step losses as the script run alone with plain local tensors (the reference:
-  no DDP, no global tensors, one device). From step 2 on the losses depend on the SGD
-  updates, so a gradient not reduced over both processes' rows, or summed where PyTorch's
-  DDP averages (checked by hand: step 2 then reads 2.2683 instead of 2.2821),
+* examples/digits_multiprocess.py launched as 2 processes x 4 CPU devices (DDP, gloo), its
+  loop without any cross-process sync (``--local-loss``), does not hang and prints the same
+  per-step global-batch losses as the script run alone with plain local tensors (the
+  reference: no DDP, no global tensors, one device). From step 2 on the losses depend on the
+  SGD updates, so a gradient not reduced over both processes' rows, or summed where
+  PyTorch's DDP averages (checked by hand: step 2 then reads 2.2683 instead of 2.2821),
   fails the comparison;
 * processes that disagree (another op, another shape, another call order, a process that
   never arrives) stop with an error naming the op on both sides, within the check's timeout.
@@ -15,6 +16,7 @@
 
 from __future__ import annotations
 
+import json
 import os
 import re
 import signal
@@ -31,7 +33,8 @@ from jflow.sharding.consistency import ENV_MODE, ENV_TIMEOUT, get_check, set_che
 
 EXAMPLE = ROOT / "examples" / "digits_multiprocess.py"
 WORKER = Path(__file__).resolve().parent / "_consistency_worker.py"
-STEPS = 8
+LAUNCHER = Path(launch.__file__).resolve()
+STEPS = 20
 
 
 def _env(**extra: str) -> dict[str, str]:
@@ -61,29 +64,46 @@ def _run(argv: list[str], timeout_s: float, **env: str) -> tuple[int, str, float
     return p.returncode, out, time.monotonic() - t0
 
 
-def _launch(args: list[str], timeout_s: float, **env: str) -> tuple[int, str, float]:
-    return _run(["-m", "jflow.distributed.launch", *args], timeout_s, **env)
+def _launch(args: list[str], timeout_s: float, *, as_module: bool = False,
+            **env: str) -> tuple[int, str, float]:
+    """The launcher: ``python -m jflow.distributed.launch`` (``as_module``, as users run it;
+    test_launcher_sets_the_torchrun_environment), else its file run as a script. The same
+    ``main()`` either way, but ``-m`` imports the jflow package (JAX with it, ~2.5 s of CPU)
+    in a process that only starts and relays others; the launcher imports nothing of jflow
+    itself, and the package's import changes no variable the processes inherit
+    (test_launcher_sets_the_torchrun_environment compares their whole environments)."""
+    if as_module:
+        return _run(["-m", "jflow.distributed.launch", *args], timeout_s, **env)
+    return _run([str(LAUNCHER), *args], timeout_s, **env)
 
 
 # -- the launcher, without JAX -----------------------------------------------------------------
 def test_launcher_sets_the_torchrun_environment(tmp_path: Path) -> None:
     script = tmp_path / "show.py"
     script.write_text(
-        "import os, sys\n"
+        "import json, os, sys\n"
         "keys = ['RANK', 'LOCAL_RANK', 'WORLD_SIZE', 'LOCAL_WORLD_SIZE', 'MASTER_ADDR',\n"
         "        'MASTER_PORT', 'JFLOW_LOCAL_DEVICE_COUNT', 'PYTHONUNBUFFERED']\n"
         "line = ' '.join(f'{k}={os.environ.get(k)}' for k in keys)\n"
         "with open(sys.argv[1] + os.environ['RANK'], 'w') as f:  # not stdout: lines interleave\n"
-        "    f.write(f'ENV {line} {sys.argv[2:]}')\n")
-    rc, out, _ = _launch(["--nproc_per_node", "3", "--nnodes", "2", "--node_rank", "1",
-                          "--master_addr", "10.0.0.7", "--master_port", "4321",
-                          "--local_device_count", "2", str(script), str(tmp_path / "env"),
-                          "--lr", "0.1"], 60)
-    assert rc == 0, out
-    lines = sorted((tmp_path / f"env{r}").read_text() for r in range(3, 6))
-    assert lines == [f"ENV RANK={3 + i} LOCAL_RANK={i} WORLD_SIZE=6 LOCAL_WORLD_SIZE=3 "
-                     f"MASTER_ADDR=10.0.0.7 MASTER_PORT=4321 JFLOW_LOCAL_DEVICE_COUNT=2 "
-                     f"PYTHONUNBUFFERED=1 ['--lr', '0.1']" for i in range(3)], out
+        "    f.write(f'ENV {line} {sys.argv[2:]}')\n"
+        "with open(sys.argv[1] + os.environ['RANK'] + '.json', 'w') as f:\n"
+        "    json.dump(dict(os.environ), f)\n")
+    envs = {}
+    for as_module in (True, False):  # as users run it; as the other tests do (see _launch)
+        rc, out, _ = _launch(["--nproc_per_node", "3", "--nnodes", "2", "--node_rank", "1",
+                              "--master_addr", "10.0.0.7", "--master_port", "4321",
+                              "--local_device_count", "2", str(script), str(tmp_path / "env"),
+                              "--lr", "0.1"], 60, as_module=as_module)
+        assert rc == 0, out
+        lines = sorted((tmp_path / f"env{r}").read_text() for r in range(3, 6))
+        assert lines == [f"ENV RANK={3 + i} LOCAL_RANK={i} WORLD_SIZE=6 LOCAL_WORLD_SIZE=3 "
+                         f"MASTER_ADDR=10.0.0.7 MASTER_PORT=4321 JFLOW_LOCAL_DEVICE_COUNT=2 "
+                         f"PYTHONUNBUFFERED=1 ['--lr', '0.1']" for i in range(3)], out
+        envs[as_module] = [json.loads((tmp_path / f"env{r}.json").read_text())
+                           for r in range(3, 6)]
+    # importing the jflow package (-m) changes nothing the processes inherit
+    assert envs[True] == envs[False]
 
 
 def test_launcher_prefixes_whole_lines_with_the_rank(tmp_path: Path) -> None:
@@ -145,17 +165,43 @@ def _losses(out: str) -> list[float]:
                                          re.M)]
 
 
+def _global_losses(out: str) -> list[float]:
+    """The per-step global-batch losses a ``--local-loss`` run prints after its loop."""
+    return [float(v) for v in re.findall(
+        r"^(?:\[rank\d+\]: )?step +\d+ +global-batch loss ([0-9.]+)$", out, re.M)]
+
+
 @needs_gloo
-def test_digits_two_processes_match_one_process() -> None:
+def test_digits_two_processes_match_one_process_and_a_loop_without_sync_does_not_hang() -> None:
+    """One launch checks both (each launch costs two process starts and their compiles):
+
+    * no cross-process sync in the loop (``--local-loss``: rank 0 prints its own loss):
+      eager global ops are independent executables, and run concurrently their gloo
+      collectives paired up differently on the two processes (about 2 runs in 5 hung within
+      8 steps, one process in the optimizer and the other in the next forward). Executables
+      on a placement spanning processes now run one at a time (placement.wait_if_shared).
+      20 steps give the race as many chances as two launches of 10;
+    * the global-batch losses of those steps (averaged over the processes after the loop)
+      equal the one-process run's, step by step."""
     pytest.importorskip("sklearn")
-    rc, alone, _ = _run([str(EXAMPLE), "--steps", str(STEPS)], 120)
-    assert rc == 0, alone
-    rc, launched, _ = _launch(["--nproc_per_node", "2", "--local_device_count", "4",
-                               str(EXAMPLE), "--steps", str(STEPS)], 180)
+    # the one-process reference runs meanwhile (its own process: it needs no other)
+    alone_p = subprocess.Popen([sys.executable, str(EXAMPLE), "--steps", str(STEPS)],
+                               stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
+                               env=_env(), cwd=str(ROOT), start_new_session=True)
+    try:
+        rc, launched, _ = _launch(["--nproc_per_node", "2", "--local_device_count", "4",
+                                   str(EXAMPLE), "--steps", str(STEPS), "--local-loss"], 240)
+        alone, _ = alone_p.communicate(timeout=120)
+    finally:
+        if alone_p.poll() is None:
+            os.killpg(alone_p.pid, signal.SIGKILL)
+            alone_p.communicate()
     assert rc == 0, launched
-    want, got = _losses(alone), _losses(launched)
+    assert alone_p.returncode == 0, alone
+    assert len(_losses(launched)) == STEPS, f"only rank 0 prints, once per step:\n{launched}"
+    want, got = _losses(alone), _global_losses(launched)
     assert len(want) == STEPS, alone
-    assert len(got) == STEPS, f"only rank 0 prints, once per step:\n{launched}"
+    assert len(got) == STEPS, launched
     assert "2 processes, 8 devices" in launched, launched
     assert got == pytest.approx(want, rel=1e-5), (got, want)
     assert want[-1] < want[0] - 0.05, want  # it trains: the steps move the weights
@@ -163,20 +209,6 @@ def test_digits_two_processes_match_one_process() -> None:
     assert len(acc) == 2 and abs(acc[0] - acc[1]) <= 1 / 352, acc
 
 
-@needs_gloo
-def test_ddp_loop_without_a_per_step_sync_does_not_hang() -> None:
-    """No cross-process sync in the loop: eager global ops are independent executables, and
-    run concurrently their gloo collectives paired up differently on the two processes
-    (about 2 runs in 5 hung within 8 steps, one process in the optimizer and the other in
-    the next forward). Executables on a placement spanning processes now run one at a time
-    (placement.wait_if_shared); the training is the same as the synced run's. One launch of 20
-    steps gives the race as many chances as two of 10 (each launch costs two process starts
-    and their compiles)."""
-    pytest.importorskip("sklearn")
-    rc, out, took = _launch(["--nproc_per_node", "2", "--local_device_count", "4",
-                             str(EXAMPLE), "--steps", "20", "--local-loss"], 120)
-    assert rc == 0, out
-    assert len(_losses(out)) == 20, out
 # -- disagreeing processes -------------------------------------------------------------------
 _MATMUL = "'matmul' with inputs [(16, 8) float32 S(0), (8, 3) float32 B]"
 

@@ -123,6 +123,30 @@ def test_checks_of_new_host_data_run_at_the_call():
     np.testing.assert_array_equal(picked.numpy(), np.arange(12).reshape(3, 4)[:, [3, 0, 2]])
 
 
+def test_host_made_ranges_are_pending_host_inputs():
+    """``flow.arange`` (position ids, every step) and the host-computed factories (windows,
+    logspace) in lazy mode are pending inputs of the next run, as ``flow.tensor``'s data: no
+    transfer of their own, and an embedding's bounds check reads their host values at the
+    call (a bad index raises there; a good one records no check and flushes nothing)."""
+    from jflow.lazy_mode import checks
+    emb = flow.nn.Embedding(16, 3)
+    with flow.lazy():
+        before = seg.stats()["flushes"]
+        n = len(seg.active().nodes) if seg.active() is not None else 0
+        pos = flow.arange(12)
+        window = flow.hann_window(5)
+        assert len(seg.active().nodes) == n + 2  # (pending: nothing placed yet)
+        np.testing.assert_array_equal(checks.host_value(pos), np.arange(12))
+        with pytest.raises(IndexError, match="out of range|out of bounds"):
+            emb(flow.arange(17))
+        out = emb(pos)
+        assert not seg.active().checks
+        assert seg.stats()["flushes"] == before
+    np.testing.assert_allclose(out.detach().numpy(), emb.weight.detach().numpy()[:12])
+    np.testing.assert_allclose(window.numpy(), 0.5 - 0.5 * np.cos(2 * np.pi * np.arange(5) / 5),
+                               rtol=1e-6, atol=1e-7)
+
+
 _ids = itertools.count()
 
 

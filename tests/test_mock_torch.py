@@ -581,7 +581,12 @@ def _lm_train(T, model, source, bptt, lr, clip, forward):
     return losses
 
 
-_LINES = [[0, 1, 2, 3, 4], [5, 2, 6, 4], [7, 1, 8, 3, 9, 4], [0, 6, 2, 4], [5, 1, 9, 3, 4]] * 6
+#: 150 ids: `narrow` drops 2 of them, leaving 37 rows of 4, so truncated BPTT (bptt 6) takes
+#: six chunks all of length 6 (`min(bptt, ...)` still runs) and the probe is one chunk long:
+#: one sequence length for every forward. (A shorter last chunk or probe runs the same code,
+#: but each new length compiles the embedding's, LSTM's and decoder's programs again.)
+_LINES = [[0, 1, 2, 3, 4], [5, 2, 6, 4], [7, 1, 8, 3, 9, 4], [0, 6, 2, 4], [5, 1, 9, 3, 4]] * 6 \
+    + [[7, 8, 9, 0, 1, 2]]
 
 
 @pytest.mark.parametrize("mode", ["import", "mock"])
@@ -596,7 +601,7 @@ def test_word_language_model_idioms_match_pytorch(mode, tmp_path):
     weights = {k: v.detach().numpy().copy() for k, v in ref.state_dict().items()}
     src = _lm_data(torch, _LINES, 4)
     want = _lm_train(torch, ref, src, 6, 2.0, 0.25, lambda x, s: _lm_forward(torch, ref, x, s))
-    probe = src[:5]
+    probe = src[:6]
     ref.eval()
     with torch.no_grad():
         want_out = _lm_forward(torch, ref, probe, _lm_state(ref, 4))[0].numpy()
@@ -627,7 +632,7 @@ def test_word_language_model_idioms_match_pytorch(mode, tmp_path):
             m.rnn.flatten_parameters()                    # accepted: nothing to re-lay out
             m.eval()
             with T.no_grad():
-                out = m(data[:5], _lm_state(m, 4))[0]
+                out = m(data[:6], _lm_state(m, 4))[0]
             np.testing.assert_allclose(out.numpy(), want_out, rtol=1e-4, atol=1e-5)
         # sampling one word at a time: multinomial's index fills the input, indexes a list
         words = [f"w{i}" for i in range(10)]

@@ -54,3 +54,27 @@ def test_op_grad(op_name: str) -> None:
     (samples whose outputs are not float64, e.g. a cast to int, do not count)."""
     checked, _skipped = check_op_grad(op_name)
     assert checked > 0
+
+
+def test_sbp_signatures_share_device_counts(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The SBP check runs an op's signatures on the fewest device counts that split each
+    evenly (one executable per count), the largest where that is free: abs's samples are
+    (2, 4), so S(0) needs 2 devices and S(1), which 4 also splits, joins it on 2;
+    adam_update's first sample is (4, 8), split evenly by 4 on either axis, so 4."""
+    from jflow.testing import sbp_check
+
+    counts: list[list[int]] = []
+    run = sbp_check._run_staged
+
+    def record(op: object, runs: list) -> None:
+        counts.append(sorted({r.n for r in runs}))
+        run(op, runs)
+
+    monkeypatch.setattr(sbp_check, "_run_staged", record)
+    cov = sbp_check.sbp_coverage("abs")
+    assert {"(S(0)) -> (S(0))", "(S(1)) -> (S(1))"} <= set(cov.exercised)
+    assert counts == [[2]]
+    counts.clear()
+    cov = sbp_check.sbp_coverage("adam_update")
+    assert any("S(1)" in sig for sig in cov.exercised) and not cov.missing
+    assert counts == [[4]]

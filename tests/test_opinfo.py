@@ -57,6 +57,8 @@ def test_allowed_entries_name_real_opinfos() -> None:
     assert not stale, f"ALLOWED names OpInfos PyTorch's database does not have: {stale}"
     stale = sorted(set(opinfo.GRAD_FLOAT64) - set(_DB))
     assert not stale, f"GRAD_FLOAT64 names OpInfos PyTorch's database does not have: {stale}"
+    stale = sorted(set(opinfo.SEPARATE_GRAD_RUN) - set(_DB))
+    assert not stale, f"SEPARATE_GRAD_RUN names OpInfos PyTorch's database does not have: {stale}"
 
 
 def test_harness_catches_a_wrong_op(monkeypatch: pytest.MonkeyPatch) -> None:
@@ -90,7 +92,36 @@ def test_float32_gradient_sample_compares_values_and_gradients(
     kinds = [o.kind for o in wrong.forward + wrong.grads]
     assert kinds == ["mismatch", "pass", "mismatch"], wrong  # sample 1 is empty: (1, 0, 3)
     assert "values differ" in wrong.forward[0].detail and "grad[0]" in wrong.grads[0].detail
-    # an entry differentiated through a wrapper keeps its float64 gradient run
+    # an entry differentiated through a wrapper runs its gradient sample on its own
     info = next(i for i in _DB.values() if opinfo._grad_wrapper(i) is not None
                 and opinfo.resolve(i) is not None and i.supports_autograd)
     assert not opinfo._float32_grads_apply(info)
+
+
+def test_wrapper_entry_gradient_sample_runs_in_float32(monkeypatch: pytest.MonkeyPatch) -> None:
+    """An entry differentiated through its gradient wrapper (``A + A.mH`` for cholesky) runs
+    its first gradient sample in float32 after the value samples (no float64 forward) and
+    that run still fails on a wrong gradient; ``GRAD_FLOAT64`` entries keep float64."""
+    import jflow as flow
+
+    info = _DB["linalg.cholesky"]
+    assert opinfo._grad_wrapper(info) is not None and not opinfo._float32_grads_apply(info)
+    runs = []
+    run = opinfo.run_sample
+    monkeypatch.setattr(opinfo, "run_sample",
+                        lambda i, f, s, grad=False, **kw: runs.append((s, grad, kw)) or
+                        run(i, f, s, grad, **kw))
+    right = opinfo.check_opinfo(info, 2, 2, float32_grads=True)
+    assert [o.kind for o in right.forward + right.grads] == ["pass"] * 4, right
+    grads = [(s.input.dtype, kw) for s, grad, kw in runs if grad]
+    assert grads == [(torch.float32, {"grad_tol": (opinfo.GRAD32_RTOL, opinfo.GRAD32_ATOL)}),
+                     (torch.float64, {})], grads
+    # a wrong gradient with right values (a correction that is zero forward)
+    monkeypatch.setattr(opinfo, "resolve", lambda i: lambda a, **kw: (
+        flow.linalg.cholesky(a, **kw) + 0.5 * (a - a.detach()).tril()))
+    wrong = opinfo.check_opinfo(info, 1, 1, float32_grads=True)
+    assert [o.kind for o in wrong.forward] == ["pass"], wrong
+    assert [o.kind for o in wrong.grads] == ["mismatch"], wrong
+    runs.clear()
+    opinfo.check_opinfo(_DB["logcumsumexp"], 1, 1, float32_grads=True)
+    assert [s.input.dtype for s, grad, _ in runs if grad] == [torch.float64]

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import functools
 import itertools
+import math
 import re
 
 import numpy as np
@@ -165,12 +166,20 @@ def _sig(ins, outs) -> NdSignature:
     return NdSignature(tuple((x,) for x in ins), tuple((x,) for x in outs))
 
 
+_SPLIT = type(S(0))
+
+
 def _local_shape(shape, nd, hh):
     out = list(shape)
     for x, n in zip(nd, hh):
-        if isinstance(x, type(S(0))):
+        if isinstance(x, _SPLIT):
             out[x.axis] //= n
     return out
+
+
+# boxing's cost of one conversion, remembered: the exhaustive searches below ask for the same
+# few conversions once per combination (3**9 of them), and Fraction arithmetic dominated
+_cost = functools.lru_cache(maxsize=None)(cost)
 
 
 def _brute_bytes(rec, choice) -> float:
@@ -184,12 +193,12 @@ def _brute_bytes(rec, choice) -> float:
             if src[0] == "fixed":
                 if (src[2], need) not in seen:
                     seen.add((src[2], need))
-                    c += cost(src[1], need, b[0], hh, b[1])
+                    c += _cost(src[1], need, b[0], hh, b[1])
             elif (src[1], src[2], need) not in seen:
                 seen.add((src[1], src[2], need))
-                c += cost(choice[src[1]].outputs[src[2]], need, b[0], hh, b[1])
+                c += _cost(choice[src[1]].outputs[src[2]], need, b[0], hh, b[1])
     for src, dst, b, hh in rec.boxes:
-        c += cost(choice[src[1]].outputs[src[2]], dst, b[0], hh, b[1])
+        c += _cost(choice[src[1]].outputs[src[2]], dst, b[0], hh, b[1])
     return c
 
 
@@ -199,13 +208,13 @@ def _brute_seconds(rec, choice) -> float:
     local output's columns), at least the bytes of the local outputs at MEMORY_BANDWIDTH."""
     t = 0.0
     for (name, _, ins, _, hh, outs, _), sig in zip(rec.ops, choice):
-        out_bytes = sum(b / np.prod([n for x, n in zip(nd, hh) if isinstance(x, type(S(0)))])
+        out_bytes = sum(b / math.prod([n for x, n in zip(nd, hh) if isinstance(x, _SPLIT)])
                         for (b, _), nd in zip(outs, sig.outputs))
         call = out_bytes / step_plan.MEMORY_BANDWIDTH
         if name == "matmul":
             a = _local_shape(ins[0][1][1], sig.inputs[0], hh)
             o = _local_shape(outs[0][1], sig.outputs[0], hh)
-            call = max(call, 2 * np.prod(a) * o[1] / step_plan.FLOP_RATE)
+            call = max(call, 2 * math.prod(a) * o[1] / step_plan.FLOP_RATE)
         t += call
     return t
 

@@ -2,7 +2,7 @@
 round trips against NumPy references, resharding 8 devices -> 4 (B, S(1), local), each
 distinct shard written once, slice reads, atomic commit under a simulated crash, and a
 SerializationError naming the problem for every hostile directory. The multi-process case is
-tests/test_serialization_sharded_multiprocess.py."""
+in tests/test_distributed.py."""
 
 from __future__ import annotations
 

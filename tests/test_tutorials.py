@@ -3,9 +3,12 @@
 Each tutorial is one program: its ``python`` code blocks run in order. A ``text`` block right
 after a ``python`` block is that block's output, compared line by line (trailing spaces
 ignored). Tutorials 1-3 run in this process (cheap: jflow is already imported), each
-in a fresh namespace; tutorial 4 makes 8 CPU devices at its top, before JAX starts, tutorial
-5 defines ops (global to a process) and tutorial 6 turns ``import torch`` into jflow, so each
-of those runs in a fresh interpreter.
+in a fresh namespace. Tutorial 4 makes 8 CPU devices at its top, before JAX starts, tutorial
+5 defines ops (global to a process) and tutorial 6 turns ``import torch`` into jflow, so
+those run outside this process: in one fresh interpreter, one after the other, each in a
+fresh namespace (4 first: its devices must come before any JAX work; 6 last: what it
+enables stays on), so that jflow is imported once for the three, not three times. A
+tutorial that raises is reported and the next one runs.
 
 ``python tests/test_tutorials.py docs/tutorials/1_tensors.md`` prints each block's output
 (how the ``text`` blocks are written).
@@ -15,14 +18,17 @@ from __future__ import annotations
 
 import contextlib
 import io
+import json
 import os
 import re
 import subprocess
 import sys
+import textwrap
 import time
 from pathlib import Path
 
 import pytest
+from _shared import shared_dir
 
 ROOT = Path(__file__).resolve().parent.parent
 TUTORIALS = ROOT / "docs" / "tutorials"
@@ -52,14 +58,39 @@ def _lines(text: str) -> list[str]:
     return [line.rstrip() for line in text.strip("\n").splitlines()]
 
 
-def run_in_subprocess(path: Path, code_blocks: list[str]) -> list[str]:
-    """Each block's stdout, the blocks run in order as one program from the repository root."""
-    program = "".join(f"print({_MARK!r}, flush=True)\n{code}\n" for code in code_blocks)
+def run_in_subprocess(names: list[str]) -> dict[str, list[str] | str]:
+    """Each tutorial's blocks' stdout (or, where one raised, its traceback), the tutorials run
+    in order in one fresh interpreter from the repository root, each in a fresh namespace."""
+    program = textwrap.dedent('''
+        import json, sys, traceback
+        for name, codes in json.loads(sys.argv[1]):
+            ns = {"__name__": "__main__"}
+            try:
+                for i, code in enumerate(codes):
+                    print(MARK, name, i, flush=True)
+                    exec(compile(code, f"{name} block {i + 1}", "exec"), ns)
+                    sys.stdout.flush()
+            except BaseException:
+                print(MARK, name, "error", flush=True)
+                print(traceback.format_exc(), flush=True)
+        print(MARK, "end", flush=True)
+    ''').replace("MARK", repr(_MARK))
+    args = [[name, [code for code, _ in blocks(TUTORIALS / name)]] for name in names]
     env = dict(os.environ, PYTHONPATH=str(ROOT), HF_HUB_OFFLINE="1")
-    run = subprocess.run([sys.executable, "-c", program], cwd=ROOT, env=env,
-                         capture_output=True, text=True, timeout=600)
-    assert run.returncode == 0, f"{path.name} failed:\n{run.stdout[-3000:]}{run.stderr[-5000:]}"
-    return run.stdout.split(_MARK + "\n")[1:]
+    run = subprocess.run([sys.executable, "-c", program, json.dumps(args)], cwd=ROOT, env=env,
+                         capture_output=True, text=True, timeout=900)
+    assert run.returncode == 0, f"{names} failed:\n{run.stdout[-3000:]}{run.stderr[-5000:]}"
+    out: dict[str, list[str] | str] = {name: [] for name in names}
+    parts = run.stdout.split(_MARK + " ")[1:]
+    assert parts and parts[-1].startswith("end"), run.stdout[-3000:] + run.stderr[-3000:]
+    for part in parts[:-1]:
+        head, _, text = part.partition("\n")
+        name, what = head.split(" ")
+        if what == "error":
+            out[name] = f"{name} raised:\n{text}{run.stderr[-3000:]}"
+        else:
+            out[name].append(text)  # type: ignore[union-attr]
+    return out
 
 
 def run_in_process(path: Path, code_blocks: list[str]) -> list[str]:
@@ -79,12 +110,19 @@ def run_in_process(path: Path, code_blocks: list[str]) -> list[str]:
     return outs
 
 
-def run_tutorial(name: str) -> list[tuple[str, str | None, str]]:
-    """``(code, expected, printed)`` per python block of the tutorial."""
+def run_tutorial(name: str, subprocess_outputs: dict | None = None
+                 ) -> list[tuple[str, str | None, str]]:
+    """``(code, expected, printed)`` per python block of the tutorial; a tutorial that runs
+    outside this process is looked up in ``subprocess_outputs`` (what :func:`run_in_subprocess`
+    gave), or run alone."""
     path = TUTORIALS / name
     found = blocks(path)
-    runner = run_in_subprocess if TUTORIAL_FILES[name] else run_in_process
-    printed = runner(path, [code for code, _ in found])
+    if TUTORIAL_FILES[name]:
+        got = (subprocess_outputs or run_in_subprocess([name]))[name]
+        assert not isinstance(got, str), got
+        printed = got
+    else:
+        printed = run_in_process(path, [code for code, _ in found])
     assert len(printed) == len(found)
     return [(code, expected, out) for (code, expected), out in zip(found, printed)]
 
@@ -98,13 +136,33 @@ def test_every_tutorial_is_tested_and_in_the_site():
         assert f"tutorials/{name}" in nav and f"]({name})" in index, name
 
 
-@pytest.mark.parametrize("name", list(TUTORIAL_FILES))
-def test_tutorial_runs_and_prints_what_it_says(name: str) -> None:
+def _needs_skip(name: str) -> str | None:
     if name == "5_custom_ops.md":
         from jflow.utils.cpp_extension import find_cxx
         if find_cxx() is None:
-            pytest.skip("tutorial 5 builds a C++ op: no C++ compiler")
-    results = run_tutorial(name)
+            return "tutorial 5 builds a C++ op: no C++ compiler"
+    return None
+
+
+@pytest.fixture(scope="module")
+def subprocess_outputs(tmp_path_factory) -> dict:
+    """The fresh-interpreter tutorials, run once per run in one interpreter (see the module
+    docstring); pytest-xdist's workers share the result (tests/_shared.py)."""
+    names = [n for n, fresh in TUTORIAL_FILES.items() if fresh and _needs_skip(n) is None]
+    with shared_dir(tmp_path_factory, "tutorials") as d:
+        done = d / "outputs.json"
+        if not done.exists():
+            done.write_text(json.dumps(run_in_subprocess(names)))
+        return json.loads(done.read_text())
+
+
+@pytest.mark.parametrize("name", list(TUTORIAL_FILES))
+def test_tutorial_runs_and_prints_what_it_says(name: str, request) -> None:
+    reason = _needs_skip(name)
+    if reason:
+        pytest.skip(reason)
+    outputs = request.getfixturevalue("subprocess_outputs") if TUTORIAL_FILES[name] else None
+    results = run_tutorial(name, outputs)
     checked = 0
     for i, (code, expected, out) in enumerate(results):
         if expected is None:

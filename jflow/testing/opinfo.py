@@ -13,7 +13,8 @@ samples through PyTorch and through jflow and compares the results:
   compare shape and dtype only (``SHAPE_ONLY``).
 - **gradients**: float64 samples with ``requires_grad``; a random real cotangent per
   differentiable output, and the gradients of every leaf the sample holds compared. The
-  suite compares its one gradient sample in float32, on the first value sample's run
+  suite compares its one gradient sample in float32, on the first value sample's run or
+  (through a gradient wrapper) right after the value samples
   (``check_opinfo(float32_grads=True)``: no float64 forward to compile).
 
 A sample PyTorch itself refuses is skipped. PyTorch is needed (it is a test-only reference:
@@ -402,10 +403,11 @@ def _outputs(out: Any) -> list[Any]:
     return [out] if hasattr(out, "dtype") and hasattr(out, "shape") else []
 
 
-def run_sample(info: Any, fn: Callable, sample: Any, grad: bool = False) -> Outcome:
+def run_sample(info: Any, fn: Callable, sample: Any, grad: bool = False,
+               grad_tol: tuple[float, float] = (GRAD_RTOL, GRAD_ATOL)) -> Outcome:
     """Runs one sample through PyTorch (``info.op``) and jflow (``fn``) and compares its
-    values, or (``grad``) its gradients."""
-    values, grads = _run(info, fn, sample, grad=grad, values=not grad)
+    values, or (``grad``) its gradients (at ``grad_tol``: rtol, atol)."""
+    values, grads = _run(info, fn, sample, grad=grad, values=not grad, grad_tol=grad_tol)
     return grads if grad else values
 
 
@@ -619,9 +621,12 @@ def check_opinfo(info: Any, forward_samples: int = 6, grad_samples: int = 3,
     samples run in float64. Why: each op, shape and dtype an eager jflow call meets is an
     XLA compile, and the float64 forward of the gradient sample was a quarter of the compiles
     of ``tests/test_opinfo.py`` (two value samples, one gradient sample) while comparing
-    nothing the float32 run cannot. Entries where that would change what is compared keep
-    the float64 run: values in another dtype, a gradient wrapper (values are compared
-    without it), no float32 backward, no float64 samples, or listed in ``GRAD_FLOAT64``.
+    nothing the float32 run cannot. An entry differentiated through a gradient wrapper
+    (values are compared without it) or listed in ``SEPARATE_GRAD_RUN`` runs its first
+    gradient sample in float32 on its own, after the value samples (its forward's programs
+    are compiled by then: only the wrapper's and the backward's compile). Entries whose
+    values are in another dtype, with no float32 backward, or listed in ``GRAD_FLOAT64``
+    keep the float64 run.
     """
     import warnings
 
@@ -649,32 +654,55 @@ def check_opinfo(info: Any, forward_samples: int = 6, grad_samples: int = 3,
                 return rep
         for s in samples(info, "float32", forward_samples, grad=False):
             rep.forward.append(run_sample(info, fn, s))
-        for s in samples(info, "float64", grad_samples, grad=True):
+        first32 = 0
+        if float32_grads and forward_samples > 0 and grad_samples > 0 and \
+                _float32_grad_sample_applies(info):
+            # its own float32 run: the value run compiled its forward's programs
+            for s in samples(info, "float32", 1, grad=True):
+                rep.grads.append(run_sample(info, fn, s, grad=True,
+                                            grad_tol=(GRAD32_RTOL, GRAD32_ATOL)))
+                first32 = 1
+        for s in itertools.islice(samples(info, "float64", grad_samples, grad=True),
+                                  first32, None):
             rep.grads.append(run_sample(info, fn, s, grad=True))
     return rep
 
 
 #: OpInfos whose gradients ``check_opinfo(float32_grads=True)`` still compares in float64
-#: (name -> why): PyTorch's float32 backward rounds beyond the float32 tolerances, or the
-#: entry's sample list changes when drawn requiring grad.
+#: (name -> why): PyTorch's float32 backward rounds beyond the float32 tolerances.
 GRAD_FLOAT64: dict[str, str] = {
     # on the (5, 5, 5) sample PyTorch's float32 gradient is 3.6e-3 from the float64 one
     # (jflow's: 4e-7)
     "logcumsumexp": "PyTorch's float32 backward rounds; jflow's is within 4e-7 of float64",
+}
+
+#: OpInfos whose float32 gradient sample runs on its own rather than on the first value
+#: sample's run (name -> why); it is drawn requiring grad, as a wrapper entry's is.
+SEPARATE_GRAD_RUN: dict[str, str] = {
     # its samples drawn requiring grad are one, two without: a value sample would be lost
     "nn.functional.multi_head_attention_forward": "fewer samples when drawn requiring grad",
 }
 
 
-def _float32_grads_apply(info: Any) -> bool:
-    """Whether ``float32_grads`` compares ``info``'s first gradient sample in float32 (see
-    ``check_opinfo``)."""
+def _float32_grad_sample_applies(info: Any) -> bool:
+    """Whether ``float32_grads`` compares ``info``'s first gradient sample in float32, on a
+    run of its own or (``_float32_grads_apply``) on the first value sample's run."""
     import torch
 
     return (info.supports_autograd and key(info) not in GRAD_FLOAT64
-            and _grad_wrapper(info) is None and _forward_dtype(info) == "float32"
-            and torch.float64 in info.supported_dtypes("cpu")
+            and _forward_dtype(info) == "float32"
             and torch.float32 in info.supported_backward_dtypes("cpu"))
+
+
+def _float32_grads_apply(info: Any) -> bool:
+    """Whether ``float32_grads`` compares ``info``'s first gradient sample in float32 on the
+    first value sample's run (see ``check_opinfo``): not through a gradient wrapper (values
+    are compared without it) nor where drawing it requiring grad changes the samples."""
+    import torch
+
+    return (_float32_grad_sample_applies(info) and key(info) not in SEPARATE_GRAD_RUN
+            and _grad_wrapper(info) is None
+            and torch.float64 in info.supported_dtypes("cpu"))
 
 
 def _grad_wrapper(info: Any) -> Callable | None:

@@ -2,11 +2,14 @@
 declares for the sample's shapes, run on global inputs laid out as the signature says, gives
 the single-device result, and its outputs carry the signature's SBP.
 
-Each signature runs on the largest 1-d placement (4, 3 or 2 devices) that splits its split
-dimensions evenly; one that splits nothing (broadcasts and partial sums) on the largest such
-placement the op's splitting signatures use (any number of devices serves it alike, and it then
-adds no executable). A signature can go unrun on a sample for two reasons: no placement splits
-it evenly, or an earlier signature has the same input SBPs (inference always picks that one).
+Each signature runs on a 1-d placement (4, 3 or 2 devices) that splits its split dimensions
+evenly: per op, the fewest device counts that serve every signature (each device count is one
+executable), the largest where that choice is free (a signature that 4 and 2 both split runs on
+4, unless another signature of the op needs 2 and nothing needs 4); one that splits nothing
+(broadcasts and partial sums) on the largest placement the op's splitting signatures use (any
+number of devices serves it alike, and it then adds no executable). A signature can go unrun
+on a sample for two reasons: no placement splits it evenly, or an earlier signature has the
+same input SBPs (inference always picks that one).
 :class:`SbpCoverage` records, per op, which declared signatures ran on some sample and why the
 others did not, so a test can demand that every declared signature is exercised.
 
@@ -27,6 +30,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from functools import reduce
+from itertools import combinations
 from typing import Any
 
 import jax
@@ -74,17 +78,17 @@ class SbpCoverage:
                          for sig in self.missing)
 
 
-def _devices_for(sig: Signature, in_shapes: list[tuple], out_shapes: list[tuple]) -> int | None:
+def _device_options(sig: Signature, in_shapes: list[tuple], out_shapes: list[tuple]
+                    ) -> tuple[int, ...]:
+    """The device counts (of 4, 3, 2, largest first) that split every split dimension of
+    ``sig`` evenly."""
     sizes = []
     for shapes, sbps in ((in_shapes, sig.inputs), (out_shapes, sig.outputs)):
         for shape, x in zip(shapes, sbps):
             if isinstance(x, _Split):
                 sizes.append(shape[x.axis])
     n_dev = len(jax.devices("cpu"))
-    for n in (4, 3, 2):
-        if n <= n_dev and all(s % n == 0 for s in sizes):
-            return n
-    return None
+    return tuple(n for n in (4, 3, 2) if n <= n_dev and all(s % n == 0 for s in sizes))
 
 
 def _label(s: Sample) -> str:
@@ -189,6 +193,8 @@ class _Planned:
     flat: list[np.ndarray]
     #: the single-device outputs (filled by :func:`_check` for the samples that run)
     ref: list[np.ndarray] | None
+    #: the device counts that split it evenly (largest first; ``n`` is one of them)
+    options: tuple[int, ...] = ()
 
     @property
     def label(self) -> str:
@@ -295,13 +301,13 @@ def _plan(op: Any, s: Sample, cov: SbpCoverage, planned: set[str]) -> list[_Plan
             continue
         if key in cov.exercised or key in planned:
             continue
-        n = _devices_for(sig, [a.shape for a in flat], [tuple(o.shape) for o in outs])
-        if n is None:
+        options = _device_options(sig, [a.shape for a in flat], [tuple(o.shape) for o in outs])
+        if not options:
             cov.not_run.setdefault(key, []).append(
                 f"{_label(s)}: no placement of 4, 3 or 2 devices splits it evenly "
                 f"(input shapes {[list(a.shape) for a in flat]})")
             continue
-        runs.append(_Planned(s, sig, n, flat, ref))
+        runs.append(_Planned(s, sig, options[0], flat, ref, options))
         planned.add(key)
     return runs
 
@@ -311,10 +317,25 @@ def _splits(sig: Signature) -> bool:
 
 
 def _share_device_counts(runs: list[_Planned]) -> None:
-    """A signature that splits nothing (broadcasts and partial sums only) runs on any
-    number of devices alike (every rank holds the whole value, or an addend of it): it
-    joins the largest device count a splitting signature of the op runs on, so it adds no
-    executable of its own (each device count is one)."""
+    """The device count each signature runs on: each device count is one executable, so
+    the splitting signatures of the op take the fewest device counts that split each of
+    them evenly (of the smallest such sets, the one with the largest counts; each signature
+    then the largest count of the set that splits it: e.g. signatures split evenly by 4 or 2
+    and by 2 only all run on 2, one executable instead of two). A signature that splits
+    nothing (broadcasts and partial sums only) runs on any number of devices alike (every
+    rank holds the whole value, or an addend of it): it joins the largest device count a
+    splitting signature of the op runs on, so it adds no executable of its own."""
+    needs = {r.options for r in runs if _splits(r.sig)}
+    counts = sorted({n for o in needs for n in o}, reverse=True)
+    for k in range(1, len(counts) + 1):
+        # combinations of a descending list come in descending lexicographic order
+        cover = next((set(c) for c in combinations(counts, k)
+                      if all(set(o) & set(c) for o in needs)), None)
+        if cover is not None:
+            for r in runs:
+                if _splits(r.sig):
+                    r.n = max(set(r.options) & cover)
+            break
     used = [r.n for r in runs if _splits(r.sig)]
     if used:
         for r in runs:

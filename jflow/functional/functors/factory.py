@@ -10,10 +10,11 @@ import numpy as np
 from ... import dtypes as _dt
 from ...device import device as _device
 from ...dispatch import _WATCH
+from ...lazy_values import LazyTensor
 from ...meta import meta_value
 from ...ops import get
 from ...random import default_generator
-from ...tensor import Tensor, _wants_meta, _wrap
+from ...tensor import HOST_DATA, Tensor, _wants_meta, _wrap
 from ..promotion import scalar_tensor
 from ..registry import functor
 
@@ -117,7 +118,8 @@ def _host_arange(start: int, end: int, step: int, dtype: Any, device: Any) -> Te
     Why: the op's executable would queue behind the computations still running, and
     position ids are read at once by the next op's bounds check (``emb(arange(t))``), which
     would then wait for the previous training step to finish; a placed host array is ready
-    at once (a zero-copy ``device_put`` on CPU)."""
+    at once (a zero-copy ``device_put`` on CPU; in lazy mode a pending input whose values
+    the check reads from the host: :func:`_host`)."""
     if _WATCH[0] is not None:  # (a flow.jit trace watches op calls: the op's path)
         return None
     n = -((start - end) // step)
@@ -127,7 +129,7 @@ def _host_arange(start: int, end: int, step: int, dtype: Any, device: Any) -> Te
     target = None if device is None else device.jax_device()  # (None: JAX's default device)
     if (jax.default_backend() if target is None else target.platform) != "cpu":
         return None
-    return _wrap(jax.device_put(np.arange(start, end, step, dtype=dtype.np), target))
+    return _host(np.arange(start, end, step, dtype=dtype.np), device)
 
 
 def _exact_int_arange(start: int, end: int, step: int, dtype: Any) -> Tensor:
@@ -159,7 +161,7 @@ def linspace(start: Any, end: Any, steps: int, dtype: Any, device: Any) -> Tenso
             raise RuntimeError(f"linspace(): number of steps must be non-negative, got {steps}")
         return _meta((steps,), d.np)
     if _aten_arith(d) and steps >= 0:
-        return on_device(_host(_aten_linspace(start, end, steps, d.np)), device)
+        return _host(_aten_linspace(start, end, steps, d.np), device)
     return on_device(_linspace(start=float(start), end=float(end), steps=steps, dtype=d.np), device)
 
 
@@ -219,17 +221,17 @@ def logspace(start: Any, end: Any, steps: int, base: float, dtype: Any, device: 
         # ``base ** start`` from the exact start)
         t = np.dtype(d.np).type
         if steps == 1:
-            return on_device(_host(np.array([float(base) ** float(start)]).astype(d.np)), device)
+            return _host(np.array([float(base) ** float(start)]).astype(d.np), device)
         exps = _aten_linspace(float(t(float(start))), float(t(float(end))), steps, np.float32)
         vals = np.power(np.float32(base), exps)
-        return on_device(_host(vals.astype(d.np)), device)
+        return _host(vals.astype(d.np), device)
     if not d.is_floating_point:  # ATen converts the bounds to the integer type first
         start, end = int(float(start)), int(float(end))
     exps = np.linspace(float(start), float(end), steps, dtype=np.float64)
     vals = np.power(float(base), exps)
     if not d.is_floating_point:
         vals = np.trunc(vals)
-    return on_device(_wrap(jax.device_put(vals.astype(d.np))), device)
+    return _host(vals.astype(d.np), device)
 
 
 def _window(fname: str, length: int, periodic: bool, dtype: Any, device: Any,
@@ -246,7 +248,7 @@ def _window(fname: str, length: int, periodic: bool, dtype: Any, device: Any,
     else:
         n_pts = length + 1 if periodic else length
         vals = formula(np.arange(length, dtype=np.float64), float(n_pts - 1))
-    return on_device(_wrap(jax.device_put(vals.astype(d.np))), device)
+    return _host(vals.astype(d.np), device)
 
 
 @functor("HannWindow")
@@ -318,7 +320,20 @@ def _aten_linspace(start: Any, end: Any, steps: int, np_dtype: Any) -> np.ndarra
     return np.where(idx < steps // 2, lo, hi).astype(dt)
 
 
-def _host(vals: np.ndarray) -> Tensor:
-    """A fresh host array as a tensor: device_put compiles nothing (jnp.asarray would compile
-    a copy program per shape)."""
-    return _wrap(jax.device_put(vals))
+def _host(vals: np.ndarray, device: Any = None) -> Tensor:
+    """A fresh host array (never written to after) as a tensor on ``device`` (None: the
+    default device). In lazy mode on the default device, a pending input of the thread's
+    next run, as ``flow.tensor``'s data: no transfer of its own (``device_put`` costs ~45 µs
+    in Python, a step's position ids every step), and its values stay known for checks
+    (``lazy_mode.checks.host_value``: an embedding's bounds check reads them at once).
+    Otherwise ``device_put``: it compiles nothing (``jnp.asarray`` compiles a copy program
+    per shape) and on CPU the array is ready at once, where an executable would queue behind
+    the computations still running."""
+    if device is None and HOST_DATA[0] is not None and not _wants_meta(None):
+        ref = HOST_DATA[0](vals)
+        if ref is not None:
+            t = _wrap(ref)
+            t.__class__ = LazyTensor
+            return t
+    target = None if device is None or _wants_meta(device) else device.jax_device()
+    return on_device(_wrap(jax.device_put(vals, target)), device)

@@ -35,7 +35,7 @@ def _state(*shape, dtype=np.float32):
 
 
 register_samples("adam_update", [
-    Sample(_state(4, 3) + [np.float32(1), np.float32(0.01)], {}, grad=False),
+    Sample(_state(4, 8) + [np.float32(1), np.float32(0.01)], {}, grad=False),
     Sample(_state(6, dtype=np.float64) + [np.float64(7), np.float64(0.1)],
            {"weight_decay": 0.01, "decoupled": True, "beta1": 0.8}, grad=False,
            name="AdamW, float64"),
