@@ -1,5 +1,6 @@
-"""One process of tests/test_serialization_sharded_multiprocess.py:
-``python _sharded_ckpt_worker.py PORT NPROC PID DIR``.
+"""A sharded-checkpoint process (``python _sharded_ckpt_worker.py PORT NPROC PID DIR``); its
+checks (``check_checkpoint``) also run in tests/_distributed_worker.py, which
+tests/test_distributed.py starts.
 
 Joins the others (4 CPU devices each), saves a state dict of global tensors on all 8 ranks
 to DIR (every process writes its own file), checks that this process's file holds exactly
