@@ -67,10 +67,9 @@ def host_min_max(t: Tensor) -> tuple[int, int] | None:
     h = host_value(t)
     if h is not None:
         return (int(h.min()), int(h.max())) if h.size else None
-    if t._aliases and t._meta.size:
-        base = values_source(t)  # (a reshaping view's bounds are its base's: nothing replayed)
-        if base is not t:
-            return host_min_max(base)
+    base = values_source(t)  # (a reshaping view's bounds are its base's: nothing replayed)
+    if base is not t:
+        return host_min_max(base)
     v = t._value
     if isinstance(v, Tracer) or v.size == 0 or t.is_meta:  # (meta: no values, jflow.meta)
         return None
