@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import copy
 import functools
+import math
 import threading
 import weakref
 from collections.abc import Callable, Iterator
@@ -133,7 +134,7 @@ class Tensor:
 
     def numel(self) -> int:
         """The number of elements (PyTorch's ``numel``)."""
-        return int(np.prod(self._meta.shape, dtype=np.int64))
+        return int(math.prod(self._meta.shape))
 
     def nelement(self) -> int:
         """The number of elements (alias of ``numel``)."""

@@ -33,8 +33,12 @@ op are staged into one trace, one executable (each sample's outputs compared on 
 and inputs reach the device by ``jax.device_put`` (``jnp.asarray`` compiles a copy per
 shape), so the forward checks of an op cost one compile per distinct eager call plus one;
 should the trace refuse a sample beyond those the jit check needs, every sample runs
-eagerly instead, as before. ``check_op(..., sbp=True)`` hands its outputs to the SBP check
-as the single-device results, so those cost nothing more.
+eagerly instead, as before. A ``verify`` that calls the op again (random draws: the same
+key and counter give the same numbers; :func:`jflow.testing.samples.rerun`) reruns the
+executable whose outputs it checks: the eager one on the samples that run eagerly, the
+staged trace on the others (an eager executable per sample otherwise), so it compiles
+nothing. ``check_op(..., sbp=True)`` hands its outputs to the SBP check as the single-device
+results, so those cost nothing more.
 
 ``check_op`` raises :class:`CheckFailure` (or :class:`GradCheckFailure`) on the first
 disagreement and otherwise returns a :class:`CheckReport` that prints what it checked, so a
@@ -58,6 +62,7 @@ from ..kernels import select_kernel
 from ..ops import get as get_op
 from ..tensor import _wrap
 from . import grad_check as _grad_check
+from . import samples as _samples
 from .grad_check import _flat_inputs, check_grads, grad_applicable
 from .samples import OpSamples, Sample, get_samples
 from .sbp_check import sbp_coverage
@@ -180,22 +185,32 @@ def _check_inference(op: Any, s: Sample, label: str) -> tuple[bool, Any]:
 
 
 def _reference_check(entry: OpSamples, s: Sample, label: str
-                     ) -> Callable[[str, list[np.ndarray]], None]:
+                     ) -> Callable[..., None]:
     """A function checking one run's outputs against the sample's reference (computed once)
-    or its ``verify``; ``what`` names the run in failure messages."""
+    or its ``verify``; ``what`` names the run in failure messages. ``rerun`` (inputs ->
+    outputs), where given, is how a ``verify`` that calls the op again
+    (:func:`jflow.testing.samples.rerun`) reruns the path whose outputs it checks; else
+    eagerly."""
     if entry.reference is None:
         assert entry.verify is not None
 
-        def verify(what: str, outs: list[np.ndarray]) -> None:
+        def verify(what: str, outs: list[np.ndarray],
+                   rerun: Callable[[Any], list[np.ndarray]] | None = None) -> None:
+            if rerun is not None:
+                _samples._RERUN.append((entry.op, dict(s.attrs), _samples._signature(s.inputs),
+                                        rerun))
             try:
                 entry.verify(outs, *s.inputs, **s.attrs)
             except AssertionError as e:
                 raise CheckFailure(f"{label}: {what} fails the sample's verify: {e}") from e
+            finally:
+                if rerun is not None:
+                    _samples._RERUN.pop()
         return verify
     ref = entry.reference(*s.inputs, **s.attrs)
     refs = _outs(ref)
 
-    def compare(what: str, outs: list[np.ndarray]) -> None:
+    def compare(what: str, outs: list[np.ndarray], rerun: Any = None) -> None:
         if len(refs) != len(outs):
             raise CheckFailure(f"{label}: reference gives {len(refs)} outputs, {what} "
                                f"{len(outs)}")
@@ -230,7 +245,7 @@ class _Run:
 
     s: Sample
     label: str
-    check: Callable[[str, list[np.ndarray]], None]
+    check: Callable[..., None]
     eager: list[np.ndarray] | None
     kernel: Any
     inferred: bool
@@ -300,11 +315,13 @@ def _pick_staged(runs: list[_Run], every: bool = False) -> None:
             jitted.add(id(r.kernel))
 
 
-def _staged(op: Any, runs: list[_Run]) -> list[dict[str, list[np.ndarray]]]:
+def _staged(op: Any, runs: list[_Run]
+            ) -> tuple[list[dict[str, list[np.ndarray]]], Any, list[dict[str, Any]]]:
     """One ``jax.jit`` over the samples ``runs`` (one executable for the op): each sample's
     outputs through the traced path ("jit"), and where picked under ``jax.vmap`` with every
     input batched ("all") and with only the first ("first"), over the sample's inputs and
-    :func:`_batched_second`'s."""
+    :func:`_batched_second`'s; and the jitted function and its arguments
+    (:func:`_staged_rerun`)."""
     args = []
     for r in runs:
         a: dict[str, Any] = {"vals": [_tree_map(_device, x) for x in r.s.inputs]}
@@ -329,8 +346,20 @@ def _staged(op: Any, runs: list[_Run]) -> list[dict[str, list[np.ndarray]]]:
             res.append(out)
         return res
 
-    got = jax.jit(trace)(args)
-    return [{k: [np.asarray(o) for o in v] for k, v in g.items()} for g in got]
+    jitted = jax.jit(trace)
+    got = jitted(args)
+    return [{k: [np.asarray(o) for o in v] for k, v in g.items()} for g in got], jitted, args
+
+
+def _staged_rerun(jitted: Any, args: list[dict[str, Any]], i: int
+                  ) -> Callable[[Any], list[np.ndarray]]:
+    """Sample ``i``'s outputs under ``jax.jit`` on other inputs of its shapes and dtypes, by
+    the op's staged executable (the others' arguments unchanged: no new compile)."""
+    def rerun(inputs: Any) -> list[np.ndarray]:
+        new = list(args)
+        new[i] = {**args[i], "vals": [_tree_map(_device, x) for x in inputs]}
+        return [np.asarray(o) for o in jitted(new)[i]["jit"]]
+    return rerun
 
 
 def _compare_vmap(op: Any, r: _Run, got: dict[str, list[np.ndarray]]) -> None:
@@ -411,7 +440,7 @@ def _check_forward(op_name: str, samples: list[Sample], entry: OpSamples,
     for r in runs:
         r.jit = True
     try:
-        got_all = _staged(op, runs)
+        got_all, jitted, args = _staged(op, runs)
     except Exception:  # a sample the traced path refuses: eager on every sample instead
         for r in runs:
             r.jit = id(r) in picked
@@ -420,12 +449,17 @@ def _check_forward(op_name: str, samples: list[Sample], entry: OpSamples,
                 r.eager = _eager(op, list(r.s.inputs), r.s.attrs)
                 r.check("eager", r.eager)
         staged = [r for r in runs if r.jit]
-        got_all = _staged(op, staged)
+        got_all, jitted, args = _staged(op, staged)
     else:
         staged = runs
-    for r, got in zip(staged, got_all):
+    for i, (r, got) in enumerate(zip(staged, got_all)):
         r.jitted = got["jit"]
-        r.check("under jax.jit", got["jit"])
+        # a verify that calls the op again (random draws: same key and counter, same
+        # numbers) reruns the staged executable on a sample with no eager executable of its
+        # own (eager and jax.jit lower the same kernel: one sample per kernel runs eagerly),
+        # and eagerly where it has one: the jitted draws vs eager ones
+        r.check("under jax.jit", got["jit"],
+                None if r.eager_run else _staged_rerun(jitted, args, i))
         _compare_vmap(op, r, got)
     outs = {id(r.s): (r.eager if r.eager is not None else r.jitted) for r in runs}
     if report is None:

@@ -13,6 +13,7 @@ ops' own index planner): no JAX, no tensors.
 
 from __future__ import annotations
 
+import math
 from collections.abc import Sequence
 from typing import NamedTuple
 
@@ -70,7 +71,7 @@ def view_strides(layout: Layout, shape: Sequence[int]) -> tuple[int, ...] | None
     shape = tuple(shape)
     if not old:  # a 0-d tensor: every new dim has size 1
         return contiguous_strides(shape)
-    numel = int(np.prod(old, dtype=np.int64))
+    numel = math.prod(old)  # (Python ints: exact, and ~10x cheaper than np.prod here)
     if numel == 0:
         return ostr if old == shape else contiguous_strides(shape)
     new = [0] * len(shape)

@@ -173,7 +173,7 @@ def _outer_ref(a, b):
 
 
 register_samples("outer", [
-    Sample([_f(3), _f(4)]),
+    Sample([_f(2), _f(4)]),
     Sample([_i(3), _i(2)]),
     Sample([_f(3) > 0, _f(4) > 0], name="bool: logical and"),
     Sample([_f(0), _f(3)], name="empty"),

@@ -13,9 +13,7 @@ import jax
 import ml_dtypes
 import numpy as np
 
-from ...ops import get as _get_op
-from ...tensor import _wrap
-from ..samples import ErrorSample, Sample, register_samples
+from ..samples import ErrorSample, Sample, register_samples, rerun
 
 _rng = np.random.default_rng(3)
 
@@ -66,7 +64,7 @@ def _samples(log: bool = False):
         # the loss with it, so its finite differences are nan)
         Sample([_SOME_NEG_INF], {"dim": 1}, name="-inf entries, no all -inf row")]
     return extra + [
-        Sample([_f(3, 5)], {"dim": -1}),
+        Sample([_f(2, 5)], {"dim": -1}),
         Sample([_f(3, 5)], {"dim": 0}),
         Sample([_f(2, 3, 4, dtype=np.float64)], {"dim": 1}),
         Sample([_f(4, 6, dtype=np.float16)], {"dim": -1}),
@@ -145,15 +143,15 @@ _SG_ERR = [ErrorSample([_n(3, 4), _n(3, 5)], {}, ValueError, "dy must have"),
                        "floating")]
 
 register_samples("softmax_grad", [
-    Sample([_probs(3, 4), _n(3, 4)], {"dim": -1}),
+    Sample([_probs(2, 4), _n(2, 4)], {"dim": -1}),
     Sample([_probs(2, 3, 2, dim=1, dtype=np.float64), _n(2, 3, 2, dtype=np.float64)], {"dim": 1},
            name="middle axis"),
     Sample([_probs(4, 8, dtype=np.float16), _n(4, 8, dtype=np.float16)], {"dim": -1}),
 ], _sg_ref, errors=_SG_ERR)
 
 register_samples("log_softmax_grad", [
-    Sample([_logprobs(3, 4), _n(3, 4)], {"dim": -1}),
-    Sample([_logprobs(2, 3, 2, dim=0, dtype=np.float64), _n(2, 3, 2, dtype=np.float64)],
+    Sample([_logprobs(2, 4), _n(2, 4)], {"dim": -1}),
+    Sample([_logprobs(2, 4, 2, dim=0, dtype=np.float64), _n(2, 4, 2, dtype=np.float64)],
            {"dim": 0}, name="first axis"),
     Sample([_logprobs(4, 8, dtype=np.float16), _n(4, 8, dtype=np.float16)], {"dim": -1}),
 ], _lsg_ref, errors=_SG_ERR)
@@ -225,13 +223,12 @@ def _verify_dropout(outs, x, key, counter, p=0.5):
     if x.size >= 1000:
         se = np.sqrt(p * (1 - p) / x.size)
         assert abs(mask.mean() - (1 - p)) < 6 * se + 1e-9, f"dropout: kept {mask.mean()}"
-    again = _get_op("dropout")(*[_wrap(jax.device_put(a)) for a in (x, key, counter)], p=p)
-    assert np.array_equal(np.asarray(again[1]._value), mask), "dropout: not deterministic"
+    # (rerun: under the checker by the path whose outputs are verified, its executable)
+    again = rerun("dropout", [x, key, counter], {"p": p})
+    assert np.array_equal(again[1], mask), "dropout: not deterministic"
     if x.size >= 16 and 0 < p < 1:
-        other = _get_op("dropout")(*[_wrap(jax.device_put(a)) for a in (x, key, counter + 1)],
-                                    p=p)
-        assert not np.array_equal(np.asarray(other[1]._value), mask), \
-            "dropout: another counter gave the same mask"
+        other = rerun("dropout", [x, key, counter + 1], {"p": p})
+        assert not np.array_equal(other[1], mask), "dropout: another counter gave the same mask"
 
 
 _C0 = np.array(0, np.int64)
