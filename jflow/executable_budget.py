@@ -20,7 +20,8 @@ on CPU; the GPT benchmark's first three eager steps keep 84 of them). The execut
 jit's fast path are untouched; only a call that misses the fast path for shapes it compiled
 before lowers them again. After a compile of :data:`TRIM_AFTER_S` seconds or more (a large
 program), the memory XLA's compiler freed is given back to the OS (:mod:`jflow._malloc_trim`,
-glibc: the GPT benchmark's first eager steps peak ~15 MiB lower).
+glibc: the GPT benchmark's first eager steps peak ~15 MiB lower), and again at the next
+host read (``Tensor.item``: the end of that training step).
 ``set_release_lowerings(False)`` keeps both (JAX's and glibc's behaviour).
 """
 
@@ -102,6 +103,7 @@ def _on_compile(event: str, duration: float, **_: Any) -> None:
             if duration >= TRIM_AFTER_S and _malloc_trim.available():
                 _state["trims"] += 1
                 _malloc_trim.trim()
+            _malloc_trim.PENDING[0] = True  # a trim at the next host read
         _maybe_arm()
 
 

@@ -26,6 +26,8 @@ from jax.core import Tracer
 
 from . import dtypes as _dt
 from ._dims import wrap_dim
+from ._malloc_trim import PENDING as _TRIM_PENDING
+from ._malloc_trim import trim_pending as _trim_pending
 from .device import DEFAULT_IS_META as _DEFAULT_IS_META
 from .device import META as _META
 from .device import MetaValue as _MetaValue
@@ -343,7 +345,10 @@ class Tensor:
         if v.size != 1:
             raise ValueError(f"Tensor.item: only one-element tensors can be converted to "
                              f"Python scalars, this one has {v.size} elements")
-        return np.asarray(v).reshape(()).item()
+        out = np.asarray(v).reshape(()).item()
+        if _TRIM_PENDING[0]:  # (once after a large compile: jflow/_malloc_trim.py)
+            _trim_pending()
+        return out
 
     def tolist(self) -> Any:
         """The value as (nested) Python lists of scalars (a device-to-host read)."""

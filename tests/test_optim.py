@@ -3,6 +3,7 @@ state dicts, gradient clipping, and a small model that learns."""
 
 import math
 
+import jax
 import numpy as np
 import pytest
 
@@ -130,8 +131,8 @@ def test_optimizer_matches_torch(name, kw, ref):
 
 @pytest.mark.parametrize("name", ["Adam", "AdamW"])
 def test_adam_with_a_learning_rate_that_changes_between_steps(name):
-    """A scheduler's learning rate: new values (passed to the update as host data), values
-    seen before (a cached device scalar), one group holding float32 and float64 parameters
+    """A scheduler's learning rate: new values, values seen before (a cached device scalar),
+    one group holding float32 and float64 parameters
     (one learning-rate tensor per dtype) — every step equals the formula with that step's
     lr."""
     rng = np.random.default_rng(4)
@@ -157,6 +158,35 @@ def test_adam_with_a_learning_rate_that_changes_between_steps(name):
             r["p"] = r["p"] - lr / (1 - b1 ** t) * r["m"] / denom
             tol = 1e-5 if dt == flow.float32 else 1e-12
             np.testing.assert_allclose(p.detach().numpy(), r["p"], rtol=tol, atol=tol)
+
+
+def test_adam_compiles_its_update_once_per_shape():
+    """A constant learning rate reaches the update as the same kind of value every step (a
+    device array, never host data one step and an array the next): steps 2 and 3 of an eager
+    Adam loop compile nothing (the update's executable would miss jit's fast path and, its
+    lowering released, compile again per shape)."""
+    ps = [nn.Parameter(flow.tensor(np.full((3, 7), 0.5, np.float32))),
+          nn.Parameter(flow.tensor(np.full(7, 0.25, np.float32)))]
+    opt = optim.Adam(ps, lr=0.0123)
+    compiles: list[str] = []
+
+    def count(event: str, duration: float, **_: object) -> None:
+        if event == "/jax/core/compile/backend_compile_duration":
+            compiles.append(event)
+
+    for step in range(3):
+        if step == 1:
+            jax.monitoring.register_event_duration_secs_listener(count)
+        for p in ps:
+            p.grad = flow.tensor(np.full(p.shape, 0.1 * (step + 1), np.float32))
+        opt.step()
+    jax.monitoring.unregister_event_duration_listener(count)
+    assert compiles == []
+    p, m, v = 0.25, 0.0, 0.0  # (the update's formula on one element: every step ran it)
+    for t, g in enumerate((0.1, 0.2, 0.3), 1):
+        m, v = 0.9 * m + 0.1 * g, 0.999 * v + 0.001 * g * g
+        p -= 0.0123 / (1 - 0.9 ** t) * m / (math.sqrt(v) / math.sqrt(1 - 0.999 ** t) + 1e-8)
+    np.testing.assert_allclose(ps[1].detach().numpy(), np.full(7, p), rtol=1e-5)
 
 
 @pytest.mark.parametrize("name", ["Adam", "AdamW"])

@@ -123,10 +123,9 @@ class Adam(Optimizer):
 
 def _scalar(value: Any, like: Tensor) -> Tensor:
     """A 0-d tensor of ``value`` on ``like``'s placement (cached device scalars). Eagerly on
-    one device (the update's only reader is its ``adam_update`` call), a learning rate not
-    seen before is host data that the call transfers: a scheduler's new value every step
-    costs no ``device_put`` of its own, which would wait for the queued computations
-    (measured: +50% per step of a small MLP with Adam, benchmarks/optimizer_lr.py)."""
+    one device, :func:`lr_value`'s cached arrays: a scheduler's new value every step costs
+    no ``device_put`` of its own, which would wait for the queued computations (measured:
+    +50% per step of a small MLP with Adam, benchmarks/optimizer_lr.py)."""
     if like._global is None and _WATCH[0] is None and _lazy.active() is None:
         return _wrap(lr_value(value, like._meta.dtype))
     t = _wrap(device_scalar(value, like._meta.dtype))
