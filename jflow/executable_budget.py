@@ -71,14 +71,17 @@ def get_limit() -> int | None:
 def set_release_lowerings(flag: bool) -> bool:
     """Whether what a compile leaves behind is released: JAX's lowered module of each compiled
     executable, dropped after the compile, and the compiler's freed working memory, given
-    back to the OS after a large compile (``TRIM_AFTER_S``) (default True: memory;
+    back to the OS after a large compile (``TRIM_AFTER_S``), at the next ``Tensor.item()``
+    after any compile and before a large program's first compile (default True: memory;
     False: JAX's and the C library's own behaviour, the module kept for a re-lowering that
     misses jit's fast path); returns the old setting."""
     if not isinstance(flag, bool):
         raise TypeError(f"flow.config.set_release_lowerings: flag must be a bool, got "
                         f"{type(flag).__name__}")
     old = _state["release_lowerings"]
-    _state["release_lowerings"] = flag
+    _state["release_lowerings"] = _malloc_trim.ENABLED[0] = flag
+    if not flag:
+        _malloc_trim.PENDING[0] = False
     return old
 
 

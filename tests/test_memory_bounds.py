@@ -13,7 +13,7 @@ import numpy as np
 import pytest
 
 import jflow as flow
-from jflow import executable_budget
+from jflow import executable_budget, nn
 
 _RSS_SCRIPT = textwrap.dedent("""
     import sys
@@ -198,6 +198,50 @@ def test_a_compile_leaves_a_trim_for_the_next_item(monkeypatch):
         flow.config.set_release_lowerings(False)
         eb._on_compile(eb._COMPILE_EVENT, eb.TRIM_AFTER_S / 2)
         assert not _malloc_trim.PENDING[0]
+    finally:
+        flow.config.set_release_lowerings(old)
+
+
+def test_large_first_compiles_trim_before(monkeypatch):
+    """The C heap is trimmed right before the first call of a large program: an eager
+    backward graph of ``LARGE`` nodes or more (not a small one, not the same graph again)
+    and a fused optimizer step of ``LARGE`` tensors or more (its first call only). Off with
+    the lowerings switch."""
+    from jflow import _malloc_trim
+    from jflow.lazy_mode import optimizer_step
+    calls: list[int] = []
+    monkeypatch.setattr(_malloc_trim, "trim", lambda: calls.append(1) or True)
+    # (a slow compile's own trim after it, executable_budget's, is another test's)
+    monkeypatch.setattr(executable_budget, "TRIM_AFTER_S", float("inf"))
+    x = flow.tensor(np.linspace(-1, 1, 5, dtype=np.float32), requires_grad=True)
+
+    def chain(n: int) -> None:
+        y = x
+        for _ in range(n):
+            y = (y * 1.01).tanh()
+        y.sum().backward()
+
+    chain(3)  # ~7 nodes
+    assert calls == []
+    n = _malloc_trim.LARGE // 2 + 1  # (two nodes a link)
+    chain(n)
+    assert calls == [1]
+    chain(n)  # (the same graph: compiled already)
+    assert calls == [1] and x.grad is not None
+
+    ps = [nn.Parameter(flow.tensor(np.full(3, 0.5, np.float32)))
+          for _ in range(_malloc_trim.LARGE // 4 + 1)]  # (4 tensors a parameter, + steps)
+    opt = flow.optim.Adam(ps, lr=0.01)
+    calls.clear()
+    for _ in range(optimizer_step.EAGER_AFTER + 2):
+        for p in ps:
+            p.grad = flow.tensor(np.ones(3, np.float32))
+        opt.step()
+    assert calls == [1]  # (the fused step's first call, at the EAGER_AFTER + 1-th step)
+    old = flow.config.set_release_lowerings(False)
+    try:
+        chain(n + 1)
+        assert calls == [1]
     finally:
         flow.config.set_release_lowerings(old)
 

@@ -25,6 +25,7 @@ import jax
 import jax.numpy as jnp
 from jax.core import Tracer
 
+from .. import _malloc_trim
 from ..kernels.registry import reraise_host_error as _reraise_host_error
 from ..meta import MetaValue, is_meta_value, meta_value
 from ..ops.registry import get as _get_op
@@ -189,7 +190,12 @@ def _run_graph_compiled(order: list[Node], node_roots: list[tuple[Node, int, Any
     if made is None:
         return False
     key, index, leaf_slot, leaves, saved = made
-    f, plan = graph_cache.lookup(key) or graph_cache.build(key, order, index, leaf_slot, needed)
+    hit = graph_cache.lookup(key)
+    if hit is None:
+        hit = graph_cache.build(key, order, index, leaf_slot, needed)
+        if recorder is None:  # (its compile comes at the call below)
+            _malloc_trim.before_large_compile(len(order))
+    f, plan = hit
     if recorder is not None:
         leaf_grads, captured = recorder.add_backward(plan, saved, [g for _, _, g in node_roots])
     else:

@@ -35,6 +35,7 @@ import numpy as np
 from jax.core import Tracer
 from jax.extend.core import jaxpr_as_fun
 
+from .. import _malloc_trim
 from .._jax_setup import EAGER_ROUNDING
 from ..autograd.grad_mode import no_grad
 from ..dispatch import _WATCH
@@ -60,11 +61,12 @@ _UNTRACEABLE = object()  # a structure whose step cannot be traced: it runs op b
 class _Traced:
     """A step structure's pure function and what it writes."""
 
-    __slots__ = ("fn", "changed", "bumps", "jitted")
+    __slots__ = ("fn", "changed", "bumps", "jitted", "jitted_calls")
 
     def __init__(self, fn: Any, changed: tuple[int, ...], bumps: tuple[int, ...]) -> None:
         self.fn, self.changed, self.bumps = fn, changed, bumps
         self.jitted: Any = None  # jax.jit(fn), made at the first eager run
+        self.jitted_calls = 0
 
 
 #: (learning rate, dtype) -> its device array (bounded)
@@ -311,6 +313,9 @@ def run_step_eagerly(opt: Any, step: Any) -> bool:
         return False
     if hit.jitted is None:  # (the options of every run of eager ops: bfloat16 rounded per op)
         hit.jitted = jax.jit(hit.fn, compiler_options=EAGER_ROUNDING)
+    if hit.jitted_calls == 0:  # (its compile comes now)
+        _malloc_trim.before_large_compile(len(tensors))
+    hit.jitted_calls += 1
     outs = hit.jitted([t._meta for t in tensors], got[2])
     for i, o in zip(hit.changed, outs):
         tensors[i]._meta = o
