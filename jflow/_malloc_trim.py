@@ -8,9 +8,9 @@ RSS growth 92-98 MiB without trimming, 75-80 MiB with a trim after its one large
 (executable_budget calls :func:`trim` after a compile of 0.2 s or more: a trim costs 2-8 ms
 there; after every few small compiles it cost a compile-bound test run 3-5%).
 
-Such a compile also leaves a trim *pending* for the next host read (``Tensor.item``, the loss
-a training loop reads at the end of its step: :func:`trim_pending`). The step that compiled
-freed its buffers among the compiler's live allocations; the next steps, which compile
+Any compile (executable_budget) also leaves a trim *pending* for the next ``Tensor.item()``
+(the loss a training loop reads at the end of its step: :func:`trim_pending`). The step
+that compiled freed its buffers among the compiler's live allocations; the next steps, which compile
 nothing, allocate theirs in another order, find those holes too small and grow the heap
 while the holes stay resident. Trimming once at the end of that step returns the holes'
 pages: the GPT's eager steps 2-3 then peak ~77 instead of ~90 MiB over the start (measured

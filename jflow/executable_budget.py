@@ -20,8 +20,8 @@ on CPU; the GPT benchmark's first three eager steps keep 84 of them). The execut
 jit's fast path are untouched; only a call that misses the fast path for shapes it compiled
 before lowers them again. After a compile of :data:`TRIM_AFTER_S` seconds or more (a large
 program), the memory XLA's compiler freed is given back to the OS (:mod:`jflow._malloc_trim`,
-glibc: the GPT benchmark's first eager steps peak ~15 MiB lower), and again at the next
-host read (``Tensor.item``: the end of that training step).
+glibc: the GPT benchmark's first eager steps peak ~15 MiB lower); after any compile, once
+more at the next ``Tensor.item()`` (the end of that training step).
 ``set_release_lowerings(False)`` keeps both (JAX's and glibc's behaviour).
 """
 

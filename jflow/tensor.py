@@ -346,7 +346,7 @@ class Tensor:
             raise ValueError(f"Tensor.item: only one-element tensors can be converted to "
                              f"Python scalars, this one has {v.size} elements")
         out = np.asarray(v).reshape(()).item()
-        if _TRIM_PENDING[0]:  # (once after a large compile: jflow/_malloc_trim.py)
+        if _TRIM_PENDING[0]:  # (once after any compile: jflow/_malloc_trim.py)
             _trim_pending()
         return out
 

@@ -39,6 +39,7 @@ from .. import _malloc_trim
 from .._jax_setup import EAGER_ROUNDING
 from ..autograd.grad_mode import no_grad
 from ..dispatch import _WATCH
+from ..host_transfer import queued_transfer
 from ..lazy_values import _LAZY_OF, _PLAIN_OF, LOCAL, raw, set_raw
 from ..tensor import Tensor, _wrap
 from . import segment as _segment
@@ -61,26 +62,15 @@ _UNTRACEABLE = object()  # a structure whose step cannot be traced: it runs op b
 class _Traced:
     """A step structure's pure function and what it writes."""
 
-    __slots__ = ("fn", "changed", "bumps", "jitted", "jitted_calls")
+    __slots__ = ("fn", "changed", "bumps", "jitted")
 
     def __init__(self, fn: Any, changed: tuple[int, ...], bumps: tuple[int, ...]) -> None:
         self.fn, self.changed, self.bumps = fn, changed, bumps
         self.jitted: Any = None  # jax.jit(fn), made at the first eager run
-        self.jitted_calls = 0
 
 
 #: (learning rate, dtype) -> its device array (bounded)
 _LRS: dict[tuple[float, Any], Any] = {}
-
-
-def _host_to_device(x: Any) -> Any:
-    return x
-
-
-#: a jitted identity: a host value passed to it is transferred inside the call, queued like
-#: any eager op, where a ``device_put`` of its own would wait for the computations queued
-#: before it (measured: +47% per step of a small MLP whose scheduler changes the lr)
-_TO_DEVICE = jax.jit(_host_to_device)
 
 
 def lr_value(lr: float, dtype: Any) -> Any:
@@ -88,14 +78,14 @@ def lr_value(lr: float, dtype: Any) -> Any:
     Always an array, never host data: an executable called with host data for one step and
     a device array for the next misses jit's fast path, and with its lowering released
     (jflow.executable_budget) compiles again -- once per optimizer-update shape eagerly, the
-    whole step in lazy mode. A scheduler's new value every step costs one queued call of
-    ``_TO_DEVICE`` (~10 us), not a ``device_put`` that waits."""
+    whole step in lazy mode. A scheduler's new value every step costs one queued transfer
+    (``host_transfer.queued_transfer``, ~10 us), not a ``device_put`` that waits."""
     key = (lr, dtype)
     hit = _LRS.get(key)
     if hit is None:
         if len(_LRS) >= 64:
             _LRS.clear()
-        hit = _LRS[key] = _TO_DEVICE(np.asarray(lr, dtype))
+        hit = _LRS[key] = queued_transfer(np.asarray(lr, dtype))
     return hit
 
 
@@ -313,9 +303,7 @@ def run_step_eagerly(opt: Any, step: Any) -> bool:
         return False
     if hit.jitted is None:  # (the options of every run of eager ops: bfloat16 rounded per op)
         hit.jitted = jax.jit(hit.fn, compiler_options=EAGER_ROUNDING)
-    if hit.jitted_calls == 0:  # (its compile comes now)
-        _malloc_trim.before_large_compile(len(tensors))
-    hit.jitted_calls += 1
+        _malloc_trim.before_large_compile(len(tensors))  # (its compile comes at the call)
     outs = hit.jitted([t._meta for t in tensors], got[2])
     for i, o in zip(hit.changed, outs):
         tensors[i]._meta = o
