@@ -47,6 +47,9 @@ Measurements:
   and so is TorchInductor's cache. Warm: a second process with the same directories (a
   second run of the same script). The line ``compilation caches:`` says whether JAX's
   persistent cache was on.
+- **model setup**, cold and warm: in the same fresh processes, the time before those steps
+  that a user's script spends making the model (its modules and their initialisation, on
+  the same caches), loading the common weights into it and making its optimizer and batches.
 - **peak RSS growth** cold and warm: in the same fresh processes, how much the first three
   steps raise the process's peak resident memory over what it held before them (Linux's
   ``VmHWM``, reset before the steps through ``/proc/self/clear_refs``). The line ``XLA's
@@ -385,12 +388,16 @@ def _rss_kib(field: str) -> int:
 
 def first_steps_child(kind: str, mode: str, quick: bool, cache_dir: str, steps: int = 3) -> dict:
     """(Runs in the fresh process.) Build ``mode``'s model, then time its first ``steps``
-    steps, each loss read; returns seconds, peak RSS growth (MiB), losses, JAX's cache dir."""
+    steps, each loss read; returns seconds, peak RSS growth (MiB), losses, whether JAX's
+    cache was on, and the setup's seconds (model, weights, optimizer, batches)."""
     jax_cache = jax.config.jax_compilation_cache_dir
     if jax_cache:  # a persistent cache is configured: cold and warm use our directory instead
         jax.config.update("jax_compilation_cache_dir", os.path.join(cache_dir, "jax"))
     cfg = MODELS[kind][2 if quick else 1]
-    r = make_runner(mode, kind, cfg, initial_state(kind, cfg), batches(kind, cfg))
+    init, data = initial_state(kind, cfg), batches(kind, cfg)
+    t0 = time.perf_counter()
+    r = make_runner(mode, kind, cfg, init, data)
+    setup = time.perf_counter() - t0
     before = _rss_kib("VmRSS")
     try:  # reset the peak ("VmHWM") to the current RSS (Linux >= 4.0)
         with open("/proc/self/clear_refs", "w") as f:
@@ -402,7 +409,7 @@ def first_steps_child(kind: str, mode: str, quick: bool, cache_dir: str, steps: 
     seconds = time.perf_counter() - t0
     peak = _rss_kib("VmHWM")
     return dict(seconds=seconds, rss_mib=max(0, peak - before) / 1024, losses=losses,
-                jax_cache=bool(jax_cache))
+                jax_cache=bool(jax_cache), setup=setup)
 
 
 #: the pseudo-mode of :func:`first_steps_child` that measures XLA's compile of the whole step
@@ -493,6 +500,9 @@ def run_model(kind: str, args: argparse.Namespace, out: Callable[[str], None]) -
     if args.first_steps:
         for label, res in (("first 3 steps cold, s", cold), ("first 3 steps warm, s", warm)):
             row(label, lambda m, res=res: f"{res[m]['seconds']:.2f}" if "seconds" in res[m]
+                else "failed")
+        for label, res in (("model setup cold, s", cold), ("model setup warm, s", warm)):
+            row(label, lambda m, res=res: f"{res[m]['setup']:.2f}" if "setup" in res[m]
                 else "failed")
         for label, res in (("peak RSS growth cold, MiB", cold),
                            ("peak RSS growth warm, MiB", warm)):

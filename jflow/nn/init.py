@@ -11,10 +11,13 @@ from typing import Any
 
 import jax
 import jax.numpy as jnp
+import numpy as np
+from jax.core import Tracer
 
 from .. import creation as _cr
 from .. import dtypes as _dt
 from ..autograd import no_grad
+from ..lazy_mode import is_lazy
 from ..tensor import Tensor, _wrap
 
 __all__ = ["calculate_gain", "uniform_", "normal_", "trunc_normal_", "constant_", "ones_",
@@ -79,18 +82,14 @@ def uniform_(tensor: Tensor, a: float = 0.0, b: float = 1.0,
              generator: Any = None) -> Tensor:
     """Fill with U(a, b)."""
     _check(tensor, "uniform_")
-    u = _cr.rand(*tensor.shape, generator=generator, dtype=_draw_dtype(tensor),
-                 device=_on(tensor))
-    return _fill(tensor, u * (b - a) + a)
+    return _fill(tensor, _draw(tensor, _cr.rand, generator, lambda u: u * (b - a) + a))
 
 
 def normal_(tensor: Tensor, mean: float = 0.0, std: float = 1.0,
             generator: Any = None) -> Tensor:
     """Fill with N(mean, std²)."""
     _check(tensor, "normal_")
-    n = _cr.randn(*tensor.shape, generator=generator, dtype=_draw_dtype(tensor),
-                  device=_on(tensor))
-    return _fill(tensor, n * std + mean)
+    return _fill(tensor, _draw(tensor, _cr.randn, generator, lambda n: n * std + mean))
 
 
 def trunc_normal_(tensor: Tensor, mean: float = 0.0, std: float = 1.0, a: float = -2.0,
@@ -101,11 +100,12 @@ def trunc_normal_(tensor: Tensor, mean: float = 0.0, std: float = 1.0, a: float 
     def cdf(x: float) -> float:
         return (1.0 + math.erf(x / math.sqrt(2.0))) / 2.0
     lo, hi = cdf((a - mean) / std), cdf((b - mean) / std)
-    u = _cr.rand(*tensor.shape, generator=generator, dtype=_draw_dtype(tensor),
-                 device=_on(tensor))
-    v = u._value * (2 * hi - 2 * lo) + (2 * lo - 1)
-    x = jax.scipy.special.erfinv(v) * (std * math.sqrt(2.0)) + mean
-    return _fill(tensor, _wrap(jnp.clip(x, a, b)))
+
+    def truncate(u: Tensor) -> Tensor:
+        v = u._value * (2 * hi - 2 * lo) + (2 * lo - 1)
+        x = jax.scipy.special.erfinv(v) * (std * math.sqrt(2.0)) + mean
+        return _wrap(jnp.clip(x, a, b))
+    return _fill(tensor, _draw(tensor, _cr.rand, generator, truncate))
 
 
 def constant_(tensor: Tensor, val: float) -> Tensor:
@@ -223,6 +223,53 @@ def sparse_(tensor: Tensor, sparsity: float, std: float = 0.01,
 def _calculate_correct_fan(tensor: Tensor, mode: str) -> int:
     """``fan_in`` or ``fan_out`` of a weight (PyTorch's private helper some libraries call)."""
     return _fan(tensor, mode)
+
+
+#: draws for up to this many elements are made in a bucket (see :func:`_draw`); larger
+#: tensors draw their own size (a compile is small next to drawing 4M+ numbers)
+BUCKET_MAX = 1 << 22
+#: the smallest bucket: the biases, norm weights and small matrices of a model share it (a
+#: draw of 2**16 costs ~0.4 ms more than one of 100 on CPU; a bucket's compile ~0.2 s)
+BUCKET_MIN = 1 << 16
+
+
+#: where the kept values are copied out of the bucket through host memory (free on CPU; an
+#: accelerator slices on the device instead)
+HOST_PREFIX_PLATFORMS = ("cpu",)
+
+
+def _bucket(n: int) -> int:
+    """The flat size a draw of ``n`` elements is made in: the next power of two (at least
+    :data:`BUCKET_MIN`)."""
+    return max(BUCKET_MIN, 1 << (n - 1).bit_length())
+
+
+def _draw(tensor: Tensor, draw: Any, generator: Any, transform: Any) -> Tensor:
+    """``transform(draw(...))`` for ``tensor``'s elements, in its shape.
+
+    Why buckets: a model's initialisation draws once per parameter, and each new shape
+    compiled its own random-number program (0.15-0.2 s for threefry on CPU) and its own
+    ``transform`` ops, 2-3 s of a GPT's or ResNet's cold construction before its first step.
+    Here the draw and ``transform`` run on a flat buffer of :func:`_bucket` size, shared by
+    every shape of that bucket, and the first ``numel`` values are kept: the same numbers as
+    drawing the shape itself, since JAX's partitionable threefry (its default) makes element
+    ``i`` of a draw depend only on the key and ``i``. With that switched off, on the meta
+    device, under a trace, in lazy mode and for tensors over :data:`BUCKET_MAX` elements,
+    the shape is drawn as is."""
+    shape = tuple(tensor.shape)
+    n = math.prod(shape)
+    dtype, device = _draw_dtype(tensor), _on(tensor)
+    if (n == 0 or n > BUCKET_MAX or device is not None or isinstance(tensor._meta, Tracer)
+            or is_lazy() or not jax.config.jax_threefry_partitionable):
+        return transform(draw(*shape, generator=generator, dtype=dtype, device=device))
+    flat = transform(draw(_bucket(n), generator=generator, dtype=dtype))
+    value = flat._value
+    dev = None if isinstance(value, Tracer) else next(iter(value.devices()))
+    if dev is not None and dev.platform in HOST_PREFIX_PLATFORMS:
+        # copied out through host memory: nothing compiles (placed as the draw was, on the
+        # default device and not committed to it)
+        return _wrap(jax.device_put(np.array(np.asarray(value)[:n]).reshape(shape)))
+    return flat[:n].reshape(shape)  # (a slice and a reshape compiled per shape)
 
 
 def _on(tensor: Tensor) -> Any:

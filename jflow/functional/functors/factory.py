@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import math
+from collections import OrderedDict
 from typing import Any
 
 import jax
@@ -87,7 +89,47 @@ def full(size: tuple, value: Any, dtype: Any, device: Any) -> Tensor:
         if abs(value) > _EXACT and dtype.category == 1:
             zeros = _full(shape=size, value=0.0, dtype=dtype.np)
             return on_device(_add(zeros, scalar_tensor(value, dtype.np)), device)
+    host = _host_full(size, value, dtype, device)
+    if host is not None:
+        return host
     return on_device(_full(shape=size, value=float(value), dtype=dtype.np), device)
+
+
+#: the largest ``full`` made on the host (elements), and the sightings of one (shape, dtype,
+#: value) made there before its op is compiled
+HOST_FULL_MAX = 1 << 20
+HOST_FULL_SIGHTINGS = 64
+_FULL_SEEN: OrderedDict[tuple, int] = OrderedDict()
+_FULL_TABLE = 256  # (shape, dtype, value) keys remembered, least recently seen dropped
+
+
+def _full_value_key(value: Any) -> Any:
+    """``value`` as a table key: floats by their bits (NaN equal to NaN, -0.0 not 0.0)."""
+    return float(value).hex() if isinstance(value, float) else value
+
+
+def _host_full(size: tuple, value: Any, dtype: Any, device: Any) -> Tensor | None:
+    """A constant made by NumPy and placed on the CPU the first
+    :data:`HOST_FULL_SIGHTINGS` times its (shape, dtype, value) is asked for, else None (the
+    op). Why: building a model makes each parameter with ``empty`` / ``zeros`` / ``ones``
+    once per shape and layer, and each shape compiled a ``full`` program (~30 ms; a
+    ResNet-18's construction: 19 of them, 0.65 s cold). A constant that keeps recurring (a
+    training loop's zeros) then compiles the op once and takes its faster dispatch (~12 µs,
+    where a ``device_put`` costs ~45): its first sightings cost ~2 ms in all. Not under a
+    ``flow.jit`` trace, in lazy mode, off the CPU, or over :data:`HOST_FULL_MAX` elements."""
+    if _WATCH[0] is not None or HOST_DATA[0] is not None or math.prod(size) > HOST_FULL_MAX:
+        return None  # (traced or lazy: the op joins the program it is recorded in)
+    target = None if device is None else device.jax_device()
+    if (jax.default_backend() if target is None else target.platform) != "cpu":
+        return None
+    key = (size, dtype.np, _full_value_key(value))
+    seen = _FULL_SEEN.pop(key, 0) + 1
+    _FULL_SEEN[key] = seen
+    if len(_FULL_SEEN) > _FULL_TABLE:
+        _FULL_SEEN.popitem(last=False)
+    if seen > HOST_FULL_SIGHTINGS:
+        return None
+    return _host(np.full(size, value, dtype.np), device)
 
 
 @functor("Arange")
