@@ -111,7 +111,8 @@ def test_the_fallbacks_draw_the_same_numbers(monkeypatch):
 @pytest.mark.parametrize("dtype, value, np_dtype", [
     (flow.float32, 0.1, np.float32), (flow.float16, 0.1, np.float16),
     (flow.bfloat16, -3.3, ml_dtypes.bfloat16), (flow.int64, 2 ** 40 + 1, np.int64),
-    (flow.bool, True, np.bool_), (flow.float64, float("-inf"), np.float64)])
+    (flow.bool, True, np.bool_), (flow.float64, float("-inf"), np.float64),
+    (flow.int32, -2.7, np.int32), (flow.float32, 2 ** 40 + 1, np.float32)])
 def test_full_is_made_on_the_host_then_by_its_op(monkeypatch, dtype, value, np_dtype):
     monkeypatch.setattr(factory, "HOST_FULL_SIGHTINGS", 2)
     monkeypatch.setattr(factory, "_FULL_SEEN", type(factory._FULL_SEEN)())

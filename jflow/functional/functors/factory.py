@@ -129,7 +129,7 @@ def _host_full(size: tuple, value: Any, dtype: Any, device: Any) -> Tensor | Non
         _FULL_SEEN.popitem(last=False)
     if seen > HOST_FULL_SIGHTINGS:
         return None
-    return _host(np.full(size, value, dtype.np), device)
+    return _host(np.full(size, float(value), dtype.np), device)  # (converted as the op's)
 
 
 @functor("Arange")
