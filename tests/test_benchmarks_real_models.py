@@ -95,6 +95,7 @@ def test_first_steps_in_a_fresh_process(rm: ModuleType, tmp_path: Path) -> None:
     res = rm.first_steps("gpt", rm.EAGER, True, str(tmp_path), 1)
     assert "error" not in res, res
     assert res["seconds"] > 0 and res["rss_mib"] >= 0 and len(res["losses"]) == 3
+    assert 0 < res["setup"] < 60  # model, weights, optimizer and batches, before the steps
     cfg = rm.MODELS["gpt"][2]
     _, losses, _ = rm.first_losses("gpt", cfg, [rm.TORCH_EAGER], 3, 1e-4, 1e-3)
     rm.check_losses("gpt", {rm.TORCH_EAGER: losses[rm.TORCH_EAGER], rm.EAGER: res["losses"]},
