@@ -95,6 +95,60 @@ def test_lstm_two_layers():
     _check(jm, tm, [jx, (jh, jc)], [tx, (th, tc)])
 
 
+@pytest.mark.parametrize("seed", [1, 2])
+def test_lstm_bidirectional_batch_first_without_bias(seed):
+    """The recurrence op's reverse direction and a zero b_hh, on random inputs."""
+    jm, tm = _pair("LSTM", input_size=I, hidden_size=H, num_layers=2, batch_first=True,
+                   bidirectional=True, bias=False)
+    (jx, jh, jc), (tx, th, tc) = _inputs((B, T, I), (4, B, H), (4, B, H), seed=seed)
+    _check(jm, tm, [jx, (jh, jc)], [tx, (th, tc)])
+
+
+def _nodes(t):
+    """The autograd graph's nodes reachable from ``t`` (each once)."""
+    seen, todo = set(), [t.grad_fn]
+    while todo:
+        n = todo.pop()
+        if n is None or id(n) in seen or not hasattr(n, "next_functions"):
+            continue  # (a leaf: jflow lists the tensor itself)
+        seen.add(id(n))
+        todo.extend(f for f, _ in n.next_functions)
+    return len(seen)
+
+
+def test_lstm_records_one_node_per_layer_whatever_the_length():
+    jm, _ = _pair("LSTM", input_size=I, hidden_size=H, num_layers=2)
+    short, long = (flow.tensor(np.ones((t, B, I)), requires_grad=True) for t in (T, 4 * T))
+    assert _nodes(jm(short)[0]) == _nodes(jm(long)[0])
+
+
+def test_lstm_forward_mode_and_second_derivative():
+    """jvp through the LSTM (the recurrence's tangent op) equals central differences; a
+    second derivative on the tape (create_graph) equals PyTorch's."""
+    jm, tm = _pair("LSTM", input_size=I, hidden_size=H)
+    rng = np.random.default_rng(3)
+    x0, t0 = rng.standard_normal((T, B, I)), rng.standard_normal((T, B, I))
+
+    def f(m, x):
+        out, (h, c) = m(x)
+        return out.sum() + (c * c).sum()
+
+    _, tangent = flow.func.jvp(lambda x: f(jm, x), (flow.tensor(x0),), (flow.tensor(t0),))
+    eps = 1e-6
+    with flow.no_grad():
+        fd = (float(f(jm, flow.tensor(x0 + eps * t0))) - float(f(jm, flow.tensor(x0 - eps * t0)))
+              ) / (2 * eps)
+    np.testing.assert_allclose(float(tangent), fd, rtol=1e-6)
+    (jx,), (tx,) = _inputs((T, B, I), seed=4)
+    for lib, m, x in ((flow, jm, jx), (torch, tm, tx)):
+        (g,) = lib.autograd.grad(f(m, x), [x], create_graph=True)
+        (g * g).sum().backward()
+    np.testing.assert_allclose(jx.grad.numpy(), tx.grad.numpy(), rtol=RTOL, atol=ATOL)
+    for k, p in tm.named_parameters():
+        np.testing.assert_allclose(dict(jm.named_parameters())[k].grad.numpy(),
+                                   p.grad.numpy(), rtol=RTOL, atol=ATOL, err_msg=k)
+
+
 def test_gru_bidirectional():
     jm, tm = _pair("GRU", input_size=I, hidden_size=H, bidirectional=True)
     (jx, jh), (tx, th) = _inputs((T, B, I), (2, B, H))
@@ -211,3 +265,9 @@ def test_bce_errors():
         F.binary_cross_entropy(x, flow.tensor([0.0, 1.0]))
     with pytest.raises(ValueError, match="target size"):
         F.binary_cross_entropy(flow.tensor([0.5, 0.5]), flow.tensor([0.0]))
+
+
+def test_register_tangent_needs_the_backward_rule():
+    """A tangent rule reads what the backward rule saves (lstm_layer's is the only one)."""
+    with pytest.raises(ValueError, match="register the backward rule first"):
+        flow.autograd.register_tangent("argmax")(lambda ctx, *t: None)

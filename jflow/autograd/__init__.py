@@ -2,6 +2,7 @@
 transformations (``jax.grad`` / ``jvp`` / ``vmap`` ...) and the tape while tracing.
 
 * :mod:`.rule`      — ``register_backward``: an op's rule (capture what to save, apply);
+  ``register_tangent``: an op's own forward-mode rule, where transposing it will not do;
 * :mod:`.graph`     — the tape: one node per recorded op call;
 * :mod:`.saved`     — saved values read back for a backward (version checks, freed graphs);
 * :mod:`.engine`    — ``backward`` / ``grad``: runs the rules over the tape (whole graphs as
@@ -14,8 +15,8 @@ transformations (``jax.grad`` / ``jvp`` / ``vmap`` ...) and the tape while traci
 from .engine import backward, grad
 from .function import Function, FunctionCtx
 from .grad_mode import enable_grad, is_grad_enabled, no_grad, set_grad_enabled
-from .rule import BackwardContext, GradientNotFoundError, register_backward
+from .rule import BackwardContext, GradientNotFoundError, register_backward, register_tangent
 
 __all__ = ["enable_grad", "is_grad_enabled", "no_grad", "set_grad_enabled", "backward", "grad",
            "Function", "FunctionCtx", "BackwardContext", "GradientNotFoundError",
-           "register_backward"]
+           "register_backward", "register_tangent"]

@@ -32,7 +32,15 @@ from .._jax_compat import manual_out_aval, match_manual_type
 from ..ops.registry import strip_batch
 from ..tensor import _wrap
 from .grad_mode import no_grad
-from .rule import gather_saved, get_rule, is_differentiable_dtype, run_rule, structure_saved
+from .rule import (
+    BackwardContext,
+    gather_saved,
+    get_rule,
+    get_tangent,
+    is_differentiable_dtype,
+    run_rule,
+    structure_saved,
+)
 
 __all__ = ["install"]
 
@@ -75,10 +83,9 @@ class _Linear:
         self._impl_cache: dict[Any, Any] = {}
 
     # -- the rule, per example ------------------------------------------------------------
-    def run(self, lp: dict[str, Any], saved_vals: Sequence[Any], cts: Sequence[Any]
-            ) -> list[Any]:
-        """Input cotangents (arrays; zeros where the rule gives None) of the needed inputs,
-        for cotangents ``cts`` (one array or None per differentiable output)."""
+    def _context(self, lp: dict[str, Any], saved_vals: Sequence[Any]) -> tuple:
+        """(rule, params, layout, saved tensors structured as the rule saved them, in_avals,
+        out_avals, needs) of one bind's residuals."""
         op = self.op
         rule = get_rule(op)
         params = dict(lp["params"])
@@ -91,6 +98,13 @@ class _Linear:
         in_avals, out_avals, needs = lp["in_avals"], lp["out_avals"], lp["needs"]
         slots = rule.saved_slots(layout, len(out_avals))
         saved = structure_saved(slots, [_wrap(v) for v in saved_vals])
+        return rule, params, layout, saved, in_avals, out_avals, needs
+
+    def run(self, lp: dict[str, Any], saved_vals: Sequence[Any], cts: Sequence[Any]
+            ) -> list[Any]:
+        """Input cotangents (arrays; zeros where the rule gives None) of the needed inputs,
+        for cotangents ``cts`` (one array or None per differentiable output)."""
+        rule, params, layout, saved, in_avals, out_avals, needs = self._context(lp, saved_vals)
         it = iter(cts)
         grads = []
         for aval in out_avals:
@@ -107,9 +121,28 @@ class _Linear:
     def diff_out_avals(self, lp: dict[str, Any]) -> list[Any]:
         return [a for a in lp["out_avals"] if is_differentiable_dtype(a.dtype)]
 
+    def tangents(self, lp: dict[str, Any], saved_vals: Sequence[Any],
+                 tangents: Sequence[Any], fn: Any) -> list[Any]:
+        """Forward mode by the op's tangent rule ``fn`` (``register_tangent``): one tangent
+        per differentiable output, zeros where the rule gives None."""
+        _, params, layout, saved, in_avals, out_avals, needs = self._context(lp, saved_vals)
+        it = iter(tangents)
+        tans = [_wrap(next(it) if n else jnp.zeros(a.shape, a.dtype))
+                for a, n in zip(in_avals, needs)]
+        ctx = BackwardContext(self.op, params, saved, needs, in_avals, out_avals, layout)
+        with no_grad():
+            res = fn(ctx, *tans)
+        res = list(res) if isinstance(res, (list, tuple)) else [res]
+        return [jnp.zeros(a.shape, a.dtype) if t is None else t._value
+                for t, a in zip(res, out_avals) if is_differentiable_dtype(a.dtype)]
+
     def evaluate_example(self, lp: dict[str, Any], n_lin: int, *args: Any) -> list[Any]:
-        """Forward mode: the transpose of the (linear) rule applied to the tangents."""
+        """Forward mode: the op's tangent rule if it has one, else the transpose of the
+        (linear) backward rule applied to the tangents."""
         tangents, saved = args[:n_lin], args[n_lin:]
+        fn = get_tangent(self.op)
+        if fn is not None:
+            return self.tangents(lp, saved, tangents, fn)
         ct0 = [jnp.zeros(a.shape, a.dtype) for a in self.diff_out_avals(lp)]
         _, pullback = jax.vjp(lambda *cts: self.run(lp, saved, cts), *ct0)
         return list(pullback(list(tangents)))

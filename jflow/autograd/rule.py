@@ -31,6 +31,7 @@ from ..ops.registry import get as _get_op
 from ..tensor import Tensor
 
 __all__ = ["BackwardRule", "BackwardContext", "register_backward", "get_rule",
+           "register_tangent", "get_tangent",
            "GradientNotFoundError", "is_differentiable_dtype"]
 
 
@@ -188,6 +189,36 @@ def register_backward(op_name: str, *, save: Iterable[str] = (),
         return fn
 
     return deco
+
+
+#: op name -> its tangent (forward-mode) rule, for the few ops that have one
+_TANGENTS: dict[str, Callable[..., Any]] = {}
+
+
+def register_tangent(op_name: str) -> Callable[[Callable], Callable]:
+    """Decorator registering ``fn(ctx, *in_tangents) -> out_tangents`` as op ``op_name``'s
+    forward-mode rule, beside its backward rule (which must exist: ``ctx`` is the backward
+    rule's, with its saved tensors). One tangent per flat input (zeros where the input has
+    none), one Tensor or None per output.
+
+    Without one, forward mode (``jax.jvp``, ``jacfwd``) transposes the backward rule, which
+    runs every op inside it under JAX's forward mode. An op whose gradient is one scan
+    backwards in time (``lstm_layer``) gives its tangents with a scan of their own instead:
+    transposed, its gradient op would run step by step (its own rule)."""
+    op = _get_op(op_name)
+
+    def deco(fn: Callable) -> Callable:
+        if op.grad_rule is None:
+            raise ValueError(f"register_tangent('{op_name}'): register the backward rule "
+                             f"first (the tangent rule reads what it saves)")
+        _TANGENTS[op.name] = fn
+        return fn
+    return deco
+
+
+def get_tangent(op: Any) -> Callable[..., Any] | None:
+    """The op's tangent rule, or None (forward mode transposes the backward rule)."""
+    return _TANGENTS.get(op.name)
 
 
 def get_rule(op: Any) -> BackwardRule:

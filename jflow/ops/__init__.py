@@ -41,6 +41,7 @@ with _builtin_definitions():
         pool,
         rearrange,
         reduce,
+        rnn,
         search,
         slicing,
         special,

@@ -19,6 +19,7 @@ from . import (  # noqa: F401
     pool,
     rearrange,
     reduce,
+    rnn,
     slicing,
     special,
     subscript,

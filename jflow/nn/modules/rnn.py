@@ -4,12 +4,15 @@
 Parameter names, shapes, gate order (LSTM ``i, f, g, o``; GRU ``r, z, n``) and initialisation
 (every parameter ~ U(±1/√hidden_size)) follow PyTorch, so a PyTorch ``state_dict`` loads as is.
 
-The recurrence is written with jflow ops and a Python loop over time steps: the input
-projection of a whole layer is one matmul, then each step is one ``linear`` on the hidden
-state plus the gate arithmetic. Eagerly every step records on the autograd tape; under
-``flow.jit`` / ``jax.jit`` the loop is unrolled into the trace (sequence length is static).
-No fused cuDNN kernel is used, so there is nothing to ``flatten_parameters`` (a no-op, kept
-for code that calls it).
+The input projection of a whole layer is one matmul. An LSTM layer's recurrence is then one
+op, ``lstm_layer`` (jflow/ops/rnn.py: a ``lax.scan``, its gradient a hand-written scan
+backwards in time), so eagerly it is one call per layer and direction and a compiled step's
+program does not grow with the sequence length. RNN and GRU layers loop over the time steps
+in Python with jflow ops (each step one ``linear`` on the hidden state plus the gate
+arithmetic): eagerly every step records on the autograd tape; under ``flow.jit`` /
+``jax.jit`` the loop is unrolled into the trace (sequence length is static). No cuDNN kernel
+is used, so there is nothing to ``flatten_parameters`` (a no-op, kept for code that calls
+it). A second derivative through an LSTM (``create_graph=True``) raises.
 
 Not supported (each raises a clear error): LSTM ``proj_size > 0``; packed sequences
 (``PackedSequence`` inputs).
@@ -24,6 +27,7 @@ from typing import Any
 
 from ... import _C
 from ...creation import empty, zeros
+from ...ops import get as _get_op
 from ...tensor import Tensor
 from .. import functional as F
 from .. import init
@@ -33,6 +37,9 @@ from .module import Module
 __all__ = ["RNNBase", "RNN", "LSTM", "GRU", "RNNCellBase", "RNNCell", "LSTMCell", "GRUCell"]
 
 _GATES = {"RNN_TANH": 1, "RNN_RELU": 1, "LSTM": 4, "GRU": 3}
+#: an LSTM layer's recurrence, one op per layer and direction (forward, gradient and tangent
+#: each a lax.scan: jflow/ops/rnn.py)
+_LSTM_LAYER = _get_op("lstm_layer").apply
 
 
 # -- one time step of each cell kind (shared by the layers and the cells) ----------------------
@@ -206,13 +213,20 @@ class RNNBase(Module):
                 w_ih, w_hh, b_ih, b_hh = self._layer_params(layer, d)
                 idx = layer * n_dirs + d
                 state = [h[idx] for h in hs]
+                if self.mode == "LSTM":  # the whole recurrence: one op (jflow/ops/rnn.py)
+                    b = b_hh if b_hh is not None else zeros(
+                        w_hh.shape[0], dtype=w_hh.dtype, device=w_hh.device)
+                    y, h_n, c_n, _, _ = _LSTM_LAYER(F.linear(x, w_ih, b_ih), state[0],
+                                                    state[1], w_hh, b, reverse=d == 1)
+                    outs.append(y)
+                    finals[0].append(h_n)
+                    finals[1].append(c_n)
+                    continue
                 gi = _C.unbind(F.linear(x, w_ih, b_ih), 0)   # one matmul for all steps
                 order = range(steps - 1, -1, -1) if d == 1 else range(steps)
                 ys: list[Any] = [None] * steps
                 for t in order:
-                    if self.mode == "LSTM":
-                        state = list(_lstm_step(gi[t], state[0], state[1], w_hh, b_hh))
-                    elif self.mode == "GRU":
+                    if self.mode == "GRU":
                         state = [_gru_step(gi[t], state[0], w_hh, b_hh)]
                     else:
                         state = [_rnn_step(gi[t], state[0], w_hh, b_hh,

@@ -1,0 +1,196 @@
+"""The LSTM recurrence as one op per layer and direction: ``lstm_layer`` and its gradient.
+
+Why one op: written with per-step jflow ops, a 35-step 2-layer LSTM is ~560 eager op calls a
+step, and a compiled step unrolls every time step into XLA's program (the real-model LSTM's
+whole step took 15-20 s to compile on CPU, 650+ MiB). Here the recurrence is one
+``lax.scan`` (the compile no longer grows with the sequence length) and its gradient a second
+scan, backwards in time, written by hand from the saved cell states and gate activations.
+
+``lstm_layer(gi, h0, c0, w_hh, b_hh, reverse)``: ``gi`` is the input projection of every step
+(``x W_ih^T + b_ih``, time-major ``(T, N, 4H)``, one matmul outside), gates in PyTorch's order
+i, f, g, o. Outputs ``y (T, N, H)``, the final ``h_n``, ``c_n`` ``(N, H)``, and what the
+gradient reads: every step's cell state ``c (T, N, H)`` and activated gates
+``gates (T, N, 4H)``. ``reverse`` runs from the last step to the first (a bidirectional
+layer's backward direction); outputs stay in time order.
+
+Forward mode (``jax.jvp``, ``jacfwd``) has an op of its own, ``lstm_layer_jvp`` (JAX's jvp
+of the scan), registered as ``lstm_layer``'s tangent rule: transposing the backward rule
+would differentiate ``lstm_layer_grad`` in its output gradients, step by step. Second derivatives
+(``create_graph=True``, ``jax.hessian``) go through the same computations written step by
+step with jflow ops (jflow/autograd/rules/rnn.py): slow, but exact to any order.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import jax
+import jax.numpy as jnp
+from jax import lax
+
+from ..kernels.registry import register_kernel
+from ..sharding.sbp import B, P, S, Signature
+from .infer import FLOAT, check_dtype, desc
+from .primitive import define_op
+from .registry import Attr
+
+_OP = "lstm_layer"
+
+
+def _check(gi: Any, h0: Any, c0: Any, w_hh: Any, b_hh: Any, op: str = _OP) -> tuple[int, ...]:
+    """(T, N, H) from the operands, or a ValueError naming the op and the argument."""
+    check_dtype(gi, FLOAT, "gi")
+    if len(gi.shape) != 3 or gi.shape[2] % 4:
+        raise ValueError(f"{op}: gi must be (T, N, 4*H), got shape {tuple(gi.shape)}")
+    t, n, h4 = gi.shape
+    h = h4 // 4
+    for name, x, shape in (("h0", h0, (n, h)), ("c0", c0, (n, h)), ("w_hh", w_hh, (h4, h)),
+                           ("b_hh", b_hh, (h4,))):
+        if tuple(x.shape) != shape or x.dtype != gi.dtype:
+            raise ValueError(f"{op}: {name} must be {jnp.dtype(gi.dtype).name}{list(shape)} "
+                             f"(gi is {jnp.dtype(gi.dtype).name}{list(gi.shape)}), got "
+                             f"{jnp.dtype(x.dtype).name}{list(x.shape)}")
+    return t, n, h
+
+
+def _infer(gi: Any, h0: Any, c0: Any, w_hh: Any, b_hh: Any, reverse: bool) -> Any:
+    t, n, h = _check(gi, h0, c0, w_hh, b_hh)
+    d = gi.dtype
+    return (desc((t, n, h), d), desc((n, h), d), desc((n, h), d), desc((t, n, h), d),
+            desc((t, n, 4 * h), d))
+
+
+def _lstm(gi: Any, h0: Any, c0: Any, w_hh: Any, b_hh: Any, reverse: bool) -> Any:
+    h = h0.shape[-1]
+    wt = w_hh.T
+
+    def step(carry: Any, g: Any) -> Any:
+        hp, cp = carry
+        a = g + jnp.matmul(hp, wt) + b_hh
+        i, f = jax.nn.sigmoid(a[:, :h]), jax.nn.sigmoid(a[:, h:2 * h])
+        gg, o = jnp.tanh(a[:, 2 * h:3 * h]), jax.nn.sigmoid(a[:, 3 * h:])
+        c = f * cp + i * gg
+        hn = o * jnp.tanh(c)
+        return (hn, c), (hn, c, jnp.concatenate([i, f, gg, o], -1))
+
+    (h_n, c_n), (y, c, gates) = lax.scan(step, (h0, c0), gi, reverse=reverse)
+    return y, h_n, c_n, c, gates
+
+
+def _sbp(in_shapes: Any, n_out: int = 5, **_: Any) -> list[Signature]:
+    """Split the batch: axis 1 of the time-major tensors, axis 0 of the states; the weights
+    broadcast."""
+    return [Signature((S(1), S(0), S(0), B, B), (S(1), S(0), S(0), S(1), S(1)))]
+
+
+define_op(_OP, inputs=["gi", "h0", "c0", "w_hh", "b_hh"],
+          outputs=["y", "h_n", "c_n", "c", "gates"], attrs=[Attr("reverse", "bool", False)],
+          infer=_infer, sbp=_sbp,
+          doc="an LSTM layer's recurrence over time-major input projections gi (gates i, f, g, "
+              "o): every step's hidden state, the final hidden and cell states, and every "
+              "step's cell state and activated gates (what the gradient reads)")
+register_kernel(_OP, _lstm, name="lstm_layer_xla")
+
+
+# -- the gradient ----------------------------------------------------------------------------
+
+def _grad_infer(gi: Any, h0: Any, c0: Any, w_hh: Any, b_hh: Any, y: Any, c: Any, gates: Any,
+                dy: Any, dh_n: Any, dc_n: Any, dc: Any, dgates: Any, reverse: bool) -> Any:
+    op = "lstm_layer_grad"
+    t, n, h = _check(gi, h0, c0, w_hh, b_hh, op)
+    for name, x, shape in (("y", y, (t, n, h)), ("c", c, (t, n, h)),
+                           ("gates", gates, (t, n, 4 * h)), ("dy", dy, (t, n, h)),
+                           ("dh_n", dh_n, (n, h)), ("dc_n", dc_n, (n, h)),
+                           ("dc", dc, (t, n, h)), ("dgates", dgates, (t, n, 4 * h))):
+        if tuple(x.shape) != shape or x.dtype != gi.dtype:
+            raise ValueError(f"{op}: {name} must be {jnp.dtype(gi.dtype).name}{list(shape)}, "
+                             f"got {jnp.dtype(x.dtype).name}{list(x.shape)}")
+    d = gi.dtype
+    return (desc(gi.shape, d), desc((n, h), d), desc((n, h), d), desc(w_hh.shape, d),
+            desc(b_hh.shape, d))
+
+
+def _lstm_grad(gi: Any, h0: Any, c0: Any, w_hh: Any, b_hh: Any, y: Any, c: Any, gates: Any,
+               dy: Any, dh_n: Any, dc_n: Any, dc: Any, dgates: Any, reverse: bool) -> Any:
+    """Backpropagation through time. In processing order (time flipped for ``reverse``), step
+    t read h[t-1], c[t-1] (h0, c0 first); its gate pre-activations' gradient ``da`` gives the
+    input projections' gradient, the previous states' (carried backwards) and, summed over
+    steps in one matmul, the weights'."""
+    h = h0.shape[-1]
+    if gi.shape[0] == 0:  # no step: the final states are the initial ones
+        return (jnp.zeros_like(gi), dh_n, dc_n, jnp.zeros_like(w_hh), jnp.zeros_like(b_hh))
+    flip = (lambda v: v[::-1]) if reverse else (lambda v: v)
+    y, c, gates, dy, dc, dgates = map(flip, (y, c, gates, dy, dc, dgates))
+    h_prev = jnp.concatenate([h0[None], y[:-1]], 0)
+    c_prev = jnp.concatenate([c0[None], c[:-1]], 0)
+
+    def step(carry: Any, xs: Any) -> Any:
+        dh_next, dc_next = carry
+        dy_t, dc_t, dg_t, c_t, cp_t, g_t = xs
+        i, f, gg, o = g_t[:, :h], g_t[:, h:2 * h], g_t[:, 2 * h:3 * h], g_t[:, 3 * h:]
+        dh = dy_t + dh_next
+        tc = jnp.tanh(c_t)
+        dcell = dc_next + dc_t + dh * o * (1 - tc * tc)
+        di = dcell * gg + dg_t[:, :h]
+        df = dcell * cp_t + dg_t[:, h:2 * h]
+        dgg = dcell * i + dg_t[:, 2 * h:3 * h]
+        do = dh * tc + dg_t[:, 3 * h:]
+        da = jnp.concatenate([di * i * (1 - i), df * f * (1 - f), dgg * (1 - gg * gg),
+                              do * o * (1 - o)], -1)
+        return (jnp.matmul(da, w_hh), dcell * f), da
+
+    (dh0, dc0), da = lax.scan(step, (dh_n, dc_n), (dy, dc, dgates, c, c_prev, gates),
+                              reverse=True)
+    dw = jnp.einsum("tng,tnh->gh", da, h_prev)
+    db = jnp.sum(da, axis=(0, 1))
+    return flip(da), dh0, dc0, dw, db
+
+
+def _grad_sbp(in_shapes: Any, n_out: int = 5, **_: Any) -> list[Signature]:
+    """As the forward: the batch split; the weights' gradients are partial sums over it."""
+    t3, st = S(1), S(0)
+    return [Signature((t3, st, st, B, B, t3, t3, t3, t3, st, st, t3, t3),
+                      (t3, st, st, P, P))]
+
+
+define_op("lstm_layer_grad",
+          inputs=["gi", "h0", "c0", "w_hh", "b_hh", "y", "c", "gates", "dy", "dh_n", "dc_n",
+                  "dc", "dgates"],
+          outputs=["dgi", "dh0", "dc0", "dw_hh", "db_hh"], attrs=[Attr("reverse", "bool", False)],
+          infer=_grad_infer, sbp=_grad_sbp,
+          doc="the gradient of lstm_layer (all five outputs) with respect to gi, h0, c0, w_hh "
+              "and b_hh: backpropagation through time from the saved cell states and gates")
+register_kernel("lstm_layer_grad", _lstm_grad, name="lstm_layer_grad_xla")
+
+
+# -- forward mode ----------------------------------------------------------------------------
+
+def _jvp_infer(gi: Any, h0: Any, c0: Any, w_hh: Any, b_hh: Any, t_gi: Any, t_h0: Any,
+               t_c0: Any, t_w_hh: Any, t_b_hh: Any, reverse: bool) -> Any:
+    op = "lstm_layer_jvp"
+    _check(gi, h0, c0, w_hh, b_hh, op)
+    for name, x, p in (("t_gi", t_gi, gi), ("t_h0", t_h0, h0), ("t_c0", t_c0, c0),
+                       ("t_w_hh", t_w_hh, w_hh), ("t_b_hh", t_b_hh, b_hh)):
+        if tuple(x.shape) != tuple(p.shape) or x.dtype != p.dtype:
+            raise ValueError(f"{op}: {name} must be {jnp.dtype(p.dtype).name}{list(p.shape)} "
+                             f"(its primal's), got {jnp.dtype(x.dtype).name}{list(x.shape)}")
+    return _infer(gi, h0, c0, w_hh, b_hh, reverse)
+
+
+def _lstm_jvp(gi: Any, h0: Any, c0: Any, w_hh: Any, b_hh: Any, t_gi: Any, t_h0: Any,
+              t_c0: Any, t_w_hh: Any, t_b_hh: Any, reverse: bool) -> Any:
+    """JAX's forward mode through the scan: the five outputs' tangents."""
+    return jax.jvp(lambda *p: _lstm(*p, reverse), (gi, h0, c0, w_hh, b_hh),
+                   (t_gi, t_h0, t_c0, t_w_hh, t_b_hh))[1]
+
+
+define_op("lstm_layer_jvp",
+          inputs=["gi", "h0", "c0", "w_hh", "b_hh", "t_gi", "t_h0", "t_c0", "t_w_hh", "t_b_hh"],
+          outputs=["t_y", "t_h_n", "t_c_n", "t_c", "t_gates"],
+          attrs=[Attr("reverse", "bool", False)], infer=_jvp_infer,
+          sbp=lambda in_shapes, n_out=5, **_: [Signature(
+              (S(1), S(0), S(0), B, B, S(1), S(0), S(0), B, B),
+              (S(1), S(0), S(0), S(1), S(1)))],
+          doc="lstm_layer's outputs' tangents along the inputs' tangents t_* (forward mode: "
+              "jax.jvp, jacfwd through nn.LSTM)")
+register_kernel("lstm_layer_jvp", _lstm_jvp, name="lstm_layer_jvp_xla")
