@@ -138,3 +138,33 @@ def test_full_under_a_trace_and_the_table_bound(monkeypatch):
     z = flow.zeros(4, 4)
     z.add_(1)  # an in-place write replaces the value; the host array is not written
     np.testing.assert_array_equal(flow.zeros(4, 4).numpy(), np.zeros((4, 4), np.float32))
+
+
+def test_host_constants_are_not_committed_to_a_device():
+    """Placed as an op's result is: a committed array makes every executable it reaches
+    commit its outputs, and the next training step, on committed parameters, compiles all
+    its programs again."""
+    dev = flow.device("cpu")
+    for t in (flow.zeros(3, 5, device=dev), flow.arange(7, device=dev),
+              flow.full((2,), 1.5, device=dev)):
+        assert not t._value.committed
+
+
+def test_an_eager_lstm_step_compiles_nothing_the_second_time():
+    """nn.LSTM makes its zero initial state with device=x.device every step."""
+    m, head = flow.nn.LSTM(3, 4), flow.nn.Linear(4, 2)
+    opt = flow.optim.Adam(list(m.parameters()) + list(head.parameters()), lr=0.01)
+    x = flow.tensor(np.random.default_rng(0).standard_normal((5, 2, 3)).astype(np.float32))
+
+    def step():
+        opt.zero_grad()
+        out, _ = m(x)
+        loss = (head(out) ** 2).mean()
+        loss.backward()
+        opt.step()
+        return loss.item()
+
+    first = step()
+    losses = []
+    assert _compiles(lambda: losses.append(step())) == 0
+    assert losses[0] < first

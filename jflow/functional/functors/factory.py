@@ -370,12 +370,14 @@ def _host(vals: np.ndarray, device: Any = None) -> Tensor:
     (``lazy_mode.checks.host_value``: an embedding's bounds check reads them at once).
     Otherwise ``device_put``: it compiles nothing (``jnp.asarray`` compiles a copy program
     per shape) and on CPU the array is ready at once, where an executable would queue behind
-    the computations still running."""
+    the computations still running. Placed as an op's result is: on JAX's default device,
+    not committed to it, then moved only if ``device`` is another (a committed array makes
+    every executable it reaches commit its outputs, and the next training step, on
+    committed parameters, compiles everything again)."""
     if device is None and HOST_DATA[0] is not None and not _wants_meta(None):
         ref = HOST_DATA[0](vals)
         if ref is not None:
             t = _wrap(ref)
             t.__class__ = LazyTensor
             return t
-    target = None if device is None or _wants_meta(device) else device.jax_device()
-    return on_device(_wrap(jax.device_put(vals, target)), device)
+    return on_device(_wrap(jax.device_put(vals)), device)
