@@ -12,7 +12,8 @@ in Python with jflow ops (each step one ``linear`` on the hidden state plus the 
 arithmetic): eagerly every step records on the autograd tape; under ``flow.jit`` /
 ``jax.jit`` the loop is unrolled into the trace (sequence length is static). No cuDNN kernel
 is used, so there is nothing to ``flatten_parameters`` (a no-op, kept for code that calls
-it). A second derivative through an LSTM (``create_graph=True``) raises.
+it). Second derivatives through an LSTM (``create_graph=True``) take a slower step-by-step
+form of the same recurrence.
 
 Not supported (each raises a clear error): LSTM ``proj_size > 0``; packed sequences
 (``PackedSequence`` inputs).
