@@ -271,3 +271,5 @@ def test_register_tangent_needs_the_backward_rule():
     """A tangent rule reads what the backward rule saves (lstm_layer's is the only one)."""
     with pytest.raises(ValueError, match="register the backward rule first"):
         flow.autograd.register_tangent("argmax")(lambda ctx, *t: None)
+    with pytest.raises(ValueError, match="already has a tangent rule"):
+        flow.autograd.register_tangent("lstm_layer")(lambda ctx, *t: None)

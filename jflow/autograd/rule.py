@@ -211,6 +211,9 @@ def register_tangent(op_name: str) -> Callable[[Callable], Callable]:
         if op.grad_rule is None:
             raise ValueError(f"register_tangent('{op_name}'): register the backward rule "
                              f"first (the tangent rule reads what it saves)")
+        if op.name in _TANGENTS:  # (as register_backward: one rule per op)
+            raise ValueError(f"register_tangent('{op_name}'): the op already has a tangent "
+                             f"rule ({_TANGENTS[op.name].__qualname__})")
         _TANGENTS[op.name] = fn
         return fn
     return deco
