@@ -35,7 +35,6 @@ from collections.abc import Callable
 from typing import Any
 
 import jax
-import jax.numpy as jnp
 import numpy as np
 
 from .. import _codegen
@@ -44,6 +43,7 @@ from ..autograd import is_grad_enabled
 from ..nn.modules.module import structure_version
 from ..optim import watched
 from ..tensor import Tensor
+from . import state as _state
 from .reach import _MISSING, _cell_value
 from .state import (
     _COUNTER,
@@ -405,8 +405,10 @@ _CODE: dict[str, Any] = {}
 
 
 def _copied(arrays: list[Any]) -> list[Any]:
-    """``arrays`` with a copy of each that something besides its tensor holds."""
-    return [v if _getrefcount(v) <= _OWNED_REFS + 1 else jnp.copy(v) for v in arrays]
+    """``arrays`` with a copy of each that something besides its tensor holds
+    (:func:`state.donatable_copy`: no compile)."""
+    return [v if _getrefcount(v) <= _OWNED_REFS + 1 else _state.donatable_copy(v)
+            for v in arrays]
 
 
 def _same_objects(a: list, b: list) -> bool:
