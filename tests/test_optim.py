@@ -511,9 +511,9 @@ def test_a_low_precision_step_count_from_an_older_checkpoint_is_widened():
 
 
 def test_an_eager_step_that_repeats_runs_as_one_executable(monkeypatch):
-    """From the structure's EAGER_AFTER-th sighting an eager AdamW step is one jitted call of
-    the traced step (no per-parameter adam_update dispatch), with the formula's numbers; with
-    the fusion off every step runs op by op, with the same numbers."""
+    """From its first step an eager AdamW step is one jitted call of the traced step (no
+    per-parameter adam_update dispatch), with the formula's numbers; with the fusion off
+    every step runs op by op, with the same numbers."""
     from jflow.lazy_mode import optimizer_step
     from jflow.optim import adam
 
@@ -538,11 +538,45 @@ def test_an_eager_step_that_repeats_runs_as_one_executable(monkeypatch):
         for a, b in zip(got, want):
             np.testing.assert_allclose(a, b, rtol=1e-10, atol=1e-12)
         assert optimizer_step.traced_steps(opt) == (1 if fused else 0)
-        # steps 1-3 op by op (the state is made at step 1: two structures); the trace at step
-        # 4 runs the step's code once on tracers; steps 4-7 are one call each
-        assert len(calls) == (optimizer_step.EAGER_AFTER + 1 if fused else len(grads))
+        # the optimizer's first structure runs fused from step 1 (its state made first): the
+        # trace runs the step's code once on tracers, then every step is one call
+        assert len(calls) == (1 if fused else len(grads))
     with pytest.raises(TypeError, match="set_fused_optimizer_step: flag must be a bool"):
         flow.config.set_fused_optimizer_step(1)
+
+
+def test_the_first_fused_step_makes_state_only_where_pytorch_does(monkeypatch):
+    """The first step runs fused with its state made first, for the parameters with a
+    gradient only (PyTorch's state and state_dict); a later, new structure (another parameter
+    gets a gradient) runs op by op until its EAGER_AFTER-th sighting, so a loop whose
+    structure keeps changing does not compile a program per step. Numbers: the formula's."""
+    from jflow.lazy_mode import optimizer_step
+    from jflow.optim import adam
+
+    rng = np.random.default_rng(11)
+    a0, b0 = rng.standard_normal((2, 5)), rng.standard_normal(3)
+    ga, gb = _grads(12, (2, 5), n=5), _grads(13, (3,), n=5)
+    real, calls = adam._ADAM, []
+    monkeypatch.setattr(adam, "_ADAM", lambda *x, **k: calls.append(1) or real(*x, **k))
+    a = nn.Parameter(flow.tensor(a0, dtype=flow.float64))
+    b = nn.Parameter(flow.tensor(b0, dtype=flow.float64))
+    opt = optim.Adam([a, b], lr=0.01)
+    a.grad = flow.tensor(ga[0], dtype=flow.float64)
+    opt.step()
+    assert list(opt.state) == [a] and calls == [1]  # (the trace's one run, on tracers)
+    assert list(opt.state_dict()["state"]) == [0]
+    calls.clear()
+    for i in range(1, 5):  # b gets gradients from step 2: a new structure
+        a.grad = flow.tensor(ga[i], dtype=flow.float64)
+        b.grad = flow.tensor(gb[i - 1], dtype=flow.float64)
+        opt.step()
+    # op by op (two parameters each): step 2 (b's state made: a structure of its own) and
+    # steps 3-4 (the new structure's first two sightings); the trace at step 5 (two)
+    assert len(calls) == 2 + 2 * (optimizer_step.EAGER_AFTER - 1) + 2
+    assert optimizer_step.traced_steps(opt) == 2
+    np.testing.assert_allclose(a.detach().numpy(), ref_adam(a0, ga, lr=0.01)[-1], rtol=1e-10)
+    np.testing.assert_allclose(b.detach().numpy(), ref_adam(b0, gb[:4], lr=0.01)[-1],
+                               rtol=1e-10)
 
 
 @pytest.mark.parametrize("dtype", ["bfloat16", "float16"])
