@@ -26,9 +26,9 @@ to step through (:mod:`jflow._codegen`; docs/architecture.md "Generated code and
 it").
 
 Optimizers: :func:`set_fused_optimizer_step` ``(False)`` makes an eager ``optimizer.step()``
-run op by op every step (by default a step whose structure repeated 3 times runs as one
-executable: :mod:`jflow.lazy_mode.optimizer_step`; float16 parameters excepted, whose fused
-update XLA CPU would not round op by op).
+run op by op every step (by default an optimizer's first step, and later a step whose new
+structure repeated 3 times, runs as one executable: :mod:`jflow.lazy_mode.optimizer_step`;
+float16 parameters excepted, whose fused update XLA CPU would not round op by op).
 
 Start-up: JAX's persistent compilation cache is on (a per-user directory, bounded;
 :mod:`jflow.compilation_cache`): :func:`set_compilation_cache` moves or (``None``) disables
