@@ -4,7 +4,7 @@ recompiles happen only when the signature changes (and say why), random draws ar
 import copy
 import warnings
 
-import jax
+import _compiles
 import numpy as np
 import pytest
 
@@ -268,37 +268,27 @@ def test_graph_steady_state_donates_without_copies(monkeypatch):
     np.testing.assert_array_equal(saved["state"][0]["exp_avg"].numpy(), now)
 
 
-#: the names of the programs compiled in this worker (cleared by the test that reads it)
-_COMPILED: list[str] = []
-jax.monitoring.register_event_duration_secs_listener(
-    lambda event, _secs, fun_name="", **_kw: _COMPILED.append(fun_name)
-    if event == "/jax/core/compile/backend_compile_duration" and len(_COMPILED) < 10_000
-    else None)
-
-
 def test_graph_copies_before_donation_compile_nothing():
     """The first call copies every parameter and state array it may not donate (others hold
     them), and a later call the ones someone took meanwhile: buffer copies, not an
     executable per shape (jnp.copy compiled one each: 19 on a ResNet's first call)."""
-    compiled = _COMPILED
-    compiled.clear()
-    flow.manual_seed(0)
-    m = nn.Sequential(nn.Linear(37, 29), nn.Tanh(), nn.Linear(29, 3))
-    step = TrainStep(m, flow.optim.SGD(m.parameters(), lr=0.1, momentum=0.9))
-    rs = np.random.RandomState(1)
-    x, y = flow.tensor(rs.randn(16, 37).astype(np.float32)), flow.tensor(Y)
-    held = m[0].weight._value          # the first call must not donate this buffer
-    want = m[0].weight.detach().numpy().copy()
-    step(x, y)
-    np.testing.assert_array_equal(np.asarray(held), want)
-    step(x, y)
-    held = m[2].weight._value          # taken between calls: copied by the fast path
-    want = m[2].weight.detach().numpy().copy()
-    step(x, y)
-    np.testing.assert_array_equal(np.asarray(held), want)
+    with _compiles.compiled() as names:
+        flow.manual_seed(0)
+        m = nn.Sequential(nn.Linear(37, 29), nn.Tanh(), nn.Linear(29, 3))
+        step = TrainStep(m, flow.optim.SGD(m.parameters(), lr=0.1, momentum=0.9))
+        rs = np.random.RandomState(1)
+        x, y = flow.tensor(rs.randn(16, 37).astype(np.float32)), flow.tensor(Y)
+        held = m[0].weight._value          # the first call must not donate this buffer
+        want = m[0].weight.detach().numpy().copy()
+        step(x, y)
+        np.testing.assert_array_equal(np.asarray(held), want)
+        step(x, y)
+        held = m[2].weight._value          # taken between calls: copied by the fast path
+        want = m[2].weight.detach().numpy().copy()
+        step(x, y)
+        np.testing.assert_array_equal(np.asarray(held), want)
     assert not np.array_equal(m[2].weight.detach().numpy(), want)
-    assert compiled and not [n for n in compiled if "copy" in n], compiled
-    compiled.clear()
+    assert names and not [n for n in names if "copy" in n], names
 
 
 def test_jit_outputs_are_differentiable_eagerly():

@@ -4,24 +4,13 @@ one executable per position, and the results, views, writes and errors are uncha
 
 from __future__ import annotations
 
-import jax
 import numpy as np
 import pytest
+from _compiles import compiles as _compiles
 
 import jflow as flow
 
-_COMPILES: list[str] = []
-jax.monitoring.register_event_duration_secs_listener(
-    lambda event, _secs, **_kw: _COMPILES.append(event)
-    if event == "/jax/core/compile/backend_compile_duration" else None)
-
 A = np.random.RandomState(0).randn(40, 3, 5).astype(np.float32)
-
-
-def _compiles(fn) -> int:
-    before = len(_COMPILES)
-    fn()
-    return len(_COMPILES) - before
 
 
 def test_reading_every_position_compiles_a_bounded_number_of_times():

@@ -17,21 +17,11 @@ import ml_dtypes
 import numpy as np
 import pytest
 import scipy.special
+from _compiles import compiles as _compiles
 
 import jflow as flow
 from jflow.functional.functors import factory
 from jflow.nn import init
-
-_COMPILES: list[str] = []
-jax.monitoring.register_event_duration_secs_listener(
-    lambda event, _secs, **_kw: _COMPILES.append(event)
-    if event == "/jax/core/compile/backend_compile_duration" else None)
-
-
-def _compiles(fn) -> int:
-    before = len(_COMPILES)
-    fn()
-    return len(_COMPILES) - before
 
 
 def _key(g: flow.Generator) -> jax.Array:
