@@ -378,3 +378,54 @@ def test_alpha_dropout_keeps_mean_and_variance():
                           np.round([0.0, ((0.5) * (1 + 0.5 * sat ** 2)) ** -0.5], 12)))
     with pytest.raises(ValueError, match="alpha_dropout.*between 0 and 1"):
         F.alpha_dropout(x, p=-0.1, training=True)
+
+
+# -- cross_entropy / nll_loss "mean": by the count of targets, or of the non-ignored ones ------
+
+@pytest.mark.parametrize("fname", ["cross_entropy", "nll_loss"])
+@pytest.mark.parametrize("shape", [(6, 5), (3, 5, 4)])
+def test_loss_mean_over_targets_matches_torch(fname, shape):
+    """The mean's denominator: the number of targets when the targets' known values hold no
+    ``ignore_index`` (one reduce_mean), else the count of the others (nan when all are
+    ignored), with an in-range ignore_index (a padding class) too; values and gradients
+    against PyTorch on random inputs."""
+    c = shape[1]
+    tshape = shape[:1] + shape[2:]
+    cases = [(-100, None), (-100, 0.5), (0, None), (0, 0.4), (2, 1.0)]  # (ignore_index, share)
+    for ignore_index, share in cases:
+        t = _rng.integers(1 if ignore_index == 0 else 0, c, tshape)
+        if share is not None:
+            t = np.where(_rng.random(tshape) < share, ignore_index, t)
+            t.flat[0] = ignore_index
+        lf, lt = _pair(*shape)
+        ff, ft = getattr(F, fname), getattr(TF, fname)
+        xf, xt = lf, lt
+        if fname == "nll_loss":
+            xf, xt = F.log_softmax(lf, dim=1), TF.log_softmax(lt, dim=1)
+        yf = ff(xf, flow.tensor(t), ignore_index=ignore_index)
+        yt = ft(xt, torch.tensor(t), ignore_index=ignore_index)
+        _close(yf, yt)
+        if share == 1.0:  # every target ignored: 0 / 0
+            assert np.isnan(yf.item())
+            continue
+        yf.backward()
+        yt.backward()
+        _close(lf.grad, lt.grad)
+
+
+def test_cross_entropy_mean_with_no_target_ignored_counts_nothing_on_the_device():
+    """With the targets' values known and none ignored, the "mean" is one reduce_mean: no
+    ``ne`` / ``cast`` / ``div`` programs count the targets (4 compiles a cold start paid)."""
+    from _compiles import compiled
+
+    x = flow.tensor(_rng.standard_normal((7, 13)).astype(np.float32), requires_grad=True)
+    t = flow.tensor(_rng.integers(0, 13, 7))
+    with compiled() as names:
+        y = F.cross_entropy(x, t)
+        y.backward()
+    assert not [n for n in names if n in ("jit(ne)", "jit(cast)", "jit(div)")], names
+    xt = torch.tensor(x.detach().numpy(), requires_grad=True)
+    yt = TF.cross_entropy(xt, torch.tensor(t.numpy()))
+    yt.backward()
+    _close(y, yt, rtol=1e-6)
+    _close(x.grad, xt.grad, rtol=1e-5, atol=1e-7)

@@ -91,7 +91,11 @@ def binary_cross_entropy_with_logits(input: Tensor, target: Tensor, weight: Any,
     return _reduce(_bce(input, target, weight, pos_weight), reduction)
 
 
-def _check_targets(fname: str, target: Tensor, c: int, ignore_index: int) -> None:
+def _check_targets(fname: str, target: Tensor, c: int, ignore_index: int) -> bool:
+    """Check class-index targets (raises on a bad one); True when the targets' values are
+    known now and none is ``ignore_index``: a "mean" then divides by the number of targets,
+    known without running anything (one ``reduce_mean``, not ``ne`` / ``cast`` /
+    ``reduce_sum`` / ``div`` programs counting them, on the device, every step)."""
     if target._meta.dtype.kind not in "iu":
         raise TypeError(f"{fname}(): expected an integer (class index) target, got "
                         f"{target.dtype}")
@@ -106,7 +110,8 @@ def _check_targets(fname: str, target: Tensor, c: int, ignore_index: int) -> Non
         bad = t[((t < 0) | (t >= c)) & (t != ignore_index)]
         if bad.size:
             raise IndexError(f"{fname}(): target {int(bad[0])} is out of bounds (classes: {c})")
-    checked_min_max(target, check)
+    mm = checked_min_max(target, check)
+    return mm is not None and not mm[0] <= ignore_index <= mm[1]
 
 
 def _classes(input: Tensor) -> int:
@@ -116,9 +121,13 @@ def _classes(input: Tensor) -> int:
     return int(s[0] if len(s) == 1 else s[1])
 
 
-def _nll_reduced(loss: Tensor, wt: Tensor, reduction: str) -> Tensor:
+def _nll_reduced(loss: Tensor, wt: Tensor, reduction: str, counted: bool = False) -> Tensor:
+    """``loss`` reduced; "mean" divides by the targets' summed weights ``wt`` -- their count
+    when ``counted`` (no weight, no target ignored: see :func:`_check_targets`)."""
     if reduction == "none":
         return loss
+    if counted and reduction == "mean":
+        return _mean(loss, axis=(), keepdim=False)
     total = _sum(loss, axis=(), keepdim=False)
     if reduction == "sum":
         return total
@@ -132,10 +141,10 @@ def nll_loss(input: Tensor, target: Tensor, weight: Any, ignore_index: int,
     by the sum of the non-ignored targets' weights (nan if every target is ignored)."""
     _check_reduction("nll_loss", reduction)
     c = _classes(input)
-    _check_targets("nll_loss", target, c, ignore_index)
+    none_ignored = _check_targets("nll_loss", target, c, ignore_index)
     (weight,) = _float_like("nll_loss", input, weight)
     loss, wt = _nll(input, target, weight, ignore_index=ignore_index)
-    return _nll_reduced(loss, wt, reduction)
+    return _nll_reduced(loss, wt, reduction, counted=none_ignored and weight is None)
 
 
 def _plain_cross_entropy(input: Tensor, target: Tensor, c: int, ignore_index: int,
@@ -143,10 +152,12 @@ def _plain_cross_entropy(input: Tensor, target: Tensor, c: int, ignore_index: in
     """(N, C) logits and class indices, no weight, no smoothing: one
     sparse_softmax_cross_entropy op (a Pallas kernel that never materialises the softmax on
     GPU); "mean" divides by the number of non-ignored targets (nan if none, as PyTorch)."""
-    _check_targets("cross_entropy", target, c, ignore_index)
+    none_ignored = _check_targets("cross_entropy", target, c, ignore_index)
     loss, _ = _sce(input, target, ignore_index=ignore_index)
     if reduction == "none":
         return loss
+    if none_ignored and reduction == "mean":
+        return _mean(loss, axis=(), keepdim=False)
     total = _sum(loss, axis=(), keepdim=False)
     if reduction == "sum":
         return total
@@ -190,10 +201,10 @@ def cross_entropy(input: Tensor, target: Tensor, weight: Any, ignore_index: int,
             n = input._meta.size // c if c else 0
             return _div(_sum(loss, axis=(), keepdim=False), scalar_tensor(float(n), dt))
         return _reduce(loss, reduction)
-    _check_targets(fname, target, c, ignore_index)
+    none_ignored = _check_targets(fname, target, c, ignore_index)
     loss, wt = _nll(logp, target, weight, ignore_index=ignore_index)
     if label_smoothing == 0.0:
-        return _nll_reduced(loss, wt, reduction)
+        return _nll_reduced(loss, wt, reduction, counted=none_ignored and weight is None)
     wl = logp if wview is None else _mul(logp, wview)
     smooth = _neg(_sum(wl, axis=(axis,), keepdim=False))
     valid = _ne(target, scalar_tensor(ignore_index, target._meta.dtype))
