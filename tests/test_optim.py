@@ -579,11 +579,190 @@ def test_the_first_fused_step_makes_state_only_where_pytorch_does(monkeypatch):
                                rtol=1e-10)
 
 
+# -- the first fused step, compiled while the first backward does ----------------------------
+_X = np.random.default_rng(21).standard_normal((5, 4))
+
+
+def _ahead_case(dtype=flow.float64, make=None):
+    """w (4, 3), b (3,) and u (2,), which the loss never uses; an AdamW over the three."""
+    rng = np.random.default_rng(22)
+    w0, b0, u0 = rng.standard_normal((4, 3)), rng.standard_normal(3), rng.standard_normal(2)
+    w, b, u = (nn.Parameter(flow.tensor(a, dtype=dtype)) for a in (w0, b0, u0))
+    make = make or (lambda ps: optim.AdamW(ps, lr=0.05, weight_decay=0.1))
+    return (w, b, u), make([w, b, u]), (w0, b0)
+
+
+def _ahead_loss(w, b):
+    return ((flow.tensor(_X, dtype=w.dtype) @ w + b) ** 2).sum()
+
+
+def _ref_adamw_on_loss(w, b, steps, lr=0.05, wd=0.1, b1=0.9, b2=0.999, eps=1e-8):
+    """NumPy AdamW on sum((X w + b)^2): the gradients at each step's own parameters."""
+    ps, ms, vs = [w.copy(), b.copy()], [0 * w, 0 * b], [0 * w, 0 * b]
+    for t in range(1, steps + 1):
+        r = 2 * (_X @ ps[0] + ps[1])
+        for i, g in enumerate((_X.T @ r, r.sum(0))):
+            ps[i] = ps[i] * (1 - lr * wd)
+            ms[i] = b1 * ms[i] + (1 - b1) * g
+            vs[i] = b2 * vs[i] + (1 - b2) * g * g
+            denom = np.sqrt(vs[i]) / math.sqrt(1 - b2 ** t) + eps
+            ps[i] = ps[i] - lr / (1 - b1 ** t) * ms[i] / denom
+    return ps
+
+
+def _traced_hit(opt):
+    from jflow.lazy_mode import optimizer_step
+
+    (hit,) = [v for v in optimizer_step._STEPS[opt].values()
+              if v.__class__ is optimizer_step._Traced]
+    return hit
+
+
+def test_the_first_step_compiles_while_the_first_backward_does():
+    """The first backward reaching a new optimizer's parameters starts the compile of its
+    first fused step (the leaves it reaches: w and b, not the unused u) and leaves no trace
+    of it: no state (PyTorch makes it at the step), the gradients the backward's. The step
+    then runs that executable, with the state made for it; the values follow AdamW's formula
+    over 3 steps."""
+    from jflow.lazy_mode import optimizer_step
+
+    (w, b, u), opt, (w0, b0) = _ahead_case()
+    _ahead_loss(w, b).backward()
+    key, traced, made = optimizer_step._AHEAD[opt]
+    assert traced.ahead is not None and opt.state == {} and u.grad is None
+    assert list(made) == [w, b]  # (the state the step will take, made for the trace)
+    r = 2 * (_X @ w0 + b0)
+    np.testing.assert_allclose(w.grad.numpy(), _X.T @ r, rtol=1e-12)
+    np.testing.assert_allclose(b.grad.numpy(), r.sum(0), rtol=1e-12)
+    opt.step()
+    assert opt not in optimizer_step._AHEAD and list(opt.state) == [w, b]
+    assert opt.state[w] is made[w] and opt.state[b] is made[b]
+    assert _traced_hit(opt) is traced and isinstance(traced.ahead, jax.stages.Compiled)
+    for _ in range(2):
+        opt.zero_grad()
+        _ahead_loss(w, b).backward()
+        opt.step()
+    assert isinstance(traced.ahead, jax.stages.Compiled)  # (every step: the one executable)
+    want_w, want_b = _ref_adamw_on_loss(w0, b0, 3)
+    np.testing.assert_allclose(w.detach().numpy(), want_w, rtol=1e-10)
+    np.testing.assert_allclose(b.detach().numpy(), want_b, rtol=1e-10)
+    assert u.grad is None and u not in opt.state
+
+
+def test_a_first_step_that_differs_from_the_one_compiled_ahead_runs_as_before():
+    """A gradient dropped between the backward and the step (another structure), or an
+    executable compiled ahead that cannot run (a failed compile): the step goes on through
+    jit as without it, with the right values and PyTorch's state."""
+    from concurrent.futures import Future
+
+    from jflow.lazy_mode import optimizer_step
+
+    (w, b, u), opt, (w0, b0) = _ahead_case()
+    _ahead_loss(w, b).backward()
+    b.grad = None
+    made = optimizer_step._AHEAD[opt][2]
+    opt.step()
+    hit = _traced_hit(opt)
+    assert hit.ahead is None and list(opt.state) == [w] and opt not in optimizer_step._AHEAD
+    assert opt.state[w] is not made[w]  # (made afresh: the structure compiled ahead differs)
+    r = 2 * (_X @ w0 + b0)
+    np.testing.assert_allclose(
+        w.detach().numpy(), ref_adam(w0, [_X.T @ r], lr=0.05, weight_decay=0.1,
+                                     decoupled=True)[-1], rtol=1e-10)
+    np.testing.assert_allclose(b.detach().numpy(), b0, rtol=0)
+
+    (w, b, u), opt, (w0, b0) = _ahead_case()
+    _ahead_loss(w, b).backward()
+    failed = Future()
+    failed.set_exception(RuntimeError("compile failed"))
+    optimizer_step._AHEAD[opt][1].ahead = failed
+    opt.step()
+    assert _traced_hit(opt).ahead is None
+    want_w, want_b = _ref_adamw_on_loss(w0, b0, 1)
+    np.testing.assert_allclose(w.detach().numpy(), want_w, rtol=1e-10)
+    np.testing.assert_allclose(b.detach().numpy(), want_b, rtol=1e-10)
+
+
+def test_nothing_compiles_ahead_where_no_eager_step_follows():
+    """autograd.grad (no .grad written), lazy mode, the fused step switched off, an
+    optimizer whose first state is made lazily (SGD's momentum with dampening): no compile
+    ahead."""
+    from jflow.lazy_mode import optimizer_step
+
+    (w, b, u), opt, _ = _ahead_case()
+    flow.autograd.grad(_ahead_loss(w, b), [w, b])
+    assert opt not in optimizer_step._AHEAD and opt in optimizer_step._NEW
+    with flow.lazy():
+        _ahead_loss(w, b).backward()
+    assert opt not in optimizer_step._AHEAD
+    old = flow.config.set_fused_optimizer_step(False)
+    try:
+        (w, b, u), opt, _ = _ahead_case()
+        _ahead_loss(w, b).backward()
+        assert opt not in optimizer_step._AHEAD
+    finally:
+        flow.config.set_fused_optimizer_step(old)
+    (w, b, u), opt, _ = _ahead_case(
+        make=lambda ps: optim.SGD(ps, lr=0.1, momentum=0.9, dampening=0.5))
+    _ahead_loss(w, b).backward()
+    assert opt not in optimizer_step._AHEAD and opt.state == {}
+    assert w.grad is not None and u.grad is None
+
+
+class _Chain(optim.Optimizer):
+    """A bfloat16 step with a reduction, where XLA, left free, keeps the product it sums in
+    float32 inside its fused program (the excess precision EAGER_ROUNDING forbids)."""
+
+    def __init__(self, params):
+        super().__init__(params, dict(lr=0.1))
+
+    def step(self, closure=None):
+        with flow.no_grad():
+            for group in self.param_groups:
+                for p in group["params"]:
+                    if p.grad is not None:
+                        g = p.grad
+                        p.sub_(g * (g * p).sum(0) / 3.1)
+
+
+@pytest.mark.parametrize("make", [
+    lambda ps: _Chain(ps),
+    lambda ps: optim.SGD(ps, lr=0.1, momentum=0.9, nesterov=True),
+    lambda ps: optim.AdamW(ps, lr=0.05, weight_decay=0.1)], ids=["chain", "sgd", "adamw"])
+def test_a_first_step_compiled_ahead_rounds_as_the_ops_do(make):
+    """bfloat16 parameters: the executable compiled ahead rounds every op's result as the
+    eager ops do (EAGER_ROUNDING): 4 steps (backward, step) bit for bit the op-by-op ones."""
+    rng = np.random.default_rng(3)
+    p0 = rng.standard_normal((64, 33)).astype(np.float32)
+    c = flow.tensor(rng.standard_normal((64, 33)), dtype=flow.bfloat16)
+    runs = {}
+    for fused in (True, False):
+        old = flow.config.set_fused_optimizer_step(fused)
+        try:
+            p = nn.Parameter(flow.tensor(p0, dtype=flow.bfloat16))
+            opt = make([p])
+            runs[fused] = []
+            for _ in range(4):
+                opt.zero_grad()
+                (p * p * c).sum().backward()
+                opt.step()
+                runs[fused].append(p.detach().float().numpy().copy())
+        finally:
+            flow.config.set_fused_optimizer_step(old)
+        if fused:
+            assert isinstance(_traced_hit(opt).ahead, jax.stages.Compiled)
+    for a, b in zip(runs[True], runs[False]):
+        np.testing.assert_array_equal(a, b)
+
+
+@pytest.mark.parametrize("make", [
+    lambda ps: optim.SGD(ps, lr=0.1, momentum=0.9, nesterov=True), _Chain], ids=["sgd", "chain"])
 @pytest.mark.parametrize("dtype", ["bfloat16", "float16"])
-def test_a_fused_eager_step_rounds_as_the_ops_do(dtype):
-    """Half-precision parameters: the fused eager step (from the 4th) gives bit for bit what
-    the ops give one by one. (XLA CPU computes a fused float16 chain in float32 whatever its
-    options, so float16 steps stay op by op; bfloat16 ones fuse, rounded per op.)"""
+def test_a_fused_eager_step_rounds_as_the_ops_do(dtype, make):
+    """Half-precision parameters: the fused eager step gives bit for bit what the ops give
+    one by one. (XLA CPU computes a fused float16 chain in float32 whatever its options, so
+    float16 steps stay op by op; bfloat16 ones fuse, rounded per op: the chain's reduction
+    would keep float32 products without EAGER_ROUNDING.)"""
     from jflow.lazy_mode import optimizer_step
 
     rng = np.random.default_rng(3)
@@ -595,7 +774,7 @@ def test_a_fused_eager_step_rounds_as_the_ops_do(dtype):
         old = flow.config.set_fused_optimizer_step(fused)
         try:
             p = nn.Parameter(flow.tensor(p0, dtype=dt))
-            opt = optim.SGD([p], lr=0.1, momentum=0.9, nesterov=True)
+            opt = make([p])
             runs[fused] = []
             for g in grads:
                 p.grad = flow.tensor(g, dtype=dt)
@@ -603,7 +782,7 @@ def test_a_fused_eager_step_rounds_as_the_ops_do(dtype):
                 runs[fused].append(p.detach().float().numpy().copy())
         finally:
             flow.config.set_fused_optimizer_step(old)
-        # (the bfloat16 steps 4-6 did run fused: one traced step)
+        # (the bfloat16 steps did run fused: one traced step)
         assert optimizer_step.traced_steps(opt) == int(fused and dtype == "bfloat16")
     for step, (a, b) in enumerate(zip(runs[True], runs[False])):
         np.testing.assert_array_equal(a, b, err_msg=f"step {step + 1}")

@@ -39,7 +39,7 @@ from .rule import get_rule, is_differentiable_dtype, run_rule, structure_saved
 from .saved import saved_tensors, wrap_saved
 
 __all__ = ["run_backward", "backward", "grad", "register_leaf_hook", "set_recording_hook",
-           "CACHE_SIZE"]
+           "set_leaf_gradients_hook", "CACHE_SIZE"]
 
 #: Compiled rules kept per op (distinct attrs / needs / shapes); the oldest are dropped.
 CACHE_SIZE = 256
@@ -65,6 +65,18 @@ _leaf_hooks: dict[int, list[Any]] = {}
 #: - ``resolve(order)``: the saved values of ``order`` as arrays (a recording thread's
 #:   backward rule by rule: its rules' ops record, on arrays).
 _HOOK: Any = None
+
+
+#: called as ``fn(leaves)`` before a whole-graph backward (run now, not recorded) gives the
+#: tensors ``leaves`` gradients in ``.grad``: lazy_mode.optimizer_step compiles a new
+#: optimizer's first step meanwhile (:func:`set_leaf_gradients_hook`)
+_LEAF_GRADS: list[Any] = [None]
+
+
+def set_leaf_gradients_hook(fn: Any) -> Any:
+    """Install ``fn`` (see :data:`_LEAF_GRADS`; None removes it); returns the previous one."""
+    old, _LEAF_GRADS[0] = _LEAF_GRADS[0], fn
+    return old
 
 
 def set_recording_hook(hook: Any) -> Any:
@@ -196,6 +208,8 @@ def _run_graph_compiled(order: list[Node], node_roots: list[tuple[Node, int, Any
         if recorder is None:  # (its compile comes at the call below)
             _malloc_trim.before_large_compile(len(order))
     f, plan = hit
+    if recorder is None and needed is None and _LEAF_GRADS[0] is not None:
+        _LEAF_GRADS[0](leaves)  # (.grad is written: not autograd.grad's capture)
     if recorder is not None:
         leaf_grads, captured = recorder.add_backward(plan, saved, [g for _, _, g in node_roots])
     else:

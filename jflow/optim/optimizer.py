@@ -10,7 +10,7 @@ from ..autograd import enable_grad, no_grad
 from ..creation import zero_grads
 from ..dtypes import float32 as _F32
 from ..lazy_mode import segment as _lazy
-from ..lazy_mode.optimizer_step import record_step, run_step_eagerly
+from ..lazy_mode.optimizer_step import note_new, record_step, run_step_eagerly
 from ..tensor import Tensor
 from .watched import WatchedGroup, WatchedList
 
@@ -95,6 +95,7 @@ class Optimizer:
             groups = [{"params": groups}]
         for g in groups:
             self.add_param_group(g)
+        note_new(self)  # (its first step may compile while the first backward does)
 
     def add_param_group(self, param_group: dict[str, Any]) -> None:
         """Add a group (``{"params": [...], "lr": ...}``); missing options take the defaults."""
