@@ -1,9 +1,9 @@
 """Lazy eager (jflow/lazy_mode), part 2: in-place ops and optimizer steps record instead of
 flushing. Each test runs the same eager code with and without ``flow.lazy()`` and compares
-values, versions and types; it also checks what the mode promises: an optimizer step of a
-repeating structure is ONE recorded node (traced on its second sighting, not retraced when a
-scheduler changes the learning rate), unread intermediates do not come back from a run, and a
-loop of unread in-place updates stays bounded."""
+values, versions and types; it also checks what the mode promises: an optimizer step is ONE
+recorded node (its first structure from step 1, a later one from its second sighting; not
+retraced when a scheduler changes the learning rate), unread intermediates do not come back
+from a run, and a loop of unread in-place updates stays bounded."""
 
 from __future__ import annotations
 
@@ -107,11 +107,13 @@ def test_a_fused_step_is_one_node_and_the_parameters_stay_parameters():
     opt = flow.optim.SGD(model.parameters(), lr=0.1, momentum=0.9)
     recorded = []
     with flow.lazy():
-        for _ in range(4):
+        for k in range(6):
             opt.zero_grad()
             F.mse_loss(model(x), y).backward()
+            if k >= 4:  # (a new structure: the first parameter without a gradient)
+                next(iter(model.parameters())).grad = None
             n = len(seg.active().nodes)
-            p = next(iter(model.parameters()))
+            p = list(model.parameters())[-1]  # (one the step updates)
             got = optimizer_step.record_step(opt, type(opt).step.__wrapped__)
             recorded.append((got, len(seg.active().nodes) - n))
             if got:  # pending parameters are still nn.Parameter (a pending twin class)
@@ -120,9 +122,11 @@ def test_a_fused_step_is_one_node_and_the_parameters_stay_parameters():
             else:
                 type(opt).step.__wrapped__(opt)
             flow.sync()
-    # step 1 makes the momentum buffers (runs as code); then one structure: code, then 1 node
-    assert [g for g, _ in recorded] == [False, False, True, True]
-    assert recorded[-1][1] == 1
+    # the optimizer's first structure is one node from step 1 (its momentum buffers made
+    # first, as the step would make them); a later new structure runs as code at its first
+    # sighting, then is one node
+    assert [g for g, _ in recorded] == [True, True, True, True, False, True]
+    assert recorded[0][1] == recorded[-1][1] == 1
 
 
 def test_a_step_that_cannot_be_traced_runs_as_code():
@@ -396,3 +400,32 @@ def test_a_bfloat16_adam_training_equals_eager_bit_for_bit():
     (eager, we), (lazy, wl) = train(False), train(True)
     assert eager == lazy and eager[-1] < eager[0]
     np.testing.assert_array_equal(wl, we)
+
+
+def test_the_first_step_is_one_node_with_its_state_made_first():
+    """In lazy mode too an optimizer's first step is one recorded node: its state (AdamW's
+    moments, for the parameters with a gradient only, as PyTorch) is made first, from host
+    zeros (no ``full`` program per shape: a lazy GPT's first update compiled 8); values and
+    state equal an eager run's."""
+    from _compiles import compiled
+
+    def train(lazy):
+        model, x, y = _model_and_data()
+        unused = flow.nn.Parameter(flow.ones(3, 7, 2))  # (a shape no other test makes)
+        opt = flow.optim.AdamW(list(model.parameters()) + [unused], lr=1e-2)
+        with compiled() as names, flow.lazy(lazy):
+            for _ in range(3):
+                opt.zero_grad()
+                F.mse_loss(model(x), y).backward()
+                opt.step()
+        return model, opt, unused, names
+
+    model, opt, unused, names = train(True)
+    assert optimizer_step.traced_steps(opt) == 1 and "jit(full)" not in names, names
+    assert unused not in opt.state and len(opt.state) == 4
+    ref, ref_opt, _, _ = train(False)
+    for a, b in zip(model.parameters(), ref.parameters()):
+        _close(a.detach().numpy(), b.detach().numpy(), 1e-6)
+    for s, r in zip(opt.state.values(), ref_opt.state.values()):
+        for k in r:
+            _close(s[k].numpy(), r[k].numpy(), 1e-6)

@@ -12,7 +12,7 @@ import numpy as np
 from ... import dtypes as _dt
 from ...device import device as _device
 from ...dispatch import _WATCH
-from ...lazy_values import LazyTensor
+from ...lazy_values import LOCAL, LazyTensor
 from ...meta import meta_value
 from ...ops import get
 from ...random import default_generator
@@ -116,9 +116,14 @@ def _host_full(size: tuple, value: Any, dtype: Any, device: Any) -> Tensor | Non
     ResNet-18's construction: 19 of them, 0.65 s cold). A constant that keeps recurring (a
     training loop's zeros) then compiles the op once and takes its faster dispatch (~12 µs,
     where a ``device_put`` costs ~45): its first sightings cost ~2 ms in all. Not under a
-    ``flow.jit`` trace, in lazy mode, off the CPU, or over :data:`HOST_FULL_MAX` elements."""
-    if _WATCH[0] is not None or HOST_DATA[0] is not None or math.prod(size) > HOST_FULL_MAX:
-        return None  # (traced or lazy: the op joins the program it is recorded in)
+    ``flow.jit`` trace (the op joins the program), not while this thread records lazily (a
+    constant as pending host data would key its segment apart from a later step that has a
+    device array in its place: measured on an optimizer's first state, every later step
+    compiled again), off the CPU, or over :data:`HOST_FULL_MAX` elements. (Lazy mode's
+    optimizer step makes its first state with recording paused: here, no program.)"""
+    if _WATCH[0] is not None or math.prod(size) > HOST_FULL_MAX or (
+            HOST_DATA[0] is not None and LOCAL.active is not None):
+        return None
     target = None if device is None else device.jax_device()
     if (jax.default_backend() if target is None else target.platform) != "cpu":
         return None
