@@ -685,8 +685,8 @@ def test_a_first_step_that_differs_from_the_one_compiled_ahead_runs_as_before():
 
 def test_nothing_compiles_ahead_where_no_eager_step_follows():
     """autograd.grad (no .grad written), lazy mode, the fused step switched off, an
-    optimizer whose first state is made lazily (SGD's momentum with dampening): no compile
-    ahead."""
+    optimizer whose first state is made lazily (SGD's momentum with dampening), an
+    unhashable hyper-parameter: no compile ahead."""
     from jflow.lazy_mode import optimizer_step
 
     (w, b, u), opt, _ = _ahead_case()
@@ -707,6 +707,15 @@ def test_nothing_compiles_ahead_where_no_eager_step_follows():
     _ahead_loss(w, b).backward()
     assert opt not in optimizer_step._AHEAD and opt.state == {}
     assert w.grad is not None and u.grad is None
+    # an unhashable hyper-parameter (no step structure can be cached): nothing ahead, and the
+    # step runs as code, right
+    (w, b, u), opt, (w0, b0) = _ahead_case()
+    opt.param_groups[0]["note"] = np.arange(3.0)
+    _ahead_loss(w, b).backward()
+    assert opt not in optimizer_step._AHEAD
+    opt.step()
+    want_w, want_b = _ref_adamw_on_loss(w0, b0, 1)
+    np.testing.assert_allclose(w.detach().numpy(), want_w, rtol=1e-10)
 
 
 class _Chain(optim.Optimizer):

@@ -378,6 +378,7 @@ def _prepare_ahead(opt: Any, ids: set[int]) -> None:
         if got is None:
             return
         tensors, key, lrs = got
+        hash(key)  # (an unhashable hyper-parameter: no cached step, nothing ahead)
         if any(t.__class__ not in _LAZY_OF or t._meta.dtype == _F16 for t in tensors):
             return
         traced = _trace(opt, step, tensors, lrs)
@@ -412,7 +413,11 @@ def _install_ahead(opt: Any, key: tuple, traced: _Traced, made: dict) -> None:
                 state[p] = s
                 added.append(p)
     got = _gather(opt)
-    if got is not None and got[1] == key:
+    try:  # (an unhashable hyper-parameter, or one with elementwise ==: never the same)
+        same = got is not None and hash(got[1]) == hash(key) and bool(got[1] == key)
+    except (TypeError, ValueError):
+        same = False
+    if same:
         _STEPS[opt][key] = traced
         return
     for p in added:
