@@ -5,6 +5,7 @@ structure, including loading a torch optimizer's state dict."""
 
 import math
 
+import jax
 import numpy as np
 import pytest
 
@@ -323,11 +324,13 @@ def test_scheduler_state_dicts():
     assert "optimizer" not in r.state_dict()
 
 
-@pytest.mark.parametrize("name,kw", [("Adam", dict(lr=0.01, weight_decay=0.1)),
-                                     ("AdamW", dict(lr=0.02)),
-                                     ("Adam", dict(lr=0.01, amsgrad=True)),
-                                     ("RMSprop", dict(lr=0.01)),
-                                     ("SGD", dict(lr=0.1, momentum=0.9))])
+#: optimizers (and options) of the loops whose structure changes: first-step fusion and state
+_CHANGING_LOOPS = [("Adam", dict(lr=0.01, weight_decay=0.1)), ("AdamW", dict(lr=0.02)),
+                   ("Adam", dict(lr=0.01, amsgrad=True)), ("RMSprop", dict(lr=0.01)),
+                   ("SGD", dict(lr=0.1, momentum=0.9))]
+
+
+@pytest.mark.parametrize("name,kw", _CHANGING_LOOPS)
 def test_parameters_that_get_gradients_late_or_sometimes_match_torch(name, kw):
     """Eager steps where one parameter first gets a gradient at step 3 and another every
     other step (the fused first step makes state only for parameters with a gradient; new
@@ -349,6 +352,41 @@ def test_parameters_that_get_gradients_late_or_sometimes_match_torch(name, kw):
                 j.grad = flow.tensor(g) if has[i] else None
             to.step()
             jo.step()
+            for t, j in zip(tp, jp):
+                np.testing.assert_allclose(j.detach().numpy(), t.detach().numpy(),
+                                           rtol=1e-10, atol=1e-12)
+            assert sorted(jo.state_dict()["state"]) == sorted(to.state_dict()["state"])
+
+
+@pytest.mark.parametrize("name,kw", _CHANGING_LOOPS)
+def test_loops_with_backward_match_torch(name, kw):
+    """The same loops with gradients from ``backward()`` (a random quadratic of the
+    parameters the step uses): the first step runs the update compiled ahead during the first
+    backward, with the state made for it; values and state-dict entries equal torch's, two
+    seeds."""
+    from jflow.lazy_mode import optimizer_step
+
+    torch.set_num_threads(1)
+    shapes = [(3, 4), (5,), (2, 3, 2)]
+    for seed in range(2):
+        rng = np.random.default_rng(seed + 10)
+        p0 = [rng.standard_normal(s) for s in shapes]
+        tp = [torch.nn.Parameter(torch.tensor(a)) for a in p0]
+        jp = [nn.Parameter(flow.tensor(a)) for a in p0]
+        to, jo = getattr(torch.optim, name)(tp, **kw), getattr(optim, name)(jp, **kw)
+        for step in range(5):
+            used = [i for i, h in enumerate((True, step >= 2, step % 2 == 0)) if h]
+            cs = [rng.standard_normal(shapes[i]) for i in used]
+            for lib, ps, o in ((torch, tp, to), (flow, jp, jo)):
+                o.zero_grad()
+                loss = sum(((lib.tensor(c) * ps[i] + 0.5) * ps[i]).sum()
+                           for i, c in zip(used, cs))
+                loss.backward()
+                o.step()
+            if step == 0:
+                (hit,) = [v for v in optimizer_step._STEPS[jo].values()
+                          if v.__class__ is optimizer_step._Traced]
+                assert isinstance(hit.ahead, jax.stages.Compiled)
             for t, j in zip(tp, jp):
                 np.testing.assert_allclose(j.detach().numpy(), t.detach().numpy(),
                                            rtol=1e-10, atol=1e-12)

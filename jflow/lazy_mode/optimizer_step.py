@@ -263,14 +263,7 @@ def record_step(opt: Any, step: Any) -> bool:
     seg = _segment.active()
     if seg is None:
         return False
-    first = opt not in _STEPS  # (the optimizer's first step: traced at once, as eagerly)
-    if first:
-        _STEPS[opt] = OrderedDict()
-        LOCAL.active = None  # (the state made now, not recorded: the arrays later steps see)
-        try:
-            _make_first_state(opt)
-        finally:
-            LOCAL.active = seg
+    first = _first_step(opt)  # (the optimizer's first structure: traced at once, as eagerly)
     got = _gather(opt)
     if got is None:
         return False
@@ -424,6 +417,25 @@ def _install_ahead(opt: Any, key: tuple, traced: _Traced, made: dict) -> None:
         del state[p]
 
 
+def _first_step(opt: Any) -> bool:
+    """Whether this is ``opt``'s first step (eager or recorded); if so, its state is made
+    now (:func:`_make_first_state`; the state made ahead, with its executable, when the
+    structure is theirs: :func:`_install_ahead`), with lazy recording paused: arrays, the
+    kind later steps see, from host zeros (no ``full`` program per shape)."""
+    if opt in _STEPS:
+        return False
+    _STEPS[opt] = OrderedDict()
+    ahead = _AHEAD.pop(opt, None)
+    if ahead is not None:
+        _install_ahead(opt, *ahead)
+    seg, LOCAL.active = LOCAL.active, None
+    try:
+        _make_first_state(opt)
+    finally:
+        LOCAL.active = seg
+    return True
+
+
 def _run_ahead(hit: _Traced, vals: list[Any], lrs: list[Any]) -> Any:
     """Call the executable compiled ahead; None when it cannot take these values (it then
     goes: ``hit.jitted`` compiles for them) or its compile failed."""
@@ -449,13 +461,7 @@ def run_step_eagerly(opt: Any, step: Any) -> bool:
     the module docstring)."""
     if not EAGER[0] or _WATCH[0] is not None:
         return False
-    first = opt not in _STEPS  # (the optimizer's first step: traced at once, see EAGER_AFTER)
-    if first:
-        _STEPS[opt] = OrderedDict()
-        ahead = _AHEAD.pop(opt, None)
-        if ahead is not None:  # (its state and executable, when the structure is theirs)
-            _install_ahead(opt, *ahead)
-        _make_first_state(opt)
+    first = _first_step(opt)  # (the optimizer's first structure: traced at once, EAGER_AFTER)
     got = _gather(opt)
     if got is None:
         return False

@@ -121,7 +121,8 @@ def _classes(input: Tensor) -> int:
     return int(s[0] if len(s) == 1 else s[1])
 
 
-def _nll_reduced(loss: Tensor, wt: Tensor, reduction: str, counted: bool = False) -> Tensor:
+def _nll_reduced(loss: Tensor, wt: Tensor | None, reduction: str, counted: bool = False
+                 ) -> Tensor:
     """``loss`` reduced; "mean" divides by the targets' summed weights ``wt`` -- their count
     when ``counted`` (no weight, no target ignored: see :func:`_check_targets`)."""
     if reduction == "none":
@@ -154,16 +155,11 @@ def _plain_cross_entropy(input: Tensor, target: Tensor, c: int, ignore_index: in
     GPU); "mean" divides by the number of non-ignored targets (nan if none, as PyTorch)."""
     none_ignored = _check_targets("cross_entropy", target, c, ignore_index)
     loss, _ = _sce(input, target, ignore_index=ignore_index)
-    if reduction == "none":
-        return loss
-    if none_ignored and reduction == "mean":
-        return _mean(loss, axis=(), keepdim=False)
-    total = _sum(loss, axis=(), keepdim=False)
-    if reduction == "sum":
-        return total
-    dt = input._meta.dtype
-    valid = _cast(_ne(target, scalar_tensor(ignore_index, target._meta.dtype)), dtype=dt)
-    return _div(total, _sum(valid, axis=(), keepdim=False))
+    wt = None  # (the non-ignored targets as weights: only a "mean" that must count them)
+    if reduction == "mean" and not none_ignored:
+        wt = _cast(_ne(target, scalar_tensor(ignore_index, target._meta.dtype)),
+                   dtype=input._meta.dtype)
+    return _nll_reduced(loss, wt, reduction, counted=none_ignored)
 
 
 @functor("CrossEntropy", checks=True)
