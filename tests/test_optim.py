@@ -765,13 +765,18 @@ def test_a_first_step_compiled_ahead_rounds_as_the_ops_do(make):
 
 
 @pytest.mark.parametrize("make", [
-    lambda ps: optim.SGD(ps, lr=0.1, momentum=0.9, nesterov=True), _Chain], ids=["sgd", "chain"])
+    lambda ps: optim.SGD(ps, lr=0.1, momentum=0.9, nesterov=True), _Chain,
+    lambda ps: optim.Adamax(ps, lr=0.03, weight_decay=0.1),
+    lambda ps: optim.NAdam(ps, lr=0.03, weight_decay=0.1, decoupled_weight_decay=True)],
+    ids=["sgd", "chain", "adamax", "nadamw"])
 @pytest.mark.parametrize("dtype", ["bfloat16", "float16"])
 def test_a_fused_eager_step_rounds_as_the_ops_do(dtype, make):
     """Half-precision parameters: the fused eager step gives bit for bit what the ops give
     one by one. (XLA CPU computes a fused float16 chain in float32 whatever its options, so
     float16 steps stay op by op; bfloat16 ones fuse, rounded per op: the chain's reduction
-    would keep float32 products without EAGER_ROUNDING.)"""
+    would keep float32 products without EAGER_ROUNDING; Adamax's ``lr / bias_correction``
+    and NAdam's ``1 - lr * wd`` round as the Python float lr does only because the traced
+    step takes the lr as a WrappedNumber.)"""
     from jflow.lazy_mode import optimizer_step
 
     rng = np.random.default_rng(3)
@@ -795,3 +800,80 @@ def test_a_fused_eager_step_rounds_as_the_ops_do(dtype, make):
         assert optimizer_step.traced_steps(opt) == int(fused and dtype == "bfloat16")
     for step, (a, b) in enumerate(zip(runs[True], runs[False])):
         np.testing.assert_array_equal(a, b, err_msg=f"step {step + 1}")
+
+
+class _Probe(optim.Optimizer):
+    """Records the dtypes its learning rate's arithmetic gives (``seen``)."""
+
+    def __init__(self, params, seen):
+        super().__init__(params, dict(lr=0.1))
+        self.seen = seen
+
+    def step(self, closure=None):
+        with flow.no_grad():
+            for group in self.param_groups:
+                lr = group["lr"]
+                for p in group["params"]:
+                    if p.grad is not None:
+                        q = lr / flow.ones((), dtype=flow.bfloat16)  # a number: bfloat16
+                        r = 1 - lr * 0.5  # numbers: a number (float64 inside a trace)
+                        s = r * flow.ones((), dtype=flow.float32)  # with a 0-d tensor: its
+                        self.seen.append((q.dtype, s.dtype))      # dtype
+                        p.sub_(p.grad * q * s)
+
+
+def test_a_traced_step_promotes_its_lr_as_the_python_float_it_is():
+    """A step traced into one function (fused eagerly, one node in lazy mode, nn.Graph,
+    flow.jit) takes the learning rate as an input; it promotes as the Python float it stands
+    for (PyTorch's wrapped number), not as a 0-d float tensor that would win over bfloat16,
+    and the step's values are the op-by-op step's."""
+    rng = np.random.default_rng(5)
+    p0, c = rng.standard_normal((4, 3)), flow.tensor(rng.standard_normal((4, 3)))
+    want = {(flow.bfloat16, flow.float32)}
+    results = {}
+
+    def run(mode):
+        seen = []
+        p = nn.Parameter(flow.tensor(p0))
+        opt = _Probe([p], seen)
+        if mode == "graph":
+            class G(nn.Graph):
+                def __init__(self):
+                    super().__init__()
+                    self.add_optimizer(opt)
+
+                def build(self):
+                    (p * c).sum().backward()
+            g = G()
+            for _ in range(3):
+                g()
+        elif mode == "jit":
+            @flow.jit
+            def f():
+                opt.zero_grad()
+                (p * c).sum().backward()
+                opt.step()
+            for _ in range(3):
+                f()
+        else:
+            old = flow.config.set_fused_optimizer_step(mode != "ops")
+            try:
+                with flow.lazy_mode.lazy(mode == "lazy"):
+                    for _ in range(3):
+                        opt.zero_grad()
+                        (p * c).sum().backward()
+                        opt.step()
+            finally:
+                flow.config.set_fused_optimizer_step(old)
+        assert set(seen) == want, (mode, set(seen))
+        results[mode] = p.detach().numpy()
+        return opt
+
+    from jflow.lazy_mode import optimizer_step
+
+    for mode in ("ops", "fused", "lazy", "graph", "jit"):
+        opt = run(mode)
+        if mode in ("fused", "lazy"):
+            assert optimizer_step.traced_steps(opt) == 1, mode
+    for mode, value in results.items():
+        np.testing.assert_allclose(value, results["ops"], rtol=1e-6, err_msg=mode)

@@ -11,6 +11,7 @@ import pytest
 
 import jflow as flow
 from jflow import nn, optim
+from jflow.lazy_mode.optimizer_step import traced_steps
 from jflow.nn import functional as F
 from jflow.optim import lr_scheduler
 
@@ -102,6 +103,7 @@ def test_matches_torch(name, kw, dtype):
         torch.set_default_dtype(old)
     tol = (1e-5, 1e-6) if dtype == "float32" else (1e-12, 1e-13)
     _same(jm, tm, *tol)
+    assert traced_steps(jo) == 1  # (the steps ran fused: one executable from the first)
     # the state has torch's names and shapes
     sd, tsd = jo.state_dict(), to.state_dict()
     assert set(sd["state"]) == set(tsd["state"]) == {0, 1}

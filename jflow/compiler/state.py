@@ -19,12 +19,12 @@ from dataclasses import dataclass, field
 from typing import Any
 
 import jax
-import jax.numpy as jnp
 import numpy as np
 from jax.core import Tracer
 
 from .. import random as _random
 from ..device import device_scalar
+from ..functional.wrapped_number import wrapped_number
 from ..nn.modules.module import Module, structure_version
 from ..optim.optimizer import Optimizer
 from ..optim.watched import WatchedDict
@@ -321,7 +321,8 @@ class StepState:
                                 for k, v in s.items()}
             opt.state = new_state
             for g, lr in zip(opt.param_groups, group_lrs):
-                g["lr"] = _wrap(lr)
+                # (a Python float lr: promoted as one, as the eager step promotes it)
+                g["lr"] = _wrap(lr) if isinstance(g["lr"], Tensor) else wrapped_number(lr)
         gen = _random.default_generator
         undo.append((gen, gen._key, gen._counter))
         gen._key, gen._base, gen._counter = _wrap(rng[0]), rng[1], 0
@@ -471,8 +472,7 @@ def _lr_array(group: dict[str, Any]) -> Any:
     lr = group["lr"]
     if isinstance(lr, Tensor):
         return lr._value
-    dt = group["params"][0]._meta.dtype
-    return device_scalar(lr, dt if dt.kind == "f" or dt == jnp.bfloat16 else np.float32)
+    return device_scalar(lr, np.float64)  # (a Python float's precision: a WrappedNumber)
 
 
 def set_counter(value: Any) -> None:

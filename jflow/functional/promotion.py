@@ -17,6 +17,7 @@ from ..autograd.grad_mode import is_grad_enabled
 from ..autograd.graph import rebase_inplace
 from ..ops import get as _get_op
 from ..tensor import Tensor, _wrap, mark_constant
+from .wrapped_number import WrappedNumber
 
 __all__ = ["result_dtype", "cast", "promote", "scalar_tensor", "scalar_result_dtype",
            "to_float", "assign_inplace", "default_float_np"]
@@ -40,12 +41,16 @@ def cast(t: Tensor, np_dtype: np.dtype) -> Tensor:
 
 
 def result_dtype(*tensors: Tensor, scalars: tuple[Any, ...] = ()) -> np.dtype:
-    """PyTorch's result type of tensors (0-dim ones in their own tier) and Python scalars."""
-    dims, zero = [], []
+    """PyTorch's result type of tensors (0-dim ones in their own tier) and Python scalars
+    (with them, :class:`WrappedNumber` tensors: a traced step's learning rate)."""
+    dims, zero, numbers = [], [], [_dt.scalar_category(s) for s in scalars]
     for t in tensors:
         d = _dt.from_numpy_dtype(t._meta.dtype)
-        (dims if t._meta.ndim else zero).append(d)
-    return _dt.result_type(dims, zero, [_dt.scalar_category(s) for s in scalars]).np
+        if t.__class__ is WrappedNumber:
+            numbers.append(d.category)
+        else:
+            (dims if t._meta.ndim else zero).append(d)
+    return _dt.result_type(dims, zero, numbers).np
 
 
 def promote(a: Tensor, b: Tensor) -> tuple[Tensor, Tensor]:

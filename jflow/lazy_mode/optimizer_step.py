@@ -18,7 +18,9 @@ paused: the arrays later steps see, no ``full`` program per shape); a later stru
 :data:`KEEP` structures. (The lazy benchmark models' first 3 steps, cold: GPT 25 compiles,
 4.0 s -> 4, 2.7 s; ResNet 39, 10.8 s -> 4, 5.4 s.)
 
-The learning rate is an input, so a scheduler that changes it every step does not retrace.
+The learning rate is an input, so a scheduler that changes it every step does not retrace:
+a float64 :class:`~jflow.functional.wrapped_number.WrappedNumber`, which promotes as the
+Python float it stands for (the traced step rounds as the op-by-op one in bfloat16).
 Version counters of the updated tensors move as the eager step moves them.
 
 Eager code uses the same traced function: outside lazy mode, an optimizer's first step
@@ -57,6 +59,7 @@ from .._jax_setup import EAGER_ROUNDING
 from ..autograd import engine as _engine
 from ..autograd.grad_mode import no_grad
 from ..dispatch import _WATCH
+from ..functional.wrapped_number import wrapped_number
 from ..host_transfer import queued_transfer
 from ..lazy_values import _LAZY_OF, _PLAIN_OF, LOCAL, raw, set_raw
 from ..tensor import Tensor, _wrap
@@ -125,13 +128,7 @@ def _gather(opt: Any) -> tuple[list[Tensor], tuple, list[Any]] | None:
         if not params:
             return None
         parts.append(tuple([(k, v) for k, v in group.items() if k not in _NOT_HYPER]))
-        # (the lr in the widest float dtype of the group: a float64 parameter must not be
-        # updated with a float32-rounded lr; a float32 one casts it, as eagerly)
-        dt = _F32
         for p in params:
-            pd = p._meta.dtype
-            if pd is not dt and pd.kind == "f" and pd.itemsize > dt.itemsize:
-                dt = pd
             g = p._grad
             if g is None:
                 parts.append(None)
@@ -148,7 +145,7 @@ def _gather(opt: Any) -> tuple[list[Tensor], tuple, list[Any]] | None:
             tensors.append(p)
             tensors.append(g)
             parts.append((p._meta.aval, g._meta.aval, tuple(entries)))
-        lrs.append(lr_value(lr, dt))
+        lrs.append(lr_value(lr, _F64))  # (a Python float: float64, WrappedNumber in the trace)
     for t in tensors:
         if t._global is not None or t._aliases or t.grad_fn is not None or (
                 t.__class__ not in _LAZY_OF and t.__class__ not in _PLAIN_OF) or \
@@ -157,7 +154,7 @@ def _gather(opt: Any) -> tuple[list[Tensor], tuple, list[Any]] | None:
     return tensors, tuple(parts), lrs
 
 
-_F32 = np.dtype(np.float32)
+_F64 = np.dtype(np.float64)
 
 
 def _snapshot(opt: Any) -> tuple:
@@ -187,7 +184,7 @@ def _trace(opt: Any, step: Any, tensors: list[Tensor], lrs: list[Any]) -> _Trace
         for t, v in zip(tensors, vals):
             t._meta = v
         for g, lr in zip(groups, lr_vals):
-            g["lr"] = _wrap(lr)
+            g["lr"] = wrapped_number(lr)  # (promoted as the Python float it stands for)
         with no_grad():
             step(opt)
         now = [t._meta for t in tensors]

@@ -278,3 +278,7 @@ class Optimizer:
                     lines.append(f"    {k}: {g[k]}")
         lines.append(")")
         return "\n".join(lines)
+
+
+# (the shared loop too: Adagrad, Adamax, NAdam, ... step through it)
+Optimizer.step = _running_pending(Optimizer.step)  # type: ignore[method-assign]
