@@ -397,3 +397,52 @@ def test_graph_keeps_optimizer_state_of_parameters_it_no_longer_updates():
     step(flow.tensor(X), flow.tensor(Y))
     step(flow.tensor(X), flow.tensor(Y))
     np.testing.assert_array_equal(opt.state[orphan]["exp_avg"].numpy(), [3.0, 3.0])
+
+
+@pytest.mark.parametrize("make_opt, made_up_front", [
+    (lambda ps: flow.optim.AdamW(ps, lr=0.01, weight_decay=0.1), True),
+    (lambda ps: flow.optim.SGD(ps, lr=0.1, momentum=0.9, dampening=0.5), False)],
+    ids=["adamw", "sgd-dampening"])
+def test_jit_step_makes_the_first_optimizer_state_up_front(make_opt, made_up_front):
+    """The first call's trace finds the optimizer making its state (its first step): where
+    ``_initial_state`` can, flow.jit makes that state up front and traces again before
+    compiling, so the state is an input of the first executable and the second call does not
+    compile the whole step again for it. PyTorch's rule holds: state only for the parameters
+    that got a gradient (``unused`` has none); values as eager. A lazily made state (a
+    dampened momentum buffer starts as the first gradient) still traces inside."""
+    eager, compiled = _model(), _model()
+    unused_e, unused_c = nn.Parameter(flow.ones(3)), nn.Parameter(flow.ones(3))
+    oe = make_opt([*eager.parameters(), unused_e])
+    oc = make_opt([*compiled.parameters(), unused_c])
+    flow.manual_seed(2)
+    _eager_steps(eager, oe, 3)
+
+    @flow.jit
+    def step(x, y):
+        oc.zero_grad()
+        loss = F.cross_entropy(compiled(x), y)
+        loss.backward()
+        oc.step()
+        return loss
+
+    flow.manual_seed(2)
+    x, y = flow.tensor(X), flow.tensor(Y)
+    with _compiles.compiled() as names:
+        step(x, y)
+    assert names.count("jit(pure)") == 1
+    assert (unused_c not in oc.state) and (compiled[0].weight in oc.state)
+    for _ in range(2):
+        step(x, y)
+    _assert_same_params(eager, compiled)
+    assert set(map(id, oc.state)) == {id(q) for p, q in zip(oe.param_groups[0]["params"],
+                                                            oc.param_groups[0]["params"])
+                                      if p in oe.state}
+    for p, q in zip(eager.parameters(), compiled.parameters()):
+        for k, v in oe.state[p].items():
+            np.testing.assert_allclose(oc.state[q][k].numpy(), v.numpy(), rtol=2e-5,
+                                       atol=2e-5, err_msg=k)
+    # (the second call traces again for the .grad tensors the first one left: with the
+    # state made up front for nothing else, its program is the first one's, read back)
+    assert step.trace_count == 2
+    about_state = [r for r in step.recompile_reasons if "optimizer" in r]
+    assert bool(about_state) != made_up_front, step.recompile_reasons

@@ -129,6 +129,15 @@ GRAPH_BREAK_LIMIT = 8
 PROFILER: list[Any] = [None]
 
 
+class _StateMadeInTrace(Exception):
+    """Raised out of a trace whose optimizer step made state (its first step): the call
+    makes it up front, where ``_initial_state`` can, and traces again (one compile)."""
+
+    def __init__(self, made: list[tuple[Optimizer, list[Tensor]]]) -> None:
+        super().__init__(f"{len(made)} optimizer(s) made state inside the step")
+        self.made = made
+
+
 def _attrs(modules: Any) -> dict[tuple[int, str], Any]:
     """Every plain attribute of ``modules`` (a snapshot taken before a trace)."""
     return {(id(m), k): v for m in modules for k, v in vars(m).items()}
@@ -159,7 +168,7 @@ def _check_attrs(name: str, before: dict[tuple[int, str], Any], modules: Any) ->
 
 
 class _Entry:
-    __slots__ = ("jitted", "layout", "bwd", "guards", "sbp", "planned", "fallback")
+    __slots__ = ("jitted", "layout", "bwd", "guards", "sbp", "planned", "fallback", "before")
 
     def __init__(self, jitted: Any) -> None:
         self.jitted = jitted
@@ -174,6 +183,8 @@ class _Entry:
         self.guards: list[tuple[Any, Any, str]] | None = None
         #: a graph break (``graph_breaks=True``): why calls with this key run eagerly
         self.fallback: str | None = None
+        #: (the last key, how many recompile reasons) before this entry was made
+        self.before: tuple[Any, int] = (None, 0)
 
 
 class _CompiledCall:
@@ -256,6 +267,8 @@ class CompiledFunction(Opaque):
         self._current: Any = None
         self._gather_cache: list = []
         self._pending_reason: str | None = None
+        #: optimizers whose first state was made up front once (or tried: _initial_state)
+        self._state_tried: weakref.WeakSet = weakref.WeakSet()
         self._owned: dict[int, int] = {}   # id(state tensor) -> id(the array a step gave it)
         #: the last call's key and its stamps (None: the next call computes the key)
         self._fast: FastPath | None = None
@@ -424,6 +437,22 @@ class CompiledFunction(Opaque):
         try:
             self._plan_sbp(entry, state, inputs)
             out, new_values, new_grads, opt_out, counter = entry.jitted(*inputs)
+        except _StateMadeInTrace as e:  # made up front, it is an input: trace again
+            self._cache.pop(key, None)
+            self._last_key, n = entry.before  # (no compile: no recompile to report)
+            del self.recompile_reasons[n:]
+            self.trace_count -= 1
+            self._fast = None
+            for opt, params in e.made:
+                self._state_tried.add(opt)
+                groups = {id(p): g for g in opt.param_groups for p in g["params"]}
+                for p in params:
+                    g = groups.get(id(p))
+                    first = None if g is None else opt._initial_state(p, g)
+                    if first is not None:
+                        opt.state[p] = first
+            args, kwargs = from_tree(jax.tree_util.tree_unflatten(treedef, leaves))
+            return self._call(*args, **kwargs)
         except _CapturedWrites as e:  # they become state: trace again
             self._cache.pop(key, None)
             for t in e.tensors:
@@ -553,6 +582,9 @@ class CompiledFunction(Opaque):
                 out = converted
                 if written:
                     raise _CapturedWrites([w[0] for w in written.values()])
+                made = state.state_made(self._state_tried)
+                if made:
+                    raise _StateMadeInTrace(made)
                 _check_attrs(name, attrs, state.submodules)
                 out_vals = _output_values(out, name)
                 out_leaves = jax.tree_util.tree_leaves(out, is_leaf=is_stateful)
@@ -580,6 +612,7 @@ class CompiledFunction(Opaque):
         return pure
 
     def _new_entry(self, key: tuple) -> _Entry:
+        before = (self._last_key, len(self.recompile_reasons))
         if self._last_key is not None:
             reason = explain_change(self._last_key, key)
             pending, self._pending_reason = self._pending_reason, None
@@ -594,6 +627,7 @@ class CompiledFunction(Opaque):
         layout = Layout()
         donate = (1, 3) if self.donate else ()
         entry = _Entry(None)
+        entry.before = before
         entry.jitted = jax.jit(self._make_pure(layout, entry.sbp), donate_argnums=donate,
                                compiler_options=self.compiler_options)
         entry.layout = layout

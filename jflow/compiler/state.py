@@ -307,6 +307,7 @@ class StepState:
                 g, (t._grad if t._grad is not None else t)._global)
             self._installed_grads.append((t.grad, g))
         self._globs_in = [t._global for t in self.tensors]
+        self._opt_had = [{id(p) for p in opt.state} for opt in self.optimizers]
         self._opt_globs_in = {}
         for opt, states, group_lrs in zip(self.optimizers, opt_state, lrs):
             undo.append((opt, opt.state, [g["lr"] for g in opt.param_groups]))
@@ -358,6 +359,20 @@ class StepState:
         layout.ran_backward = any(t.grad is not g or (g is not None and g._value is not gv)
                                   for t, (g, gv) in zip(self.tensors, self._installed_grads))
         return new_values, grads, opt_out
+
+    def state_made(self, skip: Any) -> list[tuple[Optimizer, list[Tensor]]]:
+        """(Inside the trace, after the step ran.) ``(optimizer, parameters)`` for each
+        optimizer not in ``skip`` whose step made state for parameters that had none (its
+        first step): flow.jit makes that state up front and traces again, so the state is an
+        input of the one executable it compiles (else the second call compiles the whole
+        step again, with the state as inputs)."""
+        made = []
+        for opt, had in zip(self.optimizers, self._opt_had):
+            if opt not in skip:
+                new = [p for p in opt.state if id(p) not in had]
+                if new:
+                    made.append((opt, new))
+        return made
 
     def pins(self) -> list[tuple[Any, Any]]:
         """``(new value, (placement, nd))`` of the state a traced step rewrote that existed
