@@ -446,3 +446,28 @@ def test_jit_step_makes_the_first_optimizer_state_up_front(make_opt, made_up_fro
     assert step.trace_count == 2
     about_state = [r for r in step.recompile_reasons if "optimizer" in r]
     assert bool(about_state) != made_up_front, step.recompile_reasons
+
+
+def test_jit_lower_of_a_first_step_leaves_no_optimizer_state():
+    """``lower()`` of a training step whose first call would make the optimizer's state up
+    front lowers the program that call compiles (the state an input) and leaves the optimizer
+    as it found it: no step ran, so no state (PyTorch's rule); the call then makes it."""
+    model = _model()
+    opt = flow.optim.Adam(model.parameters(), lr=0.01)
+
+    @flow.jit
+    def step(x, y):
+        opt.zero_grad()
+        F.cross_entropy(model(x), y).backward()
+        opt.step()
+
+    x, y = flow.tensor(X), flow.tensor(Y)
+    text = step.lower(x, y).as_text()
+    assert opt.state == {} and step.trace_count == 1
+    n_params = len(list(model.parameters()))
+    # (the lowered program takes the state as inputs: 2 moments + a step count per
+    # parameter besides the parameter itself)
+    signature = text.split("func.func public @main(", 1)[1].split(") -> ", 1)[0]
+    assert signature.count("%arg") >= 4 * n_params
+    step(x, y)
+    assert len(opt.state) == n_params and step.trace_count == 1, step.recompile_reasons

@@ -379,13 +379,21 @@ class CompiledFunction(Opaque):
         found = None
         while found is None:
             found = self._lookup(args, kwargs)
-        entry, _, state, leaves, slow = found
+        entry, key, state, leaves, slow = found
         arrays = [x for x in leaves if isinstance(x, (jax.Array, np.ndarray))]
         inputs = (*state.inputs(self._owned if self.donate else None), arrays)
         self._current = (state, leaves, slow[0])
         try:
             self._plan_sbp(entry, state, inputs)
             return entry.jitted.lower(*inputs)
+        except _StateMadeInTrace as e:  # (as a call would: the state made up front, for
+            added = self._make_first_state(entry, key, e.made)  # the program; then it goes
+            try:                                 # again, as no step ran: PyTorch's rule)
+                return self.lower(*args, **kwargs)
+            finally:
+                for opt, p in added:
+                    opt.state.pop(p, None)
+                    self._state_tried.discard(opt)
         finally:
             self._current = None
 
@@ -438,19 +446,7 @@ class CompiledFunction(Opaque):
             self._plan_sbp(entry, state, inputs)
             out, new_values, new_grads, opt_out, counter = entry.jitted(*inputs)
         except _StateMadeInTrace as e:  # made up front, it is an input: trace again
-            self._cache.pop(key, None)
-            self._last_key, n = entry.before  # (no compile: no recompile to report)
-            del self.recompile_reasons[n:]
-            self.trace_count -= 1
-            self._fast = None
-            for opt, params in e.made:
-                self._state_tried.add(opt)
-                groups = {id(p): g for g in opt.param_groups for p in g["params"]}
-                for p in params:
-                    g = groups.get(id(p))
-                    first = None if g is None else opt._initial_state(p, g)
-                    if first is not None:
-                        opt.state[p] = first
+            self._make_first_state(entry, key, e.made)
             args, kwargs = from_tree(jax.tree_util.tree_unflatten(treedef, leaves))
             return self._call(*args, **kwargs)
         except _CapturedWrites as e:  # they become state: trace again
@@ -481,6 +477,30 @@ class CompiledFunction(Opaque):
         if grad_on and not self.donate and any(layout.out_diff) and not layout.ran_backward:
             out = self._attach_backward(entry, out, inputs, (state, leaves, treedef))
         return from_tree(out) if layout.out_nodes else out
+
+    def _make_first_state(self, entry: _Entry, key: tuple,
+                          made: list[tuple[Optimizer, list[Tensor]]]
+                          ) -> list[tuple[Optimizer, Tensor]]:
+        """(A trace raised :class:`_StateMadeInTrace`.) Drop ``entry`` as if never made (it
+        compiled nothing) and make the optimizers' first state for the parameters their
+        step made it for, where ``_initial_state`` can (each optimizer tried once); returns
+        ``(optimizer, parameter)`` of the state made."""
+        self._cache.pop(key, None)
+        self._last_key, n = entry.before
+        del self.recompile_reasons[n:]
+        self.trace_count -= 1
+        self._fast = None
+        added = []
+        for opt, params in made:
+            self._state_tried.add(opt)
+            groups = {id(p): g for g in opt.param_groups for p in g["params"]}
+            for p in params:
+                g = groups.get(id(p))
+                first = None if g is None else opt._initial_state(p, g)
+                if first is not None:
+                    opt.state[p] = first
+                    added.append((opt, p))
+        return added
 
     def _plan_sbp(self, entry: _Entry, state: StepState, inputs: tuple) -> None:
         """Once per entry whose step holds global tensors, choose the SBP signatures of the
