@@ -183,8 +183,9 @@ class _Entry:
         self.guards: list[tuple[Any, Any, str]] | None = None
         #: a graph break (``graph_breaks=True``): why calls with this key run eagerly
         self.fallback: str | None = None
-        #: (the last key, how many recompile reasons) before this entry was made
-        self.before: tuple[Any, int] = (None, 0)
+        #: (the last key, how many recompile reasons, the pending reason) before this entry
+        #: was made
+        self.before: tuple[Any, int, str | None] = (None, 0, None)
 
 
 class _CompiledCall:
@@ -486,7 +487,7 @@ class CompiledFunction(Opaque):
         step made it for, where ``_initial_state`` can (each optimizer tried once); returns
         ``(optimizer, parameter)`` of the state made."""
         self._cache.pop(key, None)
-        self._last_key, n = entry.before
+        self._last_key, n, self._pending_reason = entry.before
         del self.recompile_reasons[n:]
         self.trace_count -= 1
         self._fast = None
@@ -632,7 +633,7 @@ class CompiledFunction(Opaque):
         return pure
 
     def _new_entry(self, key: tuple) -> _Entry:
-        before = (self._last_key, len(self.recompile_reasons))
+        before = (self._last_key, len(self.recompile_reasons), self._pending_reason)
         if self._last_key is not None:
             reason = explain_change(self._last_key, key)
             pending, self._pending_reason = self._pending_reason, None
