@@ -494,13 +494,9 @@ class CompiledFunction(Opaque):
         added = []
         for opt, params in made:
             self._state_tried.add(opt)
-            groups = {id(p): g for g in opt.param_groups for p in g["params"]}
-            for p in params:
-                g = groups.get(id(p))
-                first = None if g is None else opt._initial_state(p, g)
-                if first is not None:
-                    opt.state[p] = first
-                    added.append((opt, p))
+            ids = {id(p) for p in params}
+            added += [(opt, p) for p in opt._make_initial_state(
+                lambda p, ids=ids: id(p) in ids)]
         return added
 
     def _plan_sbp(self, entry: _Entry, state: StepState, inputs: tuple) -> None:

@@ -155,16 +155,28 @@ class Optimizer:
         beforehand gives the same updates (None: state stays lazy)."""
         return None
 
+    def _make_initial_state(self, want: Callable[[Tensor], bool]) -> list[Tensor]:
+        """Create now, for each parameter ``want`` selects that has no state, the state its
+        first update would create, where :meth:`_initial_state` can (same values, same
+        updates); returns the parameters given state. The one way state is made ahead:
+        nn.Graph's (:meth:`_prepare_state`), the fused eager / lazy first step's
+        (``lazy_mode.optimizer_step``), flow.jit's first call's (``compiler/jit.py``)."""
+        made = []
+        state = self.state
+        for g in self.param_groups:
+            for p in g["params"]:
+                if want(p) and not state.get(p):
+                    s = self._initial_state(p, g)
+                    if s is not None:
+                        state[p] = s
+                        made.append(p)
+        return made
+
     def _prepare_state(self) -> None:
         """Create the state of every trainable parameter now where that changes nothing, so
         a compiled step (nn.Graph) sees its final state structure on the first call and
         traces once instead of twice."""
-        for g in self.param_groups:
-            for p in g["params"]:
-                if p._requires_grad and p not in self.state:
-                    s = self._initial_state(p, g)
-                    if s is not None:
-                        self.state[p] = s
+        self._make_initial_state(lambda p: p._requires_grad)
 
     def step(self, closure: Callable[[], Any] | None = None) -> Any:
         """One update of every parameter that has a gradient; returns ``closure()``'s loss.
