@@ -26,7 +26,9 @@ Every model's ``forward(x, y)`` returns the mean cross-entropy, and one training
 both libraries. All modes start from the same weights (drawn by PyTorch, seed 0, copied into
 each model through its ``state_dict``) and see the same batches (NumPy, seed 0).
 
-Modes (columns): PyTorch eager; ``torch.compile`` of the model (the step around it eager, as
+Modes (columns): PyTorch eager at one thread (the ratios' reference); PyTorch eager at its
+default thread count, every core (``torch eager mt``: the same program and weights);
+``torch.compile`` of the model (the step around it eager, as
 it is usually used; it may fail or compile for a long time: a failure is caught and shown);
 jflow eager; jflow lazy (``with flow.lazy():`` around the eager step, docs/lazy.md); jflow
 ``nn.Graph`` (forward + backward + AdamW as one executable, docs/compile.md); ``flow.jit`` of
@@ -67,10 +69,18 @@ Measurements:
   step without its update moves the step-3 loss by 1e-2 (GPT: 1.2e-3 and 1.0e-3, float64 and
   float32 agree to 1e-7).
 
-PyTorch runs at ONE thread (``torch.set_num_threads(1)``, as every benchmark here): on these
-shared 2-core VMs PyTorch's OpenMP pool at 2 threads is pathological (``torch.sqrt`` of 200k
-floats: 6.5 ms at 2 threads, 0.44 ms at 1), and XLA's CPU dot, which jflow's matrix products
-use, runs single-threaded here anyway. ``--torch-threads`` changes it.
+Threads. The reference column, ``torch eager``, runs PyTorch at ONE thread
+(``torch.set_num_threads(1)``, as issue 40 set it: on some hours of these shared 2-core VMs
+PyTorch's OpenMP pool at 2 threads was pathological, ``torch.sqrt`` of 200k floats 6.5 ms at
+2 threads against 0.44 ms at 1; ``--torch-threads`` changes it). jflow runs with JAX's
+defaults, and those use every core: asynchronous dispatch runs Python and XLA side by side,
+and XLA's CPU runtime runs independent kernels, and its (YNNPACK) convolutions, on its thread
+pool. So the column ``torch eager mt`` runs PyTorch at its own default too (every core), and
+the row ``x torch eager mt`` gives every mode's time against it: the comparison a user makes.
+The header line measures the sqrt case again in every run. On 2026-12-03's host PyTorch at 2
+threads ran the GPT step in 0.70x, the ResNet's in 0.65x and the LSTM's in 0.67x its 1-thread
+time, and jflow pinned to one core (``taskset -c 0``) took 1.2-1.6x its 2-core time
+(results file, session 14).
 """
 
 from __future__ import annotations
@@ -80,6 +90,7 @@ import json
 import math
 import os
 import resource
+import statistics
 import subprocess
 import sys
 import tempfile
@@ -110,9 +121,14 @@ MODELS: dict[str, tuple[str, dict[str, Any], dict[str, Any]]] = {
              dict(vocab=32, emb=8, hidden=16, layers=1, bptt=4, batch=2)),
 }
 
-TORCH_EAGER, TORCH_COMPILE = "torch eager", "torch.compile"
+TORCH_EAGER, TORCH_MT, TORCH_COMPILE = "torch eager", "torch eager mt", "torch.compile"
 EAGER, LAZY, GRAPH, JIT = "jflow eager", "jflow lazy", "jflow nn.Graph", "flow.jit"
-MODES = (TORCH_EAGER, TORCH_COMPILE, EAGER, LAZY, GRAPH, JIT)
+MODES = (TORCH_EAGER, TORCH_MT, TORCH_COMPILE, EAGER, LAZY, GRAPH, JIT)
+#: PyTorch's thread count per PyTorch mode, set by main(): ``--torch-threads`` for torch eager
+#: and torch.compile, PyTorch's own default (every core) for torch eager mt. Each PyTorch
+#: runner sets its count at every step, since the modes take turns in one process.
+TORCH_THREADS: dict[str, int] = {}
+_DEFAULT_THREADS: list[int] = []  # PyTorch's default count, read before main() first sets it
 N_BATCHES = 4  # distinct batches, cycled
 
 
@@ -290,14 +306,19 @@ class Runner:
 def make_runner(mode: str, kind: str, cfg: dict[str, Any], init: dict[str, np.ndarray],
                 data: list[tuple[np.ndarray, ...]]) -> Runner:
     """A fresh model with the weights ``init`` and an AdamW, run in ``mode``."""
-    if mode in (TORCH_EAGER, TORCH_COMPILE):
+    if mode in (TORCH_EAGER, TORCH_MT, TORCH_COMPILE):
         import torch
         model = build(torch, kind, cfg)
         model.load_state_dict({k: torch.from_numpy(v.copy()) for k, v in init.items()})
         opt = torch.optim.AdamW(model.parameters(), lr=LR, weight_decay=WD)
         fwd = torch.compile(model) if mode == TORCH_COMPILE else model
         tdata = [(torch.from_numpy(x), torch.from_numpy(y)) for x, y in data]
-        return Runner(lambda x, y: train_step(torch, fwd, opt, x, y), tdata, None)
+        threads = TORCH_THREADS.get(mode, torch.get_num_threads())
+
+        def torch_step(x: Any, y: Any) -> Any:
+            torch.set_num_threads(threads)
+            return train_step(torch, fwd, opt, x, y)
+        return Runner(torch_step, tdata, None)
     if mode not in MODES:
         raise ValueError(f"make_runner(): unknown mode {mode!r}; expected one of {MODES}")
     model = build(flow, kind, cfg)
@@ -480,6 +501,8 @@ def run_model(kind: str, args: argparse.Namespace, out: Callable[[str], None]) -
         with tempfile.TemporaryDirectory(prefix="real_models_cache_") as d:
             floor = first_steps(kind, XLA_COMPILE, args.quick, d, args.torch_threads)
         for m in modes:
+            if m == TORCH_MT:  # the same program as torch eager's, on more threads
+                continue
             with tempfile.TemporaryDirectory(prefix="real_models_cache_") as d:
                 cold[m] = first_steps(kind, m, args.quick, d, args.torch_threads)
                 warm[m] = first_steps(kind, m, args.quick, d, args.torch_threads)
@@ -497,17 +520,23 @@ def run_model(kind: str, args: argparse.Namespace, out: Callable[[str], None]) -
     row("ms per step", lambda m: f"{med[m] / 1e3:.3f}" if m in med else fail(m))
     row("x torch eager (per round)",
         lambda m: f"{median_ratio(runs, m, TORCH_EAGER):.2f}x" if m in med else fail(m))
+    if TORCH_MT in med:
+        row("x torch mt (per round)",
+            lambda m: f"{median_ratio(runs, m, TORCH_MT):.2f}x" if m in med else fail(m))
     if args.first_steps:
+        def fresh(res: dict[str, dict], key: str, fmt: str) -> Callable[[str], str]:
+            def cell(m: str) -> str:
+                if m not in res:  # not measured (torch eager mt: torch eager's program)
+                    return "-"
+                return format(res[m][key], fmt) if key in res[m] else "failed"
+            return cell
         for label, res in (("first 3 steps cold, s", cold), ("first 3 steps warm, s", warm)):
-            row(label, lambda m, res=res: f"{res[m]['seconds']:.2f}" if "seconds" in res[m]
-                else "failed")
+            row(label, fresh(res, "seconds", ".2f"))
         for label, res in (("model setup cold, s", cold), ("model setup warm, s", warm)):
-            row(label, lambda m, res=res: f"{res[m]['setup']:.2f}" if "setup" in res[m]
-                else "failed")
+            row(label, fresh(res, "setup", ".2f"))
         for label, res in (("peak RSS growth cold, MiB", cold),
                            ("peak RSS growth warm, MiB", warm)):
-            row(label, lambda m, res=res: f"{res[m]['rss_mib']:.0f}" if "rss_mib" in res[m]
-                else "failed")
+            row(label, fresh(res, "rss_mib", ".0f"))
     row("step-1 loss", lambda m: f"{losses[m][0]:.6f}" if m in losses else fail(m))
     ref = losses[TORCH_EAGER]
     row(f"max rel. diff, steps 1-{len(ref)}",
@@ -580,10 +609,39 @@ def parse(argv: Sequence[str] | None = None) -> argparse.Namespace:
     return args
 
 
+def threads_line(torch: Any, base: int, default: int) -> str:
+    """What the PyTorch columns run on and why, with this run's measurement of the case that
+    once made one thread the reference (torch.sqrt of 200k floats)."""
+    x = torch.randn(200_000)
+    ms = {}
+    for n in (base, default):
+        torch.set_num_threads(n)
+        for _ in range(20):
+            torch.sqrt(x)
+        times = []
+        for _ in range(100):
+            t0 = time.perf_counter()
+            torch.sqrt(x)
+            times.append(time.perf_counter() - t0)
+        ms[n] = statistics.median(times) * 1e3
+    torch.set_num_threads(base)
+    return (f"PyTorch runs at {base} thread{'s' * (base != 1)} in '{TORCH_EAGER}' (issue 40's "
+            f"reference: on some hours of these shared VMs its OpenMP pool at 2 threads was "
+            f"pathological, torch.sqrt of 200k floats 6.5 ms at 2 threads against 0.44 at 1; "
+            f"this run: {ms[base]:.2f} ms at {base}, {ms[default]:.2f} ms at {default}) and at "
+            f"its default {default} in '{TORCH_MT}', the speed a user gets. jflow runs with "
+            f"JAX's defaults, which use every core: asynchronous dispatch overlaps Python with "
+            f"XLA, and XLA runs independent kernels, and its convolutions, on its thread pool.")
+
+
 def main(argv: Sequence[str] | None = None, out: Callable[[str], None] | None = None) -> None:
     """Run the benchmark (``argv`` as the command line), printing with ``out``."""
     args = parse(argv)
     import torch
+    if not _DEFAULT_THREADS:
+        _DEFAULT_THREADS.append(torch.get_num_threads())
+    TORCH_THREADS.update({TORCH_EAGER: args.torch_threads, TORCH_COMPILE: args.torch_threads,
+                          TORCH_MT: _DEFAULT_THREADS[0]})
     torch.set_num_threads(args.torch_threads)
     if args.first_steps_child:
         kind, mode, cache_dir = args.first_steps_child
@@ -596,9 +654,7 @@ def main(argv: Sequence[str] | None = None, out: Callable[[str], None] | None = 
     say(f"{machine()}, torch {torch.__version__} ({threads} thread{'s' * (threads != 1)})"
         f"{', QUICK MODE (tiny models)' if args.quick else ''}; AdamW, {args.repeat} rounds "
         f"of {args.number} steps per mode, interleaved")
-    say("PyTorch runs at one thread: on these shared 2-core VMs its OpenMP pool at 2 threads "
-        "is pathological (torch.sqrt of 200k floats 6.5 ms at 2 threads, 0.44 ms at 1), and "
-        "XLA's CPU dot that jflow uses runs single-threaded here anyway.")
+    say(threads_line(torch, args.torch_threads, _DEFAULT_THREADS[0]))
     header = f"{'model':36s} {'':26s} " + " ".join(f"{m:>14s}" for m in args.modes)
     say(header)
     say("-" * len(header))

@@ -46,7 +46,8 @@ def test_quick_mode_every_mode_same_losses(rm: ModuleType) -> None:
     # flow.jit, nn.Graph and lazy against PyTorch); compiling them here too doubles the time
     rm.main(["--quick", "--models", "gpt"], out=lines.append)
     text = "\n".join(lines)
-    assert "PyTorch runs at one thread" in text
+    assert "PyTorch runs at 1 thread in 'torch eager'" in text
+    assert "and at its default" in text
     modes = [m for m in rm.MODES if m != rm.TORCH_COMPILE]
     header = next(ln for ln in lines if ln.startswith("model"))
     assert [header[64 + 15 * i:78 + 15 * i].strip() for i in range(len(modes))] == modes
@@ -61,6 +62,24 @@ def test_quick_mode_every_mode_same_losses(rm: ModuleType) -> None:
         assert all(float(v) <= 1e-3 for v in rows["max rel. diff, steps 1-2"]), rows
         assert all(float(v) > 0 for v in rows["ms per step"]), rows
         assert rows["x torch eager (per round)"][0] == "1.00x"
+        assert rows["x torch mt (per round)"][1] == "1.00x"  # torch eager mt's own column
+
+
+def test_each_pytorch_column_runs_at_its_own_thread_count(rm: ModuleType) -> None:
+    """The PyTorch modes take turns in one process: each step sets its mode's count (one
+    thread for torch eager, PyTorch's default for torch eager mt), whatever ran before."""
+    import torch
+    rm.main(["--quick", "--models", "gpt", "--modes", "torch eager mt"], out=lambda s: None)
+    default = rm._DEFAULT_THREADS[0]
+    assert rm.TORCH_THREADS == {rm.TORCH_EAGER: 1, rm.TORCH_COMPILE: 1, rm.TORCH_MT: default}
+    cfg = rm.MODELS["gpt"][2]
+    init, data = rm.initial_state("gpt", cfg), rm.batches("gpt", cfg)
+    one, mt = (rm.make_runner(m, "gpt", cfg, init, data) for m in (rm.TORCH_EAGER, rm.TORCH_MT))
+    torch.set_num_threads(3)
+    mt.step()
+    assert torch.get_num_threads() == default
+    one.step()
+    assert torch.get_num_threads() == 1
 
 
 def test_loss_check_names_the_mode_that_differs(rm: ModuleType) -> None:
