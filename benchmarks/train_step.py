@@ -433,7 +433,7 @@ def graph_overhead(calls: int = 20000) -> tuple[float, float, float]:
     fx, fy = flow.tensor(x_np), flow.tensor(y_np)
     jx, jy = jnp.asarray(x_np), jnp.asarray(y_np)
     lr = jnp.asarray(0.01, jnp.float32)
-    st = [{k: jnp.asarray(v.numpy()) for k, v in model.named_parameters()}]
+    st = [{k: jnp.asarray(v.detach().numpy()) for k, v in model.named_parameters()}]
 
     def step(p: dict, x: jax.Array, y: jax.Array, lr: jax.Array) -> tuple:
         def loss(p: dict) -> jax.Array:
