@@ -78,9 +78,8 @@ and XLA's CPU runtime runs independent kernels, and its (YNNPACK) convolutions, 
 pool. So the column ``torch eager mt`` runs PyTorch at its own default too (every core), and
 the row ``x torch eager mt`` gives every mode's time against it: the comparison a user makes.
 The header line measures the sqrt case again in every run. On 2026-12-03's host PyTorch at 2
-threads ran the GPT step in 0.70x, the ResNet's in 0.65x and the LSTM's in 0.67x its 1-thread
-time, and jflow pinned to one core (``taskset -c 0``) took 1.2-1.6x its 2-core time
-(results file, session 14).
+threads ran these steps in 0.58-0.73x its 1-thread time, and jflow pinned to one core
+(``taskset -c 0``) took 1.2-1.6x its 2-core time (results file, session 14).
 """
 
 from __future__ import annotations
