@@ -73,14 +73,14 @@ Threads. The reference column, ``torch eager``, runs PyTorch at ONE thread
 (``torch.set_num_threads(1)``, as issue 40 set it: on some hours of these shared 2-core VMs
 PyTorch's OpenMP pool at 2 threads was pathological, ``torch.sqrt`` of 200k floats 6.5 ms at 2
 threads against 0.44 ms at 1; ``--torch-threads`` changes it). jflow runs with JAX's defaults,
-and those use every core: asynchronous dispatch runs Python and XLA side by side, and XLA's CPU
-runtime runs an executable's independent kernels side by side on its thread pool (one
-convolution or matrix product alone stays on one core). So the column ``torch eager mt`` runs
-PyTorch at its own default too (every core), and the row ``x torch mt`` gives every mode's time
-against it: the comparison a user makes. The header line measures the sqrt case again in every
-run. On 2026-12-03's host PyTorch at 2 threads ran these steps in 0.58-0.73x its 1-thread time,
-and jflow pinned to one core (``taskset -c 0``) took 1.2-1.6x its 2-core time (results file,
-session 14).
+and those keep more than one core busy: asynchronous dispatch runs Python and XLA side by side,
+and XLA's runtime threads take the rest (a convolution or matrix product alone is not faster on
+two cores, nor do two independent ones in one executable run side by side). So the column
+``torch eager mt`` runs PyTorch at its own default too (every core), and the row ``x torch mt``
+gives every mode's time against it: the comparison a user makes. The header line measures the
+sqrt case again in every run. On 2026-12-03's host PyTorch at 2 threads ran these steps in
+0.58-0.73x its 1-thread time, and jflow pinned to one core (``taskset -c 0``) took 1.2-1.6x its
+2-core time (results file, session 14).
 """
 
 from __future__ import annotations
@@ -630,8 +630,8 @@ def threads_line(torch: Any, base: int, default: int) -> str:
             f"pathological, torch.sqrt of 200k floats 6.5 ms at 2 threads against 0.44 at 1; "
             f"this run: {ms[base]:.2f} ms at {base}, {ms[default]:.2f} ms at {default}) and at "
             f"its default {default} in '{TORCH_MT}', the speed a user gets. jflow runs with "
-            f"JAX's defaults, which use every core: asynchronous dispatch overlaps Python with "
-            f"XLA, and XLA runs an executable's independent kernels side by side.")
+            f"JAX's defaults, which keep more than one core busy (asynchronous dispatch "
+            f"overlaps Python with XLA; XLA's runtime threads).")
 
 
 def main(argv: Sequence[str] | None = None, out: Callable[[str], None] | None = None) -> None:
