@@ -8,7 +8,9 @@ applied by jflow's factories, never by JAX's own defaults.
 
 import jax
 
-from . import compilation_cache
+from . import _xla_cpu_flags, compilation_cache
+
+_xla_cpu_flags.configure()  # before JAX starts its CPU backend (the module says why)
 
 jax.config.update("jax_enable_x64", True)
 compilation_cache.configure_from_env()  # on disk, per user: a second run compiles nothing
