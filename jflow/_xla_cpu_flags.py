@@ -32,12 +32,32 @@ VALUE = "LIBRARY_FUSION_TYPE_INDIVIDUAL_DOT,LIBRARY_FUSION_TYPE_REDUCE"
 CHECKED = ("0.10.",)
 
 
+#: (the user's ``XLA_FLAGS`` or None when unset, what configure() set) once it set the flag
+_CHANGED: list[tuple[str | None, str]] = []
+
+
 def configure() -> bool:
     """Add ``--FLAG=VALUE`` to ``XLA_FLAGS`` unless one of the cases above holds; whether
     it did."""
-    flags = os.environ.get("XLA_FLAGS", "")
+    user = os.environ.get("XLA_FLAGS")
+    flags = user or ""
     if (os.environ.get("JFLOW_XLA_CPU_FLAGS", "1") == "0" or FLAG in flags
             or not jaxlib.__version__.startswith(CHECKED)):
         return False
-    os.environ["XLA_FLAGS"] = f"{flags} --{FLAG}={VALUE}".strip()
+    os.environ["XLA_FLAGS"] = ours = f"{flags} --{FLAG}={VALUE}".strip()
+    _CHANGED[:] = [(user, ours)]
     return True
+
+
+def users_environ(env: dict[str, str]) -> dict[str, str]:
+    """``env`` (a copy of ``os.environ``) with ``XLA_FLAGS`` as the user had it before
+    ``import jflow``: what a launcher hands its processes (``python -m jflow.distributed.launch``
+    imports jflow; its processes get the user's environment, and set the flag themselves
+    when they import jflow)."""
+    if _CHANGED and env.get("XLA_FLAGS") == _CHANGED[0][1]:
+        user = _CHANGED[0][0]
+        if user is None:
+            env.pop("XLA_FLAGS")
+        else:
+            env["XLA_FLAGS"] = user
+    return env

@@ -49,6 +49,7 @@ def test_configure_adds_the_flag_only_when_it_should(monkeypatch: pytest.MonkeyP
     for k, v in env.items():
         monkeypatch.setenv(k, v)
     monkeypatch.setattr(F.jaxlib, "__version__", version)
+    monkeypatch.setattr(F, "_CHANGED", [])
     before = env.get("XLA_FLAGS", "")
     assert F.configure() is added
     after = os.environ.get("XLA_FLAGS", "")
@@ -56,3 +57,5 @@ def test_configure_adds_the_flag_only_when_it_should(monkeypatch: pytest.MonkeyP
         assert after == f"{before} --{F.FLAG}={F.VALUE}".strip()
     else:
         assert after == before
+    # what a launcher hands its processes: XLA_FLAGS as the user had it (unset stays unset)
+    assert F.users_environ(dict(os.environ)).get("XLA_FLAGS") == env.get("XLA_FLAGS")

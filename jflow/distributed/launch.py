@@ -122,7 +122,12 @@ def build_envs(nproc_per_node: int, nnodes: int = 1, node_rank: int = 0,
                base: dict[str, str] | None = None) -> list[dict[str, str]]:
     """The environment of each process this host starts: ``base`` (default ``os.environ``)
     plus the launcher variables (see the module docstring)."""
-    base = dict(os.environ if base is None else base)
+    if base is None:
+        base = dict(os.environ)
+        flags = sys.modules.get("jflow._xla_cpu_flags")  # imported with the package (-m)
+        if flags is not None:  # its XLA flag is jflow's import's, not the user's
+            base = flags.users_environ(base)
+    base = dict(base)
     common = {"MASTER_ADDR": master_addr, "MASTER_PORT": str(master_port),
               "WORLD_SIZE": str(nproc_per_node * nnodes),
               "LOCAL_WORLD_SIZE": str(nproc_per_node), "PYTHONUNBUFFERED": "1"}
