@@ -74,13 +74,13 @@ Threads. The reference column, ``torch eager``, runs PyTorch at ONE thread
 PyTorch's OpenMP pool at 2 threads was pathological, ``torch.sqrt`` of 200k floats 6.5 ms at 2
 threads against 0.44 ms at 1; ``--torch-threads`` changes it). jflow runs with JAX's defaults,
 and those keep more than one core busy: asynchronous dispatch runs Python and XLA side by side,
-and XLA splits matrix products and elementwise loops across its threads, but not its
-convolutions (YNNPACK's, here). So the column ``torch eager mt`` runs PyTorch at its own
-default too (every core), and the row ``x torch mt`` gives every mode's time against it: the
-comparison a user makes. The header line measures the sqrt case again in every run. On
-2026-12-03's host PyTorch at 2 threads ran these steps in 0.58-0.73x its 1-thread time, and
-jflow pinned to one core (``taskset -c 0``) took 1.2-1.6x its 2-core time (results file,
-session 14).
+and XLA splits matrix products, elementwise loops and convolutions across its threads
+(convolutions because jflow has XLA run its own rather than YNNPACK's single-threaded one:
+jflow/_xla_cpu_flags.py). So the column ``torch eager mt`` runs PyTorch at its own default too
+(every core), and the row ``x torch mt`` gives every mode's time against it: the comparison a
+user makes. The header line measures the sqrt case again in every run. On 2026-12-03's host
+PyTorch at 2 threads ran these steps in 0.58-0.73x its 1-thread time, and jflow pinned to one
+core (``taskset -c 0``) took 1.2-1.6x its 2-core time (results file, session 14).
 """
 
 from __future__ import annotations
@@ -631,8 +631,8 @@ def threads_line(torch: Any, base: int, default: int) -> str:
             f"this run: {ms[base]:.2f} ms at {base}, {ms[default]:.2f} ms at {default}) and at "
             f"its default {default} in '{TORCH_MT}', the speed a user gets. jflow runs with "
             f"JAX's defaults, which keep more than one core busy (asynchronous dispatch "
-            f"overlaps Python with XLA; XLA splits matrix products and elementwise loops "
-            f"across threads, not its convolutions).")
+            f"overlaps Python with XLA; XLA splits matrix products, elementwise loops and, "
+            f"as jflow sets it, convolutions across threads).")
 
 
 def main(argv: Sequence[str] | None = None, out: Callable[[str], None] | None = None) -> None:
