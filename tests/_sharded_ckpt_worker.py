@@ -15,8 +15,9 @@ import json
 import os
 import sys
 
-os.environ["JAX_PLATFORMS"] = "cpu"
-os.environ.pop("XLA_FLAGS", None)
+if __name__ == "__main__":  # a worker process (test_distributed.py also imports reference():
+    os.environ["JAX_PLATFORMS"] = "cpu"  # the pytest process's environment stays its own)
+    os.environ.pop("XLA_FLAGS", None)
 
 import numpy as np  # noqa: E402
 

@@ -122,12 +122,13 @@ def build_envs(nproc_per_node: int, nnodes: int = 1, node_rank: int = 0,
                base: dict[str, str] | None = None) -> list[dict[str, str]]:
     """The environment of each process this host starts: ``base`` (default ``os.environ``)
     plus the launcher variables (see the module docstring)."""
-    if base is None:
+    flags = sys.modules.get("jflow._xla_cpu_flags")  # imported with the package (-m)
+    if base is not None:
+        base = dict(base)
+    elif flags is not None:  # its XLA flag is jflow's import's, not the user's
+        base = flags.users_environ(dict(os.environ))
+    else:
         base = dict(os.environ)
-        flags = sys.modules.get("jflow._xla_cpu_flags")  # imported with the package (-m)
-        if flags is not None:  # its XLA flag is jflow's import's, not the user's
-            base = flags.users_environ(base)
-    base = dict(base)
     common = {"MASTER_ADDR": master_addr, "MASTER_PORT": str(master_port),
               "WORLD_SIZE": str(nproc_per_node * nnodes),
               "LOCAL_WORLD_SIZE": str(nproc_per_node), "PYTHONUNBUFFERED": "1"}
