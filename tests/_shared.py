@@ -23,20 +23,44 @@ except ImportError:  # not POSIX: each worker works in its own directory
     fcntl = None  # type: ignore[assignment]
 
 
+def _run_root(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    root = tmp_path_factory.getbasetemp()
+    if os.environ.get("PYTEST_XDIST_WORKER"):
+        root = root.parent  # the run's directory, above each worker's own
+    return root
+
+
+@contextlib.contextmanager
+def run_lock(tmp_path_factory: pytest.TempPathFactory, name: str) -> Iterator[None]:
+    """An exclusive lock named ``name``, the same for every worker of the run, held for the
+    block's duration (nothing without ``fcntl``: each worker then works on its own)."""
+    if fcntl is None:
+        yield
+        return
+    with open(_run_root(tmp_path_factory) / f"shared_{name}.lock", "w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)  # released when the file closes
+        yield
+
+
 @contextlib.contextmanager
 def shared_dir(tmp_path_factory: pytest.TempPathFactory, name: str) -> Iterator[Path]:
     """``<run's temporary directory>/shared_<name>``, locked for the block's duration."""
     if fcntl is None:
         yield tmp_path_factory.mktemp(name)
         return
-    root = tmp_path_factory.getbasetemp()
-    if os.environ.get("PYTEST_XDIST_WORKER"):
-        root = root.parent  # the run's directory, above each worker's own
-    d = root / f"shared_{name}"
-    with open(root / f"shared_{name}.lock", "w") as lock:
-        fcntl.flock(lock, fcntl.LOCK_EX)  # released when the file closes
+    d = _run_root(tmp_path_factory) / f"shared_{name}"
+    with run_lock(tmp_path_factory, name):
         d.mkdir(exist_ok=True)
         yield d
+
+
+def worker_order(items: list) -> list:
+    """``items`` in this worker's order: reversed on every other pytest-xdist worker, so that
+    two workers doing the same list of locked jobs (:func:`run_lock`) start at its two ends
+    and each does about half, instead of one waiting while the other does all."""
+    worker = os.environ.get("PYTEST_XDIST_WORKER", "gw0")
+    odd = worker[2:].isdigit() and int(worker[2:]) % 2 == 1
+    return items[::-1] if odd else list(items)
 
 
 def build_once(tmp_path_factory: pytest.TempPathFactory, name: str, source: str) -> str:

@@ -15,7 +15,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 import pytest
-from _shared import shared_dir, write_if_changed
+from _shared import run_lock, shared_dir, worker_order, write_if_changed
 
 import jflow as flow
 from jflow import sysconfig
@@ -165,8 +165,10 @@ def built(tmp_path_factory, build_dir, sources) -> dict[str, str]:
     """Every library of this module: name -> path of the .so. The examples' libraries too,
     with the flags test_example_runs gives their run.py (``--cflags=-O0``, as every library
     here: the checks are the same, the build quicker than the default -O2), so that they find
-    them cached. (Built one after the other: parallel compiles were slower on the 2-core test
-    machines.)"""
+    them cached. Each library under its own lock, the workers going through the list from
+    its two ends (tests/_shared.py: worker_order): both workers reach this fixture at once,
+    and the one that waited on a single lock for the other's builds idled ~40 s. (Never two
+    compiles in one worker: parallel compiles were slower on the 2-core test machines.)"""
     fast = ["-O0"]
     jobs = {"testlib": ([sources["testlib.cpp"]] + ([sources["testlib.cu"]] if HAS_NVCC else []),
                         fast),
@@ -176,10 +178,13 @@ def built(tmp_path_factory, build_dir, sources) -> dict[str, str]:
             "myop": ([os.path.join(EXAMPLES, "myop", "myop.cpp")], fast)}
     for case, name in BAD_CASES.items():
         jobs[f"bad_{name}"] = ([sources["bad.cpp"]], [f"-DCASE={case}", *fast])
-    with shared_dir(tmp_path_factory, "jflow_ext"):  # (another worker may be building them)
-        return {n: cpp_extension.build(n, srcs, extra_cflags=fl, extra_cuda_cflags=fl,
-                                       build_directory=build_dir)
-                for n, (srcs, fl) in jobs.items()}
+    out = {}
+    for n in worker_order(list(jobs)):  # (another worker may be building one: its lock)
+        srcs, fl = jobs[n]
+        with run_lock(tmp_path_factory, f"jflow_ext_{n}"):
+            out[n] = cpp_extension.build(n, srcs, extra_cflags=fl, extra_cuda_cflags=fl,
+                                         build_directory=build_dir)
+    return out
 
 
 @pytest.fixture(scope="module")

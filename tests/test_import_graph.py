@@ -10,6 +10,7 @@ in a comment on its line or the line above.
 from __future__ import annotations
 
 import ast
+import functools
 from pathlib import Path
 
 import pytest
@@ -71,6 +72,7 @@ def _imports(name: str, path: Path, modules: dict[str, Path]):
     yield from visit(tree, False)
 
 
+@functools.cache  # (parsing every module takes ~2 s: once for the tests that read it)
 def _graph():
     modules = _modules()
     edges: dict[str, set[str]] = {m: set() for m in modules}
