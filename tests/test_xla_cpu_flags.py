@@ -22,12 +22,16 @@ def _optimized(fn, *args) -> str:
 
 
 def test_convolutions_are_xla_s_own_and_products_ynnpack_s() -> None:
-    # (jflow's value in XLA_FLAGS: set by this process's import of jflow, or inherited from
-    # the process that started this one, as pytest-xdist's workers inherit it from the
+    # jflow's value must be in XLA_FLAGS: set by this process's import of jflow, or inherited
+    # from the process that started this one (pytest-xdist's workers inherit it from the
     # controlling process, whose import of jflow set it; nothing in the suite changes
-    # XLA_FLAGS in-process after the backend started)
-    if f"--{F.FLAG}={F.VALUE}" not in os.environ.get("XLA_FLAGS", ""):
-        pytest.skip("jflow's flag is not in XLA_FLAGS: the user's XLA_FLAGS chose, or opted out")
+    # XLA_FLAGS in-process after the backend started). Only configure()'s own exceptions
+    # skip: the user's choice, the opt-out, an unchecked jaxlib.
+    flags, ours = os.environ.get("XLA_FLAGS", ""), f"--{F.FLAG}={F.VALUE}"
+    if ours not in flags and (F.FLAG in flags or os.environ.get("JFLOW_XLA_CPU_FLAGS") == "0"
+                              or not F.jaxlib.__version__.startswith(F.CHECKED)):
+        pytest.skip("the user's XLA_FLAGS chose, or opted out, or the jaxlib is not checked")
+    assert ours in flags, f"import jflow did not add {ours} to XLA_FLAGS ({flags!r})"
     # (YNNPACK takes a convolution from about this size: 2x8x8x16 stays XLA's by default)
     x = jnp.asarray(np.ones((8, 8, 8, 32), np.float32))
     w = jnp.asarray(np.ones((3, 3, 32, 32), np.float32))
