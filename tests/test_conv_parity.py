@@ -247,3 +247,49 @@ def test_errors():
         nn.Conv3d(3, 4, 2, groups=2)
     with pytest.raises(ValueError, match=r"ConvTranspose1d: requested an output size of \[9\]"):
         nn.ConvTranspose1d(2, 2, 3, stride=2)(_t(1, 2, 3), output_size=[9])
+
+
+def _form_case(nd, rs, form):
+    """Random shapes and attrs of a depthwise (one input channel per group, out channels a
+    multiple) or a 1x1 convolution: the two forms of jflow's CPU conv kernels."""
+    c = int(rs.randint(1, 4))
+    s = [int(rs.randint(1, 3)) for _ in range(nd)]
+    p = [int(rs.randint(0, 2)) for _ in range(nd)]
+    if form == "depthwise":
+        k = [int(rs.randint(2, 4)) for _ in range(nd)]
+        d = [int(rs.randint(1, 3)) for _ in range(nd)]
+        ws, groups = (c * int(rs.randint(1, 3)), 1, *k), c
+    else:
+        k, d, ws, groups = [1] * nd, [1] * nd, (int(rs.randint(1, 4)), c) + (1,) * nd, 1
+    size = [dd * (kk - 1) + 1 + int(rs.randint(0, 4)) for kk, dd in zip(k, d)]
+    return (2, c, *size), ws, (ws[0],), dict(stride=s, padding=p, dilation=d, groups=groups)
+
+
+@pytest.mark.parametrize("nd", [1, 2, 3])
+def test_cpu_conv_forms_random(nd):
+    """Depthwise and 1x1 convolutions, which jflow's CPU kernels compute as shifted slices
+    and as a matrix product (ops/conv.py), against PyTorch: forward, input, weight and bias
+    gradients, random strides, paddings, dilations and channel multipliers."""
+    from jflow.ops.conv import _cpu_form
+
+    rs = np.random.RandomState(40 + nd)
+    fn = {1: (F.conv1d, TF.conv1d), 2: (F.conv2d, TF.conv2d), 3: (F.conv3d, TF.conv3d)}[nd]
+    for form in ("depthwise", "pointwise"):
+        xs, ws, bs, attrs = _form_case(nd, rs, form)
+        assert _cpu_form((*ws[:2], *([1] if nd == 1 else []), *ws[2:]), xs[1],
+                         attrs["groups"]) == form
+        _parity(fn[0], fn[1], [RS.standard_normal(xs), RS.standard_normal(ws),
+                               RS.standard_normal(bs)], attrs)
+
+
+def test_cpu_depthwise_conv_float32_and_bfloat16():
+    """A ConvNeXt block's 7x7 depthwise convolution in float32 (its forward and gradients to
+    float32 rounding) and bfloat16 (its taps summed in float32)."""
+    x = RS.standard_normal((2, 6, 9, 9)).astype(np.float32)
+    w = RS.standard_normal((6, 1, 7, 7)).astype(np.float32)
+    _parity(F.conv2d, TF.conv2d, [x, w], dict(padding=3, groups=6), rtol=2e-5, atol=2e-5)
+    y = F.conv2d(flow.tensor(x).to(flow.bfloat16), flow.tensor(w).to(flow.bfloat16),
+                 padding=3, groups=6)
+    t = TF.conv2d(torch.tensor(x).bfloat16(), torch.tensor(w).bfloat16(), padding=3, groups=6)
+    np.testing.assert_allclose(y.to(flow.float32).numpy(), t.float().numpy(), rtol=2e-2,
+                               atol=6e-2)

@@ -290,6 +290,17 @@ for _name, (_save, _d) in _UNARY_D.items():
     _unary_rule(_name, _save, _d)
 
 
+@register_backward("pow_scalar", save=["x"])
+def _pow_scalar(ctx, dy):
+    # PyTorch's pow_backward for a number exponent: dy * (e * x ** (e - 1)), the power
+    # computed as the forward computes it (x ** 1 is x); zero for e == 0 (also at x == 0)
+    (x,) = ctx.saved_tensors
+    e = ctx.exponent
+    if e == 0.0:
+        return O.mul(dy, _c(0.0, dy))
+    return O.mul(dy, O.mul(_c(e, x), O.pow_scalar(x, exponent=e - 1.0)))
+
+
 @register_backward("polygamma", save=["x"])
 def _polygamma(ctx, dy):
     (x,) = ctx.saved_tensors

@@ -96,6 +96,17 @@ def _all_nonzero(v: Any) -> Any:
     return jnp.all(v != 0)
 
 
+_pow_scalar = get("pow_scalar").apply
+#: ``x ** n`` for these Python numbers runs the op ``pow_scalar`` (``jflow/ops/math.py``):
+#: PyTorch's CPU kernel specializes them (multiplications, reciprocal, sqrt, rsqrt), and for
+#: float32 / float64 its results are those bit for bit; XLA's general ``pow`` of a runtime
+#: exponent is ~10x slower (GELU's tanh approximation ``x ** 3``, RMSNorm's ``x ** 2``).
+#: Other exponents, and reduced-precision floats (PyTorch computes those in float32 and
+#: rounds at different points), keep ``pow`` with the exponent as a runtime operand.
+_POW_SCALAR_EXPONENTS = frozenset({2.0, 3.0, -2.0, -1.0, 0.5, -0.5})
+_POW_SCALAR_DTYPES = frozenset({np.dtype(np.float32), np.dtype(np.float64)})
+
+
 def _check_int_power(input: Tensor, exponent: Any) -> None:
     """PyTorch refuses an integer (or bool) tensor to a negative Python integer power, whose
     result would truncate to 0 (RuntimeError). A negative *tensor* exponent is allowed, as
@@ -135,6 +146,9 @@ def _binary_functors(op_name: str, style: str) -> None:
 
     def tensor_scalar(input: Tensor, other: Any) -> Tensor:
         d = input._meta.dtype
+        if is_pow and d in _POW_SCALAR_DTYPES and other.__class__ in (int, float) \
+                and other in _POW_SCALAR_EXPONENTS:
+            return _pow_scalar(input, exponent=float(other))
         if other.__class__ is float and d.kind == "f" and not logical:  # the hot path: a
             return apply(input, scalar_tensor(other, d))  # float never promotes a float tensor
         if is_sub:

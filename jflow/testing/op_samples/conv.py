@@ -98,6 +98,8 @@ def _weight_grad_ref(x, dy, kernel_size, stride, padding, dilation, groups=1):
 _A = {"stride": [1, 1], "padding": [0, 0, 0, 0], "dilation": [1, 1], "groups": 1}
 _B = {"stride": [2, 1], "padding": [1, 1, 0, 2], "dilation": [1, 2], "groups": 1}
 _G = {"stride": [1, 2], "padding": [1, 0, 1, 1], "dilation": [1, 1], "groups": 2}
+_DW = {"stride": [2, 1], "padding": [1, 2, 0, 1], "dilation": [1, 2], "groups": 2}
+_PW = {"stride": [2, 1], "padding": [0, 1, 1, 0], "dilation": [1, 1], "groups": 1}
 
 register_samples("conv2d", [
     Sample([_f(2, 2, 5, 5), _f(3, 2, 3, 3)], dict(_A), name="plain"),
@@ -106,6 +108,12 @@ register_samples("conv2d", [
     Sample([_f(1, 4, 4, 5), _f(4, 2, 2, 2)], dict(_G), name="groups=2"),
     Sample([_f(2, 2, 4, 4, dtype=np.float16), _f(2, 2, 3, 3, dtype=np.float16)], dict(_A),
            grad=False, name="float16 (no finite differences)"),
+    # the CPU kernel's two forms (ops/conv.py): depthwise as shifted slices (2 output
+    # channels per input channel), 1x1 as a matrix product
+    Sample([_f(1, 2, 5, 6, dtype=np.float64), _f(4, 1, 3, 2, dtype=np.float64)], dict(_DW),
+           name="depthwise, multiplier 2"),
+    Sample([_f(2, 3, 5, 4, dtype=np.float64), _f(2, 3, 1, 1, dtype=np.float64)], dict(_PW),
+           name="1x1, stride, padding"),
 ], _conv2d_ref, errors=[
     ErrorSample([_f(2, 3, 5, 5), _f(3, 2, 3, 3)], dict(_A), ValueError, "channels"),
     ErrorSample([_f(2, 2, 5), _f(3, 2, 3, 3)], dict(_A), ValueError, "4-d"),
@@ -121,6 +129,10 @@ register_samples("conv2d_input_grad", [
     Sample([_f(2, 2, 3, 3, dtype=np.float64), _f(2, 2, 2, 3, dtype=np.float64)],
            {**_B, "input_hw": [5, 5]}, name="stride, padding, dilation"),
     Sample([_f(1, 4, 4, 3), _f(4, 2, 2, 2)], {**_G, "input_hw": [4, 5]}, name="groups"),
+    Sample([_f(1, 4, 3, 5, dtype=np.float64), _f(4, 1, 3, 2, dtype=np.float64)],
+           {**_DW, "input_hw": [5, 6]}, name="depthwise, multiplier 2"),
+    Sample([_f(2, 2, 3, 5, dtype=np.float64), _f(2, 3, 1, 1, dtype=np.float64)],
+           {**_PW, "input_hw": [5, 4]}, name="1x1, stride, padding"),
 ], _input_grad_ref, errors=[
     ErrorSample([_f(2, 3, 2, 2), _f(3, 2, 3, 3)], {**_A, "input_hw": [5, 5]},
                 ValueError, "does not match"),
@@ -131,6 +143,10 @@ register_samples("conv2d_weight_grad", [
     Sample([_f(2, 2, 5, 5, dtype=np.float64), _f(2, 2, 3, 3, dtype=np.float64)],
            {**_B, "kernel_size": [2, 3]}, name="stride, padding, dilation"),
     Sample([_f(1, 4, 4, 5), _f(1, 4, 4, 3)], {**_G, "kernel_size": [2, 2]}, name="groups"),
+    Sample([_f(1, 2, 5, 6, dtype=np.float64), _f(1, 4, 3, 5, dtype=np.float64)],
+           {**_DW, "kernel_size": [3, 2]}, name="depthwise, multiplier 2"),
+    Sample([_f(2, 3, 5, 4, dtype=np.float64), _f(2, 2, 3, 5, dtype=np.float64)],
+           {**_PW, "kernel_size": [1, 1]}, name="1x1, stride, padding"),
 ], _weight_grad_ref, errors=[
     ErrorSample([_f(2, 2, 5, 5), _f(2, 3, 2, 2)], {**_A, "kernel_size": [3, 3]},
                 ValueError, "does not match"),

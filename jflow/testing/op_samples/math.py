@@ -89,6 +89,10 @@ _binary("trunc_divide", lambda a, b: np.trunc(a / b) if a.dtype.kind == "f" else
 _binary("remainder", np.remainder, [(_X, _NZ), (_I, _J)])
 _binary("fmod", np.fmod, [(_X, _NZ), (_I, _J)])
 _binary("pow", np.power, [(_POS, _Y), (_i(2, 4, lo=0, hi=5), _i(2, 4, lo=0, hi=4))])
+# x ** 3 by multiplication, x ** 1.5 by pow (its gradient's x ** 0.5 by sqrt)
+register_samples("pow_scalar", [Sample([_X], {"exponent": 3.0}),
+                                Sample([_POS.astype(np.float64)], {"exponent": 1.5})],
+                 lambda x, exponent: np.power(x.astype(np.float64), exponent))
 _binary("maximum", np.maximum, [(_X, _Y), (_I, _J)])
 _binary("minimum", np.minimum, [(_X, _ROW), (_I, _J)])
 _binary("atan2", np.arctan2, [(_X, _Y)])
