@@ -242,27 +242,38 @@ def _cpu_form(w_shape: Any, in_channels: int, groups: int) -> str | None:
     return None
 
 
+def _tap_sum(xp: Any, wt: Any, out: Any, stride: Any, dilation: Any, flip: bool) -> Any:
+    """Per kernel tap, the strided slice of ``xp`` (N, C, 1 or m, *padded) that tap reads
+    times its weights ``wt`` (C, m, *kernel) -- the kernel flipped for ``flip`` -- summed
+    over the taps: (N, C, m, *out)."""
+    n, c, m = xp.shape[0], wt.shape[0], wt.shape[1]
+    kernel = tuple(wt.shape[2:])
+    nd = len(kernel)
+    acc = None
+    for tap in np.ndindex(*kernel):
+        start = (0, 0, 0) + tuple(t * d for t, d in zip(tap, dilation))
+        limit = (n, c, xp.shape[2]) + tuple(s + (o - 1) * st + 1
+                                             for s, o, st in zip(start[3:], out, stride))
+        k = tuple(kk - 1 - t for kk, t in zip(kernel, tap)) if flip else tap
+        term = lax.slice(xp, start, limit, (1, 1, 1) + tuple(stride)) * \
+            wt[(slice(None), slice(None)) + k].reshape((1, c, m) + (1,) * nd)
+        acc = term if acc is None else acc + term
+    return acc
+
+
 def _depthwise(x: Any, w: Any, stride: Any, padding: Any, dilation: Any) -> Any:
     """``x`` (N, C, *spatial) correlated per channel with ``w`` (C * m, 1, *kernel): output
     channel ``g * m + j`` reads input channel ``g``, as conv with ``groups == C``."""
     nd = x.ndim - 2
     n, c = x.shape[:2]
-    kernel = tuple(w.shape[2:])
     m = w.shape[0] // c
     acc_dtype = jnp.promote_types(x.dtype, jnp.float32)
     out = conv_out_shape(x.shape, w.shape, stride, padding, dilation, c, nd)[2:]
     xp = lax.pad(x.astype(acc_dtype), jnp.zeros((), acc_dtype),
                  [(0, 0, 0), (0, 0, 0)] + [(padding[2 * i], padding[2 * i + 1], 0)
                                            for i in range(nd)])[:, :, None]
-    wt = w.astype(acc_dtype).reshape((c, m) + kernel)
-    acc = None
-    for tap in np.ndindex(*kernel):
-        start = (0, 0, 0) + tuple(t * d for t, d in zip(tap, dilation))
-        limit = (n, c, 1) + tuple(s + (o - 1) * st + 1
-                                  for s, o, st in zip(start[3:], out, stride))
-        term = lax.slice(xp, start, limit, (1, 1, 1) + tuple(stride)) * \
-            wt[(slice(None), slice(None)) + tap].reshape((1, c, m) + (1,) * nd)
-        acc = term if acc is None else acc + term
+    wt = w.astype(acc_dtype).reshape((c, m) + tuple(w.shape[2:]))
+    acc = _tap_sum(xp, wt, out, stride, dilation, flip=False)
     return acc.reshape((n, c * m) + out).astype(x.dtype)
 
 
@@ -289,14 +300,7 @@ def _depthwise_input_grad(dy: Any, w: Any, size: Any, stride: Any, padding: Any,
     dyp = lax.pad(dy.astype(acc_dtype).reshape((n, c_in, m) + tuple(dy.shape[2:])),
                   jnp.zeros((), acc_dtype), cfg)
     wt = w.astype(acc_dtype).reshape((c_in, m) + kernel)
-    acc = None
-    for tap in np.ndindex(*kernel):
-        start = (0, 0, 0) + tuple(t * d for t, d in zip(tap, dilation))
-        limit = (n, c_in, m) + tuple(st + sz for st, sz in zip(start[3:], size))
-        flipped = tuple(k - 1 - t for k, t in zip(kernel, tap))
-        term = lax.slice(dyp, start, limit) * \
-            wt[(slice(None), slice(None)) + flipped].reshape((1, c_in, m) + (1,) * nd)
-        acc = term if acc is None else acc + term
+    acc = _tap_sum(dyp, wt, tuple(size), (1,) * nd, dilation, flip=True)
     return acc.sum(axis=2).astype(dy.dtype)
 
 
