@@ -14,7 +14,7 @@ choice on ``cuda`` is checked too (the Pallas kernel must be the selected one).
 
 Targets: memory-bound kernels >= 85% of peak bandwidth and no slower than XLA;
 flash attention >= 1.5x XLA's attention at seq 4096. Results go to
-``benchmarks/results/kernels_<gpu>.txt``. Without a GPU it prints a skip line and exits 0.
+``benchmarks/results_kernels_<gpu>.txt``. Without a GPU it prints a skip line and exits 0.
 """
 
 from __future__ import annotations
@@ -218,8 +218,8 @@ def main() -> int:
     ap.add_argument("--dtype", default="bfloat16", choices=["bfloat16", "float16", "float32"])
     ap.add_argument("--smoke", action="store_true",
                     help="CPU check of this script: tiny sizes, Pallas in interpret mode")
-    ap.add_argument("--out", default=None, help="results file (default benchmarks/results/"
-                                                "kernels_<gpu>.txt)")
+    ap.add_argument("--out", default=None, help="results file (default benchmarks/"
+                                                "results_kernels_<gpu>.txt)")
     a = ap.parse_args()
     gpus = [d for d in jax.devices() if d.platform == "gpu"]
     if not gpus and not a.smoke:
@@ -248,9 +248,8 @@ def main() -> int:
         lines.append(line)
     if not a.smoke:
         name = re.sub(r"[^A-Za-z0-9]+", "_", kind).strip("_")
-        path = a.out or os.path.join(os.path.dirname(os.path.abspath(__file__)), "results",
-                                     f"kernels_{name}.txt")
-        os.makedirs(os.path.dirname(path), exist_ok=True)
+        path = a.out or os.path.join(os.path.dirname(os.path.abspath(__file__)),
+                                     f"results_kernels_{name}.txt")
         with open(path, "w", encoding="utf-8") as f:
             f.write("\n".join(lines) + "\n")
         print(f"wrote {path}")

@@ -189,7 +189,7 @@ def build(torch: Any, kind: str, cfg: dict[str, Any]) -> Any:
 
             def forward(self, idx):
                 t = idx.shape[1]
-                x = self.tok(idx) + self.pos(torch.arange(t))
+                x = self.tok(idx) + self.pos(torch.arange(t, device=idx.device))
                 for blk in self.blocks:
                     x = blk(x)
                 return self.head(self.ln_f(x))

@@ -8,6 +8,7 @@ import pickle
 import threading
 
 import jax
+import jax.numpy as jnp
 import numpy as np
 import pytest
 
@@ -103,8 +104,38 @@ def test_float32_matmul_precision_maps_to_jax():
             flow.set_float32_matmul_precision("fast")
     finally:
         jax.config.update("jax_default_matmul_precision", old)
-    if old is None and jax.default_backend() == "cpu":
+    if old is None:
         assert flow.get_float32_matmul_precision() == "highest"
+
+
+def test_float32_matmul_precision_reaches_the_kernels():
+    """Unset, the kernels ask XLA for full float32 products (XLA's GPU default would be TF32);
+    once set, JAX's setting applies: HIGH for "high" (TF32 on GPUs). Read from the lowered
+    program of each kernel kind (CPU computes the same either way; tests/test_gpu.py checks
+    the values on a GPU)."""
+    x4 = jnp.ones((1, 2, 4, 8), jnp.float32)
+    w = jnp.ones((3, 2, 1, 1), jnp.float32)
+    _j = flow.utils.from_jax
+    progs = {
+        "matmul": lambda a: flow.matmul(_j(a), _j(a).transpose(-1, -2)),
+        "einsum": lambda a: flow.einsum("bhld,bhmd->bhlm", _j(a), _j(a)),
+        "conv2d": lambda a: F.conv2d(_j(a), _j(w)),
+        "attention": lambda a: F.scaled_dot_product_attention(_j(a), _j(a), _j(a)),
+    }
+
+    def lowered(f):
+        return jax.jit(lambda a: f(a)._value).lower(x4).as_text()
+    old = jax.config.jax_default_matmul_precision
+    assert old is None
+    try:
+        for name, f in progs.items():
+            assert "HIGHEST" in lowered(f), name
+        flow.set_float32_matmul_precision("high")
+        for name, f in progs.items():
+            text = lowered(f)
+            assert "HIGHEST" not in text and "HIGH" in text, name
+    finally:
+        jax.config.update("jax_default_matmul_precision", old)
 
 
 # -- autocast -------------------------------------------------------------------------------

@@ -37,16 +37,14 @@ from typing import Any
 
 import jax.numpy as jnp
 import numpy as np
-from jax import lax
 
 from ..kernels.registry import register_kernel
 from ..sharding.sbp import B, P, S, Signature
 from . import cost
 from .infer import FLOAT, check_dtype, desc, kind
+from .precision import float32_products
 from .primitive import define_op
 from .registry import Attr, Input
-
-_HIGHEST = lax.Precision.HIGHEST
 
 
 def stat_dtype(dtype: Any) -> np.dtype:
@@ -119,7 +117,7 @@ def _grad_infer(q: Any, k: Any, v: Any, out: Any, lse: Any, dout: Any, dlse: Any
 
 def _scores(q: Any, k: Any, mask: Any, is_causal: bool, scale: float, cd: Any) -> Any:
     """Scaled, masked scores in the compute dtype ``cd``; masked positions are -inf."""
-    s = jnp.einsum("...le,...se->...ls", q.astype(cd), k.astype(cd), precision=_HIGHEST)
+    s = jnp.einsum("...le,...se->...ls", q.astype(cd), k.astype(cd), precision=float32_products())
     s = s * jnp.asarray(scale, cd)
     neg = jnp.asarray(-jnp.inf, cd)
     if mask is not None:
@@ -138,7 +136,7 @@ def _sdpa(q: Any, k: Any, v: Any, mask: Any, is_causal: bool, scale: float) -> A
     e = jnp.exp(s - m)
     denom = jnp.sum(e, axis=-1, keepdims=True)
     empty = denom == 0
-    out = jnp.einsum("...ls,...sd->...ld", e, v.astype(cd), precision=_HIGHEST)
+    out = jnp.einsum("...ls,...sd->...ld", e, v.astype(cd), precision=float32_products())
     out = out / jnp.where(empty, jnp.ones_like(denom), denom)
     lse = jnp.where(empty, jnp.asarray(jnp.inf, cd), m + jnp.log(denom))[..., 0]
     return out.astype(q.dtype), lse
@@ -150,13 +148,13 @@ def _sdpa_grad(q: Any, k: Any, v: Any, out: Any, lse: Any, dout: Any, dlse: Any,
     s = _scores(q, k, mask, is_causal, scale, cd)
     p = jnp.exp(s - lse.astype(cd)[..., None])             # lse = +inf: p = 0
     doutf = dout.astype(cd)
-    dp = jnp.einsum("...ld,...sd->...ls", doutf, v.astype(cd), precision=_HIGHEST)
+    dp = jnp.einsum("...ld,...sd->...ls", doutf, v.astype(cd), precision=float32_products())
     delta = jnp.sum(doutf * out.astype(cd), axis=-1) - dlse.astype(cd)
     ds = p * (dp - delta[..., None])
     sc = jnp.asarray(scale, cd)
-    dq = jnp.einsum("...ls,...se->...le", ds, k.astype(cd), precision=_HIGHEST) * sc
-    dk = jnp.einsum("...ls,...le->...se", ds, q.astype(cd), precision=_HIGHEST) * sc
-    dv = jnp.einsum("...ls,...ld->...sd", p, doutf, precision=_HIGHEST)
+    dq = jnp.einsum("...ls,...se->...le", ds, k.astype(cd), precision=float32_products()) * sc
+    dk = jnp.einsum("...ls,...le->...se", ds, q.astype(cd), precision=float32_products()) * sc
+    dv = jnp.einsum("...ls,...ld->...sd", p, doutf, precision=float32_products())
     return dq.astype(q.dtype), dk.astype(k.dtype), dv.astype(v.dtype)
 
 

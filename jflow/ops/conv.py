@@ -25,6 +25,7 @@ from ..kernels.registry import OPTIMIZED, register_kernel
 from ..sharding.sbp import B, P, S, Signature
 from . import cost
 from .infer import FLOAT, check_dtype, desc
+from .precision import float32_products
 from .primitive import define_op
 from .registry import Attr
 
@@ -39,7 +40,7 @@ def _conv(x: Any, w: Any, stride: Any, padding: Any, dilation: Any, groups: int)
         x, w, window_strides=tuple(stride),
         padding=tuple((padding[2 * i], padding[2 * i + 1]) for i in range(nd)),
         rhs_dilation=tuple(dilation), dimension_numbers=_DN[nd], feature_group_count=groups,
-        precision=lax.Precision.HIGHEST)
+        precision=float32_products())
 
 
 def _check_attrs(stride: Any, padding: Any, dilation: Any, groups: int, nd: int = 2) -> None:
@@ -322,7 +323,7 @@ def _pointwise(x: Any, w: Any, stride: Any, padding: Any) -> Any:
     n, c = x.shape[:2]
     o = w.shape[0]
     y = lax.dot_general(w.reshape(o, c), x.reshape(n, c, -1), (((1,), (1,)), ((), ())),
-                        precision=lax.Precision.HIGHEST)
+                        precision=float32_products())
     return jnp.transpose(y, (1, 0, 2)).reshape((n, o) + tuple(x.shape[2:]))
 
 
@@ -331,7 +332,7 @@ def _pointwise_input_grad(dy: Any, w: Any, size: Any, stride: Any, padding: Any)
     n, o = dy.shape[:2]
     c = w.shape[1]
     g = lax.dot_general(w.reshape(o, c), dy.reshape(n, o, -1), (((0,), (1,)), ((), ())),
-                        precision=lax.Precision.HIGHEST)  # (C, N, positions)
+                        precision=float32_products())  # (C, N, positions)
     g = jnp.transpose(g, (1, 0, 2)).reshape((n, c) + tuple(dy.shape[2:]))
     # back through the stride (interior zeros, the rows past the last window) and padding
     cfg = [(0, 0, 0)] * 2
@@ -347,7 +348,7 @@ def _pointwise_weight_grad(x: Any, dy: Any, stride: Any, padding: Any) -> Any:
     n, c = x.shape[:2]
     o = dy.shape[1]
     dw = lax.dot_general(dy.reshape(n, o, -1), x.reshape(n, c, -1), (((0, 2), (0, 2)), ((), ())),
-                         precision=lax.Precision.HIGHEST)
+                         precision=float32_products())
     return dw.reshape((o, c) + (1,) * (x.ndim - 2))
 
 

@@ -38,6 +38,7 @@ from ..kernels.registry import register_kernel
 from ..sharding.sbp import B, P, S, Signature
 from . import cost
 from .infer import desc
+from .precision import float32_products
 from .primitive import define_op
 from .registry import Attr, Input
 
@@ -281,7 +282,7 @@ def _einsum_sbp(in_shapes: Any, n_out: int = 1, equation: str = "", **_: Any) ->
 
 
 def _einsum_kernel(operands: Any, equation: str) -> Any:
-    return jnp.einsum(equation, *operands, precision=_HIGHEST)
+    return jnp.einsum(equation, *operands, precision=float32_products())
 
 
 define_op("einsum", inputs=[Input("operands", variadic=True, min=1)], outputs=["out"],

@@ -18,8 +18,9 @@ op                         operands                                     result
 
 ``transpose_a`` / ``transpose_b`` transpose the last two dims of that operand before the product
 (XLA folds the transpose into the dot). Ops are dtype-strict: both operands have the same dtype
-(``torch.matmul`` does not promote either). Float products run at ``Precision.HIGHEST`` so GPUs
-and TPUs compute in full fp32 like PyTorch's default, not in TF32/bf16 passes.
+(``torch.matmul`` does not promote either). Float32 products are full float32 on every
+backend, PyTorch's default, until ``flow.set_float32_matmul_precision`` allows TF32 / bfloat16
+passes (:mod:`.precision`).
 """
 
 from __future__ import annotations
@@ -28,17 +29,14 @@ from typing import Any
 
 import jax.numpy as jnp
 import numpy as np
-from jax import lax
 
 from ..kernels.registry import register_kernel
 from ..sharding.sbp import B, P, S, Signature
 from . import cost
 from .infer import ANY, NUMBER_C, broadcast_shapes, check_dtype, desc, kind
+from .precision import float32_products
 from .primitive import define_op
 from .registry import Attr
-
-_HIGHEST = lax.Precision.HIGHEST
-
 
 # -- shared inference helpers ----------------------------------------------------------------
 
@@ -85,7 +83,8 @@ def _scale(out: Any, alpha: float) -> Any:
 
 
 def _matmul_kernel(a: Any, b: Any, transpose_a: bool, transpose_b: bool, alpha: float) -> Any:
-    return _scale(jnp.matmul(_t(a, transpose_a), _t(b, transpose_b), precision=_HIGHEST), alpha)
+    return _scale(jnp.matmul(_t(a, transpose_a), _t(b, transpose_b),
+                             precision=float32_products()), alpha)
 
 
 # -- matmul (2-D) ----------------------------------------------------------------------------
@@ -210,7 +209,7 @@ def _mv_sbp(in_shapes: Any, n_out: int = 1, transpose_a: bool = False,
 
 
 def _mv_kernel(a: Any, b: Any, transpose_a: bool) -> Any:
-    return jnp.matmul(_t(a, transpose_a), b, precision=_HIGHEST)
+    return jnp.matmul(_t(a, transpose_a), b, precision=float32_products())
 
 
 define_op("matrix_vector_product", inputs=["a", "b"], outputs=["out"],
@@ -243,7 +242,7 @@ def _vm_sbp(in_shapes: Any, n_out: int = 1, transpose_b: bool = False,
 
 
 def _vm_kernel(a: Any, b: Any, transpose_b: bool) -> Any:
-    return jnp.matmul(a, _t(b, transpose_b), precision=_HIGHEST)
+    return jnp.matmul(a, _t(b, transpose_b), precision=float32_products())
 
 
 define_op("vector_matrix_product", inputs=["a", "b"], outputs=["out"],
@@ -275,7 +274,7 @@ def _dot_sbp(in_shapes: Any, n_out: int = 1, **_: Any) -> list[Signature]:
 define_op("dot", inputs=["a", "b"], outputs=["out"], infer=_dot_infer, sbp=_dot_sbp,
           flops=cost.contraction,
           doc="sum(a * b) of two vectors")
-register_kernel("dot", lambda a, b: jnp.dot(a, b, precision=_HIGHEST), name="dot_xla")
+register_kernel("dot", lambda a, b: jnp.dot(a, b, precision=float32_products()), name="dot_xla")
 
 
 def _outer_infer(a: Any, b: Any) -> Any:

@@ -221,6 +221,47 @@ define_op("embedding", inputs=["weight", "indices"], outputs=["y"],
 register_kernel("embedding", _embedding, name="embedding_xla")
 
 
+def _embedding_grad_infer(dy: Any, indices: Any, num_embeddings: int, padding_idx: Any) -> Any:
+    check_dtype(dy, FLOAT, "dy")
+    check_dtype(indices, INT, "indices")
+    if tuple(dy.shape[:-1]) != tuple(indices.shape) or len(dy.shape) != len(indices.shape) + 1:
+        raise ValueError(f"dy must have shape indices.shape + (embedding_dim,) = "
+                         f"{tuple(indices.shape)} + (d,), got {tuple(dy.shape)}")
+    n = num_embeddings
+    if n < 0:
+        raise ValueError(f"num_embeddings must be >= 0, got {n}")
+    if padding_idx is not None and not -n <= padding_idx < n:
+        raise ValueError(f"padding_idx {padding_idx} must be within num_embeddings ({n})")
+    return desc((n, dy.shape[-1]), dy.dtype)
+
+
+def _embedding_grad_sbp(in_shapes: Any, n_out: int = 1, **_: Any) -> list[Signature]:
+    """Rows of dy split with their indices: each device's partial sum of the table; the
+    embedding axis of dy splits the table's columns; a partial dy gives a partial table."""
+    ni = len(in_shapes[1])
+    return [Signature((S(i), S(i)), (P,)) for i in range(ni)] + [
+        Signature((S(ni), B), (S(1),)), Signature((P, B), (P,))]
+
+
+def _embedding_grad(dy: Any, indices: Any, num_embeddings: int, padding_idx: Any) -> Any:
+    # one scatter-add of whole rows (not of single elements). Unchecked indices (under a
+    # trace) mirror the forward's take(mode="fill"): -n <= i < 0 counts from the end, and an
+    # index out of range, which read 0, adds nothing
+    n, d = num_embeddings, dy.shape[-1]
+    dw = jnp.zeros((n, d), dy.dtype).at[indices.reshape(-1)].add(dy.reshape(-1, d), mode="drop")
+    if padding_idx is not None:
+        dw = dw.at[padding_idx % n].set(0)
+    return dw
+
+
+define_op("embedding_grad", inputs=["dy", "indices"], outputs=["dweight"],
+          attrs=[Attr("num_embeddings", "int64"), Attr("padding_idx", "int64", None)],
+          infer=_embedding_grad_infer, sbp=_embedding_grad_sbp,
+          doc="The gradient of embedding's weight: the rows of dy summed into a "
+              "(num_embeddings, d) table at their indices' rows (the padding_idx row 0)")
+register_kernel("embedding_grad", _embedding_grad, name="embedding_grad_xla")
+
+
 def _dropout_check(p: float) -> None:
     if not 0.0 <= p <= 1.0:
         raise ValueError(f"dropout probability has to be between 0 and 1, but got {p}")

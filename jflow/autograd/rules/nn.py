@@ -78,19 +78,23 @@ def _linear(ctx, dy):
 
 @register_backward("embedding", save=["indices"])
 def _embedding(ctx, dy):
-    """Rows of dy added into their indices' rows (a scatter-add); the padding row gets 0."""
+    """Rows of dy added into their indices' rows (the embedding_grad op); the padding row 0."""
     (idx,) = ctx.saved_tensors
-    n, d = tuple(ctx.input_shapes[0])
-    dt = ctx.input_dtypes[0]
-    rows = math.prod(ctx.input_shapes[1])
-    index = O.expand(O.reshape(idx, shape=(rows, 1)), shape=(rows, d))
-    dw = O.dim_scatter(O.full(shape=(n, d), value=0.0, dtype=dt), index,
-                       O.reshape(dy, shape=(rows, d)), dim=0, reduce="add")
+    return [O.embedding_grad(dy, idx, num_embeddings=ctx.input_shapes[0][0],
+                             padding_idx=ctx.padding_idx), None]
+
+
+@register_backward("embedding_grad", save=["indices"])
+def _embedding_grad(ctx, g):
+    """Linear in dy: each row of dy reads its index's row of g (embedding); rows at the
+    padding index get 0, since the padding row of dweight is 0 whatever dy is."""
+    (idx,) = ctx.saved_tensors
+    n = ctx.num_embeddings
     if ctx.padding_idx is not None:
         keep = O.one_hot(O.full(shape=(1,), value=float(ctx.padding_idx % n), dtype=np.int64),
-                         num_classes=n, dtype=dt)
-        dw = O.mul(dw, O.reshape(O.sub(scalar_like(1.0, dw), keep), shape=(n, 1)))
-    return [dw, None]
+                         num_classes=n, dtype=ctx.input_dtypes[0])
+        g = O.mul(g, O.reshape(O.sub(scalar_like(1.0, g), keep), shape=(n, 1)))
+    return [O.embedding(g, idx), None]
 
 
 @register_backward("dropout", save=["mask"])

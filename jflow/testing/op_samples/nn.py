@@ -203,6 +203,38 @@ register_samples("embedding", [
 ])
 
 
+def _embedding_grad_ref(dy, indices, num_embeddings, padding_idx=None):
+    dy, idx = np.asarray(dy), np.asarray(indices).reshape(-1)
+    dw = np.zeros((num_embeddings, dy.shape[-1]), np.float64)
+    ok = (idx >= -num_embeddings) & (idx < num_embeddings)   # else the forward read 0
+    np.add.at(dw, idx[ok] % num_embeddings, dy.reshape(-1, dy.shape[-1]).astype(np.float64)[ok])
+    if padding_idx is not None:
+        dw[padding_idx % num_embeddings] = 0
+    return dw.astype(dy.dtype)
+
+
+register_samples("embedding_grad", [
+    Sample([_f(2, 3, 4), np.array([[0, 2, 5], [2, 2, 1]], np.int64)], {"num_embeddings": 6},
+           name="repeated rows"),
+    Sample([_f(4, 3, dtype=np.float64), np.array([1, 0, 1, 4], np.int32)],
+           {"num_embeddings": 6, "padding_idx": 1}, name="padding_idx"),
+    Sample([_f(4, 2), np.array([3, -1, 7, -6], np.int64)], {"num_embeddings": 5,
+                                                            "padding_idx": -2},
+           name="negative rows count from the end, out of range ones add nothing"),
+    Sample([_f(2, dtype=np.float64), np.array(3, np.int64)], {"num_embeddings": 4},
+           name="0-d indices"),
+    Sample([_f(2, 1, 2, dtype=np.float16), np.array([[1], [3]], np.int64)],
+           {"num_embeddings": 4}),
+], _embedding_grad_ref, errors=[
+    ErrorSample([_f(3, 2), np.array([0.0, 1.0, 2.0])], {"num_embeddings": 4}, TypeError,
+                "integer"),
+    ErrorSample([_f(3, 2), np.array([0, 1])], {"num_embeddings": 4}, ValueError,
+                "indices.shape"),
+    ErrorSample([_f(2, 2), np.array([0, 1])], {"num_embeddings": 4, "padding_idx": 4},
+                ValueError, "padding_idx"),
+])
+
+
 def _key(seed):
     return np.asarray(jax.random.PRNGKey(seed), dtype=np.uint32)
 
