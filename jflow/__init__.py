@@ -93,6 +93,7 @@ from ._legacy_types import (BFloat16Tensor, BoolTensor, ByteTensor, CharTensor, 
                             DoubleTensor, FloatTensor, HalfTensor, IntTensor, LongTensor,
                             ShortTensor)
 from .default_device import get_default_device, set_default_device  # noqa: E402
+from .threads import get_num_threads, set_num_threads  # noqa: E402  (XLA's CPU pool)
 from . import hub, distributions  # noqa: E402
 
 # Memory formats and layouts (accepted, values unchanged: jflow arrays are row-major), the

@@ -138,6 +138,45 @@ def test_float32_matmul_precision_reaches_the_kernels():
         jax.config.update("jax_default_matmul_precision", old)
 
 
+
+def test_num_threads_reports_xlas_pool_and_warns_on_another_count(monkeypatch):
+    import os
+    import warnings
+
+    from jflow import threads
+    have = flow.get_num_threads()
+    assert have == len(os.sched_getaffinity(0)) >= 1
+    monkeypatch.setattr(threads, "_WARNED", set())
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        flow.set_num_threads(have)                  # the pool's own count: nothing to say
+    with pytest.warns(UserWarning, match=rf"set_num_threads\({have + 1}\): XLA's CPU thread "
+                                         rf"pool keeps its {have} threads"):
+        flow.set_num_threads(have + 1)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        flow.set_num_threads(have + 1)              # once per count
+    assert flow.get_num_threads() == have
+    with pytest.raises(RuntimeError, match="positive"):
+        flow.set_num_threads(0)
+    with pytest.raises(TypeError, match="must be int"):
+        flow.set_num_threads(2.0)
+    monkeypatch.setenv("XLA_FLAGS", "--xla_cpu_multi_thread_eigen=false")
+    assert flow.get_num_threads() == 1
+
+
+def test_num_threads_under_mock_torch():
+    import warnings
+
+    import jflow.mock_torch as mock
+    with mock.enable():
+        import torch
+        n = torch.get_num_threads()
+        with warnings.catch_warnings():
+            warnings.simplefilter("error")
+            torch.set_num_threads(n)
+    assert n == flow.get_num_threads()
+
 # -- autocast -------------------------------------------------------------------------------
 
 def test_autocast_casts_matrix_products_and_convolutions():
