@@ -28,6 +28,7 @@ from jax import lax
 
 from ..kernels.registry import register_kernel
 from ..sharding.sbp import B, P, S, Signature, elementwise
+from . import infer
 from .infer import ANY, BOOL, INT, NUMBER, broadcast_shapes, check_dtype, desc, normalize_axis
 from .primitive import define_op
 from .registry import Attr
@@ -214,6 +215,46 @@ define_op("index_select", inputs=["input", "index"], outputs=["output"],
           attrs=[Attr("dim", "int64")], infer=_index_select_infer, sbp=_index_select_sbp,
           doc="the entries of input at positions index along dim")
 register_kernel("index_select", _index_select, name="index_select_xla")
+
+
+# -- index_add ---------------------------------------------------------------------------------
+
+def _index_add_infer(input: Any, index: Any, src: Any, dim: int) -> Any:
+    check_dtype(input, infer.NUMBER_C, "input")
+    check_dtype(index, INT, "index")
+    if input.dtype != src.dtype:
+        raise TypeError(f"src must have input's dtype {input.dtype}, got {src.dtype}")
+    sx, si, ss = _shape(input), _shape(index), _shape(src)
+    if len(si) != 1 or not sx:
+        raise ValueError(f"index must be 1-D and input at least 1-D, got shapes {si} and {sx}")
+    d = normalize_axis(dim, len(sx))
+    want = sx[:d] + si + sx[d + 1:]
+    if ss != want:
+        raise ValueError(f"src must have input's shape with len(index) at dim {d}: {want}, "
+                         f"got {ss}")
+    return desc(sx, input.dtype)
+
+
+def _index_add(input: Any, index: Any, src: Any, dim: int) -> Any:
+    # one scatter-add of whole slices along dim (dim_scatter would scatter each element with
+    # its own index); an out-of-range entry, negative ones included, adds nothing
+    where = (slice(None),) * (dim % input.ndim) + (_no_wrap(index),)
+    return input.at[where].add(src, mode="drop")
+
+
+def _index_add_sbp(in_shapes: Any, n_out: int = 1, dim: int = 0, **_: Any) -> list[Signature]:
+    """Split input and src on another axis (index B); linear in (input, src) jointly:
+    (P, B, P) -> P."""
+    d = dim % len(in_shapes[0])
+    sigs = [Signature((S(i), B, S(i)), (S(i),)) for i in range(len(in_shapes[0])) if i != d]
+    return sigs + [Signature((P, B, P), (P,))]
+
+
+define_op("index_add", inputs=["input", "index", "src"], outputs=["output"],
+          attrs=[Attr("dim", "int64")], infer=_index_add_infer, sbp=_index_add_sbp,
+          doc="input with src's slices along dim added at positions index (repeated indices "
+              "add up; torch.index_add, the backward of index_select)")
+register_kernel("index_add", _index_add, name="index_add_xla")
 
 
 # -- masked_fill -------------------------------------------------------------------------------

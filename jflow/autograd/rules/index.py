@@ -188,9 +188,26 @@ def _index_select(ctx, dy):
     d = _axis(ctx.dim, len(sx))
     sy = tuple(dy._meta.shape)
     n = sy[d]
-    idx = O.reshape(index, shape=tuple(n if i == d else 1 for i in range(len(sx))))
-    idx = O.expand(idx, shape=sy)
-    return O.dim_scatter(zeros, idx, dy, dim=d, reduce="add"), None
+    return O.index_add(zeros, O.reshape(index, shape=(n,)), dy, dim=d), None
+
+
+# -- index_add ---------------------------------------------------------------------------------
+
+@register_backward("index_add", save=["index"])
+def _index_add(ctx, dy):
+    """Linear in (input, src): input's gradient is dy; src's is dy at the indexed slices
+    (index_select), 0 for an out-of-range index, whose slice was dropped."""
+    (index,) = ctx.saved_tensors
+    shape = tuple(ctx.input_shapes[0])
+    d = _axis(ctx.dim, len(shape))
+    dsrc = None
+    if ctx.needs_input_grad[2]:
+        dsrc = O.index_select(dy, index, dim=d)
+        valid = O.logical_and(O.ge(index, scalar_like(0, index)),
+                              O.lt(index, scalar_like(shape[d], index)))
+        valid = O.reshape(valid, shape=tuple(-1 if i == d else 1 for i in range(len(shape))))
+        dsrc = O.where(valid, dsrc, scalar_like(0.0, dsrc))
+    return dy if ctx.needs_input_grad[0] else None, None, dsrc
 
 
 # -- masked_fill -------------------------------------------------------------------------------

@@ -37,6 +37,7 @@ __all__ = ["IndexOutOfRangeError"]
 _gather = get("dim_gather").apply
 _scatter = get("dim_scatter").apply
 _index_select = get("index_select").apply
+_index_add = get("index_add").apply
 _masked_fill = get("masked_fill").apply
 _one_hot = get("one_hot").apply
 _sort = get("sort").apply
@@ -459,6 +460,16 @@ def _index_along(fname: str, input: Tensor, dim: int, index: Tensor,
     """PyTorch's checks for ``index_*(input, dim, index, source)``, and the index expanded to
     the shape of ``source`` (``src_shape``; None: input's with ``len(index)`` on dim) so the
     op is one ``dim_scatter``. Returns (dim, expanded index, that shape)."""
+    d, src_shape = _index_checks(fname, input, dim, index, src_shape)
+    n = int(index._meta.size)
+    sx = tuple(input._meta.shape) or (1,)
+    idx = _rs(index, tuple(n if i == d else 1 for i in range(len(sx))))
+    return d, _bc(idx, tuple(src_shape)), tuple(src_shape)
+
+
+def _index_checks(fname: str, input: Tensor, dim: int, index: Tensor,
+                  src_shape: tuple[int, ...] | None) -> tuple[int, tuple[int, ...]]:
+    """PyTorch's checks of ``_index_along``; returns (dim, source's shape)."""
     _long(fname, index, "index")
     if index._meta.ndim > 1:
         raise ValueError(f"{fname}(): index should have dimension 1 or 0 (got "
@@ -483,8 +494,7 @@ def _index_along(fname: str, input: Tensor, dim: int, index: Tensor,
                                  f"must have the same size at dimension {i} (all but dim {d})")
         src_shape = ss
     _check_range(fname, index, sx[d], d)
-    idx = _rs(index, tuple(n if i == d else 1 for i in range(len(sx))))
-    return d, _bc(idx, tuple(src_shape)), tuple(src_shape)
+    return d, tuple(src_shape)
 
 
 def _as_nd(t: Tensor, shape: tuple[int, ...]) -> Tensor:
@@ -504,14 +514,18 @@ def _index_scatter(fname: str, input: Tensor, dim: int, index: Tensor, src: Tens
 @functor("IndexAdd", checks=True)
 def index_add(input: Tensor, dim: int, index: Tensor, source: Tensor, alpha: Any) -> Tensor:
     """torch.index_add: ``out[..., index[i], ...] += alpha * source[..., i, ...]`` along dim;
-    duplicate indices accumulate. A scatter-add with the index expanded over source."""
+    duplicate indices accumulate: the op index_add, one scatter-add of source's slices (bool
+    input: a scatter with the index expanded over source, whose add is or)."""
     _same_dtype("index_add", input, source, "source")
     if alpha != 1:
         if input._meta.dtype.kind in "iub" and not isinstance(alpha, (int, np.integer)):
             raise TypeError(f"index_add(): for integral input tensors, argument alpha must not "
                             f"be a floating point number (got {alpha!r})")
         source = _api().mul(source, scalar_as("index_add", alpha, source._meta.dtype))
-    return _index_scatter("index_add", input, dim, index, source, "add")
+    if input._meta.dtype == np.bool_ or not input._meta.ndim:  # or, or one element: the
+        return _index_scatter("index_add", input, dim, index, source, "add")  # general path
+    d, ss = _index_checks("index_add", input, dim, index, tuple(source._meta.shape))
+    return _index_add(input, _rs(index, (int(index._meta.size),)), _as_nd(source, ss), dim=d)
 
 
 @functor("IndexCopy", checks=True)

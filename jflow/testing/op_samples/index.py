@@ -208,6 +208,38 @@ register_samples("index_select", [
 ])
 
 
+
+# -- index_add ---------------------------------------------------------------------------------
+
+def _index_add_ref(x, index, src, dim):
+    x, src, idx = np.array(x), np.asarray(src), np.asarray(index)
+    d = dim % x.ndim
+    ok = (idx >= 0) & (idx < x.shape[d])           # else dropped (negative ones too)
+    xm, sm = np.moveaxis(x, d, 0), np.moveaxis(src, d, 0)
+    np.add.at(xm, idx[ok], sm[ok])
+    return x
+
+
+register_samples("index_add", [
+    Sample([_f(4, 3), np.array([2, 0, 2]), _f(4, 3)], {"dim": 1},
+           name="repeated indices add up"),
+    Sample([_f(3, 2, 4, dtype=np.float64), np.array([1, 0], np.int32),
+            _f(3, 2, 2, dtype=np.float64)], {"dim": -1}),
+    Sample([_f(5, 2), np.array([4, -1, 5, 0]), _f(4, 2)], {"dim": 0},
+           name="out of range (negative too) adds nothing"),
+    Sample([_i(4, 3), np.array([3, 3]), _i(2, 3)], {"dim": 0}, name="integers"),
+    Sample([_f(4, 3), np.zeros((0,), np.int64), _f(4, 0)], {"dim": 1}, name="empty index"),
+], _index_add_ref, errors=[
+    ErrorSample([_f(4, 3), np.zeros((2, 1), np.int64), _f(4, 2)], {"dim": 1}, ValueError,
+                "1-D"),
+    ErrorSample([_f(4, 3), np.array([0, 1]), _f(4, 3)], {"dim": 1}, ValueError,
+                "len\\(index\\)"),
+    ErrorSample([_f(4, 3), np.array([0.0]), _f(4, 1)], {"dim": 1}, TypeError, "integer"),
+    ErrorSample([_f(4, 3), np.array([0]), _f(4, 1, dtype=np.float64)], {"dim": 1}, TypeError,
+                "dtype"),
+])
+
+
 # -- masked_fill -------------------------------------------------------------------------------
 
 def _masked_fill_ref(x, mask, value):
