@@ -565,3 +565,42 @@ def test_torch_module_paths_resolve() -> None:
     for name in ("pixel_shuffle", "pixel_unshuffle", "channel_shuffle", "upsample",
                  "upsample_nearest", "upsample_bilinear"):
         assert name in F.__all__
+
+
+def test_state_dict_metadata_versions_and_format_upgrades_as_pytorch() -> None:
+    """state_dict()._metadata holds each module's _version by name (BatchNorm's is 2), as
+    PyTorch's; a library module's override of _load_from_state_dict, with PyTorch's signature,
+    gets its local_metadata (torchvision's MNASNet and ViT read the version) and may edit the
+    state dict (a copy: the caller's is untouched); a BatchNorm checkpoint older than version 2
+    (no num_batches_tracked) loads, as in PyTorch."""
+    class Renamed(flow.nn.Module):
+        _version = 2
+
+        def __init__(self):
+            super().__init__()
+            self.weight = flow.nn.Parameter(flow.zeros(3))
+
+        def _load_from_state_dict(self, state_dict, prefix, local_metadata, strict,
+                                  missing_keys, unexpected_keys, error_msgs):
+            if local_metadata.get("version", 1) < 2:      # version 1 called it "w"
+                state_dict[prefix + "weight"] = state_dict.pop(prefix + "w")
+            super()._load_from_state_dict(state_dict, prefix, local_metadata, strict,
+                                          missing_keys, unexpected_keys, error_msgs)
+
+    net = flow.nn.Sequential(Renamed(), flow.nn.BatchNorm1d(3))
+    tnet = torch.nn.Sequential(torch.nn.Linear(1, 1), torch.nn.BatchNorm1d(3))
+    sd, tsd = net.state_dict(), tnet.state_dict()
+    assert sd._metadata == {"": {"version": 1}, "0": {"version": 2}, "1": {"version": 2}}
+    assert sd._metadata["1"] == tsd._metadata["1"] and sd._metadata[""] == tsd._metadata[""]
+    old = OrderedDict(w=flow.tensor([1.0, 2.0, 3.0]))
+    old.update({k: v for k, v in sd.items() if k.startswith("1.") and "tracked" not in k})
+    old._metadata = {"0": {"version": 1}, "1": {"version": 1}}
+    net2 = flow.nn.Sequential(Renamed(), flow.nn.BatchNorm1d(3))
+    old["0.w"] = old.pop("w")
+    keys = list(old)
+    net2.load_state_dict(old)                             # strict: every key accounted for
+    np.testing.assert_array_equal(net2[0].weight.detach().numpy(), [1.0, 2.0, 3.0])
+    assert int(net2[1].num_batches_tracked) == 0 and list(old) == keys
+    with pytest.raises(RuntimeError, match="Missing key"):  # version 2 keeps the new name
+        old._metadata = {"0": {"version": 2}, "1": {"version": 2}}
+        net2.load_state_dict(old)

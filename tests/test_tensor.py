@@ -208,6 +208,18 @@ def test_to_unavailable_device():
         flow.tensor(X).to("cuda")
     with pytest.raises(ValueError, match="unknown device type"):
         flow.device("npu")
+    # pinned memory: PyTorch without an accelerator raises the same, is_pinned() is False
+    with pytest.raises(RuntimeError, match="pin_memory.*none is available"):
+        flow.tensor(X).pin_memory()
+    assert flow.tensor(X).is_pinned() is False
+
+
+def test_to_none_is_no_move():
+    """``t.to(None)`` is PyTorch's ``to(device=None)``: HF's rotary embeddings call
+    ``inv_freq.to(device)`` with ``device=None``."""
+    t = flow.tensor(X)
+    assert t.to(None) is t
+    assert t.to(None, flow.float64).dtype == flow.float64
 
 
 # -- JAX interop -------------------------------------------------------------------------------

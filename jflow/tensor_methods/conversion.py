@@ -49,6 +49,8 @@ def to(self: Tensor, *args: Any, **kwargs: Any) -> Tensor:
             copy = bool(args[-1])
         args = args[:len(args) - flags]
     for a in args:
+        if a is None:  # to(None): PyTorch's device=None, nothing to move
+            continue
         if isinstance(a, Tensor):
             dtype, device = a.dtype, a.device
         elif isinstance(a, _device):
@@ -190,3 +192,24 @@ def type_(self: Tensor, dtype: Any = None, non_blocking: bool = False, **kwargs:
 
 Tensor.type = type_
 Tensor.is_cuda = property(_is_cuda, doc="True when the tensor is on a CUDA (GPU) device.")
+
+
+# -- pinned memory ------------------------------------------------------------------------------
+
+def pin_memory(self: Tensor, device: Any = None) -> Tensor:
+    """PyTorch's ``pin_memory``: a copy in page-locked host memory, for fast transfers to an
+    accelerator. Without one it raises as PyTorch does; with a GPU it returns a copy
+    (``clone``: JAX manages host staging buffers itself, so the copy is an ordinary host array
+    and ``is_pinned()`` stays False)."""
+    if not _has_cuda():
+        raise RuntimeError("pin_memory(): Cannot access accelerator device when none is "
+                           "available.")
+    return self.clone()
+
+
+def is_pinned(self: Tensor, device: Any = None) -> bool:
+    """False: jflow tensors are never in page-locked memory (see :func:`pin_memory`)."""
+    return False
+
+
+Tensor.pin_memory, Tensor.is_pinned = pin_memory, is_pinned

@@ -29,6 +29,20 @@ __all__ = ["BatchNorm1d", "BatchNorm2d", "BatchNorm3d", "SyncBatchNorm", "Instan
 
 class _BatchNorm(Module):
     _dims: tuple[int, ...] = ()
+    #: PyTorch's: version 2 added ``num_batches_tracked``
+    _version = 2
+
+    def _load_from_state_dict(self, state_dict: dict, prefix: str, local_metadata: dict,
+                              strict: bool, missing: list[str], unexpected: list[str],
+                              errors: list[str]) -> None:
+        """A checkpoint older than version 2 has no ``num_batches_tracked``: it loads as 0,
+        as in PyTorch."""
+        key = prefix + "num_batches_tracked"
+        if (local_metadata.get("version") is None or local_metadata["version"] < 2) \
+                and self.track_running_stats and key not in state_dict:
+            state_dict[key] = tensor(0, dtype=_dt.int64)
+        super()._load_from_state_dict(state_dict, prefix, local_metadata, strict, missing,
+                                      unexpected, errors)
 
     def __init__(self, num_features: int, eps: float = api_default("batch_norm", "eps"),
                  momentum: float | None = api_default("batch_norm", "momentum"),

@@ -103,6 +103,9 @@ class Module:
     Subclasses implement :meth:`forward`; calling the module runs it (with hooks).
     """
 
+    #: the state-dict format version, written to ``state_dict()._metadata`` as PyTorch does
+    #: (a subclass that changes its keys raises it; its ``_load_from_state_dict`` reads it)
+    _version: int = 1
     training: bool
     _parameters: dict[str, Parameter | None]
     _buffers: dict[str, Tensor | None]
@@ -571,18 +574,26 @@ class Module:
     def state_dict(self, destination: dict | None = None, prefix: str = "",
                    keep_vars: bool = False) -> dict[str, Tensor]:
         """An ``OrderedDict`` of qualified name → tensor for every parameter and persistent
-        buffer (detached snapshots unless ``keep_vars=True``)."""
+        buffer (detached snapshots unless ``keep_vars=True``); its ``_metadata`` holds each
+        module's ``{"version": _version}`` by qualified name, as PyTorch's does."""
         if destination is None:
             destination = OrderedDict()
+            destination._metadata = OrderedDict()  # type: ignore[attr-defined]
+        metadata = getattr(destination, "_metadata", None)
+        if metadata is not None:
+            metadata[prefix[:-1]] = {"version": self._version}
         self._save_to_state_dict(destination, prefix, keep_vars)
         for name, m in self._modules.items():
             if m is not None:
                 m.state_dict(destination, prefix + name + ".", keep_vars)
         return destination
 
-    def _load_from_state_dict(self, state_dict: dict, prefix: str, strict: bool,
-                              missing: list[str], unexpected: list[str],
+    def _load_from_state_dict(self, state_dict: dict, prefix: str, local_metadata: dict,
+                              strict: bool, missing: list[str], unexpected: list[str],
                               errors: list[str]) -> None:
+        """Copy this module's own entries of ``state_dict`` (keys ``prefix + name``) in:
+        PyTorch's signature, so a library's override (reading ``local_metadata["version"]``
+        to convert an older format, then calling this) works unchanged."""
         local = [(k, p) for k, p in self._parameters.items() if p is not None]
         local += [(k, b) for k, b in self._buffers.items()
                   if b is not None and k not in self._non_persistent_buffers]
@@ -656,9 +667,12 @@ class Module:
         missing: list[str] = []
         errors: list[str] = []
         expected: set[str] = set()
+        metadata = getattr(state_dict, "_metadata", None) or {}
+        state_dict = OrderedDict(state_dict)  # modules may edit it (a format upgrade)
         for mp, m in self.named_modules(remove_duplicate=False):
             prefix = mp + "." if mp else ""
-            m._load_from_state_dict(state_dict, prefix, strict, missing, [], errors)
+            m._load_from_state_dict(state_dict, prefix, metadata.get(mp, {}), strict, missing,
+                                    [], errors)
             for k, t in m._parameters.items():
                 if t is not None:
                     expected.add(prefix + k)
