@@ -73,3 +73,10 @@ def round_robin(fns: dict[str, tuple[Callable[[], Any], int, Any]], repeat: int,
 def median_ratio(runs: dict[str, list[float]], a: str, b: str) -> float:
     """The median over rounds of ``a``'s time / ``b``'s time in the same round."""
     return statistics.median(x / y for x, y in zip(runs[a], runs[b]))
+
+
+def write_report(path: str | None, lines: list[str]) -> None:
+    """Write a benchmark's report lines to ``path`` (nothing when None)."""
+    if path:
+        with open(path, "w", encoding="utf-8") as f:
+            f.write("\n".join(lines) + "\n")

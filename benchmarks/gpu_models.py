@@ -34,7 +34,7 @@ import numpy as np
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import jax  # noqa: E402
 import real_models  # noqa: E402
-from _timing import machine, median_ratio, round_robin  # noqa: E402
+from _timing import machine, median_ratio, round_robin, write_report  # noqa: E402
 
 import jflow as flow  # noqa: E402
 
@@ -147,9 +147,7 @@ def main() -> int:
                 f"{median_ratio(runs, m, TORCH_EAGER):5.2f}")
         print(line, flush=True)
         lines.append(line)
-    if a.out:
-        with open(a.out, "w", encoding="utf-8") as f:
-            f.write("\n".join(lines) + "\n")
+    write_report(a.out, lines)
     return 0
 
 

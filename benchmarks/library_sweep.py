@@ -1,0 +1,256 @@
+"""A sweep of the ecosystem libraries' own architectures on jflow: each model built by its
+library (HF transformers, torchvision, timm) under ``jflow.mock_torch``, one training
+forward and backward from PyTorch's weights, against real PyTorch on the same weights and
+inputs: does it build, load, run, and give PyTorch's loss and gradient norm?
+
+    python benchmarks/library_sweep.py [--models t5,tv_vit] [--out FILE]
+
+Configurations are tiny (one layer where a config says so, 64x64 images, 16 tokens) and built
+in code (``HF_HUB_OFFLINE=1``, no downloads). PyTorch runs in one process, jflow in another
+(the mock needs a process without PyTorch); weights and each module's ``state_dict()``
+metadata travel through a temporary directory. Random layers are switched off where they
+would draw (dropout rates in the configs, ``StochasticDepth`` / ``DropPath`` by their
+probability): the two libraries' random streams differ. Train mode, so BatchNorm uses batch
+statistics: over a batch of two its gradients amplify float32 rounding (ResNet-50's gradient
+norm differs by ~1e-3), hence the gradient-norm tolerance below.
+
+Status per model: ``ok`` (loss within 1e-4, gradient norm within 2e-3, relative), ``MISMATCH``
+or ``ERROR`` (jflow raised; the first line of the error). Not a test (a minute per library on
+two cores): ``benchmarks/results_library_sweep_cpu.txt`` holds the last run; tests hold what
+it found (tests/test_tensor.py, tests/test_nn_module_parity.py).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import subprocess
+import sys
+import tempfile
+import textwrap
+import time
+
+#: name -> (library, kind of input and loss, code building ``model`` with T = transformers,
+#: TV = torchvision.models, timm)
+_S = ("vocab_size=256, hidden_size=64, num_hidden_layers=1, num_attention_heads=4, "
+      "intermediate_size=128, max_position_embeddings=64")
+MODELS: dict[str, tuple[str, str, str]] = {
+    "t5": ("transformers", "lm", "T.T5ForConditionalGeneration(T.T5Config(vocab_size=256, "
+           "d_model=64, d_kv=16, d_ff=128, num_layers=1, num_heads=4, dropout_rate=0.0, "
+           "decoder_start_token_id=0, pad_token_id=0))"),
+    "bart": ("transformers", "lm", "T.BartForConditionalGeneration(T.BartConfig(vocab_size=256, "
+             "d_model=64, encoder_layers=1, decoder_layers=1, encoder_attention_heads=4, "
+             "decoder_attention_heads=4, encoder_ffn_dim=128, decoder_ffn_dim=128, "
+             "max_position_embeddings=64, dropout=0.0, attention_dropout=0.0))"),
+    "roberta": ("transformers", "lm", f"T.RobertaForMaskedLM(T.RobertaConfig({_S}, "
+                "hidden_dropout_prob=0.0, attention_probs_dropout_prob=0.0))"),
+    "distilbert": ("transformers", "seq_cls", "T.DistilBertForSequenceClassification("
+                   "T.DistilBertConfig(vocab_size=256, dim=64, n_layers=1, n_heads=4, "
+                   "hidden_dim=128, max_position_embeddings=64, dropout=0.0, "
+                   "attention_dropout=0.0))"),
+    "albert": ("transformers", "lm", f"T.AlbertForMaskedLM(T.AlbertConfig({_S}, "
+               "embedding_size=32, hidden_dropout_prob=0.0, attention_probs_dropout_prob=0.0))"),
+    "electra": ("transformers", "lm", f"T.ElectraForMaskedLM(T.ElectraConfig({_S}, "
+                "embedding_size=32, hidden_dropout_prob=0.0, attention_probs_dropout_prob=0.0))"),
+    "gpt_neox": ("transformers", "lm", f"T.GPTNeoXForCausalLM(T.GPTNeoXConfig({_S}))"),
+    "mistral": ("transformers", "lm",
+                f"T.MistralForCausalLM(T.MistralConfig({_S}, num_key_value_heads=2))"),
+    "qwen2": ("transformers", "lm",
+              f"T.Qwen2ForCausalLM(T.Qwen2Config({_S}, num_key_value_heads=2))"),
+    "gemma": ("transformers", "lm",
+              f"T.GemmaForCausalLM(T.GemmaConfig({_S}, num_key_value_heads=2, head_dim=16))"),
+    "phi": ("transformers", "lm", f"T.PhiForCausalLM(T.PhiConfig({_S}))"),
+    "opt": ("transformers", "lm", "T.OPTForCausalLM(T.OPTConfig(vocab_size=256, hidden_size=64, "
+            "num_hidden_layers=1, num_attention_heads=4, ffn_dim=128, "
+            "max_position_embeddings=64, dropout=0.0))"),
+    "falcon": ("transformers", "lm", "T.FalconForCausalLM(T.FalconConfig(vocab_size=256, "
+               "hidden_size=64, num_hidden_layers=1, num_attention_heads=4))"),
+    "gptj": ("transformers", "lm", "T.GPTJForCausalLM(T.GPTJConfig(vocab_size=256, n_embd=64, "
+             "n_layer=1, n_head=4, n_positions=64, rotary_dim=8, bos_token_id=0, "
+             "eos_token_id=0))"),
+    "hf_vit": ("transformers", "image", "T.ViTForImageClassification(T.ViTConfig("
+               "hidden_size=64, num_hidden_layers=1, num_attention_heads=4, "
+               "intermediate_size=128, image_size=64, patch_size=16, num_labels=10))"),
+    "hf_convnext": ("transformers", "image", "T.ConvNextForImageClassification(T.ConvNextConfig("
+                    "hidden_sizes=[16, 32, 64, 128], depths=[1, 1, 1, 1], num_labels=10))"),
+    "hf_swin": ("transformers", "image", "T.SwinForImageClassification(T.SwinConfig("
+                "image_size=64, patch_size=4, embed_dim=16, depths=[1, 1], num_heads=[2, 4], "
+                "window_size=4, num_labels=10))"),
+    "clip": ("transformers", "clip", "T.CLIPModel(T.CLIPConfig(text_config=dict(vocab_size=256, "
+             "hidden_size=64, num_hidden_layers=1, num_attention_heads=4, intermediate_size=128, "
+             "max_position_embeddings=64, bos_token_id=0, eos_token_id=2), vision_config=dict("
+             "hidden_size=64, num_hidden_layers=1, num_attention_heads=4, "
+             "intermediate_size=128, image_size=64, patch_size=16)))"),
+    "whisper": ("transformers", "audio", "T.WhisperForConditionalGeneration(T.WhisperConfig("
+                "vocab_size=256, d_model=64, encoder_layers=1, decoder_layers=1, "
+                "encoder_attention_heads=4, decoder_attention_heads=4, encoder_ffn_dim=128, "
+                "decoder_ffn_dim=128, num_mel_bins=80, max_source_positions=32, "
+                "max_target_positions=64, decoder_start_token_id=1, pad_token_id=0))"),
+    "tv_resnet50": ("torchvision", "image", "TV.resnet50(num_classes=10)"),
+    "tv_densenet121": ("torchvision", "image", "TV.densenet121(num_classes=10)"),
+    "tv_mobilenet_v2": ("torchvision", "image", "TV.mobilenet_v2(num_classes=10)"),
+    "tv_shufflenet": ("torchvision", "image", "TV.shufflenet_v2_x0_5(num_classes=10)"),
+    "tv_squeezenet": ("torchvision", "image", "TV.squeezenet1_1(num_classes=10)"),
+    "tv_vgg11_bn": ("torchvision", "image", "TV.vgg11_bn(num_classes=10)"),
+    "tv_efficientnet": ("torchvision", "image", "TV.efficientnet_b0(num_classes=10)"),
+    "tv_regnet": ("torchvision", "image", "TV.regnet_y_400mf(num_classes=10)"),
+    "tv_convnext": ("torchvision", "image", "TV.convnext_tiny(num_classes=10)"),
+    "tv_swin": ("torchvision", "image224", "TV.swin_t(num_classes=10)"),
+    "tv_googlenet": ("torchvision", "image",
+                     "TV.googlenet(num_classes=10, aux_logits=False, init_weights=True)"),
+    "tv_mnasnet": ("torchvision", "image", "TV.mnasnet0_5(num_classes=10)"),
+    "tv_vit": ("torchvision", "image", "TV.VisionTransformer(image_size=64, patch_size=16, "
+               "num_layers=1, num_heads=4, hidden_dim=64, mlp_dim=128, num_classes=10)"),
+    "tv_maxvit": ("torchvision", "image224", "TV.maxvit_t(num_classes=10)"),
+    "timm_deit": ("timm", "image", "timm.create_model('deit_tiny_patch16_224', num_classes=10, "
+                  "depth=1, img_size=64)"),
+    "timm_swin": ("timm", "image224", "timm.create_model('swin_tiny_patch4_window7_224', "
+                  "num_classes=10, depths=(1, 1, 1, 1))"),
+    "timm_mixer": ("timm", "image",
+                   "timm.create_model('mixer_s16_224', num_classes=10, img_size=64)"),
+    "timm_regnet": ("timm", "image", "timm.create_model('regnety_002', num_classes=10)"),
+    "timm_coatnet": ("timm", "image224",
+                     "timm.create_model('coatnet_nano_rw_224', num_classes=10)"),
+    "timm_levit": ("timm", "image224", "timm.create_model('levit_128s', num_classes=10)"),
+    "timm_poolformer": ("timm", "image", "timm.create_model('poolformer_s12', num_classes=10)"),
+    "timm_eva02": ("timm", "image224", "timm.create_model('eva02_tiny_patch14_224', "
+                   "num_classes=10, depth=1)"),
+    "timm_efficientformer": ("timm", "image224",
+                             "timm.create_model('efficientformerv2_s0', num_classes=10)"),
+}
+
+HALF = textwrap.dedent('''
+    import json, sys, time, traceback
+    from collections import OrderedDict
+    import numpy as np
+    half, names, models, tmp = json.loads(sys.argv[1])
+    if half == "jflow":
+        import jflow.mock_torch as mock
+        mock.enable(lazy=True)
+    import torch
+    if half == "torch":
+        torch.set_num_threads(1)
+        try:  # torchvision's compiled ops may not match this PyTorch: declare their schemas
+            tv_lib = torch.library.Library("torchvision", "FRAGMENT")  # kept alive
+            tv_lib.define("nms(Tensor dets, Tensor scores, float iou_threshold) -> Tensor")
+            tv_lib.define("qnms(Tensor dets, Tensor scores, float iou_threshold) -> Tensor")
+        except RuntimeError:
+            pass
+    F = torch.nn.functional
+    rs = np.random.RandomState(0)
+    ids = torch.tensor(rs.randint(0, 256, (2, 16)))
+    img = torch.tensor(rs.randn(2, 3, 64, 64).astype(np.float32))
+    img224 = torch.tensor(rs.randn(2, 3, 224, 224).astype(np.float32))
+    mel = torch.tensor(rs.randn(2, 80, 64).astype(np.float32))
+    out = {}
+    for name in names:
+        lib, kind, build = models[name]
+        t0 = time.perf_counter()
+        try:
+            env = {"torch": torch}
+            if lib == "transformers":
+                import transformers as T
+                env["T"] = T
+            elif lib == "torchvision":
+                import torchvision
+                env["TV"] = torchvision.models
+            else:
+                import timm
+                env["timm"] = timm
+            torch.manual_seed(0)
+            model = eval(build, env)
+            path = f"{tmp}/{name}"
+            if half == "torch":
+                sd = model.state_dict()
+                np.savez(path + ".npz", **{k: v.detach().numpy() for k, v in sd.items()})
+                json.dump(dict(sd._metadata), open(path + ".json", "w"))
+            else:
+                w = np.load(path + ".npz")
+                sd = OrderedDict((k, torch.tensor(w[k])) for k in w.files)
+                sd._metadata = json.load(open(path + ".json"))
+                model.load_state_dict(sd)
+            model.train()
+            for m in model.modules():          # no random draws (the streams differ)
+                if type(m).__name__ == "StochasticDepth":
+                    m.p = 0.0
+                elif type(m).__name__ == "DropPath":
+                    m.drop_prob = 0.0
+                elif isinstance(m, torch.nn.Dropout):
+                    m.p = 0.0
+            if kind == "lm":
+                loss = model(input_ids=ids, labels=ids).loss
+            elif kind == "seq_cls":
+                loss = model(input_ids=ids, labels=torch.tensor([1, 0])).loss
+            elif kind == "clip":
+                loss = model(input_ids=ids, pixel_values=img, return_loss=True).loss
+            elif kind == "audio":
+                loss = model(input_features=mel, labels=ids).loss
+            else:
+                o = model(img224 if kind == "image224" else img)
+                o = o.logits if hasattr(o, "logits") else o
+                loss = F.cross_entropy(o, torch.tensor([1, 7]))
+            loss.backward()
+            g = sum(float((p.grad.double() ** 2).sum()) for p in model.parameters()
+                    if p.grad is not None) ** 0.5
+            out[name] = {"loss": float(loss.detach()), "gnorm": g}
+        except Exception as e:
+            out[name] = {"error": f"{type(e).__name__}: {str(e).splitlines()[0][:200]}",
+                         "trace": traceback.format_exc()[-2000:]}
+        out[name]["s"] = time.perf_counter() - t0
+        print(json.dumps([name, out[name]]), flush=True)
+    json.dump(out, open(f"{tmp}/{half}.json", "w"))
+''')
+
+
+def run_half(half: str, names: list[str], tmp: str) -> dict:
+    env = dict(os.environ, HF_HUB_OFFLINE="1", TRANSFORMERS_VERBOSITY="error")
+    subprocess.run([sys.executable, "-c", HALF, json.dumps([half, names, MODELS, tmp])],
+                   env=env, check=True, stdout=subprocess.DEVNULL)
+    with open(os.path.join(tmp, half + ".json"), encoding="utf-8") as f:
+        return json.load(f)
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--models", default=",".join(MODELS))
+    ap.add_argument("--out", default=None, help="also write the table to this file")
+    a = ap.parse_args()
+    names = [n for n in a.models.split(",") if n]
+    unknown = sorted(set(names) - set(MODELS))
+    if unknown:
+        ap.error(f"--models: unknown {unknown}; expected some of {sorted(MODELS)}")
+    t0 = time.perf_counter()
+    with tempfile.TemporaryDirectory(prefix="jflow-library-sweep-") as tmp:
+        ref = run_half("torch", names, tmp)
+        got = run_half("jflow", names, tmp)
+    import torch
+    from _timing import write_report  # (benchmarks/ is on sys.path)
+
+    import jflow
+    lines = [f"# jflow {jflow.__version__} (mock_torch) vs torch {torch.__version__}, one "
+             f"training forward + backward from the same weights; {len(names)} models"]
+    ok = 0
+    for n in names:
+        r, g = ref[n], got[n]
+        lib = MODELS[n][0]
+        if "error" in r:
+            status = f"skipped: PyTorch raised {r['error']}"
+        elif "error" in g:
+            status = f"ERROR {g['error']}"
+        else:
+            dl = abs(g["loss"] - r["loss"]) / max(abs(r["loss"]), 1e-12)
+            dg = abs(g["gnorm"] - r["gnorm"]) / max(abs(r["gnorm"]), 1e-12)
+            good = dl <= 1e-4 and dg <= 2e-3
+            ok += good
+            status = (f"{'ok' if good else 'MISMATCH'}  loss {g['loss']:.6f} (rel {dl:.1e})  "
+                      f"grad norm rel {dg:.1e}  {g['s']:.1f} s")
+        lines.append(f"{n:22s} {lib:13s} {status}")
+    lines.append(f"# {ok} of {len(names)} ok ({time.perf_counter() - t0:.0f} s)")
+    print("\n".join(lines))
+    write_report(a.out, lines)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
