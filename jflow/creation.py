@@ -80,26 +80,41 @@ def full(size: Any, fill_value: Any, *, dtype: Any = None, device: Any = None,
 
 
 def zeros(*size: Any, dtype: Any = None, device: Any = None, requires_grad: bool = False,
-          placement: Any = None, sbp: Any = None) -> Tensor:
+          placement: Any = None, sbp: Any = None, **kw: Any) -> Tensor:
     """A tensor of zeros of shape ``size``, in the default dtype unless ``dtype`` is given."""
     d = _dt.get_default_dtype() if dtype is None else _dt.as_dtype(dtype)
-    return _finish(F.full(_sizes(size, "zeros"), 0, dtype=d, device=device), requires_grad,
-                   placement, sbp, "zeros")
+    shape = _sizes(_size_kw(size, kw, "zeros"), "zeros")
+    return _finish(F.full(shape, 0, dtype=d, device=device), requires_grad, placement, sbp,
+                   "zeros")
 
 
 def ones(*size: Any, dtype: Any = None, device: Any = None, requires_grad: bool = False,
-         placement: Any = None, sbp: Any = None) -> Tensor:
+         placement: Any = None, sbp: Any = None, **kw: Any) -> Tensor:
     """A tensor of ones of shape ``size``, in the default dtype unless ``dtype`` is given."""
     d = _dt.get_default_dtype() if dtype is None else _dt.as_dtype(dtype)
-    return _finish(F.full(_sizes(size, "ones"), 1, dtype=d, device=device), requires_grad,
-                   placement, sbp, "ones")
+    shape = _sizes(_size_kw(size, kw, "ones"), "ones")
+    return _finish(F.full(shape, 1, dtype=d, device=device), requires_grad, placement, sbp,
+                   "ones")
 
 
 def empty(*size: Any, dtype: Any = None, device: Any = None, requires_grad: bool = False,
-          placement: Any = None, sbp: Any = None) -> Tensor:
+          placement: Any = None, sbp: Any = None, **kw: Any) -> Tensor:
     """Uninitialised memory does not exist for immutable arrays: ``empty`` is ``zeros``."""
-    return zeros(*size, dtype=dtype, device=device, requires_grad=requires_grad,
-                 placement=placement, sbp=sbp)
+    return zeros(*_size_kw(size, kw, "empty"), dtype=dtype, device=device,
+                 requires_grad=requires_grad, placement=placement, sbp=sbp)
+
+
+def _size_kw(size: tuple, kw: dict, fname: str) -> tuple:
+    """PyTorch's ``size=`` keyword (``torch.zeros(size=(2, 3))``), the positional sizes'
+    alternative; any other keyword is an error naming it."""
+    extra = sorted(k for k in kw if k != "size")
+    if extra:
+        raise TypeError(f"{fname}() got an unexpected keyword argument {extra[0]!r}")
+    if "size" not in kw:
+        return size
+    if size:
+        raise TypeError(f"{fname}(): the size given both positionally {size} and as size=")
+    return (kw["size"],)
 
 
 def arange(start: Any, end: Any = None, step: Any = api_default("arange", "step"), *,

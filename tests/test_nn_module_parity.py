@@ -604,3 +604,41 @@ def test_state_dict_metadata_versions_and_format_upgrades_as_pytorch() -> None:
     with pytest.raises(RuntimeError, match="Missing key"):  # version 2 keeps the new name
         old._metadata = {"0": {"version": 2}, "1": {"version": 2}}
         net2.load_state_dict(old)
+
+
+def test_load_state_dict_pre_hooks_as_pytorch() -> None:
+    """register_load_state_dict_pre_hook (module first) and the private form libraries call
+    (HF Mamba: ``_register_load_state_dict_pre_hook(hook)``) run before the module's own
+    entries load, may rename keys, and are removable."""
+    seen = []
+
+    def public(module, state_dict, prefix, local_metadata, strict, missing, unexpected, errors):
+        seen.append((type(module).__name__, prefix))
+
+    def private(state_dict, prefix, *rest):
+        if prefix + "old_weight" in state_dict:
+            state_dict[prefix + "weight"] = state_dict.pop(prefix + "old_weight")
+
+    net = flow.nn.Sequential(flow.nn.Linear(2, 2, bias=False))
+    h1 = net[0].register_load_state_dict_pre_hook(public)
+    net[0]._register_load_state_dict_pre_hook(private)
+    net.load_state_dict({"0.old_weight": flow.ones(2, 2)})
+    np.testing.assert_array_equal(net[0].weight.detach().numpy(), np.ones((2, 2)))
+    assert seen == [("Linear", "0.")]
+    h1.remove()
+    net.load_state_dict({"0.weight": flow.zeros(2, 2)})
+    assert len(seen) == 1
+
+
+def test_size_and_axis_keywords_as_pytorch() -> None:
+    """torch.zeros / ones / empty take size=, torch.cat / concat take axis= (HF BEiT, Funnel)."""
+    for name in ("zeros", "ones", "empty"):
+        assert tuple(getattr(flow, name)(size=(2, 3)).shape) == tuple(
+            getattr(torch, name)(size=(2, 3)).shape) == (2, 3)
+    a, b = np.ones((1, 2), np.float32), np.zeros((1, 2), np.float32)
+    for name in ("cat", "concat"):
+        np.testing.assert_array_equal(
+            getattr(flow, name)([flow.tensor(a), flow.tensor(b)], axis=1).numpy(),
+            getattr(torch, name)([torch.tensor(a), torch.tensor(b)], axis=1).numpy())
+    with pytest.raises(TypeError, match="both positionally"):
+        flow.zeros(2, size=(3,))

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 import warnings
 from collections import OrderedDict
 from collections.abc import Callable, Iterator
@@ -172,6 +173,20 @@ class Module:
         k = next(_hook_ids)
         self._forward_pre_hooks[k] = hook
         return _RemovableHandle(self._forward_pre_hooks, k)
+
+    def register_load_state_dict_pre_hook(self, hook: Callable) -> _RemovableHandle:
+        """``hook(module, state_dict, prefix, local_metadata, strict, missing_keys,
+        unexpected_keys, error_msgs)`` runs before this module's entries are loaded; it may
+        edit the state dict (a copy of the caller's), as PyTorch's."""
+        return self._add_hook("_load_state_dict_pre_hooks", functools.partial(hook, self),
+                              False)
+
+    def _register_load_state_dict_pre_hook(self, hook: Callable,
+                                           with_module: bool = False) -> _RemovableHandle:
+        """PyTorch's private form (libraries call it): ``hook(state_dict, prefix, ...)``, or
+        with the module first when ``with_module``."""
+        return self._add_hook("_load_state_dict_pre_hooks",
+                              functools.partial(hook, self) if with_module else hook, False)
 
     def _add_hook(self, store: str, hook: Callable, prepend: bool) -> _RemovableHandle:
         hooks = self.__dict__.setdefault(store, OrderedDict())
@@ -671,8 +686,10 @@ class Module:
         state_dict = OrderedDict(state_dict)  # modules may edit it (a format upgrade)
         for mp, m in self.named_modules(remove_duplicate=False):
             prefix = mp + "." if mp else ""
-            m._load_from_state_dict(state_dict, prefix, metadata.get(mp, {}), strict, missing,
-                                    [], errors)
+            local = metadata.get(mp, {})
+            for hook in m.__dict__.get("_load_state_dict_pre_hooks", {}).values():
+                hook(state_dict, prefix, local, strict, missing, [], errors)
+            m._load_from_state_dict(state_dict, prefix, local, strict, missing, [], errors)
             for k, t in m._parameters.items():
                 if t is not None:
                     expected.add(prefix + k)
