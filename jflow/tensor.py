@@ -379,6 +379,15 @@ class Tensor:
             raise TypeError("iteration over a 0-d tensor")
         return (self[i] for i in range(self._meta.shape[0]))  # type: ignore[index]
 
+    def __contains__(self, element: Any) -> bool:
+        """``x in t``: whether any entry equals ``element`` (a number or a tensor that
+        broadcasts), as PyTorch's ``(element == t).any()``; HF models test
+        ``pad_token_id in input_ids[:, [-1, 0]]``."""
+        if not isinstance(element, (Tensor, bool, int, float, complex, np.number, np.bool_)):
+            raise RuntimeError(f"Tensor.__contains__ only supports Tensor or scalar, but you "
+                               f"passed in a {type(element)}.")
+        return bool((self == element).any())
+
     def __bool__(self) -> bool:
         v = self._concrete("__bool__")
         if v.size != 1:

@@ -321,3 +321,14 @@ def test_new_tensor_fields_are_written_once():
         made.append(a + a)  # (record_lazy2)
         made.append(flow.stack([a, a]))  # (Segment.add)
         assert [fields(t) for t in made] == [want] * len(made)
+
+
+def test_contains_as_pytorch():
+    """``x in t`` is ``(x == t).any()`` (HF's padding check: ``pad_token_id in ids[:, [-1, 0]]``);
+    anything but a number or a tensor raises, as PyTorch."""
+    t = flow.tensor([[1, 2], [3, 0]])
+    assert 0 in t and 3 in t and 5 not in t and 2.0 in t
+    assert flow.tensor(3) in t and flow.tensor([9, 0]) in t and flow.tensor([9, 8]) not in t
+    for bad in ("a", None):
+        with pytest.raises(RuntimeError, match="only supports Tensor or scalar"):
+            bad in t  # noqa: B015
