@@ -83,6 +83,7 @@ __all__ = [
     "dot",
     "mv",
     "outer",
+    "grouped_mm",
     "softmax",
     "log_softmax",
     "sum",
@@ -929,6 +930,15 @@ def dot(input: Tensor, tensor: Tensor) -> Tensor: ...
 def mv(input: Tensor, vec: Tensor) -> Tensor: ...
 
 def outer(input: Tensor, vec2: Tensor) -> Tensor: ...
+
+def grouped_mm(
+    mat_a: Tensor,
+    mat_b: Tensor,
+    *,
+    offs: Tensor | None = None,
+    bias: Tensor | None = None,
+    out_dtype: dtype | None = None,
+) -> Tensor: ...
 
 def softmax(input: Tensor, dim: int | None = None, *, dtype: dtype | None = None) -> Tensor: ...
 

@@ -65,6 +65,7 @@ from .user_op_builder import user_op_builder  # noqa: E402
 from . import autograd  # noqa: E402
 from .autograd import enable_grad, is_grad_enabled, no_grad, set_grad_enabled  # noqa: E402
 from . import nn, optim  # noqa: E402
+from .nn.utils.weight_norm import _weight_norm, norm_except_dim  # noqa: E402,F401  (torch's)
 from .compiler import jit  # noqa: E402
 from .lazy_mode import lazy, sync  # noqa: E402  (lazy eager: record, run fused when read)
 from .serialization import load, save  # noqa: E402

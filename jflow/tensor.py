@@ -725,6 +725,8 @@ def _sizes(size: tuple, fname: str) -> tuple[int, ...]:
         size = tuple(size[0])
     out = []
     for s in size:
+        if isinstance(s, Tensor) and s._meta.dtype.kind in "iu" and s.numel() == 1:
+            s = int(s)  # (a one-element integer tensor: PyTorch reads its value)
         if isinstance(s, bool) or not isinstance(s, (int, np.integer)):
             raise TypeError(f"{fname}(): size must be a sequence of ints, got "
                             f"{type(s).__name__} in {size!r}")

@@ -259,6 +259,35 @@ def test_plain_mode_errors_identical():
     assert gen == plain
 
 
+def test_numbers_as_tensors_in_both_modes():
+    """api.yaml's ``numbers_as_tensors`` (PyTorch's add / sub / mul / div family): a Python
+    number for the first Tensor becomes a 0-dim tensor of its own type; values and dtypes as
+    PyTorch 2.13 gives them (HF LED calls torch.div(int, int, rounding_mode="floor"))."""
+    def run():
+        outs = [flow.div(5, 2, rounding_mode="floor"), flow.add(5, 2.5), flow.mul(True, True),
+                flow._C.sub(input=5, other=2), flow.subtract(5, 2, alpha=2),
+                flow.true_divide(5, 2), flow.divide(7.0, 2, rounding_mode="trunc"),
+                flow.floor_divide(-7, 2), flow.multiply(2 + 1j, 1)]
+        got = [(str(t.dtype), t.shape, t.numpy().item()) for t in outs]
+        for bad in (lambda: flow.div(5, "a"), lambda: flow.div(input=5, other="a"),
+                    lambda: flow.eq(5, 2)):
+            with pytest.raises(TypeError) as info:
+                bad()
+            got.append(str(info.value).splitlines()[0])
+        return got
+    gen, plain = [_in_mode(flag, run) for flag in (True, False)]
+    assert gen == plain == [
+        ("flow.int64", (), 2), ("flow.float32", (), 7.5), ("flow.bool", (), True),
+        ("flow.int64", (), 3), ("flow.int64", (), 1), ("flow.float32", (), 2.5),
+        ("flow.float32", (), 3.0), ("flow.int64", (), -4), ("flow.complex64", (), 2 + 1j),
+        "div() received an invalid combination of arguments - got (int, str), but expected "
+        "one of:",
+        "div() received an invalid combination of arguments - got (input=int, other=str), "
+        "but expected one of:",
+        "eq() received an invalid combination of arguments - got (int, int), but expected "
+        "one of:"]
+
+
 def _lazy_step(x, w):
     y = (x @ w).tanh() * 1.5
     loss = (y * y).mean() + w.abs().sum() * 0.01

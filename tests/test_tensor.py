@@ -332,3 +332,23 @@ def test_contains_as_pytorch():
     for bad in ("a", None):
         with pytest.raises(RuntimeError, match="only supports Tensor or scalar"):
             bad in t  # noqa: B015
+
+
+def test_one_element_integer_tensors_as_sizes_and_dims():
+    """PyTorch's parser reads a one-element integer tensor where an int is expected (HF LED
+    computes a view's sizes on tensors); a float or longer tensor is still refused."""
+    x = flow.arange(6.0)
+    n, one = flow.tensor(2), flow.tensor([2])
+    assert x.view(n, 3).shape == x.view((one, 3)).shape == x.reshape(n, -1).shape == (2, 3)
+    assert flow.zeros(n, 3).shape == x.new_zeros((n,)).shape + (3,) == (2, 3)
+    assert x[:3].expand(n, 3).shape == (2, 3)
+    # (and new_* take size= as torch.zeros does: HF LED's x.new_ones(size=...))
+    assert x.new_ones(size=(n, 3)).shape == x.new_zeros(size=[2, 3]).shape == (2, 3)
+    assert x.new_empty(size=(1,)).dtype == flow.float32
+    with pytest.raises(TypeError, match=r"new_ones\(\): the size given both"):
+        x.new_ones((2,), size=(3,))
+    np.testing.assert_array_equal(x.view(2, 3).sum(dim=flow.tensor(1)).numpy(), [3.0, 12.0])
+    with pytest.raises(TypeError, match=r"view\(\): argument 'shape'"):
+        x.view(flow.tensor(2.0), 3)
+    with pytest.raises(TypeError, match=r"zeros\(\): size must be a sequence of ints"):
+        flow.zeros(flow.tensor([1, 2]))

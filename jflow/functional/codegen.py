@@ -20,7 +20,7 @@ from typing import Any
 from .. import _codegen
 from .. import dtypes as _dt
 from ..ops.registry import get as get_op
-from ..tensor import Tensor
+from ..tensor import Tensor, _tensor_value, _wrap
 from .opbind import op_apply, op_args, op_call_source
 from .signature import Entry, LazySignature, Signature, overload_policy, python_signature
 from .types import CONVERTERS, EXACT, FAST, NO_MATCH, type_name
@@ -54,6 +54,33 @@ def _bad_arg(fname: str, sig: Signature, pname: str, value: Any) -> TypeError:
     opt = " or None" if p.has_default and p.default is None else ""
     return TypeError(f"{fname}(): {where} must be {type_name(p.type, p.size)}{opt}, "
                      f"not {_describe_value(value)}")
+
+
+_NUMBERS = (bool, int, float, complex)
+
+
+def _number_tensor(value: Any) -> Tensor:
+    """A Python number given for an entry's first Tensor (``numbers_as_tensors``), as
+    PyTorch's parser makes it: a 0-dim tensor of the number's own type (int64, the default
+    float / complex dtype, bool)."""
+    return _wrap(_tensor_value(value, None, None, "flow.tensor"))
+
+
+def _numbers_retry(n: int, sig: Signature) -> list[str]:
+    """An entry with ``numbers_as_tensors`` (PyTorch's add / sub / mul / div family): when
+    none of its ``n`` overloads matched and the first argument is a Python number, they are
+    tried again with it as a 0-dim tensor (``torch.div(5, 2, rounding_mode="floor")`` is
+    ``tensor(2)``); a call that still matches none reports the arguments as given."""
+    first = sig.params[0].name
+    return [f"    _a0 = args[0] if args else kwargs.get({first!r})",
+            "    if isinstance(_a0, _NUMBERS):",
+            "        _t = _number_tensor(_a0)",
+            f"        _ra, _rk = ((_t, *args[1:]), kwargs) if args else (args, {{**kwargs, "
+            f"{first!r}: _t}})",
+            f"        for _m in ({', '.join(f'_m{k}' for k in range(n))},):",
+            "            r = _m(*_ra, **_rk)",
+            "            if r is not _NO:",
+            "                return r"]
 
 
 def _bad_call(fname: str, sigs: tuple[Signature, ...], args: tuple, kwargs: dict) -> TypeError:
@@ -148,7 +175,8 @@ def generate(entry: Entry, functors: dict[str, Callable[..., Any]], where: str) 
     """Build the parser function for one yaml entry (raises if a functor is unknown)."""
     ns: dict[str, Any] = {"_Tensor": Tensor, "_dtype": _dt.dtype, "_NO": NO_MATCH,
                           "_MISSING": _MISSING, "_bad_arg": _bad_arg, "_bad_call": _bad_call,
-                          "_sigs": entry.signatures}
+                          "_sigs": entry.signatures, "_NUMBERS": _NUMBERS,
+                          "_number_tensor": _number_tensor}
     for k, sig in enumerate(entry.signatures):
         fn = op_apply(sig) if sig.op is not None else functors.get(sig.functor)
         if fn is None:
@@ -186,12 +214,14 @@ def generate(entry: Entry, functors: dict[str, Callable[..., Any]], where: str) 
             lines.append(f"    r = _m{k}(*args, **kwargs)")
             lines.append("    if r is not _NO:")
             lines.append("        return r")
+        if entry.numbers_as_tensors:
+            lines += _numbers_retry(len(entry.signatures), entry.signatures[0])
         lines.append(f"    raise _bad_call({name!r}, _sigs, args, kwargs)")
     src = "\n".join(lines) + "\n"
     # the plain twin (jflow._codegen, plain mode): the same parse as a loop over the params
     ks = range(len(entry.signatures))
     ns["_PLAIN"] = _plain_parser(name, entry.signatures, [ns[f"_F{k}"] for k in ks],
-                                 [ns.get(f"_R{k}") for k in ks])
+                                 [ns.get(f"_R{k}") for k in ks], entry.numbers_as_tensors)
     fn = _codegen.define("parser", name, src, ns, plain={name: _parser_plain})[name]
     fn.__doc__ = _docstring(entry, [ns[f"_F{k}"] for k in range(len(entry.signatures))])
     fn.__signature__ = LazySignature(lambda: python_signature(entry.signatures))
@@ -264,7 +294,7 @@ def _bind(fname: str, sig: Signature, args: tuple, kwargs: dict, strict: bool) -
 
 
 def _plain_parser(name: str, sigs: tuple[Signature, ...], targets: list[Any],
-                  rets: list[Any]) -> Callable[[tuple, dict], Any]:
+                  rets: list[Any], numbers: bool = False) -> Callable[[tuple, dict], Any]:
     """A generated parser's plain twin: bind, check and convert each parameter, call the
     target (the first overload that matches) — the steps of :func:`generate`'s text as loops.
     ``targets`` / ``rets``: each overload's functor or ``op.apply`` and its named-tuple
@@ -317,6 +347,18 @@ def _plain_parser(name: str, sigs: tuple[Signature, ...], targets: list[Any],
                 values = check(sig, convs, values, False)
                 if values is not NO_MATCH:
                     return invoke(plan, values)
+        if numbers:  # (the generated text's _numbers_retry)
+            first = sigs[0].params[0].name
+            a0 = args[0] if args else kwargs.get(first)
+            if isinstance(a0, _NUMBERS):
+                t = _number_tensor(a0)
+                ra, rk = ((t, *args[1:]), kwargs) if args else (args, {**kwargs, first: t})
+                for plan in plans:
+                    values = _bind(name, plan[0], ra, rk, False)
+                    if values is not NO_MATCH:
+                        values = check(plan[0], plan[2], values, False)
+                        if values is not NO_MATCH:
+                            return invoke(plan, values)
         raise _bad_call(name, sigs, args, kwargs)
 
     return parse

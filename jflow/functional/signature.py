@@ -265,6 +265,7 @@ class Entry:
     signatures: tuple[Signature, ...]
     bind_python: bool
     doc: str = ""
+    numbers_as_tensors: bool = False
 
 
 def parse_entries(data: Any, source: str = "api.yaml") -> list[Entry]:
@@ -287,7 +288,7 @@ def parse_entries(data: Any, source: str = "api.yaml") -> list[Entry]:
         if name in names:
             raise ApiYamlError(f"{where}: defined twice")
         names.add(name)
-        unknown = set(e) - {"name", "signature", "bind_python", "doc"}
+        unknown = set(e) - {"name", "signature", "bind_python", "doc", "numbers_as_tensors"}
         if unknown:
             raise ApiYamlError(f"{where}: unknown key(s) {sorted(unknown)}")
         sigs = e["signature"]
@@ -300,12 +301,16 @@ def parse_entries(data: Any, source: str = "api.yaml") -> list[Entry]:
         doc = e.get("doc", "")
         if not isinstance(doc, str):
             raise ApiYamlError(f"{where}: doc must be a string, got {type(doc).__name__}")
+        numbers = e.get("numbers_as_tensors", False)
+        if not isinstance(numbers, bool) or (numbers and len(sigs) < 2):
+            raise ApiYamlError(f"{where}: numbers_as_tensors must be True or False and is for "
+                               f"an entry with overloads, got {numbers!r}")
         parsed = tuple(parse_signature(s, where) for s in sigs)
         described = [p.describe() for p in parsed]
         dup = {d for d in described if described.count(d) > 1}
         if dup:
             raise ApiYamlError(f"{where}: overload {sorted(dup)[0]} is listed twice")
-        out.append(Entry(name, parsed, bind, doc))
+        out.append(Entry(name, parsed, bind, doc, numbers))
     return out
 
 

@@ -80,6 +80,17 @@ def _is_int(v: Any) -> bool:
     return isinstance(v, _INTS) and not isinstance(v, _BOOLS)
 
 
+def _is_index_tensor(v: Any) -> bool:
+    """A one-element integer tensor, which PyTorch's parser takes where an int is expected
+    (read back with ``.item()``): HF models compute sizes on tensors and pass them to
+    ``view`` / ``zeros``."""
+    return isinstance(v, Tensor) and v._meta.dtype.kind in "iu" and v.numel() == 1
+
+
+def _is_int_like(v: Any) -> bool:
+    return _is_int(v) or _is_index_tensor(v)
+
+
 def _is_float(v: Any) -> bool:
     """A real number that a Float parameter accepts: ints and floats, never bools."""
     return isinstance(v, (int, float, np.integer, np.floating)) and not isinstance(v, _BOOLS)
@@ -94,9 +105,9 @@ def _int_list(v: Any, size: int | None) -> Any:
                 break
         else:
             return v if t is tuple else tuple(v)
-    if _is_int(v):
+    if _is_int_like(v):
         return (int(v),) * size if size is not None else NO_MATCH
-    if isinstance(v, (list, tuple)) and all(_is_int(e) for e in v):
+    if isinstance(v, (list, tuple)) and all(_is_int_like(e) for e in v):
         return tuple(int(e) for e in v)
     return NO_MATCH
 
@@ -119,7 +130,7 @@ def _scalar(v: Any, size: int | None) -> Any:
 
 
 def _int(v: Any, size: int | None) -> Any:
-    return int(v) if _is_int(v) else NO_MATCH
+    return int(v) if _is_int_like(v) else NO_MATCH
 
 
 def _float(v: Any, size: int | None) -> Any:

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from ..creation import _draw_device, empty, full, ones, tensor, zeros
+from ..creation import _draw_device, _size_kw, empty, full, ones, tensor, zeros
 from ..tensor import Tensor
 
 
@@ -17,22 +17,26 @@ def _new_kwargs(self: Tensor, dtype: Any, device: Any) -> dict[str, Any]:
 
 
 def new_zeros(self: Tensor, *size: Any, dtype: Any = None, device: Any = None,
-              requires_grad: bool = False) -> Tensor:
+              requires_grad: bool = False, **kw: Any) -> Tensor:
     """Zeros of ``size`` with this tensor's dtype and device (unless given); a plain tensor
     even when ``self`` is an ``nn.Parameter``."""
-    return zeros(*size, requires_grad=requires_grad, **_new_kwargs(self, dtype, device))
+    return zeros(*_size_kw(size, kw, "new_zeros"), requires_grad=requires_grad,
+                 **_new_kwargs(self, dtype, device))
 
 
 def new_ones(self: Tensor, *size: Any, dtype: Any = None, device: Any = None,
-             requires_grad: bool = False) -> Tensor:
-    """Ones of ``size`` with this tensor's dtype and device (unless given)."""
-    return ones(*size, requires_grad=requires_grad, **_new_kwargs(self, dtype, device))
+             requires_grad: bool = False, **kw: Any) -> Tensor:
+    """Ones of ``size`` (positional, or PyTorch's ``size=``) with this tensor's dtype and
+    device (unless given)."""
+    return ones(*_size_kw(size, kw, "new_ones"), requires_grad=requires_grad,
+                **_new_kwargs(self, dtype, device))
 
 
 def new_empty(self: Tensor, *size: Any, dtype: Any = None, device: Any = None,
-              requires_grad: bool = False) -> Tensor:
+              requires_grad: bool = False, **kw: Any) -> Tensor:
     """``new_zeros`` (jflow has no uninitialised memory)."""
-    return empty(*size, requires_grad=requires_grad, **_new_kwargs(self, dtype, device))
+    return empty(*_size_kw(size, kw, "new_empty"), requires_grad=requires_grad,
+                 **_new_kwargs(self, dtype, device))
 
 
 def new_full(self: Tensor, size: Any, fill_value: Any, *, dtype: Any = None,

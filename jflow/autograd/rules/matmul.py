@@ -122,3 +122,22 @@ def _outer(ctx, dy):
     a, b = ctx.saved_tensors
     return (O.matrix_vector_product(dy, b) if ctx.needs_input_grad[0] else None,
             O.vector_matrix_product(a, dy) if ctx.needs_input_grad[1] else None)
+
+
+def _mT(x):
+    """``x`` with its last two dims swapped."""
+    nd = x._meta.ndim
+    return O.transpose(x, perm=tuple(range(nd - 2)) + (nd - 1, nd - 2))
+
+
+@register_backward("grouped_mm", save=["mat_a", "mat_b", "offs"])
+def _grouped_mm(ctx, dy):
+    # In each of the four layouts (jflow/ops/matmul.py) the gradients are grouped products
+    # over the same offs: d mat_a = grouped_mm(dy, mat_b^T), d mat_b = grouped_mm(mat_a^T, dy)
+    # (2-D 3-D: d mat_a is 2-D 3-D again, d mat_b 2-D 2-D; 3-D 2-D: 2-D 2-D and 3-D 2-D;
+    # 2-D 2-D: 3-D 2-D and 2-D 3-D; 3-D 3-D: batched). Rows outside every group get zeros.
+    # offs is an integer input: no gradient.
+    a, b, offs = ctx.saved_tensors
+    da = O.grouped_mm(dy, _mT(b), offs) if ctx.needs_input_grad[0] else None
+    db = O.grouped_mm(_mT(a), dy, offs) if ctx.needs_input_grad[1] else None
+    return (da, db) if offs is None else (da, db, None)

@@ -140,3 +140,36 @@ def outer(input: Tensor, vec2: Tensor) -> Tensor:
     _require_ndim("outer", "input", input, 1)
     _require_ndim("outer", "vec2", vec2, 1)
     return _outer(*promote(input, vec2))
+
+
+_grouped_mm = get("grouped_mm").apply
+_GROUPED_DTYPES = ("float32", "bfloat16", "float16")
+
+
+@functor("GroupedMm")
+def grouped_mm(mat_a: Tensor, mat_b: Tensor, offs: Any, bias: Any, out_dtype: Any) -> Tensor:
+    """torch.nn.functional.grouped_mm: one matrix product per group, the groups given by the
+    int32 cumulative ends ``offs`` of the ragged dimension of a 2-D operand. ``(S, K) x
+    (G, K, N) -> (S, N)`` (rows of group g times ``mat_b[g]``: an MoE layer's experts),
+    ``(G, M, K) x (K, S) -> (M, S)`` (columns in groups), ``(M, S) x (S, N) -> (G, M, N)``
+    (the shared S axis in groups: weight gradients), ``(G, M, K) x (G, K, N) -> (G, M, N)``
+    (``offs=None``). Rows / columns past ``offs[-1]`` are zeros (PyTorch leaves them
+    unwritten); ends past the ragged size are clipped, decreasing ends give empty groups.
+    As PyTorch's: float32 / bfloat16 / float16 operands of one dtype, ``out_dtype`` only that
+    dtype, ``bias`` refused ("not supported yet")."""
+    for arg, t in (("mat_a", mat_a), ("mat_b", mat_b)):
+        if t._meta.dtype.name not in _GROUPED_DTYPES:
+            raise TypeError(f"grouped_mm(): expected {arg} to be a float32, bfloat16 or "
+                            f"float16 matrix, got {t.dtype}")
+    _same_dtype("grouped_mm", mat_a, mat_b)
+    if offs is not None and offs._meta.dtype.name != "int32":
+        raise TypeError(f"grouped_mm(): offs must be an int32 tensor (cumulative group ends), "
+                        f"got {offs.dtype}")
+    if bias is not None:
+        raise NotImplementedError("grouped_mm(): bias is not supported (PyTorch 2.13 raises "
+                                  "'Bias not supported yet' too); add it to the result")
+    if out_dtype is not None and out_dtype != mat_a.dtype:
+        raise TypeError(f"grouped_mm(): out_dtype must be mat_a's dtype {mat_a.dtype} "
+                        f"(PyTorch computes grouped products in the operands' dtype), got "
+                        f"{out_dtype}")
+    return _grouped_mm(mat_a, mat_b, offs)

@@ -181,3 +181,75 @@ register_samples("outer", [
     ErrorSample([_f(3, 1), _f(3)], {}, ValueError, "1-D"),
     ErrorSample([_f(3), _i(3)], {}, TypeError, "same dtype"),
 ])
+
+
+def _grouped_ref(mat_a, mat_b, offs=None):
+    """torch.nn.functional.grouped_mm by a loop over the groups: group g spans
+    ``[end[g-1], end[g])`` of the ragged axis, ``end`` = offs clipped to the axis and made
+    non-decreasing; positions in no group are zeros."""
+    a, b = _wide(mat_a), _wide(mat_b)
+    if offs is None:
+        return np.stack([_ref_product(a[g], b[g]) for g in range(a.shape[0])]) \
+            if a.shape[0] else np.zeros((0, a.shape[1], b.shape[2]), a.dtype)
+    ragged = a.shape[0] if a.ndim == 2 and b.ndim == 3 else \
+        b.shape[1] if a.ndim == 3 else a.shape[1]
+    ends, start, bounds = 0, 0, []
+    for o in np.asarray(offs).tolist():
+        ends = max(ends, min(max(o, 0), ragged))
+        bounds.append((start, ends))
+        start = ends
+    if a.ndim == 2 and b.ndim == 3:
+        out = np.zeros((a.shape[0], b.shape[2]), a.dtype)
+        for g, (lo, hi) in enumerate(bounds):
+            out[lo:hi] = _ref_product(a[lo:hi], b[g])
+    elif a.ndim == 3:
+        out = np.zeros((a.shape[1], b.shape[1]), a.dtype)
+        for g, (lo, hi) in enumerate(bounds):
+            out[:, lo:hi] = _ref_product(a[g], b[:, lo:hi])
+    else:
+        out = np.zeros((len(bounds), a.shape[0], b.shape[1]), a.dtype)
+        for g, (lo, hi) in enumerate(bounds):
+            out[g] = _ref_product(a[:, lo:hi], b[lo:hi])
+    return out
+
+
+def _offs(*ends):
+    return np.array(ends, dtype=np.int32)
+
+
+# Even sizes on the split axes (N of a 3-D mat_b, K, M) so the SBP check runs every signature.
+register_samples("grouped_mm", [
+    Sample([_f(7, 4), _f(3, 4, 2), _offs(2, 2, 5)], name="2-D 3-D, an empty group, rows past "
+           "the last end", **_F32_TOL),
+    Sample([_f(6, 3, dtype=np.float64), _f(2, 3, 5, dtype=np.float64), _offs(4, 6)],
+           name="2-D 3-D, float64 (gradients)"),
+    Sample([_f(5, 4), _f(3, 4, 2), _offs(3, 1, 9)], name="2-D 3-D, a decreasing end and one "
+           "past the rows", **_F32_TOL),
+    Sample([_f(3, 2, 4), _f(4, 7), _offs(2, 2, 5)], name="3-D 2-D, columns past the last end",
+           **_F32_TOL),
+    Sample([_f(2, 3, 2, dtype=np.float64), _f(2, 5, dtype=np.float64), _offs(1, 5)],
+           name="3-D 2-D, float64 (gradients)"),
+    Sample([_f(2, 7), _f(7, 4), _offs(2, 2, 5)], name="2-D 2-D, S past the last end",
+           **_F32_TOL),
+    Sample([_f(3, 4, dtype=np.float64), _f(4, 2, dtype=np.float64), _offs(1, 4)],
+           name="2-D 2-D, float64 (gradients)"),
+    Sample([_f(2, 3, 4), _f(2, 4, 2), None], name="3-D 3-D", **_F32_TOL),
+    Sample([_f(3, 2, 3, dtype=np.float64), _f(3, 3, 2, dtype=np.float64), None],
+           name="3-D 3-D, float64 (gradients)"),
+    Sample([_f(6, 16, dtype=np.float16), _f(2, 16, 2, dtype=np.float16), _offs(2, 6)],
+           name="float16", rtol=2e-3, atol=1e-2),
+    Sample([_f(4, 3), _f(0, 3, 2), _offs()], name="no groups -> zeros"),
+], _grouped_ref, errors=[
+    ErrorSample([_f(7, 4), _f(3, 4, 2), None], {}, ValueError, "offs is required"),
+    ErrorSample([_f(2, 3, 4), _f(2, 4, 2), _offs(1, 2)], {}, ValueError, "offs must be None"),
+    ErrorSample([_f(7, 4), _f(3, 4, 2), _offs(2, 5)], {}, ValueError, "one entry per group"),
+    ErrorSample([_f(7, 4), _f(3, 4, 2), np.array([2, 2, 5], np.int64)], {}, TypeError,
+                "1-D int32"),
+    ErrorSample([_f(7, 4), _f(3, 5, 2), _offs(2, 2, 5)], {}, ValueError, "contraction"),
+    ErrorSample([_f(2, 7), _f(6, 4), _offs(2, 5)], {}, ValueError, "same size"),
+    ErrorSample([_f(2, 3, 4), _f(3, 4, 2), None], {}, ValueError, "number of groups"),
+    ErrorSample([_f(7), _f(3, 7, 2), _offs(2, 2, 5)], {}, ValueError, "2-D or 3-D"),
+    ErrorSample([_f(7, 4), _f(3, 4, 2, dtype=np.float64), _offs(2, 2, 5)], {}, TypeError,
+                "same dtype"),
+    ErrorSample([_i(7, 4), _i(3, 4, 2), _offs(2, 2, 5)], {}, TypeError, "floating"),
+])
