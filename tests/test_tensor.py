@@ -348,6 +348,9 @@ def test_one_element_integer_tensors_as_sizes_and_dims():
     with pytest.raises(TypeError, match=r"new_ones\(\): the size given both"):
         x.new_ones((2,), size=(3,))
     np.testing.assert_array_equal(x.view(2, 3).sum(dim=flow.tensor(1)).numpy(), [3.0, 12.0])
+    assert x.view(2, 3).flatten(flow.tensor(0)).shape == (6,)  # a lone int: 0-dim only
+    with pytest.raises(TypeError, match=r"unsqueeze\(\): argument 'dim'"):
+        x.unsqueeze(flow.tensor([0]))
     with pytest.raises(TypeError, match=r"view\(\): argument 'shape'"):
         x.view(flow.tensor(2.0), 3)
     with pytest.raises(TypeError, match=r"zeros\(\): size must be a sequence of ints"):

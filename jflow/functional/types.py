@@ -81,9 +81,10 @@ def _is_int(v: Any) -> bool:
 
 
 def _is_index_tensor(v: Any) -> bool:
-    """A one-element integer tensor, which PyTorch's parser takes where an int is expected
-    (read back with ``.item()``): HF models compute sizes on tensors and pass them to
-    ``view`` / ``zeros``."""
+    """A one-element integer tensor, which PyTorch's parser takes in a list of ints (read
+    back with ``.item()``): HF models compute sizes on tensors and pass them to ``view`` /
+    ``zeros``. A lone int parameter takes only a 0-dim one (:func:`_int`), as PyTorch's
+    ``int`` does through ``__index__`` (``narrow``'s start then refuses ``tensor([1])``)."""
     return isinstance(v, Tensor) and v._meta.dtype.kind in "iu" and v.numel() == 1
 
 
@@ -130,7 +131,7 @@ def _scalar(v: Any, size: int | None) -> Any:
 
 
 def _int(v: Any, size: int | None) -> Any:
-    return int(v) if _is_int_like(v) else NO_MATCH
+    return int(v) if _is_int(v) or (_is_index_tensor(v) and not v.shape) else NO_MATCH
 
 
 def _float(v: Any, size: int | None) -> Any:
