@@ -228,3 +228,82 @@ def test_weight_norm_in_a_compiled_step_matches_eager():
     np.testing.assert_allclose(float(lc), float(le), rtol=1e-5)
     for p, q in zip(comp.parameters(), eager.parameters()):
         np.testing.assert_allclose(p.grad.numpy(), q.grad.numpy(), rtol=1e-4, atol=1e-6)
+
+
+def _sn_pair(torch, make_f, make_t, dim=None):
+    """A jflow and a PyTorch module with spectral_norm and the same weights and power
+    iteration vectors (PyTorch's state dict loaded: their random draws differ)."""
+    tm = torch.nn.utils.parametrizations.spectral_norm(make_t(), dim=dim)
+    fm = nn.utils.parametrizations.spectral_norm(make_f(), dim=dim)
+    assert list(fm.state_dict()) == list(tm.state_dict())
+    fm.load_state_dict({k: flow.tensor(v.detach().numpy()) for k, v in tm.state_dict().items()})
+    return fm, tm
+
+
+def test_spectral_norm_matches_pytorch_in_training_and_eval():
+    torch = pytest.importorskip("torch")
+    for make_f, make_t, x in (
+            (lambda: nn.Conv1d(3, 6, 5), lambda: torch.nn.Conv1d(3, 6, 5), X),
+            (lambda: nn.ConvTranspose1d(3, 6, 5), lambda: torch.nn.ConvTranspose1d(3, 6, 5), X)):
+        fm, tm = _sn_pair(torch, make_f, make_t)
+        for _ in range(2):  # each training-mode read runs one more power iteration
+            fy, ty = fm(flow.tensor(x)), tm(torch.tensor(x))
+            np.testing.assert_allclose(fy.detach().numpy(), ty.detach().numpy(), rtol=1e-4,
+                                       atol=1e-5)
+        (fy * fy).sum().backward()
+        (ty * ty).sum().backward()
+        for k in ("_u", "_v"):
+            np.testing.assert_allclose(getattr(fm.parametrizations.weight[0], k).numpy(),
+                                       getattr(tm.parametrizations.weight[0], k).numpy(),
+                                       rtol=1e-4, atol=1e-5)
+        np.testing.assert_allclose(fm.parametrizations.weight.original.grad.numpy(),
+                                   tm.parametrizations.weight.original.grad.numpy(),
+                                   rtol=1e-3, atol=1e-4)
+        u = fm.parametrizations.weight[0]._u.numpy().copy()
+        fm.eval()
+        fm(flow.tensor(x))
+        np.testing.assert_array_equal(fm.parametrizations.weight[0]._u.numpy(), u)
+
+
+def test_spectral_norm_sigma_one_vectors_and_errors():
+    lin = nn.utils.parametrizations.spectral_norm(nn.Linear(5, 4), n_power_iterations=3)
+    for _ in range(5):
+        w = lin.weight.detach().numpy()
+    np.testing.assert_allclose(np.linalg.svd(w, compute_uv=False)[0], 1.0, rtol=1e-4)
+    v = flow.tensor([3.0, 4.0])
+    one = nn.Module()
+    one.register_buffer("scale", v)
+    nn.utils.parametrizations.spectral_norm(one, "scale")  # 1-D: divided by its norm
+    np.testing.assert_allclose(one.scale.numpy(), [0.6, 0.8], rtol=1e-6)
+    with pytest.raises(IndexError, match="dim 2 is out of range for a 2-D weight"):
+        nn.utils.parametrizations.spectral_norm(nn.Linear(3, 2), dim=2)
+    with pytest.raises(ValueError, match="n_power_iterations must be positive"):
+        nn.utils.parametrizations.spectral_norm(nn.Linear(3, 2), n_power_iterations=0)
+    with pytest.raises(ValueError, match="no parameter or buffer named 'kernel'"):
+        nn.utils.parametrizations.spectral_norm(nn.Linear(3, 2), "kernel")
+
+
+def test_spectral_norm_in_a_compiled_step_updates_its_vectors_as_eager():
+    eager = nn.utils.parametrizations.spectral_norm(nn.Linear(5, 4))
+    comp = nn.utils.parametrizations.spectral_norm(nn.Linear(5, 4))
+    comp.load_state_dict(eager.state_dict())
+    x = flow.tensor(RS.randn(3, 5).astype(np.float32))
+
+    @flow.jit
+    def step(x):
+        loss = comp(x).square().mean()
+        loss.backward()
+        return loss
+
+    for _ in range(2):
+        lc = step(x)
+        le = eager(x).square().mean()
+        le.backward()
+        np.testing.assert_allclose(float(lc), float(le), rtol=1e-5)
+    for k in ("_u", "_v"):
+        np.testing.assert_allclose(getattr(comp.parametrizations.weight[0], k).numpy(),
+                                   getattr(eager.parametrizations.weight[0], k).numpy(),
+                                   rtol=1e-5, atol=1e-6)
+    np.testing.assert_allclose(comp.parametrizations.weight.original.grad.numpy(),
+                               eager.parametrizations.weight.original.grad.numpy(), rtol=1e-4,
+                               atol=1e-6)
