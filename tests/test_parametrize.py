@@ -307,3 +307,30 @@ def test_spectral_norm_in_a_compiled_step_updates_its_vectors_as_eager():
     np.testing.assert_allclose(comp.parametrizations.weight.original.grad.numpy(),
                                eager.parametrizations.weight.original.grad.numpy(), rtol=1e-4,
                                atol=1e-6)
+
+
+def test_older_spectral_norm_hook_form_matches_pytorch():
+    torch = pytest.importorskip("torch")
+    tm = torch.nn.utils.spectral_norm(torch.nn.Conv1d(3, 6, 5))
+    fm = nn.utils.spectral_norm(nn.Conv1d(3, 6, 5))
+    assert sorted(fm.state_dict()) == sorted(tm.state_dict()) == [
+        "bias", "weight_orig", "weight_u", "weight_v"]
+    fm.load_state_dict({k: flow.tensor(v.detach().numpy()) for k, v in tm.state_dict().items()})
+    for _ in range(2):
+        fy, ty = fm(flow.tensor(X)), tm(torch.tensor(X))
+        np.testing.assert_allclose(fy.detach().numpy(), ty.detach().numpy(), rtol=1e-4,
+                                   atol=1e-5)
+    (fy * fy).sum().backward()
+    (ty * ty).sum().backward()
+    np.testing.assert_allclose(fm.weight_u.numpy(), tm.weight_u.numpy(), rtol=1e-4, atol=1e-5)
+    np.testing.assert_allclose(fm.weight_orig.grad.numpy(), tm.weight_orig.grad.numpy(),
+                               rtol=1e-3, atol=1e-4)
+    with pytest.raises(RuntimeError, match="already has a spectral_norm hook"):
+        nn.utils.spectral_norm(fm)
+    nn.utils.remove_spectral_norm(fm)
+    torch.nn.utils.remove_spectral_norm(tm)
+    assert sorted(fm.state_dict()) == ["bias", "weight"] and isinstance(fm.weight, nn.Parameter)
+    np.testing.assert_allclose(fm.weight.detach().numpy(), tm.weight.detach().numpy(),
+                               rtol=1e-4, atol=1e-5)
+    with pytest.raises(ValueError, match="spectral_norm of 'weight' not found"):
+        nn.utils.remove_spectral_norm(fm)
