@@ -123,6 +123,8 @@ class FunctionNode(Node):
         if not isinstance(res, tuple):
             res = (res,)
         n_args = self.n_args
+        if len(res) > n_args and all(g is None for g in res[n_args:]):
+            res = res[:n_args]  # extra trailing Nones are dropped, as PyTorch does
         if len(res) != n_args:
             raise RuntimeError(f"function {self.op.name}.backward returned {len(res)} gradients, "
                                f"but forward took {n_args} arguments (return None for "

@@ -16,7 +16,8 @@ from collections.abc import Callable
 from typing import Any
 
 from .. import _codegen
-from ..lazy_values import LazyRef, raw, set_raw
+from ..lazy_values import LazyRef, new_lazy, raw, set_raw
+from ..tensor import Tensor, new_tensor
 from .grad_mode import _state
 from .rule import is_differentiable_dtype
 
@@ -185,7 +186,8 @@ def rebase_inplace(target: Any, result: Any, fname: str) -> Any:
     As in PyTorch, a leaf that requires grad cannot be modified in place while grad mode is on
     (use ``flow.no_grad()``, as optimizers do); any other tensor becomes the op's output on the
     tape. The node that computed ``result`` may have saved ``target`` itself as an input: that
-    one use of the old value is legitimate, so its saved version follows the bump.
+    one use of the old value is legitimate, and it stays valid after later writes to
+    ``target`` (:func:`keep_original_self`).
     """
     if target._aliases:  # a view: the write goes to its base (jflow.views.alias)
         return target._write_through(result, fname)
@@ -199,22 +201,59 @@ def rebase_inplace(target: Any, result: Any, fname: str) -> Any:
         # a global tensor keeps its placement and SBP (the result is boxed to them)
         result = result.to_global(*target._global)
     old = target._version
+    node = result.grad_fn if enabled else None
+    if node is not None and node.saved:  # (before the write: the old history is kept)
+        keep_original_self(node, target, old)
     v = raw(result)  # (pending in lazy mode: the target becomes pending too, nothing runs)
     if v.__class__ is not LazyRef or not set_raw(target, v):
         target._value = result._value
     target._version = old + 1
-    node = result.grad_fn if enabled else None
     if node is not None:
         target.grad_fn = node
         target._output_nr = result._output_nr
         target._requires_grad = True
-        if node.saved:
-            node.saved = [(v, ref, old + 1, nr) if nr == LEAF and ref is target and ver == old
-                          else (v, ref, ver, nr) for v, ref, ver, nr in node.saved]
     elif enabled and target.grad_fn is not None:  # overwritten by a constant: no history
         target.grad_fn = None
         target._requires_grad = False
     return target
+
+
+def keep_original_self(node: Node, target: Any, old: int) -> None:
+    """Before an in-place write of ``node``'s result into ``target`` (at version ``old``): the
+    node's saved inputs that are ``target`` itself, as it was, stop following ``target``.
+
+    PyTorch saves a copy of the original ``self`` for an in-place op whose gradient reads it
+    (``x.mul_(y)``, ``silu_``, ``sin_``, ``pow_``: its ``original_self``), so writing into
+    ``target`` again later (``x += 1`` after ``F.silu(x, inplace=True)``: torchvision's
+    EfficientNetV2 residual) does not invalidate the backward. jflow's saved value is the old
+    value already (arrays are immutable); its slot now refers to a new handle on that value
+    carrying ``target``'s history before the write (so ``create_graph`` differentiates through
+    the old value, as through PyTorch's copy), instead of to ``target``."""
+    handle = None
+    saved = []
+    for val, ref, ver, nr in node.saved:  # type: ignore[union-attr]
+        if nr == LEAF and ref is target and ver == old:
+            if handle is None:
+                handle = history_handle(target, val)
+            saved.append((val, handle, 0, nr))
+        else:
+            saved.append((val, ref, ver, nr))
+    node.saved = saved
+
+
+def history_handle(t: Any, value: Any = None) -> Tensor:
+    """A new tensor on ``t``'s value (``value``: the same, already read) and ``t``'s autograd
+    history, that later in-place writes to ``t`` do not change: what an in-place op made of
+    several ops computes from (``F.mish(x, inplace=True)``), as PyTorch's in-place op reads
+    its original ``self``."""
+    v = raw(t) if value is None else value
+    handle = new_lazy(v) if v.__class__ is LazyRef else new_tensor(Tensor, v)
+    handle._global = t._global
+    if t.grad_fn is not None:
+        handle.grad_fn = t.grad_fn
+        handle._output_nr = t._output_nr
+    handle._requires_grad = t._requires_grad
+    return handle
 
 
 _new = object.__new__

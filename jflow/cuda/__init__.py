@@ -20,7 +20,7 @@ __all__ = ["is_available", "device_count", "manual_seed", "manual_seed_all", "se
            "seed_all", "initial_seed", "synchronize", "current_device", "set_device",
            "get_device_name", "get_device_capability", "get_device_properties",
            "is_bf16_supported", "empty_cache", "memory_allocated", "max_memory_allocated",
-           "reset_peak_memory_stats", "amp"]
+           "reset_peak_memory_stats", "amp", "default_generators"]
 
 
 def _gpus() -> list[jax.Device]:
@@ -57,6 +57,17 @@ def _gpu(device: Any = None) -> jax.Device:
         raise RuntimeError(f"flow.cuda: invalid device ordinal {index}; {len(gpus)} GPU(s) "
                            f"available")
     return gpus[index]
+
+
+def __getattr__(name: str) -> Any:
+    # ``default_generators``: PyTorch's tuple of one generator per CUDA device (empty without
+    # one: HF Reformer checks ``len(torch.cuda.default_generators) > 0`` before seeding from
+    # it). jflow's one generator serves every device, so each GPU's entry is
+    # ``flow.default_generator``. Computed on read: asking JAX for its GPUs at import would
+    # start its backends.
+    if name == "default_generators":
+        return tuple(default_generator for _ in _gpus())
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
 def manual_seed(seed: int) -> None:

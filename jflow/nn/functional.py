@@ -21,6 +21,7 @@ from jflow.functional import api_default as _default  # absolute: ruff resolves 
 
 from .. import _C
 from ..autograd.function import Function, FunctionCtx
+from ..autograd.graph import history_handle
 from ..creation import rand as _rand
 from ..functional import F as _F
 from ..functional.functors.attention import attention_math
@@ -45,6 +46,13 @@ __all__ += ["pixel_shuffle", "pixel_unshuffle", "channel_shuffle", "upsample",
 
 def _inplace(input: Tensor, out: Tensor, inplace: bool) -> Tensor:
     return input.copy_(out) if inplace else out
+
+
+def _original(input: Tensor, inplace: bool) -> Tensor:
+    """What an in-place function made of several ops computes from: ``input`` itself when not
+    in place, else a handle on its value and history that the final write leaves valid (the
+    ops' saved inputs would otherwise be ``input``, modified by that write)."""
+    return history_handle(input) if inplace and isinstance(input, Tensor) else input
 
 
 def relu(input: Tensor, inplace: bool = False) -> Tensor:
@@ -77,13 +85,15 @@ def silu(input: Tensor, inplace: bool = False) -> Tensor:
     """``input * sigmoid(input)`` elementwise (a.k.a. swish); complex inputs too, as
     PyTorch (the composition: the op's kernel is real)."""
     if isinstance(input, Tensor) and input.is_complex():
-        return _inplace(input, input * _C.sigmoid(input), inplace)
+        x = _original(input, inplace)
+        return _inplace(input, x * _C.sigmoid(x), inplace)
     return _inplace(input, _C.silu(input), inplace)
 
 
 def mish(input: Tensor, inplace: bool = False) -> Tensor:
     """``input * tanh(softplus(input))`` elementwise."""
-    return _inplace(input, input * _C.tanh(_C.softplus(input)), inplace)
+    x = _original(input, inplace)
+    return _inplace(input, x * _C.tanh(_C.softplus(x)), inplace)
 
 
 def sigmoid(input: Tensor) -> Tensor:

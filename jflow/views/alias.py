@@ -34,7 +34,7 @@ import numpy as np
 from .. import tensor as _tensor
 from ..autograd.grad_mode import _set as _set_grad
 from ..autograd.grad_mode import is_grad_enabled
-from ..autograd.graph import rebase_inplace
+from ..autograd.graph import keep_original_self, rebase_inplace
 from ..device import device as _device
 from ..lazy_values import LazyRef, pending_device, raw, set_raw
 from ..ops import get as _get_op
@@ -555,11 +555,10 @@ def write(v: View, result: Tensor, fname: str) -> Tensor:
         result = result.to_global(*v._global)  # the view keeps its placement and SBP
     old = base._version
     if record:
-        _write_base(m, result, fname)
         node = result.grad_fn
         if node is not None and node.saved:  # the op's own read of the view was legitimate
-            node.saved = [(val, ref, old + 1, nr) if ref is v and ver == old
-                          else (val, ref, ver, nr) for val, ref, ver, nr in node.saved]
+            keep_original_self(node, v, old)  # (before the write: the view's old history)
+        _write_base(m, result, fname)
         return v
     _set_grad(False)
     try:

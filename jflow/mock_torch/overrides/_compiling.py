@@ -42,6 +42,12 @@ def mark_static(t: Any, index: Any = None) -> None:
     """See :func:`mark_dynamic`: every shape is static to jflow's compiler already."""
 
 
+def mark_static_address(t: Any, guard: bool = False) -> None:
+    """A hint for CUDA graphs (the tensor's storage stays put across compiled calls;
+    transformers' caches mark theirs): jflow records no CUDA graphs, so there is nothing to
+    record."""
+
+
 def maybe_mark_dynamic(t: Any, index: Any) -> None:
     """See :func:`mark_dynamic`."""
 

@@ -14,6 +14,7 @@ from .._compiling import (
     is_compiling,
     mark_dynamic,
     mark_static,
+    mark_static_address,
     maybe_mark_dynamic,
     reset,
 )
@@ -21,8 +22,8 @@ from . import config
 
 __mock_fallback__ = False
 __all__ = ["allow_in_graph", "assume_constant_result", "disable", "graph_break", "is_compiling",
-           "mark_dynamic", "mark_static", "maybe_mark_dynamic", "reset", "config", "optimize",
-           "run", "disallow_in_graph", "explain"]
+           "mark_dynamic", "mark_static", "mark_static_address", "maybe_mark_dynamic", "reset",
+           "config", "optimize", "run", "disallow_in_graph", "explain"]
 
 
 def disallow_in_graph(fn: Any) -> Any:
