@@ -311,6 +311,10 @@ def test_plain_mode_lazy_and_backward_templates_identical():
             out.append(_np(w.grad))
             w.grad = None
         return out, lazy_backward.stats()["matched"] - before
+    # a first run leaves the lazy caches as both compared runs then find them: a key's first
+    # sighting runs node by node or compiles by what was seen before (compile_cache), and a
+    # compiled segment may round a reduction differently from the node-by-node run
+    _in_mode(True, run)
     (gen, m_gen), (plain, m_plain) = _both_modes(run)
     _assert_same(gen, plain)
     assert m_gen >= 2 and m_plain == m_gen  # the plain matcher accepts the same steps
