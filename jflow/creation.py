@@ -124,6 +124,10 @@ def arange(start: Any, end: Any = None, step: Any = api_default("arange", "step"
     d = None if dtype is None else _dt.as_dtype(dtype)
     if end is None:
         start, end = 0, start
+    # (a 0-dim tensor bound is its number, as PyTorch's Scalar parameters read it:
+    # torch.arange(seq_len) with seq_len a tensor)
+    start, end, step = (v.item() if isinstance(v, Tensor) and not v.shape else v
+                        for v in (start, end, step))
     return _finish(F.arange(start, end, step, dtype=d, device=device), requires_grad,
                    placement, sbp, "arange")
 

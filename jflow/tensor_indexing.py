@@ -68,7 +68,7 @@ def _slice_bound(v: Any, what: str) -> int | None:
             raise TypeError(f"slice {what} must be a concrete integer: a traced tensor (inside "
                             f"jax.jit / vmap / grad) would give the result a data-dependent "
                             f"shape; use narrow() with a Python int or index with a tensor")
-        if v._meta.dtype.kind not in "iu" or v._meta.ndim:
+        if v._meta.dtype.kind not in "iu" or v.numel() != 1:  # (PyTorch's __index__)
             raise TypeError(f"slice {what} must be an integer, got a {v.dtype} tensor of shape "
                             f"{list(v.shape)}")
         return int(v.item())

@@ -355,3 +355,13 @@ def test_one_element_integer_tensors_as_sizes_and_dims():
         x.view(flow.tensor(2.0), 3)
     with pytest.raises(TypeError, match=r"zeros\(\): size must be a sequence of ints"):
         flow.zeros(flow.tensor([1, 2]))
+    # a slice bound takes a one-element integer tensor (PyTorch's __index__), arange's
+    # bounds 0-dim tensors (its Scalar parameters), each read as its value
+    assert x.view(2, 3)[:, :one].shape == (2, 2)
+    with pytest.raises(TypeError, match="slice stop must be an integer"):
+        x[:flow.tensor([1, 2])]
+    a = flow.arange(flow.tensor(2.5))
+    assert a.dtype == flow.float32 and a.tolist() == [0.0, 1.0, 2.0]
+    b = flow.arange(flow.tensor(1), flow.tensor(4))
+    assert b.dtype == flow.int64 and b.tolist() == [1, 2, 3]
+    assert flow.arange(0, 1, flow.tensor(0.25)).tolist() == [0.0, 0.25, 0.5, 0.75]
