@@ -356,6 +356,9 @@ def multinomial(input: Tensor, num_samples: int, replacement: bool = False, *,
     if not input.is_floating_point():
         raise RuntimeError(f"multinomial(): only supports floating-point dtypes for input, "
                            f"got {input.dtype}")
+    if isinstance(num_samples, Tensor) and num_samples._meta.dtype.kind in "iu" \
+            and num_samples.numel() == 1:  # (a one-element integer tensor: PyTorch's SymInt)
+        num_samples = int(num_samples.item())
     if isinstance(num_samples, bool) or not isinstance(num_samples, (int, np.integer)):
         raise TypeError(f"multinomial(): argument 'num_samples' must be int, not "
                         f"{type(num_samples).__name__}")

@@ -354,8 +354,14 @@ def test_generator_state_round_trip():
     assert flow.initial_seed() == s
 
 
-def test_tensor_from_ndarray_compiles_nothing_per_shape():
-    """Host -> device transfer is not a computation: new shapes must not compile."""
+def test_tensor_from_ndarray_compiles_nothing_per_shape(monkeypatch):
+    """Host -> device transfer is not a computation: new shapes must not compile. (The
+    sightings table starts empty: a shape earlier tests of this worker made hot would take
+    host_transfer's jitted identity, compiled once at its 9th sighting.)"""
+    from collections import OrderedDict
+
+    from jflow import host_transfer
+    monkeypatch.setattr(host_transfer, "_SEEN", OrderedDict())
     flow.tensor(np.ones((1, 3), np.float32))  # warm any one-time setup
     with jax.log_compiles(True):
         records = []

@@ -365,3 +365,6 @@ def test_one_element_integer_tensors_as_sizes_and_dims():
     b = flow.arange(flow.tensor(1), flow.tensor(4))
     assert b.dtype == flow.int64 and b.tolist() == [1, 2, 3]
     assert flow.arange(0, 1, flow.tensor(0.25)).tolist() == [0.0, 0.25, 0.5, 0.75]
+    assert flow.ones(3).multinomial(one).shape == (2,)  # (PyTorch's SymInt num_samples)
+    with pytest.raises(TypeError, match="'num_samples' must be int, not Tensor"):
+        flow.ones(3).multinomial(flow.tensor(2.0))
