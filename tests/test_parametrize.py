@@ -236,7 +236,10 @@ def _sn_pair(torch, make_f, make_t, dim=None):
     tm = torch.nn.utils.parametrizations.spectral_norm(make_t(), dim=dim)
     fm = nn.utils.parametrizations.spectral_norm(make_f(), dim=dim)
     assert list(fm.state_dict()) == list(tm.state_dict())
-    fm.load_state_dict({k: flow.tensor(v.detach().numpy()) for k, v in tm.state_dict().items()})
+    # (copies: PyTorch's forward updates its power-iteration buffers in place, and
+    # .numpy() shares their memory; see the session-18 note on flow.tensor's transfer timing)
+    fm.load_state_dict({k: flow.tensor(v.detach().numpy().copy())
+                        for k, v in tm.state_dict().items()})
     return fm, tm
 
 
@@ -315,7 +318,8 @@ def test_older_spectral_norm_hook_form_matches_pytorch():
     fm = nn.utils.spectral_norm(nn.Conv1d(3, 6, 5))
     assert sorted(fm.state_dict()) == sorted(tm.state_dict()) == [
         "bias", "weight_orig", "weight_u", "weight_v"]
-    fm.load_state_dict({k: flow.tensor(v.detach().numpy()) for k, v in tm.state_dict().items()})
+    fm.load_state_dict({k: flow.tensor(v.detach().numpy().copy())  # (as _sn_pair)
+                        for k, v in tm.state_dict().items()})
     for _ in range(2):
         fy, ty = fm(flow.tensor(X)), tm(torch.tensor(X))
         np.testing.assert_allclose(fy.detach().numpy(), ty.detach().numpy(), rtol=1e-4,
