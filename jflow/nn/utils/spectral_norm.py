@@ -16,6 +16,7 @@ from .. import functional as F
 from ..modules.conv import ConvTranspose1d, ConvTranspose2d, ConvTranspose3d
 from ..modules.module import Module
 from ..parameter import Parameter
+from .weight_norm import remove_hook_form
 
 __all__ = ["remove_spectral_norm", "spectral_norm"]
 
@@ -97,10 +98,4 @@ def spectral_norm(module: Module, name: str = "weight", n_power_iterations: int 
 def remove_spectral_norm(module: Module, name: str = "weight") -> Module:
     """Undo :func:`spectral_norm`: ``module.<name>`` is one parameter again, holding the
     normalized weight."""
-    for k, hook in list(module._forward_pre_hooks.items()):
-        if isinstance(hook, SpectralNorm) and hook.name == name:
-            hook.remove(module)
-            del module._forward_pre_hooks[k]
-            return module
-    raise ValueError(f"remove_spectral_norm(): spectral_norm of '{name}' not found in "
-                     f"{type(module).__name__}")
+    return remove_hook_form(module, SpectralNorm, name, "spectral_norm")

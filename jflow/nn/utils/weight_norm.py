@@ -91,13 +91,19 @@ def weight_norm(module: Module, name: str = "weight", dim: int | None = 0) -> Mo
     return module
 
 
-def remove_weight_norm(module: Module, name: str = "weight") -> Module:
-    """Undo :func:`weight_norm`: ``module.<name>`` becomes one parameter again, holding the
-    current weight."""
+def remove_hook_form(module: Module, hook_type: type, name: str, what: str) -> Module:
+    """Undo a hook-form re-parametrization (``weight_norm`` / ``spectral_norm``): its
+    ``hook_type`` pre-hook on ``name`` puts one parameter back and is dropped."""
     for k, hook in list(module._forward_pre_hooks.items()):
-        if isinstance(hook, WeightNorm) and hook.name == name:
+        if isinstance(hook, hook_type) and hook.name == name:
             hook.remove(module)
             del module._forward_pre_hooks[k]
             return module
-    raise ValueError(f"remove_weight_norm(): weight_norm of '{name}' not found in "
+    raise ValueError(f"remove_{what}(): {what} of '{name}' not found in "
                      f"{type(module).__name__}")
+
+
+def remove_weight_norm(module: Module, name: str = "weight") -> Module:
+    """Undo :func:`weight_norm`: ``module.<name>`` becomes one parameter again, holding the
+    current weight."""
+    return remove_hook_form(module, WeightNorm, name, "weight_norm")
