@@ -50,6 +50,20 @@ def build(torch: Any, cfg: dict[str, Any], device: str) -> Any:
     return real_models.build(torch, "gpt", cfg).to(device)
 
 
+def setup(torch: Any, cfg: dict[str, Any]) -> tuple[list, dict[str, np.ndarray]]:
+    """``(batches, weights)``: two batches of (input, target) token ids (seed 0) and PyTorch's
+    initial weights (seed 0), the start every mode shares."""
+    rs = np.random.RandomState(0)
+    data = []
+    for _ in range(2):
+        seq = rs.randint(0, cfg["vocab"], (cfg["batch"], cfg["block"] + 1)).astype(np.int64)
+        data.append((seq[:, :-1].copy(), seq[:, 1:].copy()))
+    torch.manual_seed(0)
+    init = {k: v.detach().cpu().numpy().copy()
+            for k, v in build(torch, cfg, "cpu").state_dict().items()}
+    return data, init
+
+
 def train_step(model: Any, opt: Any, x: Any, y: Any) -> Any:
     opt.zero_grad(set_to_none=True)
     loss = model(x, y)
@@ -107,14 +121,7 @@ def main() -> int:
     torch.set_float32_matmul_precision(a.precision)
     flow.set_float32_matmul_precision(a.precision)
     cfg = TINY if a.tiny else FULL
-    rs = np.random.RandomState(0)
-    data = []
-    for _ in range(2):
-        seq = rs.randint(0, cfg["vocab"], (cfg["batch"], cfg["block"] + 1)).astype(np.int64)
-        data.append((seq[:, :-1].copy(), seq[:, 1:].copy()))
-    torch.manual_seed(0)
-    init = {k: v.detach().cpu().numpy().copy()
-            for k, v in build(torch, cfg, "cpu").state_dict().items()}
+    data, init = setup(torch, cfg)
     jmodes = [m for m in a.jflow_modes.split(",") if m]
     if set(jmodes) - {EAGER, JIT}:
         ap.error(f"--jflow-modes: expected a comma-separated subset of {EAGER!r}, {JIT!r}")

@@ -175,11 +175,14 @@ CE_KERNELS = ["sparse_softmax_cross_entropy_pallas", "sparse_softmax_cross_entro
 def test_flash_attention(causal, shapes, dtype) -> None:
     b, h, n_l, n_s, e = shapes
     q, k, v = _x(b, h, n_l, e), _x(b, h, n_s, e), _x(b, h, n_s, e)
-    # float32: the kernel's products are exact (no TF32), as the CPU reference's
-    _compare(lambda a, c, d: F.scaled_dot_product_attention(a, c, d, is_causal=causal),
-             [q, k, v], [(b, h, n_l, e)], ["scaled_dot_product_attention_pallas",
-                                           "scaled_dot_product_attention_grad_pallas"],
-             dtype, rel=2e-2 if dtype == BF16 else 2e-4)
+    # float32 takes the Pallas kernels only where TF32 is allowed (exact float32 runs the xla
+    # kernel on a GPU: tests/test_pallas_kernels.py checks that choice); TF32's 10-bit
+    # mantissa shows as ~1e-3 relative error
+    with jax.default_matmul_precision("tensorfloat32" if dtype is None else "float32"):
+        _compare(lambda a, c, d: F.scaled_dot_product_attention(a, c, d, is_causal=causal),
+                 [q, k, v], [(b, h, n_l, e)], ["scaled_dot_product_attention_pallas",
+                                               "scaled_dot_product_attention_grad_pallas"],
+                 dtype, rel=2e-2 if dtype == BF16 else 5e-3)
 
 
 class _Block(flow.nn.Module):
@@ -234,7 +237,7 @@ def test_training_steps_equal_cpu(compiled) -> None:
     names = ["scaled_dot_product_attention_pallas", "scaled_dot_product_attention_grad_pallas",
              "layer_norm_pallas", "rms_norm_grad_pallas", "sparse_softmax_cross_entropy_pallas"]
     before = {k: LAUNCHES[k] for k in names}
-    with _under_test():
+    with _under_test(), jax.default_matmul_precision("tensorfloat32"):  # Pallas attention
         got = _train(DEVICE, compiled)
     for k in names:
         assert LAUNCHES[k] > before[k], f"the Pallas kernel {k} was not lowered"

@@ -111,32 +111,45 @@ def test_float32_matmul_precision_maps_to_jax():
 def test_float32_matmul_precision_reaches_the_kernels():
     """Unset, the kernels ask XLA for full float32 products (XLA's GPU default would be TF32);
     once set, JAX's setting applies: HIGH for "high" (TF32 on GPUs). Read from the lowered
-    program of each kernel kind (CPU computes the same either way; tests/test_gpu.py checks
-    the values on a GPU)."""
+    program of each kernel kind, forward and backward: every product in it must carry the
+    setting (CPU computes the same either way; tests/test_gpu.py checks the values on a GPU;
+    a linear layer that always asked for HIGHEST made a GPT step on an H200 spend 26 ms in
+    CUDA-core products)."""
     x4 = jnp.ones((1, 2, 4, 8), jnp.float32)
     w = jnp.ones((3, 2, 1, 1), jnp.float32)
     _j = flow.utils.from_jax
+    lstm = flow.nn.LSTM(8, 8)
     progs = {
         "matmul": lambda a: flow.matmul(_j(a), _j(a).transpose(-1, -2)),
+        "bmm": lambda a: flow.bmm(_j(a)[0], _j(a)[0].transpose(-1, -2)),
         "einsum": lambda a: flow.einsum("bhld,bhmd->bhlm", _j(a), _j(a)),
+        "linear": lambda a: F.linear(_j(a), _j(a)[0, 0], _j(a)[0, 0, 0, :4]),
         "conv2d": lambda a: F.conv2d(_j(a), _j(w)),
         "attention": lambda a: F.scaled_dot_product_attention(_j(a), _j(a), _j(a)),
+        "lstm": lambda a: lstm(_j(a)[0])[0],
     }
 
     def lowered(f):
-        return jax.jit(lambda a: f(a)._value).lower(x4).as_text()
+        def loss(a):
+            return (f(a) ** 2).sum()._value
+        return (jax.jit(lambda a: f(a)._value).lower(x4).as_text()
+                + jax.jit(jax.grad(loss)).lower(x4).as_text())
+
+    def products(text):
+        return [ln for ln in text.splitlines()
+                if "stablehlo.dot_general" in ln or "stablehlo.convolution" in ln]
     old = jax.config.jax_default_matmul_precision
     assert old is None
     try:
         for name, f in progs.items():
-            assert "HIGHEST" in lowered(f), name
+            prods = products(lowered(f))
+            assert len(prods) >= 2 and all("HIGHEST" in ln for ln in prods), name
         flow.set_float32_matmul_precision("high")
         for name, f in progs.items():
-            text = lowered(f)
-            assert "HIGHEST" not in text and "HIGH" in text, name
+            prods = products(lowered(f))
+            assert prods and all("HIGHEST" not in ln and "HIGH" in ln for ln in prods), name
     finally:
         jax.config.update("jax_default_matmul_precision", old)
-
 
 
 def test_num_threads_reports_xlas_pool_and_warns_on_another_count(monkeypatch):

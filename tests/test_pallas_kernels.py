@@ -317,6 +317,23 @@ def test_cuda_lowering_selects_triton_kernels_forward_and_backward(case) -> None
     assert TRITON not in _cuda_module(lambda *a: f(*[_j(x) for x in a])._value, *f64)
 
 
+def test_cuda_lowering_of_float32_attention_follows_the_matmul_precision() -> None:
+    """Float32 attention on a GPU: exact products (PyTorch's default precision) take the xla
+    kernel (Triton's exact float32 dot ran the flash kernels at ~1 TFLOP/s on an H200); once
+    TF32 is allowed, the Pallas kernels, forward and backward."""
+    f = lambda q, k, v: F.scaled_dot_product_attention(q, k, v, is_causal=True)  # noqa: E731
+    avals = [_A((2, 3, 100, 64), jnp.float32)] * 3
+    fwd = lambda *a: f(*[_j(x) for x in a])._value  # noqa: E731
+    assert jax.config.jax_default_matmul_precision is None
+    assert TRITON not in _cuda_module(fwd, *avals)
+    assert TRITON not in _cuda_module(_loss_grad(f), *avals)
+    with jax.default_matmul_precision("tensorfloat32"):
+        assert _cuda_module(fwd, *avals).count(TRITON) == 1
+        assert _cuda_module(_loss_grad(f), *avals).count(TRITON) == 3
+    with jax.default_matmul_precision("float32"):
+        assert TRITON not in _cuda_module(fwd, *avals)
+
+
 def test_cuda_lowering_of_cross_entropy() -> None:
     logits, labels = _A((64, 1000), jnp.bfloat16), _A((64,), jnp.int64)
 

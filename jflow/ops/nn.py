@@ -17,13 +17,13 @@ from typing import Any
 import jax
 import jax.numpy as jnp
 import numpy as np
-from jax import lax
 
 from ..kernels.registry import register_kernel
 from ..sharding.sbp import B, P, S, Signature
 from . import cost
 from .factory import flat_draw
 from .infer import FLOAT, INT, check_dtype, desc, normalize_axis
+from .precision import float32_products
 from .primitive import define_op
 from .registry import Attr, Input
 
@@ -180,7 +180,7 @@ def _linear_sbp(in_shapes: Any, n_out: int = 1, **_: Any) -> list[Signature]:
 
 
 def _linear(x: Any, weight: Any, bias: Any) -> Any:
-    y = jnp.matmul(x, weight.T, precision=lax.Precision.HIGHEST)
+    y = jnp.matmul(x, weight.T, precision=float32_products())
     return y if bias is None else y + bias
 
 

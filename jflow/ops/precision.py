@@ -17,10 +17,22 @@ from __future__ import annotations
 import jax
 from jax import lax
 
-__all__ = ["float32_products"]
+__all__ = ["float32_products", "float32_exact"]
+
+#: ``jax_default_matmul_precision`` values that keep float32 products full float32
+_FULL_FLOAT32 = frozenset(("float32", "highest", "F32_F32_F32", "BF16_BF16_F32_X9"))
 
 
 def float32_products() -> lax.Precision | None:
     """The ``precision=`` of a float product: HIGHEST (PyTorch's default) unless the user has
     chosen one, then ``None`` (JAX's setting applies)."""
     return lax.Precision.HIGHEST if jax.config.jax_default_matmul_precision is None else None
+
+
+def float32_exact() -> bool:
+    """Whether float32 products must be full float32: nobody set a precision (PyTorch's
+    default, see :func:`float32_products`) or the setting is a full-float32 one. Kernels that
+    pick their own instructions (Pallas' ``dot``: TF32 or not) read it where XLA's products
+    read ``precision=``."""
+    p = jax.config.jax_default_matmul_precision
+    return p is None or str(p) in _FULL_FLOAT32

@@ -31,6 +31,7 @@ from jax import lax
 from ..kernels.registry import register_kernel
 from ..sharding.sbp import B, P, S, Signature
 from .infer import FLOAT, check_dtype, desc
+from .precision import float32_products
 from .primitive import define_op
 from .registry import Attr
 
@@ -66,7 +67,7 @@ def _lstm(gi: Any, h0: Any, c0: Any, w_hh: Any, b_hh: Any, reverse: bool) -> Any
 
     def step(carry: Any, g: Any) -> Any:
         hp, cp = carry
-        a = g + jnp.matmul(hp, wt) + b_hh
+        a = g + jnp.matmul(hp, wt, precision=float32_products()) + b_hh
         i, f = jax.nn.sigmoid(a[:, :h]), jax.nn.sigmoid(a[:, h:2 * h])
         gg, o = jnp.tanh(a[:, 2 * h:3 * h]), jax.nn.sigmoid(a[:, 3 * h:])
         c = f * cp + i * gg
@@ -137,11 +138,11 @@ def _lstm_grad(gi: Any, h0: Any, c0: Any, w_hh: Any, b_hh: Any, y: Any, c: Any, 
         do = dh * tc + dg_t[:, 3 * h:]
         da = jnp.concatenate([di * i * (1 - i), df * f * (1 - f), dgg * (1 - gg * gg),
                               do * o * (1 - o)], -1)
-        return (jnp.matmul(da, w_hh), dcell * f), da
+        return (jnp.matmul(da, w_hh, precision=float32_products()), dcell * f), da
 
     (dh0, dc0), da = lax.scan(step, (dh_n, dc_n), (dy, dc, dgates, c, c_prev, gates),
                               reverse=True)
-    dw = jnp.einsum("tng,tnh->gh", da, h_prev)
+    dw = jnp.einsum("tng,tnh->gh", da, h_prev, precision=float32_products())
     db = jnp.sum(da, axis=(0, 1))
     return flip(da), dh0, dc0, dw, db
 

@@ -9,6 +9,15 @@ blocks, and one per query block accumulating dQ over the key blocks; probabiliti
 recomputed from ``lse``. Sequence lengths need not be multiples of the blocks (masked), and
 the op's conventions hold: top-left causal diagonal, a fully masked row gives out 0 and
 lse +inf. In interpret mode the blocks are 16 so small test shapes run several, partial.
+
+Float32 inputs: the kernels' block products use TF32 when the float32 matmul precision allows
+it (``flow.set_float32_matmul_precision("high")``). Under ``"highest"`` (PyTorch's default)
+the xla kernel runs instead on a GPU: Triton's exact float32 ``dot`` runs on the CUDA cores,
+and on an H200 the GPT of benchmarks/gpu_models.py spent 312 of its 356 ms per step in these
+kernels that way (~1 TFLOP/s); with the xla kernel's cuBLAS products its exact step takes 104
+ms (PyTorch: 102), and with TF32 these kernels beat the xla kernel, 26.5 against 29.4 ms per
+step (benchmarks/results_gpu_models_NVIDIA_H200.txt). Interpret mode (CPU tests) still runs
+them exact.
 """
 
 from __future__ import annotations
@@ -20,7 +29,8 @@ from typing import Any
 import jax.numpy as jnp
 from jax import lax
 
-from ._base import FLOAT_DTYPES, count_launch, register_pallas_kernel
+from ...ops.precision import float32_exact
+from ._base import FLOAT_DTYPES, count_launch, interpret_enabled, register_pallas_kernel
 from ._compat import SQUEEZED, cdiv, compiler_params, dot, load, out_struct, pl, store
 
 HEAD_DIMS = (64, 128)
@@ -178,7 +188,7 @@ def sdpa_pallas(query: Any, key: Any, value: Any, attn_mask: Any, *, is_causal: 
     count_launch("scaled_dot_product_attention_pallas")
     call = pl.pallas_call(
         functools.partial(_fwd_kernel, bq=bq, bk=bk, scale=float(scale), causal=is_causal,
-                          exact=q.dtype == jnp.float32),
+                          exact=_exact(q.dtype)),
         out_shape=[out_struct((bh, n_q, v.shape[2]), q.dtype),
                    out_struct((bh, n_q), jnp.float32)],
         grid=(cdiv(n_q, bq), bh),
@@ -201,7 +211,7 @@ def sdpa_grad_pallas(query: Any, key: Any, value: Any, out: Any, lse: Any, dout:
              - dlse.reshape(bh, n_q).astype(jnp.float32))
     bq, bk, warps = _blocks(e, interpret)
     kw = dict(bq=bq, bk=bk, scale=float(scale), causal=is_causal,
-              exact=q.dtype == jnp.float32)
+              exact=_exact(q.dtype))
     ins = [_spec(n_q, e), _spec(n_k, e), _spec(n_k, ev), _spec(n_q, ev), _spec(n_q),
            _spec(n_q)]
     count_launch("scaled_dot_product_attention_grad_pallas")
@@ -220,8 +230,16 @@ def sdpa_grad_pallas(query: Any, key: Any, value: Any, out: Any, lse: Any, dout:
     return (dq.reshape(query.shape), dk.reshape(key.shape), dv.reshape(value.shape))
 
 
+def _exact(dtype: Any) -> bool:
+    """Float32 products without TF32: float32 inputs while the float32 matmul precision is
+    ``"highest"`` (PyTorch's default)."""
+    return dtype == jnp.float32 and float32_exact()
+
+
 def _fits(q: Any, k: Any, v: Any) -> bool:
     e = q.shape[-1]
+    if _exact(q.dtype) and not interpret_enabled():
+        return False  # exact float32 on a GPU: the xla kernel (see the module docstring)
     return (e in HEAD_DIMS and v.shape[-1] == e and q.shape[-2] > 0 and k.shape[-2] > 0
             and math.prod(q.shape[:-2]) > 0)
 
