@@ -1,5 +1,6 @@
-"""jflow/host_transfer.py: a shape seen twice takes the jitted identity (JAX's C++ argument
-transfer); the tensor never shares the caller's memory, equals the data for every dtype,
+"""jflow/host_transfer.py: a small array's shape seen HOT_AFTER times takes the jitted identity
+(JAX's C++ argument transfer); the tensor never shares the caller's memory, not even while
+the transfer is queued, equals the data for every dtype,
 and under a trace the data still becomes a constant. The sightings table is bounded."""
 
 from __future__ import annotations
@@ -54,6 +55,28 @@ def test_fast_path_does_not_share_the_callers_memory(counted) -> None:
     a[:] = 5.0  # writing the source afterwards changes no tensor, as in PyTorch
     for t in ts:
         np.testing.assert_array_equal(t.numpy(), np.ones(16, np.float32))
+
+
+@pytest.mark.parametrize("shape", [(64,), (256, 256), (1 << 20,)], ids=["64", "256k", "4m"])
+def test_writes_right_after_the_call_never_show(shape) -> None:
+    """Writing the source just after ``flow.tensor`` returns, while the transfer may still be
+    queued (the jitted identity runs asynchronously, and JAX may alias a NumPy argument on
+    CPU): before the host copy, arrays of 256 KiB and 4 MiB showed the write once hot."""
+    for i in range(host_transfer.HOT_AFTER + 24):
+        a = np.full(shape, float(i), np.float32)
+        t = flow.tensor(a)
+        a[...] = -1.0
+        got = t.numpy()
+        assert got.min() == got.max() == float(i), (i, got.min(), got.max())
+
+
+def test_large_arrays_keep_device_put(counted) -> None:
+    """Above FAST_MAX_BYTES the identity would copy a second time: device_put, however hot."""
+    n = host_transfer.FAST_MAX_BYTES // 4
+    for a in (np.ones(n, np.float32), np.ones(n + 1, np.float32)):
+        for _ in range(host_transfer.HOT_AFTER + 2):
+            np.testing.assert_array_equal(flow.tensor(a).numpy(), a)
+    assert counted == [(n,), (n,)]
 
 
 def test_inside_a_trace_the_data_is_a_constant(counted) -> None:
