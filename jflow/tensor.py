@@ -36,6 +36,7 @@ from .device import is_meta_device as _is_meta_device
 from .device import meta_value as _meta_value
 from .device import no_data as _no_data
 from .host_transfer import to_device
+from .value_bounds import note_host as _note_bounds
 
 __all__ = ["Tensor", "Size", "is_tensor"]
 
@@ -677,15 +678,19 @@ def _tensor_value(data: Any, dtype: _dt.dtype | None, device: Any, fname: str,
     if _wants_meta(device):  # shape and dtype only: nothing goes to a device (jflow.meta)
         return _meta_value(arr.shape, np_dtype)
     if copy and not (pending and device is None and HOST_DATA[0] is not None):
-        return _place(to_device(np.asarray(arr, np_dtype)), device)  # (jflow.host_transfer)
-    host = np.array(arr, dtype=np_dtype, copy=True) if copy else np.asarray(arr, np_dtype)
-    if pending and copy and device is None and HOST_DATA[0] is not None:
-        ref = HOST_DATA[0](host)  # (lazy mode: the pending run takes the host copy)
-        if ref is not None:
-            return ref
-    with jax.ensure_compile_time_eval():
-        value = jax.device_put(host)
-    return _place(value, device)
+        host = np.asarray(arr, np_dtype)
+        value = _place(to_device(host), device)  # (jflow.host_transfer)
+    else:
+        host = np.array(arr, dtype=np_dtype, copy=True) if copy else np.asarray(arr, np_dtype)
+        if pending and copy and device is None and HOST_DATA[0] is not None:
+            ref = HOST_DATA[0](host)  # (lazy mode: the pending run takes the host copy)
+            if ref is not None:
+                return ref
+        with jax.ensure_compile_time_eval():
+            value = _place(jax.device_put(host), device)
+    if host.dtype.kind in "iu":  # an accelerator's index bounds checks read them from here
+        _note_bounds(value, host)
+    return value
 
 
 _INT64_RANGE = (-(1 << 63), (1 << 63) - 1)

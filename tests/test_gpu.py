@@ -269,3 +269,21 @@ def test_float32_matmul_precision_on_the_gpu() -> None:
         assert rel_err() < 1e-5
     finally:
         jax.config.update("jax_default_matmul_precision", old)
+
+
+@pytest.mark.skipif(_ON_CPU, reason="CPU arrays never note their bounds (nothing to save there)")
+def test_index_bounds_from_the_host_on_the_gpu() -> None:
+    """Indices made from host data on the GPU carry their bounds (jflow/value_bounds.py), so
+    the embedding's and cross-entropy's checks read no array back; wrong indices still raise."""
+    from jflow import value_bounds
+    ids = np.array([[3, 1], [0, 7]])
+    t = flow.tensor(ids, device=DEVICE)
+    assert value_bounds.known(t._value) == (0, 7)
+    assert value_bounds.known(flow.tensor(ids).to(DEVICE)._value) == (0, 7)
+    assert value_bounds.known(flow.arange(5, device=DEVICE)._value) == (0, 4)
+    w = flow.randn(8, 4, device=DEVICE)
+    np.testing.assert_allclose(F.embedding(t, w).cpu().numpy(), w.cpu().numpy()[ids])
+    with pytest.raises(IndexError, match="out of bounds"):
+        F.embedding(flow.tensor(ids + 5, device=DEVICE), w)
+    with pytest.raises(IndexError, match="out of bounds"):
+        F.embedding(flow.arange(9, device=DEVICE), w)

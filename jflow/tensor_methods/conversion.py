@@ -21,6 +21,7 @@ from ..functional import F
 from ..memory_format import check_memory_format
 from ..meta import meta_value
 from ..tensor import Tensor, _wrap
+from ..value_bounds import note_host as note_bounds
 
 
 def to(self: Tensor, *args: Any, **kwargs: Any) -> Tensor:
@@ -76,7 +77,10 @@ def to(self: Tensor, *args: Any, **kwargs: Any) -> Tensor:
         target = _device(device).jax_device()
         v = out._value
         if not isinstance(v, Tracer) and target not in v.devices():
-            out = _wrap(jax.device_put(v, target))
+            moved = jax.device_put(v, target)
+            if v.dtype.kind in "iu" and all(d.platform == "cpu" for d in v.devices()):
+                note_bounds(moved, np.asarray(v))  # (index bounds checks read them there)
+            out = _wrap(moved)
     if copy and out is self:  # a new tensor, with the history (PyTorch differentiates it)
         out = F.clone(self)
     return out

@@ -17,6 +17,7 @@ from ...meta import meta_value
 from ...ops import get
 from ...random import default_generator
 from ...tensor import HOST_DATA, Tensor, _wants_meta, _wrap
+from ...value_bounds import note as note_bounds
 from ..promotion import scalar_tensor
 from ..registry import functor
 
@@ -145,14 +146,21 @@ def arange(start: Any, end: Any, step: Any, dtype: Any, device: Any) -> Tensor:
     if _wants_meta(device):
         return _abstract(lambda: arange(start, end, step, dtype, _CPU))
     ints = all(type(v) is int for v in (start, end, step))
+    out = None
     if ints and dtype.category == 1 and step and 0 <= (end - start) * step:
-        host = _host_arange(start, end, step, dtype, device)
-        if host is not None:
-            return host
-    if ints and dtype.category == 1 and max(abs(start), abs(end), abs(step)) > _EXACT:
-        return on_device(_exact_int_arange(start, end, step, dtype), device)
-    return on_device(_arange(start=float(start), end=float(end), step=float(step),
-                             dtype=dtype.np), device)
+        out = _host_arange(start, end, step, dtype, device)
+    if out is None and ints and dtype.category == 1 and \
+            max(abs(start), abs(end), abs(step)) > _EXACT:
+        out = on_device(_exact_int_arange(start, end, step, dtype), device)
+    elif out is None:
+        out = on_device(_arange(start=float(start), end=float(end), step=float(step),
+                                dtype=dtype.np), device)
+    v = out._meta
+    if (ints and dtype.category == 1 and isinstance(v, jax.Array) and v.size
+            and not isinstance(v, jax.core.Tracer)):
+        last = start + (v.size - 1) * step  # (position ids on an accelerator: their bounds
+        note_bounds(v, min(start, last), max(start, last))  # check reads these)
+    return out
 
 
 #: the longest integer range :func:`_host_arange` makes on the host

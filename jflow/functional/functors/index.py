@@ -29,6 +29,7 @@ from ..._dims import wrap_dim
 from ...lazy_mode.checks import defer_check, host_value
 from ...ops import get
 from ...tensor import Tensor, _wrap
+from ...value_bounds import known as known_bounds
 from ..promotion import cast, scalar_result_dtype, scalar_tensor
 from ..registry import api, functor
 
@@ -74,6 +75,9 @@ def host_min_max(t: Tensor) -> tuple[int, int] | None:
     v = t._value
     if isinstance(v, Tracer) or v.size == 0 or t.is_meta:  # (meta: no values, jflow.meta)
         return None
+    b = known_bounds(v)  # (made from host data on an accelerator: jflow/value_bounds.py)
+    if b is not None:
+        return b
     if v.is_fully_addressable and all(d.platform == "cpu" for d in v.devices()):
         # on CPU the array's own buffer, read in place: no executable to queue behind the
         # computations still running (a batch's bounds check would wait for the previous
