@@ -220,6 +220,22 @@ def test_views_under_jax_jit():
     np.testing.assert_array_equal(out.numpy(), want)
 
 
+def test_strided_view_positions_made_while_tracing_serve_later_eager_views():
+    """A diagonal / as_strided view first made inside flow.jit caches its element positions
+    per (shape, layout); they must be concrete, not the trace's tracers (the eager view of
+    the same layout after the trace failed with UnexpectedTracerError)."""
+    w = flow.nn.Parameter(flow.tensor(A[:5, :3].copy()))
+
+    @flow.jit
+    def f():
+        return w.diagonal().sum() + w.as_strided((2, 2), (3, 2), 1).sum()
+    want = np.trace(A[:5, :3]) + A[:5, :3].ravel()[[1, 3, 4, 6]].sum()
+    np.testing.assert_allclose(f().item(), want, rtol=1e-6)
+    np.testing.assert_allclose(w.diagonal().detach().numpy(), np.diagonal(A[:5, :3]))
+    np.testing.assert_allclose(w.as_strided((2, 2), (3, 2), 1).detach().numpy(),
+                               A[:5, :3].ravel()[[1, 3, 4, 6]].reshape(2, 2))
+
+
 def test_flow_jit_writes_into_views_of_arguments_and_captured_tensors():
     @flow.jit
     def f(x):

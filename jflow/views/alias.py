@@ -430,12 +430,15 @@ def _positions(base: Tensor, lay: Layout) -> tuple[Tensor, ...]:
                            f"{list(lay.strides)}, storage offset {lay.offset}) reaches outside "
                            f"its base of {total} elements")
     out = []
-    for a in np.unravel_index(flat, shape):
-        t = mark_constant(_wrap(jax.device_put(np.asarray(a, np.int64))))
-        g = base._global
-        if g is not None:
-            t = mark_constant(t.to_global(g[0], [_broadcast] * len(g[1])))
-        out.append(t)
+    # (concrete arrays even while a trace makes the view: they are cached for later calls,
+    # which a tracer would outlive)
+    with jax.ensure_compile_time_eval():
+        for a in np.unravel_index(flat, shape):
+            t = mark_constant(_wrap(jax.device_put(np.asarray(a, np.int64))))
+            g = base._global
+            if g is not None:
+                t = mark_constant(t.to_global(g[0], [_broadcast] * len(g[1])))
+            out.append(t)
     return tuple(out)
 
 
