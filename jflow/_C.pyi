@@ -279,6 +279,7 @@ __all__ = [
     "matrix_exp",
     "svd",
     "qr",
+    "geqrf",
     "cholesky",
     "cholesky_solve",
     "cholesky_inverse",
@@ -504,6 +505,10 @@ class _svd_result(NamedTuple):
 class _qr_result(NamedTuple):
     Q: Tensor
     R: Tensor
+
+class _geqrf_result(NamedTuple):
+    a: Tensor
+    tau: Tensor
 
 class _triangular_solve_result(NamedTuple):
     solution: Tensor
@@ -2007,6 +2012,8 @@ def matrix_exp(input: Tensor) -> Tensor: ...
 def svd(input: Tensor, some: bool = True, compute_uv: bool = True) -> _svd_result: ...
 
 def qr(input: Tensor, some: bool = True) -> _qr_result: ...
+
+def geqrf(input: Tensor) -> _geqrf_result: ...
 
 def cholesky(input: Tensor, upper: bool = False) -> Tensor: ...
 

@@ -333,6 +333,26 @@ def test_op_without_a_checkable_gradient_sample_is_caught() -> None:
         check_op("test_chk_f32out")
 
 
+def test_declared_missing_derivative_that_runs_is_caught() -> None:
+    # grad_error (geqrf: no derivative, as PyTorch) declares that the backward raises; a rule
+    # that computes something instead, or raises an error not naming the op, is caught
+    for name, msg in [("test_chk_noderiv", None), ("test_chk_noderiv_msg", "not implemented")]:
+        define_op(name, inputs=["x"], infer=same_as_input())
+        register_kernel(name, jnp.sin)
+        register_samples(name, [Sample([X])], np.sin, grad_error=ErrorSample(
+            [X.astype(np.float64)], {}, NotImplementedError, "not implemented"))
+
+        @register_backward(name)
+        def _(ctx: Any, dy: Any, msg: Any = msg) -> Any:
+            if msg:
+                raise NotImplementedError(msg)
+            return dy
+
+        with pytest.raises(GradCheckFailure, match="but it ran" if msg is None else
+                           "does not name the op"):
+            check_op(name)
+
+
 # -- SBP check -------------------------------------------------------------------------------
 
 

@@ -13,6 +13,9 @@ op                     operands                                    results
 ``linalg_solve``       a (..., n, n), b (..., n, k) (same batch)   x with a @ x = b
 ``linalg_cholesky``    a (..., n, n); ``upper``                    L (or U = L^T)
 ``linalg_qr``          a (..., m, n); ``mode`` reduced/complete    q, r
+``geqrf``              input (..., m, n), real or complex          a (R on and above the
+                                                                   diagonal, reflectors
+                                                                   below), tau (..., min(m, n))
 ``linalg_svd``         a (..., m, n); ``full_matrices``            u, s, vh
 ``linalg_eigh``        a (..., n, n); ``upper`` (UPLO == "U")      eigenvalues (ascending), vectors
 =====================  =========================================  ==============================
@@ -20,8 +23,9 @@ op                     operands                                    results
 The factorizations read one triangle of a symmetric input as PyTorch does (cholesky the lower,
 eigh the ``UPLO`` one): the kernel builds the symmetric matrix from that triangle, so the
 backward rules send the gradient to that triangle only. They take float32/float64 only
-(PyTorch's CPU kernels refuse half precision and integers). Batch dims lead and are the same
-for every operand (the functors broadcast them), so each batch axis split is one signature.
+(PyTorch's CPU kernels refuse half precision and integers; ``geqrf`` takes complex too, as
+PyTorch's). Batch dims lead and are the same for every operand (the functors broadcast them),
+so each batch axis split is one signature.
 """
 
 from __future__ import annotations
@@ -196,6 +200,32 @@ def _qr_infer(a: Any, mode: str) -> Any:
 _linalg_op("linalg_qr", ["a"], ["q", "r"], _qr_infer,
            lambda a, mode: tuple(jnp.linalg.qr(a, mode=mode)),
            attrs=(Attr("mode", "string", "reduced"),), doc="a = q @ r")
+
+
+_GEQRF_DTYPES = _LINALG_DTYPES + (np.dtype(np.complex64), np.dtype(np.complex128))
+
+
+def _geqrf_infer(input: Any) -> Any:
+    dt = np.dtype(input.dtype)
+    if dt not in _GEQRF_DTYPES:
+        raise TypeError(f"geqrf: argument 'input' must be float32, float64, complex64 or "
+                        f"complex128, got {dt.name}")
+    s = _shape(input)
+    check_matrix_shape("geqrf", "input", s, square=False)
+    return desc(s, dt), desc(s[:-2] + (min(s[-2:]),), dt)
+
+
+def _geqrf_kernel(input: Any) -> Any:
+    # NumPy's "raw" mode is LAPACK geqrf's result, transposed (Fortran order); public, where
+    # jax.lax.linalg.geqrf is private in JAX 0.10 (XLA drops the two transposes)
+    h, tau = jnp.linalg.qr(input, mode="raw")
+    return jnp.swapaxes(h, -1, -2), tau
+
+
+_linalg_op("geqrf", ["input"], ["a", "tau"], _geqrf_infer, _geqrf_kernel,
+           doc="LAPACK geqrf's compact QR: R on and above the diagonal of a, the Householder "
+               "vectors (unit leading entry implied) below it, and their scalars tau, so that "
+               "Q = H_1 ... H_k with H_i = I - tau_i v_i v_i^H (k = min(m, n))")
 
 
 def _svd_infer(a: Any, full_matrices: bool) -> Any:

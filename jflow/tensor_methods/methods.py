@@ -188,8 +188,8 @@ for _name in ("fmax", "fmin", "heaviside", "ldexp", "logit", "signbit", "dist", 
 for _name in ("heaviside", "ldexp", "logit", "addr", "renorm", "mvlgamma"):
     setattr(Tensor, f"{_name}_", _assign_result(_name))
 # linear algebra: PyTorch's older torch.* factorizations and solves as methods
-for _name in ("svd", "qr", "cholesky", "cholesky_solve", "cholesky_inverse", "triangular_solve",
-              "lu_solve", "matrix_exp"):
+for _name in ("svd", "qr", "geqrf", "cholesky", "cholesky_solve", "cholesky_inverse",
+              "triangular_solve", "lu_solve", "matrix_exp"):
     setattr(Tensor, _name, _method(_name))
 
 

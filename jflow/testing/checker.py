@@ -482,7 +482,9 @@ def _check_forward(op_name: str, samples: list[Sample], entry: OpSamples,
 def check_op_grad(op_name: str) -> tuple[int, int]:
     """The gradient check on every applicable sample of ``op_name``; returns (samples
     checked, samples skipped because no output is float64). A differentiable op (not NoGrad)
-    must have a backward rule and at least one sample whose gradient is really checked."""
+    must have a backward rule and at least one sample whose gradient is really checked. An
+    op whose samples declare ``grad_error`` (no derivative, as PyTorch) is checked by that
+    call instead: its backward must raise the declared error (counted as one checked)."""
     checked, skipped, _ = _op_grad(op_name)
     return checked, skipped
 
@@ -494,6 +496,10 @@ def _op_grad(op_name: str) -> tuple[int, int, int]:
         return 0, 0, 0
     if op.grad_rule is None:
         raise CheckFailure(f"op '{op_name}' is neither NoGrad nor has a backward rule")
+    grad_error = get_samples(op_name).grad_error
+    if grad_error is not None:   # no derivative, as PyTorch: its backward must raise
+        _grad_check.check_grad_error(op_name, grad_error)
+        return 1, 0, 0
     applicable = [s for s in get_samples(op_name).samples if grad_applicable(op_name, s)]
     done = check_grads(op_name, applicable)
     checked = sum(d is not None for d in done)
@@ -565,6 +571,8 @@ class CheckReport:
     grad_jax: int = 0
     #: why there is no gradient check beyond "not requested" (e.g. a NoGrad op)
     grad_note: str = ""
+    #: an op without a derivative (samples' ``grad_error``): the error its backward raised
+    grad_error: str = ""
     #: the SBP check: None when not requested, else the signatures run and those never run
     sbp_exercised: list[str] | None = None
     sbp_missing: str = ""
@@ -592,7 +600,10 @@ class CheckReport:
                  f"batching rule is generic)",
                  f"  errors: {self.errors} error sample(s) raised the declared error naming "
                  f"the op"]
-        if self.grad is None:
+        if self.grad_error:
+            lines.append(f"  gradients: none, as in PyTorch: a backward through the op "
+                         f"raised the declared {self.grad_error}")
+        elif self.grad is None:
             lines.append(f"  gradients: not checked ({self.grad_note or 'grad=False'})")
         else:
             checked, skipped = self.grad
@@ -631,6 +642,10 @@ def check_op(op_name: str, grad: bool = True, sbp: bool = False) -> CheckReport:
     if grad:
         if get_op(op_name).has_trait("NoGrad"):
             report.grad_note = "a NoGrad op"
+        elif entry.grad_error is not None:
+            _op_grad(op_name)
+            report.grad_error = (f"{entry.grad_error.exc.__name__} matching "
+                                 f"{entry.grad_error.match!r}")
         else:
             checked, skipped, report.grad_jax = _op_grad(op_name)
             report.grad = (checked, skipped)

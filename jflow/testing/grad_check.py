@@ -32,6 +32,7 @@ False for it, and the op checker counts it as skipped, not checked.
 
 from __future__ import annotations
 
+import re
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -43,9 +44,10 @@ import numpy as np
 from .. import autograd
 from ..ops import get as get_op
 from ..tensor import Tensor, _wrap
-from .samples import Sample
+from .samples import ErrorSample, Sample
 
-__all__ = ["check_grad", "check_grads", "GradCheckFailure", "grad_applicable"]
+__all__ = ["check_grad", "check_grads", "check_grad_error", "GradCheckFailure",
+           "grad_applicable"]
 
 
 class GradCheckFailure(AssertionError):
@@ -360,6 +362,32 @@ def check_grads(op_name: str, samples: Sequence[Sample], every: bool = False
             _check_jax_grad(p, fd, jgrads)
             _check_jvp(p, jgrads, tans, jt)
     return state
+
+
+def check_grad_error(op_name: str, es: ErrorSample) -> None:
+    """The gradient check of an op without a derivative (``register_samples(grad_error=)``,
+    geqrf: PyTorch's outputs require grad, their backward raises): on ``es``'s inputs, the
+    floating ones requiring grad, the tape records the op (a floating output requires grad)
+    and ``flow.autograd.grad`` through it raises ``es.exc``, matching ``es.match`` and
+    naming the op."""
+    tens = [_wrap(jax.device_put(np.asarray(a))) for a in es.inputs]
+    leaves = [t for a, t in zip(es.inputs, tens) if _is_float(a)]
+    for t in leaves:
+        t.requires_grad_()
+    outs = [o for o in _outs(get_op(op_name).apply(*tens, **es.attrs)) if o.requires_grad]
+    if not leaves or not outs:
+        raise GradCheckFailure(f"{op_name}: grad_error declared, but no floating output "
+                               f"requires grad after the op ran on inputs that require grad")
+    cts = [_wrap(jax.device_put(np.ones(o._meta.shape, o._meta.dtype))) for o in outs]
+    try:
+        autograd.grad(outs, leaves, cts, allow_unused=True)
+    except es.exc as e:
+        if not re.search(es.match, str(e)) or op_name not in str(e):
+            raise GradCheckFailure(f"{op_name}: the backward raised {str(e)!r}, which does "
+                                   f"not match {es.match!r} or does not name the op") from e
+    else:
+        raise GradCheckFailure(f"{op_name}: grad_error declares that its backward raises "
+                               f"{es.exc.__name__}, but it ran")
 
 
 def check_grad(op_name: str, s: Sample) -> bool:

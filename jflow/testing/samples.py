@@ -67,6 +67,10 @@ class OpSamples:
     #: The module that registered the samples (tests/test_families.py checks that it is the
     #: op family's ``jflow/testing/op_samples/<family>.py``).
     module: str = ""
+    #: For an op PyTorch gives no derivative while its outputs still require grad (geqrf):
+    #: a call whose backward must raise ``exc`` matching ``match`` and naming the op; the
+    #: gradient check is then this (its rule raises: no finite differences to compare).
+    grad_error: ErrorSample | None = None
 
 
 _SAMPLES: dict[str, OpSamples] = {}
@@ -75,19 +79,22 @@ _SAMPLES: dict[str, OpSamples] = {}
 def register_samples(op: str, samples: Sequence[Sample],
                      reference: Callable[..., Any] | None = None, *,
                      verify: Callable[..., None] | None = None,
-                     errors: Sequence[ErrorSample] = ()) -> None:
+                     errors: Sequence[ErrorSample] = (),
+                     grad_error: ErrorSample | None = None) -> None:
     """Register checker samples for ``op``.
 
     ``reference(*numpy_inputs, **attrs)`` returns the expected output(s), computed
     independently (NumPy). Ops whose values cannot be predicted (random draws) give instead
     ``verify(outputs, *numpy_inputs, **attrs)``, which asserts properties of the outputs.
+    ``grad_error``: an op without a derivative whose rule raises (see :class:`OpSamples`).
     """
     if (reference is None) == (verify is None):
         raise ValueError(f"register_samples('{op}'): give exactly one of reference= or verify=")
     if not samples:
         raise ValueError(f"register_samples('{op}'): at least one sample is needed")
     module = sys._getframe(1).f_globals.get("__name__", "")
-    _SAMPLES[op] = OpSamples(op, list(samples), reference, verify, list(errors), module)
+    _SAMPLES[op] = OpSamples(op, list(samples), reference, verify, list(errors), module,
+                             grad_error)
 
 
 def get_samples(op: str) -> OpSamples:

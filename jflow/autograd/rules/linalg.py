@@ -210,6 +210,14 @@ def _qr(ctx, dq, dr):
     return O.cat([dx, _mm(q, dv)], dim=nd - 1)
 
 
+@register_backward("geqrf")
+def _geqrf(ctx, da, dtau):
+    """No derivative, as PyTorch's (derivatives.yaml: not_implemented): the outputs of a
+    call on a tensor requiring grad require grad, and a gradient reaching them raises
+    PyTorch's error. The op's samples declare it (``grad_error``), the checker checks it."""
+    raise NotImplementedError("the derivative for 'geqrf' is not implemented.")
+
+
 @register_backward("linalg_svd", save=["u", "s", "vh"])
 def _svd(ctx, du, ds, dvh):
     """PyTorch's svd_backward (real case). With ``full_matrices`` and a non-square input only

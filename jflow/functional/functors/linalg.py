@@ -39,6 +39,7 @@ _det = get("linalg_det").apply
 _solve = get("linalg_solve").apply
 _cholesky = get("linalg_cholesky").apply
 _qr = get("linalg_qr").apply
+_geqrf = get("geqrf").apply
 _svd = get("linalg_svd").apply
 _eigh = get("linalg_eigh").apply
 _mul, _add, _sub, _div = (get(n).apply for n in ("mul", "add", "sub", "div"))
@@ -1410,6 +1411,22 @@ def svd(input: Tensor, some: bool, compute_uv: bool) -> tuple[Tensor, Tensor, Te
 def qr(input: Tensor, some: bool) -> tuple[Tensor, Tensor]:
     """torch.qr: linalg.qr with mode 'reduced' (some) or 'complete'."""
     return linalg_qr(input, "reduced" if some else "complete")
+
+
+_GEQRF_DTYPES = _LINALG_DTYPES + (np.dtype(np.complex64), np.dtype(np.complex128))
+
+
+@functor("Geqrf")
+def geqrf(input: Tensor) -> tuple[Tensor, Tensor]:
+    """torch.geqrf: LAPACK's compact QR, (a, tau): R on and above the diagonal of ``a``, the
+    Householder vectors below it (``linalg.householder_product(a, tau)`` is Q). Real or
+    complex; no derivative (a backward through it raises, as PyTorch's)."""
+    if input._meta.dtype not in _GEQRF_DTYPES:
+        name = _TORCH_NAMES.get(input._meta.dtype.name, input._meta.dtype.name)
+        raise TypeError(f"geqrf: Expected a float32, float64, complex64 or complex128 tensor "
+                        f"as argument 'input'. Got {name}")
+    check_matrix_shape("geqrf", "input", _shape(input), False)
+    return tuple(_geqrf(input))
 
 
 def _chol_factor(L: Tensor, upper: bool) -> Tensor:

@@ -70,7 +70,8 @@ class ParametrizationList(ModuleList):
 
     ``original`` (or ``original0``...) holds what the first parametrization's
     ``right_inverse`` made of the module's tensor when the list was created (the tensor
-    itself without one); calling the list computes the parametrized tensor."""
+    itself without one, or when it raises ``NotImplementedError``: PyTorch's rule);
+    calling the list computes the parametrized tensor."""
 
     def __init__(self, modules: Sequence[Module], original: Tensor,
                  unsafe: bool = False) -> None:
@@ -83,7 +84,10 @@ class ParametrizationList(ModuleList):
             new: Any = original
             for m in reversed(list(self)):
                 if hasattr(m, "right_inverse"):
-                    new = m.right_inverse(new)
+                    try:
+                        new = m.right_inverse(new)
+                    except NotImplementedError:
+                        pass   # no inverse for this one: the identity, as PyTorch
         if not isinstance(new, (Tensor, Sequence)):
             raise ValueError(f"register_parametrization(): 'right_inverse' must return a Tensor "
                              f"or a sequence of tensors, got {type(new).__name__}")

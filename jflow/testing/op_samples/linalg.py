@@ -455,3 +455,41 @@ register_samples("linalg_ldl_solve", [
                 "int32"),
     ErrorSample([_LDL_LD, _LDL_PIV, _f(3, 2, dtype=np.float64)], {}, ValueError, "incompatible"),
 ])
+
+
+# -- geqrf (registered last: its draws leave the other samples' inputs as they were) -----
+
+def _geqrf_ref(a):
+    """LAPACK geqr2's column loop in NumPy (xLARFG's reflector: beta = -sign(Re alpha) *
+    ||(alpha, x)||, tau = (beta - alpha) / beta, v = x / (alpha - beta); none, tau = 0,
+    when x is zero and alpha real), float64 / complex128, one matrix at a time."""
+    a = np.array(a, np.complex128 if np.iscomplexobj(a) else np.float64)
+    k = min(a.shape[-2:])
+    tau = np.zeros(a.shape[:-2] + (k,), a.dtype)
+    for idx in np.ndindex(*a.shape[:-2]):
+        r, t = a[idx], tau[idx]
+        for j in range(k):
+            alpha, x = r[j, j], r[j + 1:, j]
+            xnorm = np.linalg.norm(x)
+            if xnorm == 0 and np.imag(alpha) == 0:
+                continue
+            beta = -np.copysign(np.hypot(abs(alpha), xnorm), np.real(alpha))
+            t[j] = (beta - alpha) / beta
+            r[j + 1:, j] = x / (alpha - beta)
+            r[j, j] = beta
+            w = np.concatenate([[1.0], r[j + 1:, j]])   # H_j^H applied to the rest
+            r[j:, j + 1:] -= np.conj(t[j]) * np.outer(w, np.conj(w) @ r[j:, j + 1:])
+    return a, tau
+
+
+_C64 = (_f(4, 3) + 1j * _f(4, 3)).astype(np.complex64)
+register_samples("geqrf", [
+    Sample([_tall(5, 3)], **_TOL32),
+    Sample([_tall(2, 3, 5, dtype=np.float64)], name="batched, wide"),
+    Sample([np.triu(_f(3, 3, dtype=np.float64)) + np.eye(3)], name="triangular: tau == 0"),
+    Sample([_C64], name="complex", **_TOL32),
+], _geqrf_ref, errors=[
+    ErrorSample([_f(3)], {}, ValueError, "at least 2 dimensions"),
+    ErrorSample([np.ones((3, 3), np.int64)], {}, TypeError, "float32, float64, complex64"),
+], grad_error=ErrorSample([_tall(4, 3, dtype=np.float64)], {}, NotImplementedError,
+                          "the derivative for 'geqrf' is not implemented"))
