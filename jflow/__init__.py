@@ -42,6 +42,7 @@ from .creation import (arange, as_tensor, empty, empty_like, eye, from_numpy, fu
                        randint_like, randn, randn_like, tensor, zeros, zeros_like)
 from .creation import bernoulli, multinomial, randperm  # noqa: E402
 from .creation import empty_strided, logspace, normal  # noqa: E402  (0-d tensor bounds, overloads)
+from .creation import frombuffer  # noqa: E402  (bytes-like objects, as torch.frombuffer)
 from .storage import UntypedStorage, asarray  # noqa: E402  (byte storages: jflow.storage)
 from .tensor_methods import gradient, histogram, histogramdd, unravel_index  # noqa: E402
 from .tensor_methods import addcdiv, addcmul, lerp  # noqa: E402
@@ -106,6 +107,25 @@ from .view_copies import *  # noqa: E402,F401,F403  (alias_copy ... view_copy, u
 from .composites import (as_strided_scatter, constant_pad_nd, empty_permuted,  # noqa: E402
                          native_batch_norm, native_group_norm, native_layer_norm,
                          nonzero_static, pca_lowrank, svd_lowrank)
+from .composites import (alpha_dropout_, channel_shuffle, conv_tbc, convolution,  # noqa: E402
+                         diagonal, dropout_, feature_alpha_dropout_, feature_dropout,
+                         feature_dropout_, frobenius_norm, gru_cell, lstm_cell,
+                         native_channel_shuffle, native_dropout, nuclear_norm, orgqr,
+                         pixel_shuffle, pixel_unshuffle, rnn_relu_cell, rnn_tanh_cell)
+from .composites import torch_range as range  # noqa: E402,A001  (the deprecated torch.range)
+from .removed import eig, lstsq, matrix_rank, solve, symeig  # noqa: E402  (raise, as PyTorch)
+from .introspection import (get_device, is_neg, is_storage, sym_float,  # noqa: E402
+                            sym_int, sym_ite, sym_max, sym_min, sym_not, sym_sqrt, sym_sum,
+                            typename)
+from .global_settings import (are_deterministic_algorithms_enabled,  # noqa: E402
+                              compiled_with_cxx11_abi, get_deterministic_debug_mode,
+                              get_num_interop_threads, init_num_threads,
+                              is_deterministic_algorithms_warn_only_enabled,
+                              is_vulkan_available, is_warn_always_enabled,
+                              set_default_tensor_type, set_deterministic_debug_mode,
+                              set_flush_denormal, set_num_interop_threads, set_warn_always,
+                              use_deterministic_algorithms)
+from .func import vmap  # noqa: E402  (torch.vmap is torch.func.vmap)
 
 # flow.<op>(...) for every public functional API function not shadowed above
 _g = globals()
@@ -115,3 +135,19 @@ for _name in _C.__all__:
 del _g, _name
 
 __version__ = "0.1.0"
+
+#: ``torch.*`` families jflow does not have (no sparse or quantized layouts, no vendor
+#: libraries): reaching one raises an AttributeError that says so (``hasattr`` stays False)
+_UNSUPPORTED = (("sparse_", "sparse tensors"), ("quantize", "quantized tensors"),
+                ("q_", "quantized tensors"), ("fake_quantize", "quantized tensors"),
+                ("fbgemm_", "FBGEMM kernels"), ("mkldnn_", "oneDNN (MKL-DNN) tensors"),
+                ("miopen_", "MIOpen kernels"), ("cudnn_", "cuDNN kernels"))
+
+
+def __getattr__(name: str) -> object:
+    for prefix, what in _UNSUPPORTED:
+        if name.startswith(prefix):
+            raise AttributeError(f"module 'jflow' has no attribute '{name}': jflow has no "
+                                 f"{what} (torch.{name} has no jflow equivalent; see "
+                                 f"docs/porting.md)")
+    raise AttributeError(f"module 'jflow' has no attribute '{name}'")

@@ -2,13 +2,19 @@
 ``torch.*`` exposes (``constant_pad_nd``, ``native_layer_norm`` ... returning the saved
 statistics as PyTorch does), ``as_strided_scatter``, static-shape ``nonzero_static``,
 ``empty_permuted`` / ``Tensor.new_empty_strided``, the randomized low-rank factorizations
-(``svd_lowrank`` / ``pca_lowrank``, Halko et al. 2009 as ``torch._lowrank``) and
-``nn.functional.linear_cross_entropy``. Gradients come from the ops they are made of.
+(``svd_lowrank`` / ``pca_lowrank``, Halko et al. 2009 as ``torch._lowrank``),
+``nn.functional.linear_cross_entropy``, and the ``torch.*`` forms of functions jflow keeps
+elsewhere (``diagonal``, ``pixel_shuffle``, ``orgqr``, the deprecated ``range`` (here
+``torch_range``, exported as ``flow.range``) / ``frobenius_norm`` / ``nuclear_norm``, the
+ATen dropout forms, single RNN steps
+``lstm_cell`` ..., the generic ``convolution`` and fairseq's ``conv_tbc``). Gradients come
+from the ops they are made of.
 """
 
 from __future__ import annotations
 
 import math
+import warnings
 from collections.abc import Sequence
 from typing import Any
 
@@ -18,14 +24,19 @@ from . import dtypes as _dt
 from .autograd import no_grad
 from .creation import arange, as_tensor, empty_strided, full, randn, zeros
 from .functional import F
-from .linalg import qr, svd
+from .linalg import householder_product, matrix_norm, qr, svd, vector_norm
 from .memory_format import check_layout
 from .nn import functional as nn_functional
+from .nn.modules.rnn import _gru_step, _lstm_step, _rnn_step
 from .tensor import Tensor
 
 __all__ = ["constant_pad_nd", "as_strided_scatter", "empty_permuted", "nonzero_static",
            "native_layer_norm", "native_batch_norm", "native_group_norm", "svd_lowrank",
-           "pca_lowrank"]
+           "pca_lowrank", "diagonal", "pixel_shuffle", "pixel_unshuffle", "channel_shuffle",
+           "native_channel_shuffle", "torch_range", "orgqr", "frobenius_norm", "nuclear_norm",
+           "native_dropout", "feature_dropout", "dropout_", "alpha_dropout_",
+           "feature_alpha_dropout_", "feature_dropout_", "lstm_cell", "gru_cell", "rnn_tanh_cell",
+           "rnn_relu_cell", "convolution", "conv_tbc"]
 
 
 def _tensor_arg(fname: str, name: str, x: Any) -> Tensor:
@@ -281,3 +292,182 @@ def pca_lowrank(A: Tensor, q: int | None = None, center: bool = True,  # noqa: N
 
 # -- linear + cross entropy ------------------------------------------------------------------
 
+
+
+# -- torch.* forms of functions jflow has elsewhere (nn.functional, linalg, Tensor methods) ----
+
+def diagonal(input: Tensor, offset: int = 0, dim1: int = 0, dim2: int = 1) -> Tensor:  # noqa: A002
+    """``torch.diagonal``: ``input.diagonal(offset, dim1, dim2)`` (a view)."""
+    return _tensor_arg("diagonal", "input", input).diagonal(offset, dim1, dim2)
+
+
+def pixel_shuffle(input: Tensor, upscale_factor: int) -> Tensor:  # noqa: A002
+    """``torch.pixel_shuffle``: ``nn.functional.pixel_shuffle``."""
+    return nn_functional.pixel_shuffle(input, upscale_factor)
+
+
+def pixel_unshuffle(input: Tensor, downscale_factor: int) -> Tensor:  # noqa: A002
+    """``torch.pixel_unshuffle``: ``nn.functional.pixel_unshuffle``."""
+    return nn_functional.pixel_unshuffle(input, downscale_factor)
+
+
+def channel_shuffle(input: Tensor, groups: int) -> Tensor:  # noqa: A002
+    """``torch.channel_shuffle`` (and ``native_channel_shuffle``): ``nn.functional.
+    channel_shuffle``."""
+    return nn_functional.channel_shuffle(input, groups)
+
+
+native_channel_shuffle = channel_shuffle
+
+
+def torch_range(start: Any, end: Any, step: Any = 1, *, dtype: Any = None,
+                device: Any = None, requires_grad: bool = False) -> Tensor:
+    """PyTorch's deprecated ``torch.range``: ``start, start + step, ...`` up to ``end``
+    *included*, ``floor((end - start) / step) + 1`` values, of the default float dtype
+    unless ``dtype`` says otherwise (warns, as PyTorch)."""
+    warnings.warn("torch.range is deprecated and will be removed in a future release because "
+                  "its behavior is inconsistent with Python's range builtin. Instead, use "
+                  "torch.arange, which produces values in [start, end).", UserWarning,
+                  stacklevel=2)
+    if step == 0:
+        raise RuntimeError("range(): step must be nonzero")
+    if (end - start) * step < 0:
+        raise RuntimeError("range(): upper bound and larger bound inconsistent with step sign")
+    n = int(math.floor((end - start) / step)) + 1
+    d = _dt.get_default_dtype() if dtype is None else _dt.as_dtype(dtype)
+    out = arange(n, dtype=_dt.float64 if d.is_floating_point else d, device=device)
+    out = (out * step + start).to(d)
+    return out.requires_grad_(True) if requires_grad else out
+
+
+def orgqr(input: Tensor, tau: Tensor) -> Tensor:  # noqa: A002
+    """``torch.orgqr``: ``linalg.householder_product``."""
+    return householder_product(input, tau)
+
+
+def frobenius_norm(input: Tensor, dim: Sequence[int], keepdim: bool = False) -> Tensor:  # noqa: A002
+    """PyTorch's deprecated ``torch.frobenius_norm``: ``linalg.vector_norm(input, 2, dim,
+    keepdim)``."""
+    return vector_norm(_tensor_arg("frobenius_norm", "input", input), 2.0, dim, keepdim)
+
+
+def nuclear_norm(input: Tensor, dim: Any = None, keepdim: bool = False) -> Tensor:  # noqa: A002
+    """PyTorch's deprecated ``torch.nuclear_norm``: ``linalg.matrix_norm(input, 'nuc', dim,
+    keepdim)``, ``dim`` the last two dims when left out (then ``keepdim`` may come second)."""
+    if isinstance(dim, bool):       # nuclear_norm(input, keepdim)
+        dim, keepdim = None, dim
+    return matrix_norm(_tensor_arg("nuclear_norm", "input", input), "nuc",
+                       (-2, -1) if dim is None else dim, keepdim)
+
+
+# -- the ATen dropout forms ----------------------------------------------------------------------
+
+def native_dropout(input: Tensor, p: float, train: bool | None) -> tuple[Tensor, Tensor]:  # noqa: A002
+    """``torch.native_dropout``: ``(output, mask)``, the bool mask of kept elements; when not
+    ``train``, ``(input, all True)``."""
+    _tensor_arg("native_dropout", "input", input)
+    if not train or p == 0.0:
+        return input, full(tuple(input.shape), True, device=input.device)
+    keep = nn_functional.dropout(full(tuple(input.shape), 1.0, dtype=input.dtype,
+                                      device=input.device), p, True)
+    return input * keep, keep != 0
+
+
+def feature_dropout(input: Tensor, p: float, train: bool) -> Tensor:  # noqa: A002
+    """``torch.feature_dropout``: whole channels of (N, C, *) zeroed with probability ``p``
+    (one draw per sample and channel), the rest scaled by 1 / (1 - p), when ``train``."""
+    _tensor_arg("feature_dropout", "input", input)
+    if not 0.0 <= p <= 1.0:
+        raise ValueError(f"feature_dropout(): dropout probability has to be between 0 and 1, "
+                         f"but got {p}")
+    if not train or p == 0.0:
+        return input
+    if input.ndim < 2:
+        raise RuntimeError(f"feature_dropout(): expected an input of at least 2 dims (N, C, *), "
+                           f"got shape {list(input.shape)}")
+    shape = tuple(input.shape[:2]) + (1,) * (input.ndim - 2)
+    return input * nn_functional.dropout(full(shape, 1.0, dtype=input.dtype,
+                                              device=input.device), p, True)
+
+
+def dropout_(input: Tensor, p: float, train: bool) -> Tensor:  # noqa: A002
+    """``torch.dropout_``: :func:`nn.functional.dropout` in place."""
+    return nn_functional.dropout(input, p, train, inplace=True)
+
+
+def alpha_dropout_(input: Tensor, p: float, train: bool) -> Tensor:  # noqa: A002
+    """``torch.alpha_dropout_``: :func:`nn.functional.alpha_dropout` in place."""
+    return nn_functional.alpha_dropout(input, p, train, inplace=True)
+
+
+def feature_alpha_dropout_(input: Tensor, p: float, train: bool) -> Tensor:  # noqa: A002
+    """``torch.feature_alpha_dropout_``: :func:`nn.functional.feature_alpha_dropout` in
+    place."""
+    return nn_functional.feature_alpha_dropout(input, p, train, inplace=True)
+
+
+def feature_dropout_(input: Tensor, p: float, train: bool) -> Tensor:  # noqa: A002
+    """``torch.feature_dropout_``: :func:`feature_dropout` in place."""
+    y = feature_dropout(input, p, train)
+    return input if y is input else input.copy_(y)
+
+
+# -- single RNN steps (torch.lstm_cell ...), PyTorch's gate orders ------------------------------
+
+def lstm_cell(input: Tensor, hx: Sequence[Tensor], w_ih: Tensor, w_hh: Tensor,  # noqa: A002
+              b_ih: Tensor | None = None, b_hh: Tensor | None = None) -> tuple[Tensor, Tensor]:
+    """``torch.lstm_cell``: one LSTM step, ``hx = (h, c)``; returns ``(h', c')``."""
+    if len(hx) != 2:
+        raise RuntimeError("lstm_cell expects two hidden states")
+    return _lstm_step(nn_functional.linear(input, w_ih, b_ih), hx[0], hx[1], w_hh, b_hh)
+
+
+def gru_cell(input: Tensor, hx: Tensor, w_ih: Tensor, w_hh: Tensor,  # noqa: A002
+             b_ih: Tensor | None = None, b_hh: Tensor | None = None) -> Tensor:
+    """``torch.gru_cell``: one GRU step (gates r, z, n)."""
+    return _gru_step(nn_functional.linear(input, w_ih, b_ih), hx, w_hh, b_hh)
+
+
+def rnn_tanh_cell(input: Tensor, hx: Tensor, w_ih: Tensor, w_hh: Tensor,  # noqa: A002
+                  b_ih: Tensor | None = None, b_hh: Tensor | None = None) -> Tensor:
+    """``torch.rnn_tanh_cell``: ``tanh(x W_ih^T + b_ih + h W_hh^T + b_hh)``."""
+    return _rnn_step(nn_functional.linear(input, w_ih, b_ih), hx, w_hh, b_hh, False)
+
+
+def rnn_relu_cell(input: Tensor, hx: Tensor, w_ih: Tensor, w_hh: Tensor,  # noqa: A002
+                  b_ih: Tensor | None = None, b_hh: Tensor | None = None) -> Tensor:
+    """``torch.rnn_relu_cell``: ``relu(x W_ih^T + b_ih + h W_hh^T + b_hh)``."""
+    return _rnn_step(nn_functional.linear(input, w_ih, b_ih), hx, w_hh, b_hh, True)
+
+
+# -- the generic convolution entry points ---------------------------------------------------------
+
+def convolution(input: Tensor, weight: Tensor, bias: Tensor | None,  # noqa: A002
+                stride: Sequence[int], padding: Sequence[int], dilation: Sequence[int],
+                transposed: bool, output_padding: Sequence[int], groups: int) -> Tensor:
+    """``torch.convolution``: the 1-, 2- or 3-d convolution (or transposed convolution) the
+    weight's rank names."""
+    nd = _tensor_arg("convolution", "weight", weight).ndim - 2
+    if nd not in (1, 2, 3):
+        raise RuntimeError(f"convolution(): expected a 3-, 4- or 5-d weight, got shape "
+                           f"{list(weight.shape)}")
+    if transposed:
+        fn = (nn_functional.conv_transpose1d, nn_functional.conv_transpose2d,
+              nn_functional.conv_transpose3d)[nd - 1]
+        return fn(input, weight, bias, tuple(stride), tuple(padding), tuple(output_padding),
+                  groups, tuple(dilation))
+    fn = (nn_functional.conv1d, nn_functional.conv2d, nn_functional.conv3d)[nd - 1]
+    return fn(input, weight, bias, tuple(stride), tuple(padding), tuple(dilation), groups)
+
+
+def conv_tbc(input: Tensor, weight: Tensor, bias: Tensor, pad: int = 0) -> Tensor:  # noqa: A002
+    """``torch.conv_tbc`` (fairseq's time-batch-channel convolution): input (T, B, C_in),
+    weight (K, C_in, C_out), bias (C_out,), ``pad`` zeros at both ends of time; output
+    (T + 2 pad - K + 1, B, C_out)."""
+    for name, t, nd in (("input", input, 3), ("weight", weight, 3), ("bias", bias, 1)):
+        if _tensor_arg("conv_tbc", name, t).ndim != nd:
+            raise RuntimeError(f"conv_tbc(): {name} must have {nd} dims, got shape "
+                               f"{list(t.shape)}")
+    y = nn_functional.conv1d(input.permute(1, 2, 0), weight.permute(2, 1, 0), bias,
+                             padding=pad)
+    return y.permute(2, 0, 1)

@@ -23,7 +23,7 @@ from .views import as_strided
 __all__ = ["tensor", "from_numpy", "as_tensor", "zeros", "ones", "full", "empty", "arange",
            "linspace", "eye", "rand", "randn", "randint", "zeros_like", "ones_like",
            "full_like", "empty_like", "rand_like", "randn_like", "randint_like", "randperm",
-           "bernoulli", "multinomial", "normal", "empty_strided", "logspace"]
+           "bernoulli", "multinomial", "normal", "empty_strided", "logspace", "frombuffer"]
 
 
 def tensor(data: Any, dtype: Any = None, device: Any = None,
@@ -55,6 +55,36 @@ def from_numpy(ndarray: np.ndarray) -> Tensor:
     if not isinstance(ndarray, np.ndarray):
         raise TypeError(f"from_numpy: expected np.ndarray, got {type(ndarray).__name__}")
     return _wrap(_tensor_value(ndarray, None, None, "flow.from_numpy", copy=False))
+
+
+def frombuffer(buffer: Any, *, dtype: Any, count: int = -1, offset: int = 0,
+               requires_grad: bool = False) -> Tensor:
+    """``torch.frombuffer``: a 1-d tensor of ``dtype`` over the bytes of an object with the
+    buffer protocol (``bytes``, ``bytearray``, ``array.array``, ``memoryview``) from byte
+    ``offset``, ``count`` elements (all that remain when negative), with PyTorch's checks. As
+    :func:`from_numpy`: without a copy where JAX can alias the memory, so later writes to the
+    buffer may show; jflow never writes to it (in-place ops on the tensor rebind it), so a
+    read-only buffer needs no warning."""
+    d = _dt.as_dtype(dtype)
+    data = memoryview(buffer).cast("B")
+    n, size = len(data), d.itemsize
+    if n == 0 or count == 0:
+        raise ValueError(f"both buffer length ({n}) and count ({count}) must not be 0")
+    if not 0 <= offset < n:
+        raise ValueError(f"offset ({offset} bytes) must be non-negative and no greater than "
+                         f"buffer length ({n} bytes) minus 1")
+    if count < 0:
+        if (n - offset) % size:
+            raise ValueError(f"buffer length ({n - offset} bytes) after offset ({offset} bytes) "
+                             f"must be a multiple of element size ({size})")
+        count = (n - offset) // size
+    elif count * size > n - offset:
+        raise ValueError(f"requested buffer length ({count} * {size} bytes) after offset "
+                         f"({offset} bytes) must not be greater than actual buffer length "
+                         f"({n} bytes)")
+    arr = np.frombuffer(data, dtype=d.np, count=count, offset=offset)
+    out = _wrap(_tensor_value(arr, None, None, "flow.frombuffer", copy=False))
+    return out.requires_grad_(True) if requires_grad else out
 
 
 def _finish(t: Tensor, requires_grad: bool, placement: Any = None, sbp: Any = None,
