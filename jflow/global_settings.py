@@ -133,6 +133,7 @@ def set_warn_always(b: bool) -> None:
 
 
 def is_warn_always_enabled() -> bool:
+    """What :func:`set_warn_always` set (False by default)."""
     return _WARN_ALWAYS[0]
 
 

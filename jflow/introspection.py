@@ -60,6 +60,7 @@ def sym_int(a: Any) -> int:
 
 
 def sym_float(a: Any) -> float:
+    """``float(a)``."""
     return float(a)
 
 
@@ -70,11 +71,13 @@ def sym_max(a: Any, b: Any) -> Any:
 
 
 def sym_min(a: Any, b: Any) -> Any:
+    """The smaller; a float when either is one (PyTorch's promotion)."""
     m = builtins.min(a, b)
     return float(m) if isinstance(a, float) or isinstance(b, float) else m
 
 
 def sym_not(a: Any) -> bool:
+    """``not a``."""
     return not a
 
 
@@ -84,8 +87,10 @@ def sym_ite(b: Any, t: Any, f: Any) -> Any:
 
 
 def sym_sum(args: Iterable[Any]) -> Any:
+    """``sum(args)``."""
     return builtins.sum(args)
 
 
 def sym_sqrt(a: Any) -> float:
+    """``math.sqrt(a)``."""
     return math.sqrt(a)
