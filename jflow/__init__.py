@@ -114,7 +114,8 @@ from .composites import (alpha_dropout_, channel_shuffle, conv_tbc, convolution,
                          pixel_shuffle, pixel_unshuffle, rnn_relu_cell, rnn_tanh_cell)
 from .composites import torch_range as range  # noqa: E402,A001  (the deprecated torch.range)
 from .removed import eig, lstsq, matrix_rank, solve, symeig  # noqa: E402  (raise, as PyTorch)
-from .introspection import (get_device, is_neg, is_storage, sym_float,  # noqa: E402
+from .introspection import (get_device, is_inference, is_neg, is_storage,  # noqa: E402
+                            sym_float,
                             sym_int, sym_ite, sym_max, sym_min, sym_not, sym_sqrt, sym_sum,
                             typename)
 from .global_settings import (are_deterministic_algorithms_enabled,  # noqa: E402
@@ -126,6 +127,7 @@ from .global_settings import (are_deterministic_algorithms_enabled,  # noqa: E40
                               set_flush_denormal, set_num_interop_threads, set_warn_always,
                               use_deterministic_algorithms)
 from .func import vmap  # noqa: E402  (torch.vmap is torch.func.vmap)
+from .tensor_methods.compat import ormqr  # noqa: E402  (torch.ormqr: the method's function)
 
 # flow.<op>(...) for every public functional API function not shadowed above
 _g = globals()

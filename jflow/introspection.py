@@ -1,7 +1,7 @@
 """``torch.*`` questions about objects and the ``sym_*`` number helpers, as PyTorch answers
 them for concrete values: ``typename``, ``is_storage``, ``get_device``, ``is_neg``,
-``sym_int`` / ``sym_float`` / ``sym_max`` / ``sym_min`` / ``sym_not`` / ``sym_ite`` /
-``sym_sum`` / ``sym_sqrt``. (PyTorch's ``sym_*`` also take its symbolic integers while
+``is_inference``, ``sym_int`` / ``sym_float`` / ``sym_max`` / ``sym_min`` / ``sym_not`` /
+``sym_ite`` / ``sym_sum`` / ``sym_sqrt``. (PyTorch's ``sym_*`` also take its symbolic integers while
 ``torch.compile`` traces; jflow's traces see concrete Python numbers, so plain arithmetic is
 their whole meaning here.)
 """
@@ -16,7 +16,7 @@ from typing import Any
 from .storage import UntypedStorage
 from .tensor import Tensor
 
-__all__ = ["typename", "is_storage", "get_device", "is_neg", "sym_int", "sym_float",
+__all__ = ["typename", "is_storage", "get_device", "is_neg", "is_inference", "sym_int", "sym_float",
            "sym_max", "sym_min", "sym_not", "sym_ite", "sym_sum", "sym_sqrt"]
 
 
@@ -52,6 +52,14 @@ def is_neg(input: Tensor) -> bool:  # noqa: A002
         raise TypeError(f"is_neg(): argument 'input' (position 1) must be Tensor, not "
                         f"{type(input).__name__}")
     return False
+
+
+def is_inference(input: Tensor) -> bool:  # noqa: A002
+    """``input.is_inference()``: False (jflow has no inference tensors: docs/porting.md)."""
+    if not isinstance(input, Tensor):
+        raise TypeError(f"is_inference(): argument 'input' (position 1) must be Tensor, not "
+                        f"{type(input).__name__}")
+    return input.is_inference()
 
 
 def sym_int(a: Any) -> int:

@@ -167,6 +167,60 @@ class Tensor:
 
     #: PyTorch's flag for Intel XPU devices: jflow has none (mock_torch libraries probe it)
     is_xpu = False
+    # PyTorch's other backend and layout flags: jflow tensors are dense (``layout`` is
+    # ``flow.strided``: jflow.tensor_methods.compat), never quantized, nested or MKL-DNN, and
+    # on no MPS / XLA-device / Vulkan / IPU / MAIA / MTIA backend (libraries probe these)
+    is_sparse = False
+    is_sparse_csr = False
+    is_quantized = False
+    is_nested = False
+    is_mkldnn = False
+    is_mps = False
+    is_xla = False
+    is_vulkan = False
+    is_ipu = False
+    is_maia = False
+    is_mtia = False
+
+    @property
+    def itemsize(self) -> int:
+        """The size of one element in bytes (``element_size()``)."""
+        return self._meta.dtype.itemsize
+
+    @property
+    def is_cpu(self) -> bool:
+        """Whether the tensor is on the CPU (False for meta tensors, as PyTorch)."""
+        return self.device.type == "cpu"
+
+    @property
+    def output_nr(self) -> int:
+        """Which output of ``grad_fn`` this tensor is (0 for a leaf)."""
+        return self._output_nr if self.grad_fn is not None else 0
+
+    @property
+    def name(self) -> None:
+        """None: jflow has no named tensors (PyTorch's ``names`` are all None too)."""
+        return None
+
+    def is_inference(self) -> bool:
+        """False. PyTorch marks tensors made under ``inference_mode`` and refuses them in
+        autograd and in-place ops later; jflow's ``inference_mode`` is ``no_grad`` with no
+        such restrictions, so no jflow tensor is an inference tensor (code that clones
+        inference tensors before using them needs nothing here)."""
+        return False
+
+    def is_distributed(self) -> bool:
+        """False, as PyTorch answers for every dense tensor (a global tensor is
+        ``is_global``)."""
+        return False
+
+    def dense_dim(self) -> int:
+        """The number of dense dimensions: all of them (jflow tensors are dense)."""
+        return self._meta.ndim
+
+    def sparse_dim(self) -> int:
+        """The number of sparse dimensions: 0 (jflow tensors are dense)."""
+        return 0
 
     @property
     def device(self) -> _device:
@@ -400,6 +454,10 @@ class Tensor:
 
     def __int__(self) -> int:
         return int(self.item())
+
+    def __complex__(self) -> complex:
+        """``complex(t)`` of a one-element tensor (any dtype, as PyTorch)."""
+        return complex(self.item())
 
     def __index__(self) -> int:
         if self._meta.dtype.kind not in "iub":

@@ -199,7 +199,6 @@ _UNSUPPORTED = {  # docs/porting.md "Not supported": each raises where used
     "packed sequences": lambda: flow.nn.utils.rnn.pack_padded_sequence,
     "named tensors": lambda: flow.ones(2).refine_names("a"),
     "sparse tensors": lambda: flow.ones(2).to_sparse(),
-    "storage": lambda: flow.ones(2).storage(),
     "complex view(dtype)": lambda: flow.ones(2).view(flow.complex64),
     "jit.script": lambda: flow.jit.script(lambda x: x),
     "fx tracing": lambda: mock_torch_fx().symbolic_trace(flow.nn.Linear(1, 1)),

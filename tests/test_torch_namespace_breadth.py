@@ -46,6 +46,9 @@ def test_views_shuffles_and_norms_match_pytorch() -> None:
     m = _x(5, 3).astype(np.float64)
     qa, tau = torch.geqrf(torch.tensor(m))
     _close(flow.orgqr(flow.tensor(qa.numpy()), flow.tensor(tau.numpy())), torch.orgqr(qa, tau))
+    c = _x(5, 2).astype(np.float64)
+    _close(flow.ormqr(flow.tensor(qa.numpy()), flow.tensor(tau.numpy()), flow.tensor(c)),
+           torch.ormqr(qa, tau, torch.tensor(c)))
 
 
 def test_range_is_pytorchs_inclusive_deprecated_range() -> None:
@@ -159,7 +162,8 @@ def test_introspection_and_sym_helpers_answer_as_pytorch() -> None:
     assert flow.is_storage(flow.UntypedStorage(4)) and not flow.is_storage(f)
     assert flow.get_device(f) == torch.get_device(t) == -1
     assert flow.is_neg(f) is torch.is_neg(t) is False
-    for fn in (flow.get_device, flow.is_neg):
+    assert flow.is_inference(f) is torch.is_inference(t) is False
+    for fn in (flow.get_device, flow.is_neg, flow.is_inference):
         with pytest.raises(TypeError, match="must be Tensor, not int"):
             fn(1)
     for name, args in [("sym_int", (3.7,)), ("sym_int", (-3.7,)), ("sym_float", (3,)),

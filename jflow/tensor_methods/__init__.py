@@ -14,6 +14,11 @@ Named methods forward to ``flow._C`` with the tensor as first argument. One modu
 ``compositions``    ``addcmul`` / ``addcdiv`` / ``lerp``, ``sum_to_size``, ``histogram`` ...
 ``torch_helpers``   ``result_type``, ``broadcast_shapes``, ``atleast_*`` ..., ``INPLACE_FUNCTIONS``
 ``inplace_shape``   ``squeeze_`` / ``unsqueeze_`` / ``t_`` / ``transpose_``, ``unfold``
+``memory``          ``data_ptr``, ``untyped_storage`` / ``storage``, ``resize_``, ``set_`` ...
+``compat``          ``new``, ``module_load``, ``as_subclass``, ``dim_order``, ``unsafe_split`` ...
+``unsupported``     sparse / quantized / nested layouts and XPU / IPU / MTIA: clear errors
+``grad_hooks``      ``register_post_accumulate_grad_hook``
+``apply``           ``apply_`` / ``map_`` / ``map2_`` (Python callables on the elements)
 ==================  ===========================================================================
 
 The submodules are imported in this order on purpose: a later assignment to ``Tensor.<name>``
@@ -36,6 +41,11 @@ from . import random_fills  # noqa: F401  (after conversion: its error messages'
 from . import compositions  # noqa: F401
 from . import torch_helpers  # noqa: F401  (after every in-place method INPLACE_FUNCTIONS calls)
 from . import inplace_shape  # noqa: F401
+from . import memory  # noqa: F401
+from . import compat  # noqa: F401
+from . import unsupported  # noqa: F401
+from . import grad_hooks  # noqa: F401
+from . import apply  # noqa: F401
 from .compositions import (addcdiv, addcdiv_, addcmul, addcmul_, builtins_range, gradient,
                            histogram, histogramdd, lerp, lerp_, sum_to_size, unravel_index)
 from .conversion import cpu, cuda, to, type_, type_as

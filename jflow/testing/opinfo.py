@@ -732,4 +732,6 @@ ALLOWED: dict[str, str] = {
     # float32 rounding of exp of a matrix with entries up to 9: on the 5x5x5 sample jflow's
     # result is 0.031 from the float64 value, PyTorch's 0.050 (out of 9.3e4)
     "matrix_exp": "float32 rounding; jflow's result is closer to the float64 value",
+    # jflow has no sparse layouts (docs/porting.md, "Not supported")
+    "to_sparse": "jflow has no sparse layouts: Tensor.to_sparse() raises NotImplementedError",
 }
