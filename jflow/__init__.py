@@ -124,8 +124,8 @@ from .global_settings import (are_deterministic_algorithms_enabled,  # noqa: E40
                               is_deterministic_algorithms_warn_only_enabled,
                               is_vulkan_available, is_warn_always_enabled,
                               set_default_tensor_type, set_deterministic_debug_mode,
-                              set_flush_denormal, set_num_interop_threads, set_warn_always,
-                              use_deterministic_algorithms)
+                              set_flush_denormal, set_num_interop_threads, set_printoptions,
+                              set_warn_always, use_deterministic_algorithms)
 from .func import vmap  # noqa: E402  (torch.vmap is torch.func.vmap)
 from .tensor_methods.compat import ormqr  # noqa: E402  (torch.ormqr: the method's function)
 

@@ -25,18 +25,22 @@ jflow:
 
 from __future__ import annotations
 
+import math
 import os
+import sys
 import warnings
 from typing import Any
 
 from . import dtypes as _dt
 from ._legacy_types import _SPECS, _LegacyTensorType
+from .tensor import PRINT_OPTIONS
 
 __all__ = ["use_deterministic_algorithms", "are_deterministic_algorithms_enabled",
            "is_deterministic_algorithms_warn_only_enabled", "set_deterministic_debug_mode",
            "get_deterministic_debug_mode", "set_num_interop_threads", "get_num_interop_threads",
            "init_num_threads", "set_warn_always", "is_warn_always_enabled", "set_flush_denormal",
-           "set_default_tensor_type", "is_vulkan_available", "compiled_with_cxx11_abi"]
+           "set_default_tensor_type", "is_vulkan_available", "compiled_with_cxx11_abi",
+           "set_printoptions"]
 
 # (deterministic on, warn_only)
 _DETERMINISTIC = [False, False]
@@ -179,3 +183,30 @@ def compiled_with_cxx11_abi() -> bool:
     """True: the C++ ops jflow builds (``flow.sysconfig``) take the compiler's default, the
     C++11 ABI (as PyTorch's wheels)."""
     return True
+
+
+_PROFILES = {"default": (4, 1000, 3, 80), "short": (2, 1000, 2, 80),
+             "full": (4, math.inf, 3, 80)}
+
+
+def set_printoptions(precision: int | None = None, threshold: float | None = None,
+                     edgeitems: int | None = None, linewidth: int | None = None,
+                     profile: str | None = None, sci_mode: bool | None = None) -> None:
+    """How tensors print, as ``torch.set_printoptions``: digits after the point
+    (``precision``), the element count above which the middle is summarised
+    (``threshold``) and the items kept at each end (``edgeitems``), the line width, a
+    ``profile`` (``"default"`` / ``"short"`` / ``"full"``: PyTorch's sets of the first four),
+    and ``sci_mode`` (True / False: floats always / never in scientific notation; None: as
+    NumPy chooses). jflow prints through NumPy's ``array2string``, so the layout is NumPy's
+    (``tensor([0. , 0.5])`` where PyTorch prints ``tensor([0.0000, 0.5000])``); before any
+    call, a repr shows NumPy's default 8 digits."""
+    if profile is not None and profile in _PROFILES:
+        (PRINT_OPTIONS["precision"], PRINT_OPTIONS["threshold"], PRINT_OPTIONS["edgeitems"],
+         PRINT_OPTIONS["linewidth"]) = _PROFILES[profile]
+    for name, value in (("precision", precision), ("threshold", threshold),
+                        ("edgeitems", edgeitems), ("linewidth", linewidth)):
+        if value is not None:
+            PRINT_OPTIONS[name] = value
+    PRINT_OPTIONS["sci_mode"] = sci_mode
+    if PRINT_OPTIONS["threshold"] == math.inf:
+        PRINT_OPTIONS["threshold"] = sys.maxsize  # (NumPy wants an int)

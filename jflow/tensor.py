@@ -481,8 +481,7 @@ class Tensor:
             dt = "" if self.dtype is _dt.get_default_dtype() else f", dtype={self.dtype}"
             return f"tensor(..., device='meta', size={tuple(v.shape)}{dt}{extra})"
         a = np.asarray(self._concrete("__repr__"))
-        body = np.array2string(a, separator=", ", prefix="tensor(",
-                               threshold=1000, edgeitems=3)
+        body = np.array2string(a, separator=", ", prefix="tensor(", **_print_kwargs(a))
         if a.size == 0:
             body = "[]" if a.ndim == 1 else f"[], size={tuple(a.shape)}"
         return f"tensor({body}, dtype={self.dtype}{extra})"
@@ -499,6 +498,28 @@ class Tensor:
                             f"(only a 0-dim tensor's value takes one; this tensor has shape "
                             f"{list(self._meta.shape)})")
         return repr(self)
+
+
+#: ``flow.set_printoptions``: what a tensor's repr reads (None: NumPy's own default, which
+#: jflow's repr has always used: 8 significant digits, 75 columns)
+PRINT_OPTIONS: dict[str, Any] = {"precision": None, "threshold": 1000, "edgeitems": 3,
+                                 "linewidth": None, "sci_mode": None}
+
+
+def _print_kwargs(a: np.ndarray) -> dict[str, Any]:
+    """``np.array2string`` arguments for the print options (sci_mode True: every float in
+    scientific notation; False: never)."""
+    o = PRINT_OPTIONS
+    kw: dict[str, Any] = {"threshold": o["threshold"], "edgeitems": o["edgeitems"]}
+    if o["precision"] is not None:
+        kw["precision"] = o["precision"]
+    if o["linewidth"] is not None:
+        kw["max_line_width"] = o["linewidth"]
+    if o["sci_mode"] is not None and a.dtype.kind == "f":
+        p = 8 if o["precision"] is None else o["precision"]
+        fmt = (lambda x: f"{x:.{p}e}") if o["sci_mode"] else (lambda x: f"{x:.{p}f}")
+        kw["formatter"] = {"float_kind": fmt}
+    return kw
 
 
 #: Tensors jflow itself caches and never changes (cached scalar operands, implicit root

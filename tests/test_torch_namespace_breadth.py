@@ -257,3 +257,32 @@ def test_frombuffer_matches_pytorch_and_its_checks() -> None:
             torch.frombuffer(b, dtype=torch.int32, **kw)
     with pytest.raises(ValueError, match="both buffer length \\(0\\)"):
         flow.frombuffer(bytearray(), dtype=flow.int32)
+
+
+def test_set_printoptions_prints_pytorchs_digits() -> None:
+    """The numbers a repr shows follow the options as PyTorch's do (the layout is NumPy's:
+    spacing and the dtype suffix differ, so the printed numbers are compared)."""
+    import re
+
+    from jflow.tensor import PRINT_OPTIONS
+    saved, tsaved = dict(PRINT_OPTIONS), torch._tensor_str.PRINT_OPTS.__dict__.copy()
+    a = np.array([1.123456789, 2e-5, 3000.5], np.float32)
+
+    def numbers(r: str) -> list[str]:
+        return re.findall(r"-?\d+\.\d*(?:e[+-]\d+)?|\.\.\.", r.split("dtype")[0])
+    try:
+        for kw in [dict(precision=2), dict(precision=3, sci_mode=False),
+                   dict(precision=1, sci_mode=True), dict(profile="short"),
+                   dict(profile="default")]:
+            flow.set_printoptions(**kw)
+            torch.set_printoptions(**kw)
+            assert numbers(repr(flow.tensor(a))) == numbers(repr(torch.tensor(a))), kw
+        flow.set_printoptions(threshold=5, edgeitems=2)
+        torch.set_printoptions(threshold=5, edgeitems=2)
+        assert numbers(repr(flow.arange(10.0))) == numbers(repr(torch.arange(10.0)))
+        assert "..." in repr(flow.arange(10.0))
+        flow.set_printoptions(profile="full")
+        assert "..." not in repr(flow.arange(1200.0))
+    finally:
+        PRINT_OPTIONS.update(saved)
+        torch._tensor_str.PRINT_OPTS.__dict__.update(tsaved)
