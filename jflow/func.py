@@ -19,11 +19,17 @@ Differences from ``torch.func``, chosen:
   at once (XLA fuses the batch); larger chunks are not supported.
 * Global tensors are refused (their SBP would be lost inside the transform): use
   ``flow.jit`` over global tensors instead.
+* ``functionalize`` returns a wrapper that calls the function: jflow's arrays are immutable,
+  so a program is already free of mutations underneath (an in-place op swaps a new array in);
+  what PyTorch's functionalization preserves — results, and in-place writes to the inputs
+  showing in the caller's tensors — holds as it is. With ``remove="mutations_and_views"``
+  an output that is a view of an input is returned as a copy, as PyTorch's ``*_copy`` ops do.
 """
 
 from __future__ import annotations
 
 import contextlib
+import functools
 from collections.abc import Callable, Iterator, Sequence
 from typing import Any
 
@@ -31,11 +37,13 @@ import jax
 
 from . import random as _random
 from .functional import F
+from .nn.modules.batchnorm import _BatchNorm, _InstanceNorm
 from .nn.modules.module import Module
 from .tensor import Tensor, _wrap
 
 __all__ = ["grad", "grad_and_value", "vjp", "jvp", "jacrev", "jacfwd", "hessian", "vmap",
-           "functional_call", "stack_module_state"]
+           "functional_call", "stack_module_state", "linearize", "functionalize",
+           "replace_all_batch_norm_modules_"]
 
 
 def _is_tensor(x: Any) -> bool:
@@ -144,6 +152,39 @@ def jvp(func: Callable[..., Any], primals: Sequence[Any], tangents: Sequence[Any
     res = jax.jvp(f, tuple(_to_jax(primals, "jvp")), tuple(_to_jax(tangents, "jvp")),
                   has_aux=has_aux)
     return tuple(_to_flow(r) for r in res)
+
+
+def linearize(func: Callable[..., Any], *primals: Any) -> tuple[Any, Callable[..., Any]]:
+    """``(func(*primals), jvp_fn)``: ``jvp_fn(*tangents)`` is the forward-mode derivative of
+    ``func`` at ``primals`` along ``tangents`` (one per primal, same pytree, shapes and dtypes),
+    computed from one linearization (``jax.linearize``) however many times it is called, as
+    ``torch.func.linearize``. The output is ``func(*primals)`` run as usual (PyTorch evaluates
+    ``func`` twice as well: once for it, once to linearize)."""
+    output = func(*primals)
+    flat_primals, primals_spec = jax.tree_util.tree_flatten(primals, is_leaf=_is_tensor)
+    shapes = [tuple(p.shape) for p in flat_primals]
+    dtypes = [p.dtype for p in flat_primals]
+    devices = [p.device for p in flat_primals]
+    f = _lift(func, {}, False, "linearize")
+    _, f_jvp = jax.linearize(f, *_to_jax(primals, "linearize"))
+    f_jvp = jax.jit(f_jvp)
+
+    def jvp_fn(*tangents: Any) -> Any:
+        flat, spec = jax.tree_util.tree_flatten(tangents, is_leaf=_is_tensor)
+        if spec != primals_spec:
+            raise RuntimeError(f"Expected the tangents {spec} to have the same argspec as the "
+                               f"primals {primals_spec}")
+        for idx, t in enumerate(flat):
+            for what, got, want in (("shape", tuple(t.shape), shapes[idx]),
+                                    ("device", t.device, devices[idx]),
+                                    ("dtype", t.dtype, dtypes[idx])):
+                if got != want:
+                    shown = (list(got), list(want)) if what == "shape" else (got, want)
+                    raise RuntimeError(f"tangent:{idx} with {what} {shown[0]} in flattened "
+                                       f"pytree doesn't match the {what} {shown[1]} of the "
+                                       f"corresponding primal.")
+        return _to_flow(f_jvp(*_to_jax(tangents, "linearize")))
+    return output, jvp_fn
 
 
 def jacrev(func: Callable[..., Any], argnums: int | tuple[int, ...] = 0, *,
@@ -313,3 +354,44 @@ def stack_module_state(models: Sequence[Module]) -> tuple[dict[str, Tensor], dic
         return out
     return stack(list(models[0].named_parameters()), "parameters"), \
         stack(list(models[0].named_buffers()), "buffers")
+
+
+# -- functionalization and batch norm ------------------------------------------------------------
+
+def functionalize(func: Callable[..., Any], *, remove: str = "mutations") -> Callable[..., Any]:
+    """``torch.func.functionalize``: see the module docstring (a wrapper calling ``func``;
+    with ``remove="mutations_and_views"``, outputs that are views come back as copies)."""
+    if remove not in ("mutations", "mutations_and_views"):
+        raise RuntimeError(
+            f"functionalize(f, remove='mutations'): received invalid argument for "
+            f"remove={remove}. Valid options are:\n     remove='mutations': all inplace and out= "
+            f"operators will be removed from the program, and replaced with their out-of-place "
+            f"equivalents.\n     remove='mutations_and_views': In addition to the above, all "
+            f"aliasing operators {{view}} will be replaced with their non-aliasing counterparts, "
+            f"{{view}}_copy.\n")
+    copy_views = remove == "mutations_and_views"
+
+    @functools.wraps(func)
+    def wrapped(*args: Any, **kwargs: Any) -> Any:
+        out = func(*args, **kwargs)
+        if not copy_views:
+            return out
+        return jax.tree_util.tree_map(
+            lambda t: t.clone() if isinstance(t, Tensor) and t._aliases else t, out,
+            is_leaf=_is_tensor)
+    return wrapped
+
+
+def replace_all_batch_norm_modules_(root: Module) -> Module:
+    """In place, every BatchNorm in ``root`` (``BatchNorm1d/2d/3d``, ``SyncBatchNorm``; not
+    ``InstanceNorm``, as in PyTorch) stops tracking running statistics: ``running_mean``,
+    ``running_var`` and ``num_batches_tracked`` become None and ``track_running_stats``
+    False (what ``vmap`` over a model with BatchNorm needs). Returns ``root``."""
+    for m in root.modules():
+        if isinstance(m, _BatchNorm) and not isinstance(m, _InstanceNorm) \
+                and m.track_running_stats:
+            m.running_mean = None
+            m.running_var = None
+            m.num_batches_tracked = None
+            m.track_running_stats = False
+    return root

@@ -151,11 +151,12 @@ def test_function_level_imports_say_why():
 def test_tensor_is_the_bottom_layer():
     """``Tensor`` needs nothing above dtypes/device/_dims: higher layers attach their methods.
     (_malloc_trim is a leaf on ctypes alone: ``item()`` runs its pending trim; value_bounds a
-    leaf on NumPy: new tensors note their index bounds there.)"""
+    leaf on NumPy: new tensors note their index bounds there; memory_format, base layer: the
+    ``layout`` attribute.)"""
     _, edges, _ = _graph()
     assert edges["jflow.tensor"] <= {"jflow.dtypes", "jflow.device", "jflow._dims",
                                      "jflow.host_transfer", "jflow._malloc_trim",
-                                     "jflow.value_bounds"}
+                                     "jflow.value_bounds", "jflow.memory_format"}
     assert not edges["jflow.value_bounds"]
 
 

@@ -389,12 +389,18 @@ def run_backward(tensors: Sequence[Tensor], grad_tensors: Sequence[Any], retain_
     def flush_hooked() -> None:
         for leaf, g in hooked.values():
             g = _user_conj(g)
+            after = []  # post-accumulate hooks (Tensor.register_post_accumulate_grad_hook)
             for hook in _leaf_hooks.get(id(leaf), ()):
+                if getattr(hook, "after_accumulation", False):
+                    after.append(hook)
+                    continue
                 r = hook(g)
                 if r is not None:
                     g = r
             with set_grad_enabled(create_graph):
                 leaf._grad = g if leaf._grad is None else leaf._grad + g
+            for hook in after:
+                hook(leaf)
 
     buffers: dict[Node, list[Any]] = {}
     root_nodes = []

@@ -9,7 +9,15 @@ from . import functional, init, parallel, utils
 from .graph import Graph
 from .modules import *  # noqa: F401,F403
 from .modules import __all__ as _modules_all
-from .parameter import Buffer, Parameter, is_parameter
+from .parallel import DataParallel
+from .parameter import (
+    Buffer,
+    Parameter,
+    UninitializedBuffer,
+    UninitializedParameter,
+    is_parameter,
+)
 
-__all__ = ["Parameter", "Buffer", "is_parameter", "Graph", "functional", "init", "parallel",
+__all__ = ["Parameter", "Buffer", "is_parameter", "UninitializedParameter", "UninitializedBuffer",
+           "Graph", "DataParallel", "functional", "init", "parallel",
            "utils", *_modules_all]

@@ -1,5 +1,5 @@
 """``flow.optim``: optimizers (SGD, Adam, AdamW, RMSprop, Adagrad, Adadelta, Adamax, NAdam,
-RAdam, ASGD, Rprop, SparseAdam, Adafactor, LBFGS) and ``lr_scheduler``.
+RAdam, ASGD, Rprop, SparseAdam, Adafactor, LBFGS, Muon) and ``lr_scheduler``.
 
 Updates run under ``flow.no_grad()`` with in-place jflow ops, so parameters stay the same
 objects, updates work on global tensors, and a step traces under ``jax.jit``.
@@ -12,6 +12,7 @@ from .adam import Adam, AdamW
 from .adam_variants import Adamax, NAdam, RAdam
 from .asgd import ASGD, Rprop
 from .lbfgs import LBFGS
+from .muon import Muon
 from .optimizer import Optimizer
 from .rmsprop import RMSprop
 from .sgd import SGD
@@ -19,4 +20,4 @@ from .sparse_adam import SparseAdam
 
 __all__ = ["Optimizer", "SGD", "Adam", "AdamW", "RMSprop", "Adagrad", "Adadelta", "Adamax",
            "NAdam", "RAdam", "ASGD", "Rprop", "SparseAdam", "Adafactor", "LBFGS",
-           "lr_scheduler"]
+           "Muon", "lr_scheduler"]

@@ -3,15 +3,13 @@ accumulated this leaf's gradient into ``.grad`` (the optimizer-in-backward idiom
 steps the parameter and frees its gradient).
 
 Built on the engine's leaf hooks (``autograd.engine.register_leaf_hook``): a leaf with hooks
-runs them once, on its whole gradient, then accumulates ``leaf._grad + grad``. One
-:class:`_PostAccumulate` per leaf sits among those hooks; when the engine calls it, it puts an
-:class:`_Accumulating` marker in ``_grad``, whose ``+`` is the engine's accumulation itself:
-it receives the final gradient (after every tensor hook, whatever their order), stores the
-sum, runs the post-accumulate hooks, and returns what ``.grad`` holds after them (``None``
-when a hook freed it). Differences from PyTorch: the hooks run when the whole backward has
-finished (as jflow's tensor hooks on leaves do), not as each leaf's gradient is ready; a leaf
-with hooks takes the engine's rule-by-rule backward rather than the whole-graph compiled one;
-and ``backward(inputs=...)`` runs no leaf hooks.
+runs them once, on its whole gradient, then accumulates it into ``.grad``; a hook marked
+``after_accumulation`` (one :class:`_PostAccumulate` per leaf) is instead called with the
+leaf after that accumulation, and runs the post-accumulate hooks in registration order.
+Differences from PyTorch: the hooks run when the whole backward has finished (as jflow's
+tensor hooks on leaves do), not as each leaf's gradient is ready; a leaf with hooks takes the
+engine's rule-by-rule backward rather than the whole-graph compiled one; and
+``backward(inputs=...)`` runs no leaf hooks.
 """
 
 from __future__ import annotations
@@ -50,36 +48,20 @@ class RemovableHandle:
         self.remove()
 
 
-class _Accumulating:
-    """The marker in a leaf's ``_grad`` while the engine finishes its gradient."""
-
-    __slots__ = ("leaf", "prev", "hooks")
-
-    def __init__(self, leaf: Tensor, prev: Any, hooks: list) -> None:
-        self.leaf, self.prev, self.hooks = leaf, prev, hooks
-
-    def __add__(self, grad: Tensor) -> Any:
-        leaf = self.leaf
-        leaf._grad = grad if self.prev is None else self.prev + grad
-        for hook in self.hooks:
-            hook(leaf)
-        return leaf._grad
-
-
 class _PostAccumulate:
     """A leaf's post-accumulate hooks, as one of the engine's hooks of that leaf."""
 
     __slots__ = ("leaf", "hooks", "__weakref__")
+    #: the engine calls this hook with the leaf once its gradient is in ``.grad``
+    after_accumulation = True
 
     def __init__(self, leaf: Tensor) -> None:
         self.leaf = weakref.ref(leaf)
         self.hooks: dict[int, Callable[[Tensor], Any]] = {}
 
-    def __call__(self, grad: Tensor) -> None:
-        leaf = self.leaf()
-        if leaf is not None and self.hooks:
-            leaf._grad = _Accumulating(leaf, leaf._grad, list(self.hooks.values()))
-        return None
+    def __call__(self, leaf: Tensor) -> None:
+        for hook in list(self.hooks.values()):
+            hook(leaf)
 
 
 def _dispatcher(t: Tensor) -> _PostAccumulate:

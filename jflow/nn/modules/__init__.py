@@ -84,3 +84,33 @@ __all__ += ["MultiLabelMarginLoss", "TripletMarginWithDistanceLoss"]
 # PyTorch's module-file paths where jflow keeps the classes elsewhere, imported as PyTorch's
 # package imports them, so `torch.nn.modules.sparse.Embedding` resolves after `import jflow`
 from . import flatten, instancenorm, sparse, utils  # noqa: E402, F401
+
+# lazy modules (the parameter's shape from the first call), PyTorch's deprecated aliases
+from .batchnorm import (  # noqa: E402
+    LazyBatchNorm1d,
+    LazyBatchNorm2d,
+    LazyBatchNorm3d,
+    LazyInstanceNorm1d,
+    LazyInstanceNorm2d,
+    LazyInstanceNorm3d,
+)
+from .conv import (  # noqa: E402
+    LazyConv1d,
+    LazyConv2d,
+    LazyConv3d,
+    LazyConvTranspose1d,
+    LazyConvTranspose2d,
+    LazyConvTranspose3d,
+)
+from .lazy import LazyModuleMixin  # noqa: E402,F401
+from .linear import LazyLinear  # noqa: E402
+
+__all__ += ["LazyLinear", "LazyConv1d", "LazyConv2d", "LazyConv3d", "LazyConvTranspose1d",
+            "LazyConvTranspose2d", "LazyConvTranspose3d", "LazyBatchNorm1d", "LazyBatchNorm2d",
+            "LazyBatchNorm3d", "LazyInstanceNorm1d", "LazyInstanceNorm2d", "LazyInstanceNorm3d"]
+from .adaptive import AdaptiveLogSoftmaxWithLoss  # noqa: E402
+from .container import Container  # noqa: E402
+from .loss import NLLLoss2d  # noqa: E402
+from .normalization import CrossMapLRN2d  # noqa: E402
+
+__all__ += ["AdaptiveLogSoftmaxWithLoss", "Container", "NLLLoss2d", "CrossMapLRN2d"]

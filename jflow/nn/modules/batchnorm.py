@@ -20,7 +20,8 @@ from ...creation import ones, tensor, zeros
 from ...tensor import Tensor
 from .. import functional as F
 from .. import init
-from ..parameter import Parameter
+from ..parameter import Parameter, UninitializedBuffer, UninitializedParameter
+from .lazy import LazyModuleMixin, lazy_class
 from .module import Module
 
 __all__ = ["BatchNorm1d", "BatchNorm2d", "BatchNorm3d", "SyncBatchNorm", "InstanceNorm1d",
@@ -198,9 +199,8 @@ class _InstanceNorm(_BatchNorm):
         if x.shape[1] != self.num_features and self.affine:
             raise ValueError(f"{name}: expected input's size at dim=1 to match num_features "
                              f"({self.num_features}), but got: {x.shape[1]}.")
-        if self.training and self.track_running_stats and self.num_batches_tracked is not None:
-            with no_grad():
-                self.num_batches_tracked.add_(1)
+        # (``num_batches_tracked`` is registered but never counted, as in PyTorch's
+        # InstanceNorm, whose running averages always use ``momentum``)
         momentum = 0.1 if self.momentum is None else float(self.momentum)
         use_input_stats = self.training or not self.track_running_stats
         y = F.instance_norm(x, self.running_mean, self.running_var, self.weight, self.bias,
@@ -224,3 +224,60 @@ class InstanceNorm3d(_InstanceNorm):
     """Instance normalisation of (N, C, D, H, W) or unbatched (C, D, H, W)."""
 
     _nd = 3
+
+
+# -- lazy normalisations ----------------------------------------------------------------------
+
+class _LazyNormBase(LazyModuleMixin):
+    """The lazy BatchNorm / InstanceNorm's shared part (PyTorch's ``_LazyNormBase``):
+    ``num_features`` from the first input's dim 1, then the module is the ordinary one. Its
+    defaults are PyTorch's for both families: ``affine=True``, ``track_running_stats=True``
+    (an ``InstanceNorm``'s own defaults are False)."""
+
+    def __init__(self, eps: float = 1e-5, momentum: float | None = 0.1, affine: bool = True,
+                 track_running_stats: bool = True, device: Any = None, dtype: Any = None, *,
+                 bias: bool = True) -> None:
+        if not bias:
+            raise NotImplementedError(f"{type(self).__name__}(bias=False): jflow's "
+                                      f"BatchNorm / InstanceNorm have no bias=False yet")
+        super().__init__(0, eps, momentum, False, False, device, dtype)
+        self.affine = affine
+        self.track_running_stats = track_running_stats
+        if self.affine:
+            self.weight = UninitializedParameter(device=device, dtype=dtype)
+            self.bias = UninitializedParameter(device=device, dtype=dtype)
+        if self.track_running_stats:
+            self.running_mean = UninitializedBuffer(device=device, dtype=dtype)
+            self.running_var = UninitializedBuffer(device=device, dtype=dtype)
+            self.num_batches_tracked = tensor(0, dtype=_dt.int64, device=device)
+
+    def reset_parameters(self) -> None:
+        if not self.has_uninitialized_params() and self.num_features != 0:
+            super().reset_parameters()
+
+    def initialize_parameters(self, input: Tensor) -> None:
+        if self.has_uninitialized_params():
+            self.num_features = input.shape[1]
+            with no_grad():
+                if self.affine:
+                    self.weight.materialize((self.num_features,))
+                    if self.bias is not None:
+                        self.bias.materialize((self.num_features,))
+                if self.track_running_stats:
+                    self.running_mean.materialize((self.num_features,))
+                    self.running_var.materialize((self.num_features,))
+                self.reset_parameters()
+
+
+def _lazy_norm(base: type) -> type:
+    return lazy_class(base, _LazyNormBase, "``num_features`` is dim 1", __name__)
+
+
+LazyBatchNorm1d = _lazy_norm(BatchNorm1d)
+LazyBatchNorm2d = _lazy_norm(BatchNorm2d)
+LazyBatchNorm3d = _lazy_norm(BatchNorm3d)
+LazyInstanceNorm1d = _lazy_norm(InstanceNorm1d)
+LazyInstanceNorm2d = _lazy_norm(InstanceNorm2d)
+LazyInstanceNorm3d = _lazy_norm(InstanceNorm3d)
+__all__ += ["LazyBatchNorm1d", "LazyBatchNorm2d", "LazyBatchNorm3d", "LazyInstanceNorm1d",
+            "LazyInstanceNorm2d", "LazyInstanceNorm3d"]

@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 import operator
+import warnings
 from collections import OrderedDict
 from collections.abc import Iterable, Iterator, Mapping
 from typing import Any
@@ -12,7 +13,7 @@ from ...tensor import Tensor
 from ..parameter import Parameter
 from .module import Module
 
-__all__ = ["Sequential", "ModuleList", "ModuleDict", "ParameterList", "ParameterDict"]
+__all__ = ["Sequential", "ModuleList", "ModuleDict", "ParameterList", "ParameterDict", "Container"]
 
 
 def _index(i: Any, n: int, what: str) -> int:
@@ -67,6 +68,27 @@ class Sequential(Module):
         """Adds ``module`` at the end; returns self."""
         self.add_module(str(len(self)), module)
         return self
+
+
+_CONTAINER_DEPRECATED = ("`nn.Container` is deprecated. All of its functionality is now "
+                         "implemented in `nn.Module`. Subclass that instead.")
+
+
+class Container(Module):
+    """PyTorch's deprecated container: ``Container(name=module, ...)`` registers each keyword
+    as a submodule (subclass ``Module`` instead). Making one, or a subclass, warns as
+    PyTorch's (``FutureWarning``)."""
+
+    def __init_subclass__(cls, **kwargs: Any) -> None:
+        warnings.warn(_CONTAINER_DEPRECATED, FutureWarning, stacklevel=2)
+        super().__init_subclass__(**kwargs)
+
+    def __init__(self, **kwargs: Any) -> None:
+        if type(self) is Container:
+            warnings.warn(_CONTAINER_DEPRECATED, FutureWarning, stacklevel=2)
+        super().__init__()
+        for key, value in kwargs.items():
+            self.add_module(key, value)
 
 
 class ModuleList(Module):

@@ -13,11 +13,13 @@ from typing import Any
 
 from jflow.functional import api_default  # absolute: ruff resolves it for B008
 
+from ...autograd import no_grad
 from ...creation import empty
 from ...tensor import Tensor
 from .. import functional as F
 from .. import init
-from ..parameter import Parameter
+from ..parameter import Parameter, UninitializedParameter
+from .lazy import LazyModuleMixin, lazy_class
 from .module import Module
 
 __all__ = ["Conv1d", "Conv2d", "Conv3d", "ConvTranspose1d", "ConvTranspose2d", "ConvTranspose3d"]
@@ -295,3 +297,82 @@ class ConvTranspose3d(_ConvTransposeNd):
                  padding_mode: str = "zeros", device: Any = None, dtype: Any = None) -> None:
         super().__init__(in_channels, out_channels, kernel_size, stride, padding, dilation,
                          output_padding, groups, bias, padding_mode, device, dtype)
+
+
+# -- lazy convolutions ------------------------------------------------------------------------
+
+class _LazyConvXdMixin(LazyModuleMixin):
+    """The lazy convolutions' shared part (PyTorch's): ``in_channels`` from the first input's
+    channel dim (dim 1, or 0 for an unbatched input), then the module is the ordinary one."""
+
+    def reset_parameters(self) -> None:
+        if not self.has_uninitialized_params() and self.in_channels != 0:
+            super().reset_parameters()
+
+    def initialize_parameters(self, input: Tensor, *args: Any, **kwargs: Any) -> None:
+        if self.has_uninitialized_params():
+            self.in_channels = self._get_in_channels(input)
+            if self.in_channels % self.groups != 0:
+                raise ValueError("in_channels must be divisible by groups")
+            with no_grad():
+                if self.transposed:
+                    self.weight.materialize((self.in_channels, self.out_channels // self.groups,
+                                             *self.kernel_size))
+                else:
+                    self.weight.materialize((self.out_channels, self.in_channels // self.groups,
+                                             *self.kernel_size))
+                if self.bias is not None:
+                    self.bias.materialize((self.out_channels,))
+                self.reset_parameters()
+
+    def _get_in_channels(self, input: Tensor) -> int:
+        no_batch = self._nd + 1
+        if input.dim() not in (no_batch, no_batch + 1):
+            raise RuntimeError(f"Expected {no_batch}D (unbatched) or {no_batch + 1}D (batched) "
+                               f"input to {self.__class__.__name__}, but got input of size: "
+                               f"{input.shape}")
+        return input.shape[1] if input.dim() == no_batch + 1 else input.shape[0]
+
+    def _lazy_init(self, out_channels: int, bias: bool, device: Any, dtype: Any) -> None:
+        self.weight = UninitializedParameter(device=device, dtype=dtype)
+        self.out_channels = _int(out_channels, "out_channels", type(self).__name__)
+        if bias:
+            self.bias = UninitializedParameter(device=device, dtype=dtype)
+
+
+def _lazy_conv(base: type) -> type:
+    """``Lazy<base>``: ``base``'s signature without ``in_channels``."""
+    def __init__(self: Any, out_channels: int, kernel_size: Any, stride: Any = 1,
+                 padding: Any = 0, dilation: Any = 1, groups: int = 1, bias: bool = True,
+                 padding_mode: str = "zeros", device: Any = None, dtype: Any = None) -> None:
+        LazyModuleMixin.__init__(self, 0, 0, kernel_size, stride, padding, dilation, groups,
+                                 False, padding_mode, device, dtype)  # (then base's __init__)
+        self._lazy_init(out_channels, bias, device, dtype)
+
+    return lazy_class(base, _LazyConvXdMixin, "``in_channels`` is the channel dim", __name__,
+                      {"__init__": __init__})
+
+
+def _lazy_conv_transpose(base: type) -> type:
+    """``Lazy<base>`` of a transposed convolution (its argument order: ``output_padding``,
+    ``groups``, ``bias``, ``dilation``)."""
+    def __init__(self: Any, out_channels: int, kernel_size: Any, stride: Any = 1,
+                 padding: Any = 0, output_padding: Any = 0, groups: int = 1,
+                 bias: bool = True, dilation: Any = 1, padding_mode: str = "zeros",
+                 device: Any = None, dtype: Any = None) -> None:
+        LazyModuleMixin.__init__(self, 0, 0, kernel_size, stride, padding, output_padding,
+                                 groups, False, dilation, padding_mode, device, dtype)
+        self._lazy_init(out_channels, bias, device, dtype)
+
+    return lazy_class(base, _LazyConvXdMixin, "``in_channels`` is the channel dim", __name__,
+                      {"__init__": __init__})
+
+
+LazyConv1d = _lazy_conv(Conv1d)
+LazyConv2d = _lazy_conv(Conv2d)
+LazyConv3d = _lazy_conv(Conv3d)
+LazyConvTranspose1d = _lazy_conv_transpose(ConvTranspose1d)
+LazyConvTranspose2d = _lazy_conv_transpose(ConvTranspose2d)
+LazyConvTranspose3d = _lazy_conv_transpose(ConvTranspose3d)
+__all__ += ["LazyConv1d", "LazyConv2d", "LazyConv3d", "LazyConvTranspose1d",
+            "LazyConvTranspose2d", "LazyConvTranspose3d"]

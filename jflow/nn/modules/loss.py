@@ -5,6 +5,7 @@ losses (``SmoothL1Loss`` ... ``MultiLabelSoftMarginLoss``) follow at the end."""
 
 from __future__ import annotations
 
+import warnings
 from typing import Any
 
 from jflow.functional import api_default  # absolute: ruff resolves it for B008
@@ -366,3 +367,40 @@ class TripletMarginWithDistanceLoss(_Loss):
 
 
 __all__ += ["MultiLabelMarginLoss", "TripletMarginWithDistanceLoss"]
+
+
+def _legacy_reduction(size_average: Any, reduce: Any) -> str:
+    """PyTorch's ``_Reduction.legacy_get_string`` (with its warning)."""
+    size_average = True if size_average is None else size_average
+    reduce = True if reduce is None else reduce
+    ret = "mean" if (size_average and reduce) else ("sum" if reduce else "none")
+    warnings.warn(f"size_average and reduce args will be deprecated, please use "
+                  f"reduction='{ret}' instead.", UserWarning, stacklevel=3)
+    return ret
+
+
+_NLLLOSS2D_DEPRECATED = ("`NLLLoss2d` has been deprecated. Please use `NLLLoss` instead as a "
+                         "drop-in replacement and see "
+                         "https://pytorch.org/docs/main/nn.html#torch.nn.NLLLoss for more "
+                         "details.")
+
+
+class NLLLoss2d(NLLLoss):
+    """PyTorch's deprecated name of :class:`NLLLoss` for (N, C, H, W) inputs (``NLLLoss``
+    takes any (N, C, *)); takes the legacy ``size_average`` / ``reduce`` as PyTorch does, and
+    warns as PyTorch's (``FutureWarning``) when made or subclassed."""
+
+    def __init_subclass__(cls, **kwargs: Any) -> None:
+        warnings.warn(_NLLLOSS2D_DEPRECATED, FutureWarning, stacklevel=2)
+        super().__init_subclass__(**kwargs)
+
+    def __init__(self, weight: Tensor | None = None, size_average: Any = None,
+                 ignore_index: int = -100, reduce: Any = None, reduction: str = "mean") -> None:
+        if type(self) is NLLLoss2d:
+            warnings.warn(_NLLLOSS2D_DEPRECATED, FutureWarning, stacklevel=2)
+        if size_average is not None or reduce is not None:
+            reduction = _legacy_reduction(size_average, reduce)
+        super().__init__(weight, ignore_index, reduction)
+
+
+__all__ += ["NLLLoss2d"]

@@ -14,7 +14,7 @@ from ...autograd.function import Function, FunctionCtx
 from ...creation import as_tensor, empty_like, zero_grads
 from ...tensor import Tensor
 from ...views import unview  # a buffer owns its values (compiled steps carry it as state)
-from ..parameter import Buffer, Parameter
+from ..parameter import Buffer, Parameter, UninitializedBuffer, is_lazy
 
 __all__ = ["Module"]
 
@@ -288,6 +288,9 @@ class Module:
             mods[name] = None
             return
         bufs = d.get("_buffers")
+        if isinstance(value, UninitializedBuffer) and bufs is not None and name not in bufs:
+            self.register_buffer(name, value, value.persistent)  # (a Buffer in PyTorch)
+            return
         if isinstance(value, Buffer):
             if bufs is None:
                 raise AttributeError("cannot assign buffers before Module.__init__() call")
@@ -494,7 +497,9 @@ class Module:
                     if p.grad is not None:
                         p.grad = fn(p.grad)
                 for k, b in m._buffers.items():
-                    if b is not None:
+                    if b is not None and is_lazy(b):  # (stays uninitialized: PyTorch's)
+                        b._value = fn(b)._meta
+                    elif b is not None:
                         m._buffers[k] = fn(b)
         return self
 
@@ -618,6 +623,8 @@ class Module:
                 missing.append(key)
                 continue
             v = state_dict[key]
+            if is_lazy(t):  # (a lazy module's: its load hook materialized it unless v is lazy)
+                continue
             if not isinstance(v, Tensor):
                 try:
                     v = as_tensor(v)

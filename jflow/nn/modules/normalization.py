@@ -5,10 +5,12 @@ from __future__ import annotations
 
 from typing import Any
 
+import numpy as np
+
 from jflow.functional import api_default  # absolute: ruff resolves it for B008
 
 from ... import _C
-from ...autograd import no_grad
+from ...autograd import Function, FunctionCtx, no_grad
 from ...creation import empty, ones, tensor, zeros
 from ...tensor import Tensor
 from .. import init
@@ -277,3 +279,82 @@ class LocalResponseNorm(Module):
 
     def extra_repr(self) -> str:
         return f"{self.size}, alpha={self.alpha}, beta={self.beta}, k={self.k}"
+
+
+def _lrn_window(channels: int, size: int) -> np.ndarray:
+    """``M[d, c]``: how many times channel ``c``'s square enters channel ``d``'s sum in
+    PyTorch's legacy ``CrossMapLRN2d`` forward (its running-window loop, replayed: channel 0
+    is never removed from the window, as there)."""
+    pre_pad = int((size - 1) / 2 + 1)
+    m = np.zeros((channels, channels))
+    m[0, :min(pre_pad, channels)] = 1
+    for c in range(1, channels):
+        m[c] = m[c - 1]
+        if c < channels - pre_pad + 1:
+            m[c, c + pre_pad - 1] += 1
+        if c > pre_pad:
+            m[c, c - pre_pad] -= 1
+    return m
+
+
+def _lrn_backward_window(channels: int, size: int) -> np.ndarray:
+    """``B[c, d]``: channel ``d``'s ratio enters channel ``c``'s gradient in PyTorch's legacy
+    backward (channels ``c - p .. c + size - 1 - p``, ``p = int(size - (size - 1) / 2)``)."""
+    p = int(size - (size - 1) / 2)
+    c = np.arange(channels)[:, None]
+    d = np.arange(channels)[None, :]
+    return ((d >= c - p) & (d <= c + size - 1 - p)).astype(np.float64)
+
+
+def _channel_mix(x: Tensor, m: np.ndarray) -> Tensor:
+    """``out[:, d] = sum_c m[d, c] * x[:, c]`` for (N, C, H, W) ``x``."""
+    mt = tensor(m.T, dtype=x.dtype, device=x.device)
+    return _C.matmul(x.transpose(1, 3), mt).transpose(1, 3)
+
+
+class _CrossMapLRN2dFunction(Function):
+    """PyTorch's legacy ``CrossMapLRN2d`` autograd function: its forward and its own backward
+    formula (which is not the exact derivative of its forward at the channel edges)."""
+
+    @staticmethod
+    def forward(ctx: FunctionCtx, input: Tensor, size: int, alpha: float = 1e-4,
+                beta: float = 0.75, k: float = 1) -> Tensor:
+        if input.dim() != 4:
+            raise ValueError(f"CrossMapLRN2d: Expected input to be 4D, got {input.dim()}D "
+                             f"instead.")
+        scale = _channel_mix(input * input, _lrn_window(input.shape[1], size)) \
+            * (alpha / size) + k
+        output = scale.pow(-beta) * input
+        ctx.save_for_backward(input, output, scale)
+        ctx.size, ctx.alpha, ctx.beta = size, alpha, beta
+        return output
+
+    @staticmethod
+    def backward(ctx: FunctionCtx, grad_output: Tensor) -> Any:
+        input, output, scale = ctx.saved_tensors
+        size = ctx.size
+        ratio = grad_output * output / scale
+        accum = _channel_mix(ratio, _lrn_backward_window(input.shape[1], size))
+        grad = scale.pow(-ctx.beta) * grad_output \
+            - (2 * ctx.alpha * ctx.beta / size) * input * accum
+        return grad, None, None, None, None
+
+
+class CrossMapLRN2d(Module):
+    """PyTorch's legacy (Lua Torch) cross-channel local response normalisation of 4-d inputs:
+    ``x / (k + alpha / size * window_sum(x^2)) ** beta``, with PyTorch's window and backward
+    formula (``LocalResponseNorm`` is the current form)."""
+
+    def __init__(self, size: int, alpha: float = 1e-4, beta: float = 0.75, k: float = 1
+                 ) -> None:
+        super().__init__()
+        self.size, self.alpha, self.beta, self.k = size, alpha, beta, k
+
+    def forward(self, input: Tensor) -> Tensor:
+        return _CrossMapLRN2dFunction.apply(input, self.size, self.alpha, self.beta, self.k)
+
+    def extra_repr(self) -> str:
+        return f"{self.size}, alpha={self.alpha}, beta={self.beta}, k={self.k}"
+
+
+__all__ += ["CrossMapLRN2d"]
