@@ -127,6 +127,7 @@ from .global_settings import (are_deterministic_algorithms_enabled,  # noqa: E40
                               set_flush_denormal, set_num_interop_threads, set_printoptions,
                               set_warn_always, use_deterministic_algorithms)
 from .func import vmap  # noqa: E402  (torch.vmap is torch.func.vmap)
+from .views import as_strided  # noqa: E402  (torch.as_strided: Tensor.as_strided's function)
 from .autograd.anomaly_mode import (is_anomaly_check_nan_enabled,  # noqa: E402
                                     is_anomaly_enabled, set_anomaly_enabled)
 from .tensor_methods.compat import ormqr  # noqa: E402  (torch.ormqr: the method's function)

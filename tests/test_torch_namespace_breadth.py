@@ -29,6 +29,8 @@ def test_views_shuffles_and_norms_match_pytorch() -> None:
     f, t = flow.tensor(a), torch.tensor(a)
     for args in [(), (1,), (-1, 1, 2), (2, 0, 2)]:
         _close(flow.diagonal(f, *args), torch.diagonal(t, *args))
+    for args in [((2, 3), (3, 1), 1), ((4, 2), (1, 5))]:
+        _close(flow.as_strided(f, *args), torch.as_strided(t, *args))
     img = _x(2, 8, 3, 3)
     fi, ti = flow.tensor(img), torch.tensor(img)
     _close(flow.pixel_shuffle(fi, 2), torch.pixel_shuffle(ti, 2))
