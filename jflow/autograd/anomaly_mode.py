@@ -24,10 +24,10 @@ What it does not do:
 * anything with ``check_nan=False``: the mode's flag is set (``is_anomaly_enabled()`` is
   True) and the backward runs as usual.
 
-The engine integration: while the check is on, :mod:`.engine`'s ``_execute`` (the one call
-that runs a node's rule) is wrapped by :func:`_checked_execute` and its whole-graph path
-(``_run_graph_compiled``) declines, so every node goes through the wrapper; both are put
-back when the check goes off. The switch is process-wide, as PyTorch's.
+The engine integration: while the check is on, :func:`_check_node` is the engine's node
+check (``engine.set_node_check``), which it calls with each node's results; with a check
+installed the engine runs node by node (no whole-graph executable). The switch is
+process-wide, as PyTorch's.
 """
 
 from __future__ import annotations
@@ -46,7 +46,6 @@ __all__ = ["detect_anomaly", "set_detect_anomaly", "set_anomaly_enabled", "is_an
 
 #: ``[enabled, check_nan]``: PyTorch's defaults (off; NaN checks on once enabled)
 _STATE = [False, True]
-_ORIGINAL = {"_execute": _engine._execute, "_run_graph_compiled": _engine._run_graph_compiled}
 
 
 def is_anomaly_enabled() -> bool:
@@ -64,14 +63,7 @@ def set_anomaly_enabled(enabled: bool, check_nan: bool = True) -> None:
     """Turn anomaly mode on or off (``torch.set_anomaly_enabled``); see the module docstring
     for what it checks."""
     _STATE[0], _STATE[1] = bool(enabled), bool(check_nan)
-    checking = _STATE[0] and _STATE[1]
-    _engine._execute = _checked_execute if checking else _ORIGINAL["_execute"]
-    _engine._run_graph_compiled = _declined if checking else _ORIGINAL["_run_graph_compiled"]
-
-
-def _declined(*args: Any, **kwargs: Any) -> bool:
-    """The whole-graph backward, declined: the engine runs node by node (checked)."""
-    return False
+    _engine.set_node_check(_check_node if _STATE[0] and _STATE[1] else None)
 
 
 def _has_nan(g: Any) -> bool:
@@ -85,14 +77,13 @@ def _has_nan(g: Any) -> bool:
     return bool(jnp.isnan(v).any())
 
 
-def _checked_execute(node: Any, grads: list[Any], create_graph: bool) -> list[Any]:
-    """``engine._execute`` followed by PyTorch's NaN check of the node's results."""
-    out = _ORIGINAL["_execute"](node, grads, create_graph)
+def _check_node(node: Any, out: list[Any]) -> None:
+    """PyTorch's NaN check of one backward node's results (the engine's node check while
+    anomaly mode checks NaN; the engine then runs node by node)."""
     for i, g in enumerate(out):
         if g is not None and _has_nan(g):
             raise RuntimeError(f"Function '{node.name()}' returned nan values in its {i}th "
                                f"output.")
-    return out
 
 
 class detect_anomaly:

@@ -39,7 +39,7 @@ from .rule import get_rule, is_differentiable_dtype, run_rule, structure_saved
 from .saved import saved_tensors, wrap_saved
 
 __all__ = ["run_backward", "backward", "grad", "register_leaf_hook", "set_recording_hook",
-           "set_leaf_gradients_hook", "CACHE_SIZE"]
+           "set_leaf_gradients_hook", "set_node_check", "CACHE_SIZE"]
 
 #: Compiled rules kept per op (distinct attrs / needs / shapes); the oldest are dropped.
 CACHE_SIZE = 256
@@ -76,6 +76,18 @@ _LEAF_GRADS: list[Any] = [None]
 def set_leaf_gradients_hook(fn: Any) -> Any:
     """Install ``fn`` (see :data:`_LEAF_GRADS`; None removes it); returns the previous one."""
     old, _LEAF_GRADS[0] = _LEAF_GRADS[0], fn
+    return old
+
+
+#: called as ``fn(node, input_grads)`` after each node's rule (or Function) ran, while set:
+#: anomaly mode's NaN check (autograd/anomaly_mode.py). While set, a backward runs node by
+#: node (no whole-graph executable: its nodes' results are never seen one by one)
+_NODE_CHECK: list[Any] = [None]
+
+
+def set_node_check(fn: Any) -> Any:
+    """Install ``fn`` (see :data:`_NODE_CHECK`; None removes it); returns the previous one."""
+    old, _NODE_CHECK[0] = _NODE_CHECK[0], fn
     return old
 
 
@@ -433,9 +445,10 @@ def run_backward(tensors: Sequence[Tensor], grad_tensors: Sequence[Any], retain_
                     needed.add(n)
                     break
 
-    if not create_graph and order and _run_graph_compiled(order, node_roots, node_targets,
-                                                           needed, deliver_leaf, results,
-                                                           retain_graph, recorder):
+    check = _NODE_CHECK[0]
+    if not create_graph and order and check is None and \
+            _run_graph_compiled(order, node_roots, node_targets, needed, deliver_leaf,
+                                results, retain_graph, recorder):
         flush_hooked()
         return _finish(results, capture, create_graph, allow_unused)
     if recorder is not None:  # rule by rule: the rules' ops record, on arrays
@@ -464,6 +477,8 @@ def run_backward(tensors: Sequence[Tensor], grad_tensors: Sequence[Any], retain_
         if needed is not None and node not in needed:
             continue
         in_grads = _execute(node, grads, create_graph)
+        if check is not None:
+            check(node, in_grads)
         if not retain_graph:
             node.release()
         with set_grad_enabled(create_graph):
