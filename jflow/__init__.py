@@ -111,7 +111,8 @@ from .composites import (alpha_dropout_, channel_shuffle, conv_tbc, convolution,
                          diagonal, dropout_, feature_alpha_dropout_, feature_dropout,
                          feature_dropout_, frobenius_norm, gru_cell, lstm_cell,
                          native_channel_shuffle, native_dropout, nuclear_norm, orgqr,
-                         pixel_shuffle, pixel_unshuffle, rnn_relu_cell, rnn_tanh_cell)
+                         pixel_shuffle, pixel_unshuffle, resize_as_, rnn_relu_cell,
+                         rnn_tanh_cell)
 from .composites import torch_range as range  # noqa: E402,A001  (the deprecated torch.range)
 from .removed import eig, lstsq, matrix_rank, solve, symeig  # noqa: E402  (raise, as PyTorch)
 from .introspection import (get_device, is_inference, is_neg, is_storage,  # noqa: E402

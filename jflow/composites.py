@@ -36,7 +36,7 @@ __all__ = ["constant_pad_nd", "as_strided_scatter", "empty_permuted", "nonzero_s
            "native_channel_shuffle", "torch_range", "orgqr", "frobenius_norm", "nuclear_norm",
            "native_dropout", "feature_dropout", "dropout_", "alpha_dropout_",
            "feature_alpha_dropout_", "feature_dropout_", "lstm_cell", "gru_cell", "rnn_tanh_cell",
-           "rnn_relu_cell", "convolution", "conv_tbc"]
+           "rnn_relu_cell", "convolution", "conv_tbc", "resize_as_"]
 
 
 def _tensor_arg(fname: str, name: str, x: Any) -> Tensor:
@@ -460,14 +460,11 @@ def convolution(input: Tensor, weight: Tensor, bias: Tensor | None,  # noqa: A00
     return fn(input, weight, bias, tuple(stride), tuple(padding), tuple(dilation), groups)
 
 
-def conv_tbc(input: Tensor, weight: Tensor, bias: Tensor, pad: int = 0) -> Tensor:  # noqa: A002
-    """``torch.conv_tbc`` (fairseq's time-batch-channel convolution): input (T, B, C_in),
-    weight (K, C_in, C_out), bias (C_out,), ``pad`` zeros at both ends of time; output
-    (T + 2 pad - K + 1, B, C_out)."""
-    for name, t, nd in (("input", input, 3), ("weight", weight, 3), ("bias", bias, 1)):
-        if _tensor_arg("conv_tbc", name, t).ndim != nd:
-            raise RuntimeError(f"conv_tbc(): {name} must have {nd} dims, got shape "
-                               f"{list(t.shape)}")
-    y = nn_functional.conv1d(input.permute(1, 2, 0), weight.permute(2, 1, 0), bias,
-                             padding=pad)
-    return y.permute(2, 0, 1)
+conv_tbc = nn_functional.conv_tbc  # (torch.conv_tbc is nn.functional's, fairseq's layout)
+
+
+def resize_as_(input: Tensor, the_template: Tensor, *,  # noqa: A002
+               memory_format: Any = None) -> Tensor:
+    """``torch.resize_as_``: ``input.resize_as_(the_template)`` (in place)."""
+    return _tensor_arg("resize_as_", "input", input).resize_as_(
+        the_template, memory_format=memory_format)

@@ -31,6 +31,13 @@ def test_views_shuffles_and_norms_match_pytorch() -> None:
         _close(flow.diagonal(f, *args), torch.diagonal(t, *args))
     for args in [((2, 3), (3, 1), 1), ((4, 2), (1, 5))]:
         _close(flow.as_strided(f, *args), torch.as_strided(t, *args))
+    for shape in [(2, 5), (4, 7)]:                     # fewer, then more elements
+        fr, tr = flow.tensor(a), torch.tensor(a)
+        assert flow.resize_as_(fr, flow.zeros(shape)) is fr
+        torch.resize_as_(tr, torch.zeros(shape))
+        assert fr.shape == tuple(tr.shape) == shape
+        n = min(a.size, int(np.prod(shape)))
+        np.testing.assert_array_equal(fr.numpy().ravel()[:n], tr.numpy().ravel()[:n])
     img = _x(2, 8, 3, 3)
     fi, ti = flow.tensor(img), torch.tensor(img)
     _close(flow.pixel_shuffle(fi, 2), torch.pixel_shuffle(ti, 2))
@@ -138,6 +145,12 @@ def test_convolution_entry_points_match_pytorch() -> None:
     (fo * fo).sum().backward()
     (to * to).sum().backward()
     _close(fs.grad, ts.grad, 1e-4)
+    tfn = torch.nn.functional
+    _close(flow.nn.functional.conv_tbc(fs, flow.tensor(k), flow.tensor(bias), 2),
+           tfn.conv_tbc(ts, torch.tensor(k), torch.tensor(bias), 2), 1e-4)
+    img = flow.tensor(x)
+    _close(flow.nn.functional.native_channel_shuffle(img, 3), tfn.native_channel_shuffle(
+        torch.tensor(x), 3))
     with pytest.raises(RuntimeError, match="conv_tbc\\(\\): weight must have 3 dims"):
         flow.conv_tbc(fs, flow.tensor(k[0]), flow.tensor(bias))
 

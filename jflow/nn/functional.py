@@ -42,6 +42,29 @@ __all__ += ["binary_cross_entropy", "gumbel_softmax"]
 __all__ += ["selu", "celu", "hardswish", "hardsigmoid", "threshold"]  # inplace
 __all__ += ["pixel_shuffle", "pixel_unshuffle", "channel_shuffle", "upsample",
             "upsample_nearest", "upsample_bilinear"]  # _functional_layout.py
+__all__ += ["native_channel_shuffle", "conv_tbc"]
+
+#: ``torch.nn.functional.native_channel_shuffle``: :func:`channel_shuffle`
+native_channel_shuffle = channel_shuffle
+
+
+def _tbc_arg(name: str, x: Any) -> Tensor:
+    if not isinstance(x, Tensor):
+        raise TypeError(f"conv_tbc(): argument '{name}' must be Tensor, not {type(x).__name__}")
+    return x
+
+
+def conv_tbc(input: Tensor, weight: Tensor, bias: Tensor, pad: int = 0) -> Tensor:  # noqa: A002
+    """``torch.conv_tbc`` (fairseq's time-batch-channel convolution): input (T, B, C_in),
+    weight (K, C_in, C_out), bias (C_out,), ``pad`` zeros at both ends of time; output
+    (T + 2 pad - K + 1, B, C_out)."""
+    for name, t, nd in (("input", input, 3), ("weight", weight, 3), ("bias", bias, 1)):
+        if _tbc_arg(name, t).ndim != nd:
+            raise RuntimeError(f"conv_tbc(): {name} must have {nd} dims, got shape "
+                               f"{list(t.shape)}")
+    y = _C.conv1d(input.permute(1, 2, 0), weight.permute(2, 1, 0), bias, padding=pad)
+    return y.permute(2, 0, 1)
+
 
 
 def _inplace(input: Tensor, out: Tensor, inplace: bool) -> Tensor:
