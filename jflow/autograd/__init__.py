@@ -20,6 +20,7 @@ import threading
 from typing import Any
 
 from ..amp.inference_mode import inference_mode
+from . import functional as functional  # (torch.autograd.functional: jacobian, hessian ...)
 from .anomaly_mode import detect_anomaly, set_detect_anomaly
 from .anomaly_mode import is_anomaly_check_nan_enabled as is_anomaly_check_nan_enabled
 from .anomaly_mode import is_anomaly_enabled as is_anomaly_enabled
