@@ -301,3 +301,29 @@ def test_set_printoptions_prints_pytorchs_digits() -> None:
     finally:
         PRINT_OPTIONS.update(saved)
         torch._tensor_str.PRINT_OPTS.__dict__.update(tsaved)
+
+
+def test_nn_utils_rnn_padding_matches_pytorch_and_packing_says_why() -> None:
+    from torch.nn.utils import rnn as trnn
+    seqs = [_x(3, 2), _x(1, 2), _x(4, 2)]
+    for kw in [{}, {"batch_first": True, "padding_value": -1.0},
+               {"batch_first": True, "padding_side": "left"}]:
+        fs = [flow.tensor(s, requires_grad=True) for s in seqs]
+        ts = [torch.tensor(s, requires_grad=True) for s in seqs]
+        fo, to = flow.nn.utils.rnn.pad_sequence(fs, **kw), trnn.pad_sequence(ts, **kw)
+        _close(fo, to)
+        (fo * fo).sum().backward()
+        (to * to).sum().backward()
+        for f, t in zip(fs, ts):
+            _close(f.grad, t.grad)
+    lengths = [3, 1, 4]
+    back = flow.nn.utils.rnn.unpad_sequence(flow.nn.utils.rnn.pad_sequence(
+        [flow.tensor(s) for s in seqs]), lengths)
+    for got, want in zip(back, seqs):
+        np.testing.assert_array_equal(got.numpy(), want)
+    with pytest.raises(ValueError, match="padding_side"):
+        flow.nn.utils.rnn.pad_sequence([flow.tensor(seqs[0])], padding_side="middle")
+    with pytest.raises(NotImplementedError, match="jflow has no packed sequences"):
+        flow.nn.utils.rnn.pack_padded_sequence(flow.tensor(seqs[2]), [4])
+    with pytest.raises(NotImplementedError, match="PackedSequence"):
+        flow.nn.utils.rnn.PackedSequence(flow.tensor(seqs[2]))

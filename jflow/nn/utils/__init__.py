@@ -4,7 +4,7 @@ conv / linear + BatchNorm fusion, ``skip_init``, the conv weight memory-format c
 the deprecated ``stateless.functional_call``."""
 
 from ...creation import zero_grads
-from . import fusion, memory_format, parametrizations, parametrize, stateless
+from . import fusion, memory_format, parametrizations, parametrize, rnn, stateless
 from .clip_grad import (
     clip_grad_norm,
     clip_grad_norm_,
@@ -30,4 +30,5 @@ __all__ = ["clip_grad_norm_", "clip_grad_value_", "parameters_to_vector", "param
            "clip_grads_with_norm_", "get_total_norm", "fuse_conv_bn_eval",
            "fuse_conv_bn_weights", "fuse_linear_bn_eval", "fuse_linear_bn_weights",
            "skip_init", "convert_conv2d_weight_memory_format",
-           "convert_conv3d_weight_memory_format", "fusion", "memory_format", "stateless"]
+           "convert_conv3d_weight_memory_format", "fusion", "memory_format", "rnn",
+           "stateless"]

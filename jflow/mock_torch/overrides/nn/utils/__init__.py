@@ -1,1 +1,0 @@
-"""``torch.nn.utils``: jflow.nn.utils, plus ``torch.nn.utils.rnn``."""
