@@ -13,7 +13,7 @@ import math
 from collections.abc import Iterable
 from typing import Any
 
-from .storage import UntypedStorage
+from .storage import TypedStorage, UntypedStorage
 from .tensor import Tensor
 
 __all__ = ["typename", "is_storage", "get_device", "is_neg", "is_inference", "sym_int", "sym_float",
@@ -34,8 +34,9 @@ def typename(obj: Any) -> str:
 
 
 def is_storage(obj: Any) -> bool:
-    """Whether ``obj`` is a storage (:class:`flow.UntypedStorage`)."""
-    return isinstance(obj, UntypedStorage)
+    """Whether ``obj`` is a storage: untyped (``t.untyped_storage()``) or typed
+    (``t.storage()``), as PyTorch's."""
+    return isinstance(obj, (UntypedStorage, TypedStorage))
 
 
 def get_device(input: Tensor) -> int:  # noqa: A002  (PyTorch's name)

@@ -175,6 +175,10 @@ def test_introspection_and_sym_helpers_answer_as_pytorch() -> None:
         assert flow.typename(obj) == torch.typename(obj), obj
     assert flow.typename(flow.nn.Linear) == "jflow.nn.modules.linear.Linear"
     assert flow.is_storage(flow.UntypedStorage(4)) and not flow.is_storage(f)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")                # storage() is deprecated in both
+        for lib, x in ((flow, f), (torch, t)):
+            assert lib.is_storage(x.untyped_storage()) and lib.is_storage(x.storage())
     assert flow.get_device(f) == torch.get_device(t) == -1
     assert flow.is_neg(f) is torch.is_neg(t) is False
     assert flow.is_inference(f) is torch.is_inference(t) is False
