@@ -21,6 +21,7 @@ from __future__ import annotations
 import weakref
 from typing import Any
 
+import jax
 import numpy as np
 
 __all__ = ["note", "note_host", "known", "SIZE"]
@@ -33,10 +34,12 @@ _TABLE: dict[int, tuple[Any, int, int]] = {}
 
 def _off_cpu(value: Any) -> bool:
     """Whether ``value`` is an array off the CPU (an array's devices share one platform)."""
+    if isinstance(value, jax.core.Tracer):  # (traced: no device array to remember)
+        return False
     try:
         for d in value.devices():
             return d.platform != "cpu"
-    except AttributeError:  # (a tracer or a meta value: nothing to remember)
+    except AttributeError:  # (a meta value: nothing to remember)
         pass
     return False
 

@@ -307,7 +307,7 @@ def test_set_printoptions_prints_pytorchs_digits() -> None:
         torch._tensor_str.PRINT_OPTS.__dict__.update(tsaved)
 
 
-def test_nn_utils_rnn_padding_matches_pytorch_and_packing_says_why() -> None:
+def test_nn_utils_rnn_padding_matches_pytorch() -> None:
     from torch.nn.utils import rnn as trnn
     seqs = [_x(3, 2), _x(1, 2), _x(4, 2)]
     for kw in [{}, {"batch_first": True, "padding_value": -1.0},
@@ -327,7 +327,3 @@ def test_nn_utils_rnn_padding_matches_pytorch_and_packing_says_why() -> None:
         np.testing.assert_array_equal(got.numpy(), want)
     with pytest.raises(ValueError, match="padding_side"):
         flow.nn.utils.rnn.pad_sequence([flow.tensor(seqs[0])], padding_side="middle")
-    with pytest.raises(NotImplementedError, match="jflow has no packed sequences"):
-        flow.nn.utils.rnn.pack_padded_sequence(flow.tensor(seqs[2]), [4])
-    with pytest.raises(NotImplementedError, match="PackedSequence"):
-        flow.nn.utils.rnn.PackedSequence(flow.tensor(seqs[2]))

@@ -82,3 +82,13 @@ def test_table_is_weak_and_bounded(accelerator) -> None:
     assert len(value_bounds._TABLE) == value_bounds.SIZE
     assert value_bounds.known(keep[-1]._value) == (value_bounds.SIZE + 9,) * 2
     assert value_bounds.known(keep[0]._value) is None   # the oldest went first
+
+
+def test_integer_tensor_with_a_device_inside_flow_jit() -> None:
+    """``flow.tensor(ints, device=...)`` inside a compiled function is traced: nothing to
+    remember, and no concrete read of the traced array (it raised ConcretizationTypeError)."""
+    @flow.jit
+    def f(x):
+        return x + flow.tensor([1, 2, 3], device=x.device)
+
+    np.testing.assert_array_equal(f(flow.ones(3)).numpy(), [2.0, 3.0, 4.0])

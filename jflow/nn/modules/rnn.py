@@ -15,8 +15,13 @@ is used, so there is nothing to ``flatten_parameters`` (a no-op, kept for code t
 it). Second derivatives through an LSTM (``create_graph=True``) take a slower step-by-step
 form of the same recurrence.
 
-Not supported (each raises a clear error): LSTM ``proj_size > 0``; packed sequences
-(``PackedSequence`` inputs).
+A :class:`~jflow.nn.utils.rnn.PackedSequence` input runs as its padded batch (sorted by
+length): each sequence's final states are read at its own last step, and its backward
+direction runs it flipped within its length (one ``index_select`` each way), so every layer
+kind and the LSTM op serve packed batches unchanged; the steps past a sequence's end compute on
+padding that nothing reads (as PyTorch's CPU kernel does not; the result is the same).
+
+Not supported (raises a clear error): LSTM ``proj_size > 0``.
 """
 
 from __future__ import annotations
@@ -26,6 +31,8 @@ import numbers
 import warnings
 from typing import Any
 
+import numpy as np
+
 from ... import _C
 from ...creation import empty, zeros
 from ...ops import get as _get_op
@@ -33,6 +40,10 @@ from ...tensor import Tensor
 from .. import functional as F
 from .. import init
 from ..parameter import Parameter
+from ..utils.rnn import PackedSequence, _host_ints, _valid_rows
+from ..utils.rnn import _index as _rows
+from ..utils.rnn import _lengths as _packed_lengths
+from ..utils.rnn import _padded_positions as _packed_positions
 from .module import Module
 
 __all__ = ["RNNBase", "RNN", "LSTM", "GRU", "RNNCellBase", "RNNCell", "LSTMCell", "GRUCell"]
@@ -72,12 +83,19 @@ def _gru_step(gi: Tensor, h: Tensor, w_hh: Tensor, b_hh: Tensor | None) -> Tenso
     return n + z * (h - n)       # = (1 - z) * n + z * h
 
 
-def _check_not_packed(input: Any, name: str) -> None:
+def _check_tensor(input: Any, name: str, packed_too: bool) -> None:
     if not isinstance(input, Tensor):
-        if hasattr(input, "batch_sizes"):
-            raise NotImplementedError(f"{name}: packed sequences (PackedSequence) are not "
-                                      "supported by jflow; pass a padded tensor instead")
-        raise TypeError(f"{name}: expected a Tensor input, got {type(input).__name__}")
+        raise TypeError(f"{name}: expected a Tensor{' or a PackedSequence' if packed_too else ''}"
+                        f" input, got {type(input).__name__}")
+
+
+def _steps_at(x: Tensor, index: np.ndarray) -> Tensor:
+    """``out[t, j] = x[index[t, j], j]`` for a time-major ``x`` ``(T, N, ...)``: a per-sequence
+    choice of steps (one ``index_select``)."""
+    steps, n = x.shape[0], x.shape[1]
+    flat = _C.reshape(x, (steps * n, *x.shape[2:]))
+    out = _C.index_select(flat, 0, _rows((index * n + np.arange(n)).ravel(), flat))
+    return _C.reshape(out, (*index.shape, *x.shape[2:]))
 
 
 class RNNBase(Module):
@@ -169,7 +187,7 @@ class RNNBase(Module):
     def _prepare(self, input: Any, hx: Any) -> tuple[Tensor, Any, bool]:
         """Validates; returns (time-major 3-D input, hx batched or None, is_batched)."""
         name = type(self).__name__
-        _check_not_packed(input, name)
+        _check_tensor(input, name, True)
         if input.dim() not in (2, 3):
             raise ValueError(f"{name}: Expected input to be 2D or 3D, got {input.dim()}D "
                              "tensor instead")
@@ -197,52 +215,74 @@ class RNNBase(Module):
             self._check_hidden(h, expected, "hidden" if k == 0 else "cell")
         return input, (hs if hs else None), batched
 
-    def _run(self, x: Tensor, hs: Any) -> tuple[Tensor, list[list[Tensor]]]:
+    def _direction(self, x: Tensor, state: list[Tensor], layer: int, d: int,
+                   reverse: bool) -> tuple[Tensor, list[Tensor], list[Tensor]]:
+        """One layer and direction over time-major ``x`` from ``state``: (every step's output
+        ``(T, N, H)``, every step's states (one ``(T, N, H)`` per state kind), the final
+        states)."""
+        w_ih, w_hh, b_ih, b_hh = self._layer_params(layer, d)
+        if self.mode == "LSTM":  # the whole recurrence: one op (jflow/ops/rnn.py)
+            b = b_hh if b_hh is not None else zeros(
+                w_hh.shape[0], dtype=w_hh.dtype, device=w_hh.device)
+            y, h_n, c_n, c, _ = _LSTM_LAYER(F.linear(x, w_ih, b_ih), state[0], state[1], w_hh,
+                                            b, reverse=reverse)
+            return y, [y, c], [h_n, c_n]
+        steps = x.shape[0]
+        gi = _C.unbind(F.linear(x, w_ih, b_ih), 0)   # one matmul for all steps
+        ys: list[Any] = [None] * steps
+        for t in (range(steps - 1, -1, -1) if reverse else range(steps)):
+            if self.mode == "GRU":
+                state = [_gru_step(gi[t], state[0], w_hh, b_hh)]
+            else:
+                state = [_rnn_step(gi[t], state[0], w_hh, b_hh, self.mode == "RNN_RELU")]
+            ys[t] = state[0]
+        y = _C.stack(ys, 0)
+        return y, [y], state
+
+    def _run(self, x: Tensor, hs: Any, lengths: np.ndarray | None = None
+             ) -> tuple[Tensor, list[list[Tensor]]]:
         """Runs all layers over time-major ``x``; returns (last layer's output, final states
-        per state kind, each a list over layer*direction)."""
+        per state kind, each a list over layer*direction). ``lengths`` (a packed input's,
+        decreasing) ends sequence ``j`` after ``lengths[j]`` steps: its final states are
+        those of its own last step, and its backward direction starts there (the steps
+        past its end run on padding and are read by nothing)."""
         n_state = 2 if self.mode == "LSTM" else 1
         n_dirs = self._num_dirs
         if hs is None:
             z = zeros(self.num_layers * n_dirs, x.shape[1], self.hidden_size, dtype=x.dtype,
                       device=x.device)
             hs = (z,) * n_state
-        finals: list[list[Tensor]] = [[] for _ in range(n_state)]
         steps = x.shape[0]
+        ragged = lengths is not None and bool(np.any(lengths != steps))
+        if ragged:
+            last = (lengths - 1)[None, :]
+            t = np.arange(steps)[:, None]
+            flip = np.where(t < lengths[None, :], lengths[None, :] - 1 - t, t)
+        finals: list[list[Tensor]] = [[] for _ in range(n_state)]
         for layer in range(self.num_layers):
             outs = []
             for d in range(n_dirs):
-                w_ih, w_hh, b_ih, b_hh = self._layer_params(layer, d)
-                idx = layer * n_dirs + d
-                state = [h[idx] for h in hs]
-                if self.mode == "LSTM":  # the whole recurrence: one op (jflow/ops/rnn.py)
-                    b = b_hh if b_hh is not None else zeros(
-                        w_hh.shape[0], dtype=w_hh.dtype, device=w_hh.device)
-                    y, h_n, c_n, _, _ = _LSTM_LAYER(F.linear(x, w_ih, b_ih), state[0],
-                                                    state[1], w_hh, b, reverse=d == 1)
-                    outs.append(y)
-                    finals[0].append(h_n)
-                    finals[1].append(c_n)
-                    continue
-                gi = _C.unbind(F.linear(x, w_ih, b_ih), 0)   # one matmul for all steps
-                order = range(steps - 1, -1, -1) if d == 1 else range(steps)
-                ys: list[Any] = [None] * steps
-                for t in order:
-                    if self.mode == "GRU":
-                        state = [_gru_step(gi[t], state[0], w_hh, b_hh)]
-                    else:
-                        state = [_rnn_step(gi[t], state[0], w_hh, b_hh,
-                                           self.mode == "RNN_RELU")]
-                    ys[t] = state[0]
-                outs.append(_C.stack(ys, 0))
+                state = [h[layer * n_dirs + d] for h in hs]
+                if not ragged:
+                    y, _, ends = self._direction(x, state, layer, d, reverse=d == 1)
+                else:  # the backward direction runs each sequence flipped within its length
+                    xd = _steps_at(x, flip) if d == 1 else x
+                    y, history, _ = self._direction(xd, state, layer, d, reverse=False)
+                    ends = [_C.squeeze(_steps_at(s, last), 0) for s in history]
+                    y = _steps_at(y, flip) if d == 1 else y
+                outs.append(y)
                 for k in range(n_state):
-                    finals[k].append(state[k])
+                    finals[k].append(ends[k])
             x = outs[0] if n_dirs == 1 else _C.cat(outs, 2)
             if self.dropout > 0 and self.training and layer < self.num_layers - 1:
                 x = F.dropout(x, self.dropout, True)
         return x, finals
 
-    def forward(self, input: Tensor, hx: Any = None) -> tuple[Tensor, Any]:
-        """``(output, h_n)`` (LSTM: ``(output, (h_n, c_n))``) of a ``(L, N, H_in)`` input."""
+    def forward(self, input: Tensor | PackedSequence, hx: Any = None) -> tuple[Any, Any]:
+        """``(output, h_n)`` (LSTM: ``(output, (h_n, c_n))``) of a ``(L, N, H_in)`` input, or
+        of a :class:`PackedSequence` (then ``output`` is packed alike)."""
+        if isinstance(input, PackedSequence):
+            return self._forward_packed(input, hx)
         x, hs, batched = self._prepare(input, hx)
         out, finals = self._run(x, hs)
         states = [_C.stack(f, 0) for f in finals]
@@ -251,6 +291,44 @@ class RNNBase(Module):
             states = [_C.squeeze(s, 1) for s in states]
         elif self.batch_first:
             out = _C.transpose(out, 0, 1)
+        return out, (tuple(states) if self.mode == "LSTM" else states[0])
+
+    def _forward_packed(self, packed: PackedSequence, hx: Any) -> tuple[PackedSequence, Any]:
+        """A packed batch: run it padded (sorted by length, time-major), states taken at each
+        sequence's last step, the output packed with the input's layout."""
+        name = type(self).__name__
+        data = packed.data
+        if data.dim() != 2:
+            raise ValueError(f"{name}: a packed input's data must be 2-D (steps, input_size), "
+                             f"got shape {tuple(data.shape)}")
+        if data.shape[-1] != self.input_size:
+            raise RuntimeError(f"input.size(-1) must be equal to input_size. Expected "
+                               f"{self.input_size}, got {data.shape[-1]}")
+        batch_sizes = _host_ints(packed.batch_sizes, name, "input.batch_sizes")
+        lengths = _packed_lengths(batch_sizes)
+        hs = hx if isinstance(hx, (tuple, list)) else ((hx,) if hx is not None else ())
+        if self.mode == "LSTM" and hx is not None and (not isinstance(hx, (tuple, list))
+                                                       or len(hx) != 2):
+            raise TypeError("LSTM: hx must be a tuple (h_0, c_0)")
+        if packed.sorted_indices is not None:  # hx is in the caller's order: sort it too
+            hs = tuple(_C.index_select(h, 1, packed.sorted_indices.to(device=h.device))
+                       for h in hs)
+        expected = (self.num_layers * self._num_dirs, lengths.size, self.hidden_size)
+        for k, h in enumerate(hs):
+            self._check_hidden(h, expected, "hidden" if k == 0 else "cell")
+        x = _C.reshape(_C.index_select(_C.cat([data, zeros(1, data.shape[1], dtype=data.dtype,
+                                                                device=data.device)], 0),
+                                       0, _rows(_packed_positions(batch_sizes), data)),
+                       (batch_sizes.size, lengths.size, data.shape[1]))
+        out, finals = self._run(x, hs or None, lengths)
+        flat = _C.reshape(out, (-1, out.shape[2]))
+        out = _C.index_select(flat, 0, _rows(_valid_rows(batch_sizes), flat))
+        states = [_C.stack(f, 0) for f in finals]
+        if packed.unsorted_indices is not None:
+            states = [_C.index_select(s, 1, packed.unsorted_indices.to(device=s.device))
+                      for s in states]
+        out = PackedSequence(out, packed.batch_sizes, packed.sorted_indices,
+                             packed.unsorted_indices)
         return out, (tuple(states) if self.mode == "LSTM" else states[0])
 
     def extra_repr(self) -> str:
@@ -349,7 +427,7 @@ class RNNCellBase(Module):
     def _prepare(self, input: Any, hx: Any, n_state: int) -> tuple[Tensor, list[Tensor], bool]:
         """Validates; returns (2-D input, batched states (zeros when hx is None), batched)."""
         name = type(self).__name__
-        _check_not_packed(input, name)
+        _check_tensor(input, name, False)
         if input.dim() not in (1, 2):
             raise ValueError(f"{name}: Expected input to be 1D or 2D, got {input.dim()}D "
                              "instead")
