@@ -195,7 +195,6 @@ def mock_torch_quant():
 _UNSUPPORTED = {  # docs/porting.md "Not supported": each raises where used
     "complex32": lambda: flow.ones(2).chalf(),
     "complex relu": lambda: flow.relu(flow.tensor([1j])),
-    "LSTM proj_size": lambda: flow.nn.LSTM(4, 8, proj_size=2),
     "named tensors": lambda: flow.ones(2).refine_names("a"),
     "sparse tensors": lambda: flow.ones(2).to_sparse(),
     "complex view(dtype)": lambda: flow.ones(2).view(flow.complex64),

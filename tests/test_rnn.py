@@ -219,8 +219,8 @@ def test_lstm_under_jit_equals_eager():
 # -- errors -----------------------------------------------------------------------------------
 
 def test_errors():
-    with pytest.raises(NotImplementedError, match="proj_size"):
-        nn.LSTM(I, H, proj_size=2)
+    with pytest.raises(ValueError, match="proj_size argument is only supported for LSTM"):
+        nn.GRU(I, H, proj_size=2)
     m = nn.GRU(I, H)
     with pytest.raises(TypeError, match="GRU: expected a Tensor or a PackedSequence input"):
         m([1.0, 2.0])
@@ -269,3 +269,29 @@ def test_register_tangent_needs_the_backward_rule():
         flow.autograd.register_tangent("argmax")(lambda ctx, *t: None)
     with pytest.raises(ValueError, match="already has a tangent rule"):
         flow.autograd.register_tangent("lstm_layer")(lambda ctx, *t: None)
+
+
+@pytest.mark.parametrize("kw", [dict(num_layers=2, bidirectional=True),
+                                dict(batch_first=True, bias=False)])
+def test_lstm_with_projections(kw):
+    """proj_size > 0: PyTorch's parameters (weight_hr_l{k}), repr, outputs, final states and
+    every gradient, with and without initial states; and on a packed batch."""
+    jm, tm = _pair("LSTM", input_size=I, hidden_size=H, proj_size=2, **kw)
+    assert repr(jm) == repr(tm)
+    layers = kw.get("num_layers", 1) * (2 if kw.get("bidirectional") else 1)
+    x_shape = (B, T, I) if kw.get("batch_first") else (T, B, I)
+    (jx, jh, jc), (tx, th, tc) = _inputs(x_shape, (layers, B, 2), (layers, B, H), seed=5)
+    _check(jm, tm, [jx, (jh, jc)], [tx, (th, tc)])
+    for p in (*jm.parameters(), *tm.parameters()):
+        p.grad = None
+    (jx,), (tx,) = _inputs(x_shape, seed=6)
+    pk = dict(batch_first=kw.get("batch_first", False), enforce_sorted=False)
+    jp = nn.utils.rnn.pack_padded_sequence(jx, [T, 2], **pk)
+    tp = torch.nn.utils.rnn.pack_padded_sequence(tx, [T, 2], **pk)
+    (jo, (jhn, jcn)), (to, (thn, tcn)) = jm(jp), tm(tp)
+    for a, b in ((jo.data, to.data), (jhn, thn), (jcn, tcn)):
+        np.testing.assert_allclose(a.detach().numpy(), b.detach().numpy(), rtol=RTOL, atol=ATOL)
+    with pytest.raises(RuntimeError, match="Expected hidden size"):
+        jm(jx, (flow.zeros(layers, B, H), flow.zeros(layers, B, H)))
+    with pytest.raises(ValueError, match="proj_size has to be smaller than hidden_size"):
+        nn.LSTM(I, H, proj_size=H)

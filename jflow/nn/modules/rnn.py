@@ -21,7 +21,8 @@ direction runs it flipped within its length (one ``index_select`` each way), so 
 kind and the LSTM op serve packed batches unchanged; the steps past a sequence's end compute on
 padding that nothing reads (as PyTorch's CPU kernel does not; the result is the same).
 
-Not supported (raises a clear error): LSTM ``proj_size > 0``.
+An LSTM with projections (``proj_size > 0``) loops over the steps in Python as RNN and GRU
+layers do.
 """
 
 from __future__ import annotations
@@ -124,28 +125,30 @@ class RNNBase(Module):
         if proj_size < 0:
             raise ValueError("proj_size should be a positive integer or zero to disable "
                              "projections")
-        if proj_size > 0:
-            if mode != "LSTM":
-                raise ValueError("proj_size argument is only supported for LSTM, not RNN or GRU")
-            raise NotImplementedError("jflow's LSTM does not support proj_size > 0 (LSTM with "
-                                      "projections)")
+        if proj_size > 0 and mode != "LSTM":
+            raise ValueError("proj_size argument is only supported for LSTM, not RNN or GRU")
+        if proj_size >= hidden_size:
+            raise ValueError("proj_size has to be smaller than hidden_size")
         self.mode = mode
         self.input_size, self.hidden_size = int(input_size), int(hidden_size)
         self.num_layers, self.bias, self.batch_first = num_layers, bool(bias), bool(batch_first)
         self.dropout, self.bidirectional = float(dropout), bool(bidirectional)
-        self.proj_size = 0
+        self.proj_size = int(proj_size)
         num_dirs = 2 if bidirectional else 1
         gate_size = _GATES[mode] * self.hidden_size
+        real_hidden = self.proj_size or self.hidden_size  # (the size of h: projected or not)
         self._flat_weights_names: list[str] = []
         self._all_weights: list[list[str]] = []
         for layer in range(num_layers):
             for d in range(num_dirs):
-                in_size = self.input_size if layer == 0 else self.hidden_size * num_dirs
+                in_size = self.input_size if layer == 0 else real_hidden * num_dirs
                 sfx = f"_l{layer}" + ("_reverse" if d == 1 else "")
                 shapes = [("weight_ih", (gate_size, in_size)),
-                          ("weight_hh", (gate_size, self.hidden_size))]
+                          ("weight_hh", (gate_size, real_hidden))]
                 if bias:
                     shapes += [("bias_ih", (gate_size,)), ("bias_hh", (gate_size,))]
+                if self.proj_size:
+                    shapes.append(("weight_hr", (self.proj_size, self.hidden_size)))
                 names = []
                 for base, shape in shapes:
                     setattr(self, base + sfx, Parameter(empty(*shape, dtype=dtype,
@@ -180,9 +183,15 @@ class RNNBase(Module):
                     getattr(self, "bias_ih" + sfx), getattr(self, "bias_hh" + sfx))
         return getattr(self, "weight_ih" + sfx), getattr(self, "weight_hh" + sfx), None, None
 
-    def _check_hidden(self, h: Tensor, expected: tuple[int, ...], what: str) -> None:
-        if tuple(h.shape) != expected:
-            raise RuntimeError(f"Expected {what} size {expected}, got {list(h.shape)}")
+    def _check_states(self, hs: Any, batch: int) -> None:
+        """The initial states' shapes: ``h`` ``(layers * dirs, batch, proj_size or
+        hidden_size)``, an LSTM's ``c`` ``(layers * dirs, batch, hidden_size)``."""
+        for k, h in enumerate(hs):
+            size = self.hidden_size if k == 1 else (self.proj_size or self.hidden_size)
+            expected = (self.num_layers * self._num_dirs, batch, size)
+            if tuple(h.shape) != expected:
+                raise RuntimeError(f"Expected {'hidden' if k == 0 else 'cell'} size "
+                                   f"{expected}, got {list(h.shape)}")
 
     def _prepare(self, input: Any, hx: Any) -> tuple[Tensor, Any, bool]:
         """Validates; returns (time-major 3-D input, hx batched or None, is_batched)."""
@@ -210,9 +219,7 @@ class RNNBase(Module):
         if input.shape[-1] != self.input_size:
             raise RuntimeError(f"input.size(-1) must be equal to input_size. Expected "
                                f"{self.input_size}, got {input.shape[-1]}")
-        expected = (self.num_layers * self._num_dirs, input.shape[1], self.hidden_size)
-        for k, h in enumerate(hs):
-            self._check_hidden(h, expected, "hidden" if k == 0 else "cell")
+        self._check_states(hs, input.shape[1])
         return input, (hs if hs else None), batched
 
     def _direction(self, x: Tensor, state: list[Tensor], layer: int, d: int,
@@ -221,6 +228,17 @@ class RNNBase(Module):
         ``(T, N, H)``, every step's states (one ``(T, N, H)`` per state kind), the final
         states)."""
         w_ih, w_hh, b_ih, b_hh = self._layer_params(layer, d)
+        if self.proj_size:  # projected: step by step, h = (o * tanh(c)) W_hr^T
+            w_hr = getattr(self, f"weight_hr_l{layer}" + ("_reverse" if d == 1 else ""))
+            gi = _C.unbind(F.linear(x, w_ih, b_ih), 0)
+            hs_: list[Any] = [None] * x.shape[0]
+            cs: list[Any] = [None] * x.shape[0]
+            for t in (range(x.shape[0] - 1, -1, -1) if reverse else range(x.shape[0])):
+                h, c = _lstm_step(gi[t], state[0], state[1], w_hh, b_hh)
+                state = [F.linear(h, w_hr), c]
+                hs_[t], cs[t] = state
+            y = _C.stack(hs_, 0)
+            return y, [y, _C.stack(cs, 0)], state
         if self.mode == "LSTM":  # the whole recurrence: one op (jflow/ops/rnn.py)
             b = b_hh if b_hh is not None else zeros(
                 w_hh.shape[0], dtype=w_hh.dtype, device=w_hh.device)
@@ -249,9 +267,9 @@ class RNNBase(Module):
         n_state = 2 if self.mode == "LSTM" else 1
         n_dirs = self._num_dirs
         if hs is None:
-            z = zeros(self.num_layers * n_dirs, x.shape[1], self.hidden_size, dtype=x.dtype,
-                      device=x.device)
-            hs = (z,) * n_state
+            hs = tuple(zeros(self.num_layers * n_dirs, x.shape[1],
+                             self.hidden_size if k else (self.proj_size or self.hidden_size),
+                             dtype=x.dtype, device=x.device) for k in range(n_state))
         steps = x.shape[0]
         ragged = lengths is not None and bool(np.any(lengths != steps))
         if ragged:
@@ -313,9 +331,7 @@ class RNNBase(Module):
         if packed.sorted_indices is not None:  # hx is in the caller's order: sort it too
             hs = tuple(_C.index_select(h, 1, packed.sorted_indices.to(device=h.device))
                        for h in hs)
-        expected = (self.num_layers * self._num_dirs, lengths.size, self.hidden_size)
-        for k, h in enumerate(hs):
-            self._check_hidden(h, expected, "hidden" if k == 0 else "cell")
+        self._check_states(hs, lengths.size)
         x = _C.reshape(_C.index_select(_C.cat([data, zeros(1, data.shape[1], dtype=data.dtype,
                                                                 device=data.device)], 0),
                                        0, _rows(_packed_positions(batch_sizes), data)),
@@ -333,6 +349,8 @@ class RNNBase(Module):
 
     def extra_repr(self) -> str:
         s = f"{self.input_size}, {self.hidden_size}"
+        if self.proj_size:
+            s += f", proj_size={self.proj_size}"
         if self.num_layers != 1:
             s += f", num_layers={self.num_layers}"
         if not self.bias:
@@ -357,14 +375,14 @@ class RNN(RNNBase):
     def __init__(self, input_size: int, hidden_size: int, num_layers: int = 1,
                  nonlinearity: str = "tanh", bias: bool = True, batch_first: bool = False,
                  dropout: float = 0.0, bidirectional: bool = False, device: Any = None,
-                 dtype: Any = None) -> None:
+                 dtype: Any = None, proj_size: int = 0) -> None:
         if nonlinearity not in ("tanh", "relu"):
             raise ValueError(f"Unknown nonlinearity '{nonlinearity}'. Select from 'tanh' or "
                              "'relu'.")
         self.nonlinearity = nonlinearity
         super().__init__("RNN_TANH" if nonlinearity == "tanh" else "RNN_RELU", input_size,
                          hidden_size, num_layers, bias, batch_first, dropout, bidirectional,
-                         device=device, dtype=dtype)
+                         proj_size, device=device, dtype=dtype)
 
     def extra_repr(self) -> str:
         s = super().extra_repr()
@@ -374,8 +392,11 @@ class RNN(RNNBase):
 class LSTM(RNNBase):
     """Long short-term memory, gates ``i, f, g, o`` (PyTorch's order and formulas).
 
-    ``forward(input, (h_0, c_0)=None)`` returns ``(output, (h_n, c_n))``. ``proj_size > 0``
-    raises ``NotImplementedError``.
+    ``forward(input, (h_0, c_0)=None)`` returns ``(output, (h_n, c_n))``. With
+    ``proj_size > 0`` the hidden state is projected, ``h = (o * tanh(c)) W_hr^T`` (PyTorch's
+    ``weight_hr_l{k}``): ``h`` and the output have ``proj_size`` features, ``c`` keeps
+    ``hidden_size``; such a layer's recurrence loops over the steps with jflow ops (the
+    ``lstm_layer`` op has no projection).
     """
 
     def __init__(self, input_size: int, hidden_size: int, num_layers: int = 1,
@@ -392,9 +413,10 @@ class GRU(RNNBase):
 
     def __init__(self, input_size: int, hidden_size: int, num_layers: int = 1,
                  bias: bool = True, batch_first: bool = False, dropout: float = 0.0,
-                 bidirectional: bool = False, device: Any = None, dtype: Any = None) -> None:
+                 bidirectional: bool = False, device: Any = None, dtype: Any = None,
+                 proj_size: int = 0) -> None:
         super().__init__("GRU", input_size, hidden_size, num_layers, bias, batch_first,
-                         dropout, bidirectional, device=device, dtype=dtype)
+                         dropout, bidirectional, proj_size, device=device, dtype=dtype)
 
 
 # -- cells -----------------------------------------------------------------------------------
