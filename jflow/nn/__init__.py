@@ -5,7 +5,7 @@
 autograd tape and trace under ``jax.jit``.
 """
 
-from . import functional, init, parallel, utils
+from . import functional, grad, init, parallel, utils
 from .graph import Graph
 from .modules import *  # noqa: F401,F403
 from .modules import __all__ as _modules_all
@@ -19,5 +19,5 @@ from .parameter import (
 )
 
 __all__ = ["Parameter", "Buffer", "is_parameter", "UninitializedParameter", "UninitializedBuffer",
-           "Graph", "DataParallel", "functional", "init", "parallel",
+           "Graph", "DataParallel", "functional", "grad", "init", "parallel",
            "utils", *_modules_all]

@@ -757,25 +757,53 @@ def linear_cross_entropy(input: Tensor, linear_weight: Tensor, target: Tensor, *
                          reduction: str = "mean", ignore_index: int | None = None,
                          label_smoothing: float = 0.0, options: Any = None) -> Tensor:
     """``torch.nn.functional.linear_cross_entropy``: ``cross_entropy(linear(input,
-    linear_weight, linear_bias), target, ...)``. ``linear_weight`` may be ``(C, d_1 ..., d_K,
-    in_features)`` (K-dimensional loss). ``options`` (PyTorch's ``LinearCrossEntropyOptions``:
-    chunking the batch to save memory) is accepted: the values and gradients are the same
-    either way, and jflow computes the reference path."""
-    for name, x in (("input", input), ("linear_weight", linear_weight)):
+    linear_weight, linear_bias), target, ...)``. ``input`` is ``(in_features,)`` or
+    ``(N, in_features)``; ``linear_weight`` ``(C, in_features)`` or ``(C, d_1 ..., d_K,
+    in_features)`` (K-dimensional loss over logits ``(N, C, d_1 ..., d_K)``, batched input
+    only), ``linear_bias`` ``(C, d_1 ..., d_K)``. ``ignore_index=None`` means -100 for class
+    indices and is the only value allowed for probability targets (PyTorch's rule).
+    ``options`` (PyTorch's ``LinearCrossEntropyOptions``: chunking the batch to save memory)
+    is accepted and changes nothing: the values and gradients are the same either way, and
+    jflow computes the reference path."""
+    fname = "linear_cross_entropy()"
+    for name, x in (("input", input), ("linear_weight", linear_weight), ("target", target)):
         if not isinstance(x, Tensor):
-            raise TypeError(f"linear_cross_entropy(): argument '{name}' must be Tensor, not "
+            raise TypeError(f"{fname}: argument '{name}' must be Tensor, not "
                             f"{type(x).__name__}")
     if options is not None and not hasattr(options, "batch_chunk_size"):
-        raise TypeError(f"linear_cross_entropy(): 'options' must be a "
-                        f"LinearCrossEntropyOptions or None, got {type(options).__name__}")
-    if input.shape[-1] != linear_weight.shape[-1]:
-        raise RuntimeError(f"linear_cross_entropy(): input's last dim ({input.shape[-1]}) and "
-                           f"linear_weight's ({linear_weight.shape[-1]}) differ")
-    out_features = tuple(linear_weight.shape[:-1])
-    logits = input @ linear_weight.reshape(-1, input.shape[-1]).t()
-    logits = logits.reshape(tuple(input.shape[:-1]) + out_features)
-    if linear_bias is not None:
-        logits = logits + linear_bias
+        raise TypeError(f"{fname}: 'options' must be a LinearCrossEntropyOptions or None, got "
+                        f"{type(options).__name__}")
+    if input.dim() < 1 or input.dim() > 2:
+        raise RuntimeError(f"{fname}: expected input with dimensionality 1 or 2, got "
+                           f"{input.dim()}")
+    if linear_weight.dim() < 2:
+        raise RuntimeError(f"{fname}: expected linear_weight with dimensionality at least 2, "
+                           f"got {linear_weight.dim()}")
+    batch = tuple(input.shape[:-1])
+    in_features = input.shape[-1]
+    if in_features != linear_weight.shape[-1]:
+        raise RuntimeError(f"{fname}: expected equal input and linear_weight last dimensions "
+                           f"(in_features), got {input.shape[-1]} and "
+                           f"{linear_weight.shape[-1]}, respectively")
+    num_classes = linear_weight.shape[0]
+    out_features = tuple(linear_weight.shape[1:-1])
+    if linear_bias is not None and tuple(linear_bias.shape) != (num_classes, *out_features):
+        raise RuntimeError(f"{fname}: expected linear_bias shape {(num_classes, *out_features)}"
+                           f", got {tuple(linear_bias.shape)}")
+    if out_features and not batch:
+        raise RuntimeError(f"{fname}: K-dimensional loss defined by linear_weight shape "
+                           f"{tuple(linear_weight.shape)} requires batched input, "
+                           f"(N, {in_features}), got unbatched input with shape "
+                           f"{tuple(input.shape)}")
+    logits_shape = (*batch, num_classes, *out_features)
+    if tuple(target.shape) == logits_shape and ignore_index is not None:
+        raise RuntimeError(f"{fname}: ignore_index cannot be specified when target contains "
+                           f"probabilities")
+    if out_features:
+        linear_weight = linear_weight.reshape(-1, in_features)
+        if linear_bias is not None:
+            linear_bias = linear_bias.reshape(-1)
+    logits = linear(input, linear_weight, linear_bias).reshape(logits_shape)
     return _C.cross_entropy(logits, target, weight=weight, reduction=reduction,
                             ignore_index=-100 if ignore_index is None else ignore_index,
                             label_smoothing=label_smoothing)

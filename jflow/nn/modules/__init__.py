@@ -114,3 +114,8 @@ from .loss import NLLLoss2d  # noqa: E402
 from .normalization import CrossMapLRN2d  # noqa: E402
 
 __all__ += ["AdaptiveLogSoftmaxWithLoss", "Container", "NLLLoss2d", "CrossMapLRN2d"]
+
+# PyTorch 2.13's linear + cross entropy loss
+from .loss import LinearCrossEntropyLoss  # noqa: E402
+
+__all__ += ["LinearCrossEntropyLoss"]

@@ -5,6 +5,7 @@ losses (``SmoothL1Loss`` ... ``MultiLabelSoftMarginLoss``) follow at the end."""
 
 from __future__ import annotations
 
+import math
 import warnings
 from typing import Any
 
@@ -13,6 +14,7 @@ from jflow.functional import api_default  # absolute: ruff resolves it for B008
 from ... import _C
 from ...tensor import Tensor
 from .. import functional as F
+from .linear import Linear
 from .module import Module
 
 __all__ = ["MSELoss", "L1Loss", "NLLLoss", "CrossEntropyLoss", "BCEWithLogitsLoss",
@@ -404,3 +406,67 @@ class NLLLoss2d(NLLLoss):
 
 
 __all__ += ["NLLLoss2d"]
+
+
+# -- PyTorch 2.13's linear + cross entropy --------------------------------------------------------
+
+class LinearCrossEntropyLoss(_WeightedLoss):
+    """Cross entropy of ``input`` projected to logits by an owned ``Linear`` (PyTorch 2.13's
+    ``torch.nn.LinearCrossEntropyLoss``): ``F.linear_cross_entropy(input, W, target, ...)``
+    with ``W = self.linear.weight`` seen as ``(num_classes, *out_features, in_features)``.
+
+    ``self.linear`` is a ``Linear(in_features, num_classes * prod(out_features), bias)``, so
+    the parameters are PyTorch's (``linear.weight`` 2-d, ``linear.bias`` flat) and so are the
+    state-dict keys (``weight`` for a class ``weight`` buffer, ``linear.weight``,
+    ``linear.bias``): a PyTorch checkpoint loads. ``out_features=(d_1, ..., d_K)`` gives the
+    K-dimensional loss (targets ``(N, d_1, ..., d_K)``). ``ignore_index=None`` is -100 for
+    class-index targets. ``options`` (PyTorch's chunking of the batch) is accepted and passed
+    on; jflow computes the same values unchunked (see :func:`jflow.nn.functional.
+    linear_cross_entropy`)."""
+
+    def __init__(self, in_features: int, num_classes: int, *, out_features: tuple[int, ...] = (),
+                 bias: bool = False, device: Any = None, dtype: Any = None,
+                 reduction: str = "mean", weight: Tensor | None = None,
+                 ignore_index: int | None = None, label_smoothing: float = 0.0,
+                 options: Any = None) -> None:
+        if weight is not None and tuple(weight.shape) != (num_classes,):
+            raise RuntimeError(f"expected weight shape to be {(num_classes,)}, got "
+                               f"{tuple(weight.shape)}")
+        if label_smoothing < 0 or label_smoothing > 1.0:
+            raise RuntimeError(f"expected label_smoothing to be in range [0, 1], got "
+                               f"{label_smoothing}")
+        if isinstance(out_features, int) or not all(
+                isinstance(d, int) and not isinstance(d, bool) for d in out_features):
+            raise TypeError(f"LinearCrossEntropyLoss: argument 'out_features' must be a tuple "
+                            f"of ints, got {out_features!r}")
+        super().__init__(weight, reduction)
+        self.num_classes = num_classes
+        self.out_features = tuple(out_features)
+        self.ignore_index = ignore_index
+        self.label_smoothing = label_smoothing
+        # (Linear holds a 2-d weight; forward views it as (C, *out_features, in_features))
+        self.linear = Linear(in_features, math.prod(self.out_features, start=num_classes),
+                             bias=bias, device=device, dtype=dtype)
+        self.options = options
+
+    def forward(self, input: Tensor, target: Tensor) -> Tensor:
+        """The loss of ``input`` ``(in_features,)`` or ``(N, in_features)`` against class
+        indices or class probabilities ``target``."""
+        linear_weight = self.linear.weight.reshape(
+            (self.num_classes, *self.out_features, self.linear.in_features))
+        linear_bias = (self.linear.bias.reshape((self.num_classes, *self.out_features))
+                       if self.linear.bias is not None else None)
+        return F.linear_cross_entropy(input, linear_weight, target, linear_bias=linear_bias,
+                                      weight=self.weight, reduction=self.reduction,
+                                      ignore_index=self.ignore_index,
+                                      label_smoothing=self.label_smoothing,
+                                      options=self.options)
+
+    def extra_repr(self) -> str:
+        return (f"in_features={self.linear.in_features}, num_classes={self.num_classes}, "
+                f"out_features={self.out_features}, bias={self.linear.bias is not None}, "
+                f"reduction={self.reduction}, ignore_index={self.ignore_index}, "
+                f"label_smoothing={self.label_smoothing}, options={self.options}")
+
+
+__all__ += ["LinearCrossEntropyLoss"]

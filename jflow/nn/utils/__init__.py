@@ -1,10 +1,10 @@
 """``flow.nn.utils``: gradient clipping, parameter/vector conversion, resetting gradients,
 weight and spectral normalization and parametrizations (``parametrize``, ``parametrizations``),
-conv / linear + BatchNorm fusion, ``skip_init``, the conv weight memory-format converters and
-the deprecated ``stateless.functional_call``."""
+pruning (``prune``), conv / linear + BatchNorm fusion, ``skip_init``, the conv weight
+memory-format converters and the deprecated ``stateless.functional_call``."""
 
 from ...creation import zero_grads
-from . import fusion, memory_format, parametrizations, parametrize, rnn, stateless
+from . import fusion, memory_format, parametrizations, parametrize, prune, rnn, stateless
 from .clip_grad import (
     clip_grad_norm,
     clip_grad_norm_,
@@ -30,5 +30,5 @@ __all__ = ["clip_grad_norm_", "clip_grad_value_", "parameters_to_vector", "param
            "clip_grads_with_norm_", "get_total_norm", "fuse_conv_bn_eval",
            "fuse_conv_bn_weights", "fuse_linear_bn_eval", "fuse_linear_bn_weights",
            "skip_init", "convert_conv2d_weight_memory_format",
-           "convert_conv3d_weight_memory_format", "fusion", "memory_format", "rnn",
+           "convert_conv3d_weight_memory_format", "fusion", "memory_format", "prune", "rnn",
            "stateless"]

@@ -168,36 +168,47 @@ class PackedSequence(_PackedFields):
                           move(self.unsorted_indices))
 
     def cuda(self, *args: Any, **kwargs: Any) -> PackedSequence:
+        """The batch on a CUDA device (``Tensor.cuda``'s arguments)."""
         return self.to(self.data.cuda(*args, **kwargs).device)
 
     def cpu(self, *args: Any, **kwargs: Any) -> PackedSequence:
+        """The batch on the CPU."""
         return self.to("cpu")
 
     def double(self) -> PackedSequence:
+        """``data`` as float64."""
         return self.to(dtype=_dtypes.float64)
 
     def float(self) -> PackedSequence:
+        """``data`` as float32."""
         return self.to(dtype=_dtypes.float32)
 
     def half(self) -> PackedSequence:
+        """``data`` as float16."""
         return self.to(dtype=_dtypes.float16)
 
     def bfloat16(self) -> PackedSequence:
+        """``data`` as bfloat16."""
         return self.to(dtype=_dtypes.bfloat16)
 
     def long(self) -> PackedSequence:
+        """``data`` as int64."""
         return self.to(dtype=_dtypes.int64)
 
     def int(self) -> PackedSequence:
+        """``data`` as int32."""
         return self.to(dtype=_dtypes.int32)
 
     def short(self) -> PackedSequence:
+        """``data`` as int16."""
         return self.to(dtype=_dtypes.int16)
 
     def char(self) -> PackedSequence:
+        """``data`` as int8."""
         return self.to(dtype=_dtypes.int8)
 
     def byte(self) -> PackedSequence:
+        """``data`` as uint8."""
         return self.to(dtype=_dtypes.uint8)
 
     @property
@@ -210,6 +221,7 @@ class PackedSequence(_PackedFields):
         return self.data.is_pinned()
 
     def pin_memory(self) -> PackedSequence:
+        """The batch itself: jflow has no pinned host memory."""
         return self
 
 
