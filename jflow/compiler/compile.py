@@ -16,11 +16,13 @@ The options map as follows: ``fullgraph`` -- flow.jit compiles the whole call as
 where the trace reads a traced value (``if x.sum() > 0:``, ``.item()``, ``int(t)``: a *graph
 break* in PyTorch) ``fullgraph=False`` (the default) runs calls with that signature eagerly,
 the reason in ``recompile_reasons``, and ``fullgraph=True`` raises an error naming the read,
-as PyTorch does; ``dynamic`` -- accepted; flow.jit specializes on shapes and traces again for a new
-one (``recompile_reasons`` says why); ``backend`` -- any name is accepted (XLA compiles
-everything) except ``"eager"``, which runs the original uncompiled, and callables (custom
-dynamo backends), which are refused; ``mode`` -- PyTorch's names are accepted, no effect;
-``options`` -- a dict, accepted, no effect.
+as PyTorch does; ``dynamic`` -- accepted; flow.jit specializes on shapes (and Python numbers)
+and traces again for a new one (``recompile_reasons`` says why); past 8 traced signatures
+(``jit.RECOMPILE_LIMIT``, which ``torch._dynamo.config.recompile_limit`` sets under mock_torch)
+a new one warns once and runs eagerly, as past torch.compile's recompile limit; ``backend``
+-- any name is accepted (XLA compiles everything) except ``"eager"``, which runs the
+original uncompiled, and callables (custom dynamo backends), which are refused; ``mode`` --
+PyTorch's names are accepted, no effect; ``options`` -- a dict, accepted, no effect.
 """
 
 from __future__ import annotations
@@ -34,7 +36,7 @@ import jax
 from ..amp.autocast_mode import state as _autocast
 from ..nn.modules.module import Module
 from ..tensor import Tensor
-from .jit import CompiledFunction
+from .jit import RECOMPILE_LIMIT, CompiledFunction
 
 __all__ = ["compile", "CompiledModule", "CompiledCallable"]
 
@@ -63,7 +65,8 @@ class _Compiled:
         fn = self._by_autocast.get(key)
         if fn is None:
             fn = self._by_autocast[key] = CompiledFunction(
-                self._target, graph_breaks=not self._fullgraph)
+                self._target, graph_breaks=not self._fullgraph,
+                recompile_limit=RECOMPILE_LIMIT[0])
         return fn
 
     def __call__(self, *args: Any, **kwargs: Any) -> Any:

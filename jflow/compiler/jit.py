@@ -125,6 +125,13 @@ class _CapturedWrites(Exception):
 #: stops tracing and runs every call eagerly (``torch._dynamo.config.cache_size_limit``'s default)
 GRAPH_BREAK_LIMIT = 8
 
+#: what :meth:`CompiledFunction._lookup` returns for a new signature to run eagerly
+_PAST_LIMIT = object()
+
+#: ``[n]``: ``flow.compile``'s ``recompile_limit`` (see :class:`CompiledFunction`): as
+#: torch.compile's ``torch._dynamo.config.recompile_limit`` (8), which sets it under mock_torch
+RECOMPILE_LIMIT = [8]
+
 #: ``[fn or None]``: the active profiler's ``fn(compiled, args, kwargs)`` (jflow.profiler)
 PROFILER: list[Any] = [None]
 
@@ -231,6 +238,11 @@ class CompiledFunction(Opaque):
     ``max_cache_size`` dropped). ``graph_breaks``: a trace that reads a traced value
     (``bool(t)``, ``t.item()``, ``int(t)``) makes calls with that signature run the function
     eagerly (``flow.compile``'s behaviour) instead of raising (``flow.jit``, ``nn.Graph``).
+    ``recompile_limit`` (None: no limit): past that many
+    traced signatures a new one warns once, saying what changed (a Python number argument
+    that changes every call traces every call: pass it as a tensor); with ``graph_breaks``
+    new signatures then run eagerly, as torch.compile's past its recompile limit, while
+    ``flow.jit`` and ``nn.Graph`` keep compiling them.
     """
 
     def __init__(self, fn: Callable[..., Any], *, donate: bool = False, explain: bool = False,
@@ -240,7 +252,8 @@ class CompiledFunction(Opaque):
                  reach: tuple[Callable[..., Any], ...] | None = None,
                  after: Callable[[], None] | None = None, name: str | None = None,
                  graph_breaks: bool = False,
-                 compiler_options: dict[str, Any] | None = None) -> None:
+                 compiler_options: dict[str, Any] | None = None,
+                 recompile_limit: int | None = 8) -> None:
         if not callable(fn):
             raise TypeError(f"flow.jit: expected a function, got {type(fn).__name__}")
         if max_cache_size < 1:
@@ -250,6 +263,13 @@ class CompiledFunction(Opaque):
         #: XLA options of every executable (``_jax_setup.EAGER_ROUNDING``: nn.Graph with AMP)
         self.compiler_options = compiler_options
         self.graph_breaks = graph_breaks
+        if recompile_limit is not None and (not isinstance(recompile_limit, int)
+                                            or recompile_limit < 1):
+            raise ValueError(f"flow.jit: recompile_limit must be a positive int or None, got "
+                             f"{recompile_limit!r}")
+        self.recompile_limit = recompile_limit
+        #: whether the recompile limit's warning was given (once per function)
+        self._limit_warned = False
         #: graph breaks so far; at :data:`GRAPH_BREAK_LIMIT` every later call runs eagerly
         self.graph_break_count = 0
         self.explain = explain
@@ -305,9 +325,12 @@ class CompiledFunction(Opaque):
                                            and self._promote_changed(fast.entry)):
                 return self._run_fast(fast, args, inputs)
             self._disarm()
-        found = self._lookup(args, kwargs)
+        found = self._lookup(args, kwargs, limited=True)
         if found is None:
             return self._call(*args, **kwargs)  # the changed tensors are inputs now: a new key
+        if found is _PAST_LIMIT:  # a new signature past the recompile limit: eagerly
+            self._fast = None
+            return self.fn(*args, **kwargs)
         entry, key, state, leaves, slow = found
         if entry.fallback is not None:  # a graph break: this signature runs eagerly
             self._fast = None
@@ -398,9 +421,11 @@ class CompiledFunction(Opaque):
         finally:
             self._current = None
 
-    def _lookup(self, args: tuple, kwargs: dict) -> tuple | None:
+    def _lookup(self, args: tuple, kwargs: dict, limited: bool = False) -> Any:
         """The cache entry for a call (made if new) and what running it needs; None when
-        guarded constants changed (they were promoted to inputs: look up again)."""
+        guarded constants changed (they were promoted to inputs: look up again);
+        :data:`_PAST_LIMIT` (only when ``limited``) for a new signature that
+        :meth:`_past_limit` sends to run eagerly."""
         leaves, treedef = tree_flatten_stateful((args, kwargs))
         if needs_tree(leaves):  # dataclasses, cache objects ... (see containers.py)
             leaves, treedef = tree_flatten_stateful(to_tree((args, kwargs)))
@@ -427,11 +452,35 @@ class CompiledFunction(Opaque):
         if entry is not None and entry.guards and self._promote_changed(entry):
             return None
         if entry is None:
+            if limited and self._past_limit(key):
+                return _PAST_LIMIT
             entry = self._new_entry(key)
         else:
             self._cache.move_to_end(key)
         self._reach_checks = checks
         return entry, key, state, leaves, (treedef, reach, modules, optimizers, extra, grad_on)
+
+    def _past_limit(self, key: tuple) -> bool:
+        """A new signature ``key`` would be trace number ``recompile_limit + 1`` or later: warn
+        once (what changed since the last signature); True when it is to run eagerly
+        (``graph_breaks``: flow.compile's behaviour)."""
+        limit = self.recompile_limit
+        if limit is None or self.trace_count < limit:
+            return False
+        if not self._limit_warned:
+            self._limit_warned = True
+            change = (explain_change(self._last_key, key) if self._last_key is not None
+                      else "a new signature")
+            then = ("new signatures run eagerly from now on (the compiled ones stay), as "
+                    "torch.compile's past torch._dynamo.config.recompile_limit"
+                    if self.graph_breaks else "each new signature is traced and compiled "
+                    "again (seconds each)")
+            warnings.warn(f"flow.jit({self.name}): {limit} signatures traced (the recompile "
+                          f"limit), the next because {change}: {then}. A Python number "
+                          f"argument that changes every call makes a signature per call: pass "
+                          f"it as a tensor (or set recompile_limit)", RecompileWarning,
+                          stacklevel=5)
+        return self.graph_breaks
 
     def _run(self, entry: _Entry, key: tuple, state: StepState, leaves: list,
              slow: tuple) -> Any:
@@ -755,7 +804,7 @@ def _output_values(out: Any, name: str) -> Any:
 
 
 def jit(fn: Callable[..., Any] | None = None, *, donate: bool = False, explain: bool = False,
-        max_cache_size: int = 16) -> Any:
+        max_cache_size: int = 16, recompile_limit: int | None = 8) -> Any:
     """Compile ``fn`` (a function of tensors, modules and optimizers) into one XLA executable
     per signature; usable as ``@flow.jit`` or ``@flow.jit(explain=True)``.
 
@@ -764,9 +813,12 @@ def jit(fn: Callable[..., Any] | None = None, *, donate: bool = False, explain: 
     come back out, written into the same objects. ``donate=True`` lets XLA reuse the state's
     buffers for the new state (arrays that alias them — ``detach()`` views — become invalid).
     ``explain=True`` warns with the reason whenever the function traces again; the reasons
-    are always kept in ``.recompile_reasons``.
+    are always kept in ``.recompile_reasons``. Past ``recompile_limit`` traced signatures
+    (None: no limit) a new one warns once, saying what changed.
     """
     if fn is None:
         return lambda f: CompiledFunction(f, donate=donate, explain=explain,
-                                          max_cache_size=max_cache_size)
-    return CompiledFunction(fn, donate=donate, explain=explain, max_cache_size=max_cache_size)
+                                          max_cache_size=max_cache_size,
+                                          recompile_limit=recompile_limit)
+    return CompiledFunction(fn, donate=donate, explain=explain, max_cache_size=max_cache_size,
+                            recompile_limit=recompile_limit)

@@ -187,7 +187,8 @@ def _has(name: str) -> bool:
 
 class _TorchModule(types.ModuleType):
     """``torch.<path>``: attribute reads go to its override, then to ``jflow.<path>``;
-    a submodule read is the ``torch.<path>.<sub>`` module; writes stay local."""
+    a submodule read is the ``torch.<path>.<sub>`` module; writes stay local, except to a
+    setting the override defines as a property (it is jflow's)."""
 
     def __init__(self, name: str, targets: list[types.ModuleType]) -> None:
         super().__init__(name)
@@ -223,6 +224,16 @@ class _TorchModule(types.ModuleType):
             return placeholder(sub)
         raise AttributeError(f"jflow has no {sub} (jflow.mock_torch forwards torch to jflow); "
                              f"see docs/porting.md")
+
+    def __setattr__(self, key: str, value: Any) -> None:
+        # a setting the override defines as a property (torch._dynamo.config.recompile_limit)
+        # is jflow's: the write goes to it; any other write stays on this module
+        for t in self.__dict__["_jflow_targets"]:
+            if t.__name__.startswith(OVERRIDES) and isinstance(getattr(type(t), key, None),
+                                                               property):
+                setattr(t, key, value)
+                return
+        super().__setattr__(key, value)
 
     def __dir__(self) -> list[str]:
         names = set(super().__dir__())
