@@ -68,6 +68,8 @@ __all__ = [
     "rand",
     "randn",
     "randint",
+    "poisson",
+    "binomial",
     "gather",
     "scatter",
     "scatter_add",
@@ -860,6 +862,10 @@ def randint(
     dtype: dtype | None = None,
     device: str | device | None = None,
 ) -> Tensor: ...
+
+def poisson(input: Tensor, generator: Generator | None = None) -> Tensor: ...
+
+def binomial(count: Tensor, prob: Tensor, generator: Generator | None = None) -> Tensor: ...
 
 def gather(input: Tensor, dim: int, index: Tensor, *, sparse_grad: bool = False) -> Tensor: ...
 

@@ -70,12 +70,18 @@ from .nn.utils.weight_norm import _weight_norm, norm_except_dim  # noqa: E402,F4
 from .compiler import jit  # noqa: E402
 from .lazy_mode import lazy, sync  # noqa: E402  (lazy eager: record, run fused when read)
 from .serialization import load, save  # noqa: E402
-from . import accelerator, amp, backends, cuda, onnx  # noqa: E402
+from . import accelerator, amp, backends, cpu, cuda, onnx  # noqa: E402
 from . import func  # noqa: E402  (torch.func's transforms, Tensors in and out)
-from .utils.dlpack import from_dlpack  # noqa: E402
+from .utils.dlpack import from_dlpack, to_dlpack  # noqa: E402
 from . import profiler  # noqa: E402  (torch.profiler's shape: ops, compiled steps, ranges)
 from .amp import (autocast, inference_mode, is_autocast_enabled,  # noqa: E402
                   is_inference_mode_enabled)
+from .amp.autocast_mode import (autocast_decrement_nesting,  # noqa: E402  (torch.*'s state)
+                                autocast_increment_nesting, clear_autocast_cache,
+                                get_autocast_dtype, is_autocast_cache_enabled,
+                                set_autocast_cache_enabled, set_autocast_dtype,
+                                set_autocast_enabled)
+from .amp.autocast_legacy import *  # noqa: E402,F401,F403  (get_autocast_cpu_dtype ...)
 from .backends import get_float32_matmul_precision, set_float32_matmul_precision  # noqa: E402
 from .compiler import compile  # noqa: E402,A004  (flow.compile, as torch.compile)
 from .dtypes import finfo, iinfo  # noqa: E402
@@ -113,10 +119,14 @@ from .composites import (alpha_dropout_, channel_shuffle, conv_tbc, convolution,
                          native_channel_shuffle, native_dropout, nuclear_norm, orgqr,
                          pixel_shuffle, pixel_unshuffle, resize_as_, rnn_relu_cell,
                          rnn_tanh_cell)
+from .composites import (affine_grid_generator, as_strided_, conj_physical_,  # noqa: E402
+                         embedding_renorm_, grid_sampler, grid_sampler_2d, grid_sampler_3d,
+                         is_distributed, native_norm, segment_reduce)
 from .composites import torch_range as range  # noqa: E402,A001  (the deprecated torch.range)
+from .control_flow import cond  # noqa: E402  (torch.cond: structured control flow)
 from .removed import eig, lstsq, matrix_rank, solve, symeig  # noqa: E402  (raise, as PyTorch)
-from .introspection import (get_device, is_inference, is_neg, is_storage,  # noqa: E402
-                            sym_float,
+from .introspection import (get_device, get_device_module, is_inference,  # noqa: E402
+                            is_neg, is_storage, sym_float,
                             sym_int, sym_ite, sym_max, sym_min, sym_not, sym_sqrt, sym_sum,
                             typename)
 from .global_settings import (are_deterministic_algorithms_enabled,  # noqa: E402
@@ -148,9 +158,19 @@ _UNSUPPORTED = (("sparse_", "sparse tensors"), ("quantize", "quantized tensors")
                 ("q_", "quantized tensors"), ("fake_quantize", "quantized tensors"),
                 ("fbgemm_", "FBGEMM kernels"), ("mkldnn_", "oneDNN (MKL-DNN) tensors"),
                 ("miopen_", "MIOpen kernels"), ("cudnn_", "cuDNN kernels"))
+#: PyTorch's functions of sparse tensors only (the ``*_copy`` forms of their parts' views,
+#: sparse products): refused as above
+_SPARSE_COPIES = frozenset({"indices_copy", "values_copy", "crow_indices_copy",
+                            "col_indices_copy", "ccol_indices_copy", "row_indices_copy",
+                            "smm", "spmm", "hspmm", "sspaddmm", "dsmm", "hsmm", "saddmm",
+                            "resize_as_sparse_"})
 
 
 def __getattr__(name: str) -> object:
+    if name in _SPARSE_COPIES:
+        raise AttributeError(f"module 'jflow' has no attribute '{name}': jflow has no sparse "
+                             f"tensors (torch.{name} has no jflow equivalent; see "
+                             f"docs/porting.md)")
     for prefix, what in _UNSUPPORTED:
         if name.startswith(prefix):
             raise AttributeError(f"module 'jflow' has no attribute '{name}': jflow has no "

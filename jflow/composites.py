@@ -7,8 +7,10 @@ statistics as PyTorch does), ``as_strided_scatter``, static-shape ``nonzero_stat
 elsewhere (``diagonal``, ``pixel_shuffle``, ``orgqr``, the deprecated ``range`` (here
 ``torch_range``, exported as ``flow.range``) / ``frobenius_norm`` / ``nuclear_norm``, the
 ATen dropout forms, single RNN steps
-``lstm_cell`` ..., the generic ``convolution`` and fairseq's ``conv_tbc``). Gradients come
-from the ops they are made of.
+``lstm_cell`` ..., the generic ``convolution`` and fairseq's ``conv_tbc``, the in-place
+``conj_physical_`` / ``as_strided_`` / ``embedding_renorm_``, ``native_norm``, the ATen grid
+samplers with PyTorch's integer enums, ``is_distributed``) and ``segment_reduce``. Gradients
+come from the ops they are made of.
 """
 
 from __future__ import annotations
@@ -18,12 +20,16 @@ import warnings
 from collections.abc import Sequence
 from typing import Any
 
+import jax
 import numpy as np
 
 from . import dtypes as _dt
-from .autograd import no_grad
+from ._dims import wrap_dim
+from .autograd import is_grad_enabled, no_grad
 from .creation import arange, as_tensor, empty_strided, full, randn, zeros
 from .functional import F
+from .functional.functors.nn import _check_indices as _check_embedding_indices
+from .functional.functors.nn import _renorm_rows
 from .linalg import householder_product, matrix_norm, qr, svd, vector_norm
 from .memory_format import check_layout
 from .nn import functional as nn_functional
@@ -36,7 +42,9 @@ __all__ = ["constant_pad_nd", "as_strided_scatter", "empty_permuted", "nonzero_s
            "native_channel_shuffle", "torch_range", "orgqr", "frobenius_norm", "nuclear_norm",
            "native_dropout", "feature_dropout", "dropout_", "alpha_dropout_",
            "feature_alpha_dropout_", "feature_dropout_", "lstm_cell", "gru_cell", "rnn_tanh_cell",
-           "rnn_relu_cell", "convolution", "conv_tbc", "resize_as_"]
+           "rnn_relu_cell", "convolution", "conv_tbc", "resize_as_", "conj_physical_",
+           "as_strided_", "embedding_renorm_", "native_norm", "grid_sampler", "grid_sampler_2d",
+           "grid_sampler_3d", "affine_grid_generator", "is_distributed", "segment_reduce"]
 
 
 def _tensor_arg(fname: str, name: str, x: Any) -> Tensor:
@@ -468,3 +476,233 @@ def resize_as_(input: Tensor, the_template: Tensor, *,  # noqa: A002
     """``torch.resize_as_``: ``input.resize_as_(the_template)`` (in place)."""
     return _tensor_arg("resize_as_", "input", input).resize_as_(
         the_template, memory_format=memory_format)
+
+
+# -- in-place forms, norms, samplers and reductions torch.* names at top level ---------------
+
+def conj_physical_(input: Tensor) -> Tensor:  # noqa: A002
+    """``torch.conj_physical_``: ``input.conj_physical_()`` (conjugates a complex tensor's
+    values in place; a real one is returned unchanged)."""
+    return _tensor_arg("conj_physical_", "input", input).conj_physical_()
+
+
+def as_strided_(input: Tensor, size: Sequence[int], stride: Sequence[int],  # noqa: A002
+                storage_offset: int | None = None) -> Tensor:
+    """``torch.as_strided_``: ``input.as_strided_(size, stride, storage_offset)`` (in place;
+    see ``Tensor.as_strided_`` for what jflow's storage means there)."""
+    return _tensor_arg("as_strided_", "input", input).as_strided_(size, stride, storage_offset)
+
+
+def embedding_renorm_(input: Tensor, indices: Tensor, max_norm: float,  # noqa: A002
+                      norm_type: float) -> Tensor:
+    """``torch.embedding_renorm_``: the rows of the 2-d ``input`` named by ``indices`` whose
+    ``norm_type``-norm exceeds ``max_norm`` are scaled in place to ``max_norm`` (by
+    ``max_norm / (norm + 1e-7)``, PyTorch's); returns ``input``. Not differentiable (PyTorch's
+    derivative is not implemented): refused on a tensor that requires grad in grad mode
+    (PyTorch's error for a leaf; for a non-leaf PyTorch raises at the backward instead)."""
+    _tensor_arg("embedding_renorm_", "input", input)
+    _tensor_arg("embedding_renorm_", "indices", indices)
+    if input.ndim != 2:
+        raise RuntimeError(f"Expected 2-dimensional tensor, but got {input.ndim}-dimensional "
+                           f"tensor for argument #1 'self' (while checking arguments for "
+                           f"embedding_renorm_)")
+    if indices.dtype not in (_dt.int64, _dt.int32):
+        raise RuntimeError(f"Expected tensor for argument #2 'indices' to have one of the "
+                           f"following scalar types: Long, Int; but got {indices.dtype} instead "
+                           f"(while checking arguments for embedding_renorm_)")
+    if input.requires_grad and is_grad_enabled():
+        if input.grad_fn is None:
+            raise RuntimeError("a leaf Variable that requires grad is being used in an "
+                               "in-place operation.")
+        raise RuntimeError("embedding_renorm_(): the derivative for 'embedding_renorm_' is not "
+                           "implemented; call it under no_grad()")
+    _check_embedding_indices("embedding_renorm_", indices, input, None)
+    _renorm_rows("embedding_renorm_", input, indices.reshape(-1), max_norm, norm_type)
+    return input
+
+
+def native_norm(input: Tensor, p: Any = 2, dim: Sequence[int] | None = None,  # noqa: A002
+                keepdim: bool = False, dtype: Any = None) -> Tensor:
+    """``torch.native_norm``: the ``p``-norm of ``input``'s elements (over ``dim`` when given,
+    in ``dtype`` when given), ``linalg.vector_norm``. PyTorch has kernels for sparse tensors
+    only (a dense call raises there): jflow's tensors are dense, and this is the value
+    PyTorch's sparse kernel gives for the same elements."""
+    _tensor_arg("native_norm", "input", input)
+    if not input.is_floating_point() and not input.is_complex():
+        raise RuntimeError(f"native_norm(): expected a floating point or complex tensor, got "
+                           f"{input.dtype}")
+    return vector_norm(input, 2.0 if p is None else p, None if dim is None else tuple(dim),
+                       keepdim, dtype=dtype)
+
+
+#: PyTorch's ``GridSamplerInterpolation`` / ``GridSamplerPadding`` enums
+_GRID_MODES = {0: "bilinear", 1: "nearest", 2: "bicubic"}
+_GRID_PADDINGS = {0: "zeros", 1: "border", 2: "reflection"}
+
+
+def _enum(fname: str, arg: str, value: Any, names: dict[int, str]) -> str:
+    if isinstance(value, bool) or not isinstance(value, (int, np.integer)) \
+            or int(value) not in names:
+        options = ", ".join(f"{k} ({v})" for k, v in names.items())
+        raise ValueError(f"{fname}(): {arg} must be one of {options}, got {value!r}")
+    return names[int(value)]
+
+
+def _align(fname: str, align_corners: Any) -> bool:
+    if not isinstance(align_corners, (bool, np.bool_)):
+        raise TypeError(f"{fname}(): argument 'align_corners' (position 5) must be bool, not "
+                        f"{type(align_corners).__name__}")
+    return bool(align_corners)
+
+
+def _grid_sampler(fname: str, nd: int | None, input: Tensor, grid: Tensor,  # noqa: A002
+                  interpolation_mode: int, padding_mode: int, align_corners: bool) -> Tensor:
+    _tensor_arg(fname, "input", input)
+    _tensor_arg(fname, "grid", grid)
+    mode = _enum(fname, "interpolation_mode", interpolation_mode, _GRID_MODES)
+    padding = _enum(fname, "padding_mode", padding_mode, _GRID_PADDINGS)
+    align = _align(fname, align_corners)
+    if nd is not None and (input.ndim != nd or grid.ndim != nd):
+        raise RuntimeError(f"grid_sampler(): expected {nd}D input and grid with same number of "
+                           f"dimensions, but got input with sizes {list(input.shape)} and "
+                           f"grid with sizes {list(grid.shape)}")
+    if mode == "bicubic" and input.ndim != 4:
+        raise RuntimeError("grid_sampler(): bicubic interpolation only supports 4D input")
+    return nn_functional.grid_sample(input, grid, mode, padding, align)
+
+
+def grid_sampler(input: Tensor, grid: Tensor, interpolation_mode: int,  # noqa: A002
+                 padding_mode: int, align_corners: bool) -> Tensor:
+    """``torch.grid_sampler``: ``nn.functional.grid_sample`` with PyTorch's enums
+    (``interpolation_mode`` 0 bilinear, 1 nearest, 2 bicubic; ``padding_mode`` 0 zeros,
+    1 border, 2 reflection) on a 4-d or 5-d input. Other enum values raise (PyTorch's result
+    for them is undefined)."""
+    return _grid_sampler("grid_sampler", None, input, grid, interpolation_mode, padding_mode,
+                         align_corners)
+
+
+def grid_sampler_2d(input: Tensor, grid: Tensor, interpolation_mode: int,  # noqa: A002
+                    padding_mode: int, align_corners: bool) -> Tensor:
+    """``torch.grid_sampler_2d``: :func:`grid_sampler` of a 4-d input (N, C, H, W)."""
+    return _grid_sampler("grid_sampler_2d", 4, input, grid, interpolation_mode, padding_mode,
+                         align_corners)
+
+
+def grid_sampler_3d(input: Tensor, grid: Tensor, interpolation_mode: int,  # noqa: A002
+                    padding_mode: int, align_corners: bool) -> Tensor:
+    """``torch.grid_sampler_3d``: :func:`grid_sampler` of a 5-d input (N, C, D, H, W);
+    bicubic is refused, as PyTorch."""
+    return _grid_sampler("grid_sampler_3d", 5, input, grid, interpolation_mode, padding_mode,
+                         align_corners)
+
+
+def affine_grid_generator(theta: Tensor, size: Sequence[int], align_corners: bool) -> Tensor:
+    """``torch.affine_grid_generator``: ``nn.functional.affine_grid(theta, size,
+    align_corners)`` (``align_corners`` required, a bool, as PyTorch)."""
+    _tensor_arg("affine_grid_generator", "theta", theta)
+    if not isinstance(align_corners, (bool, np.bool_)):
+        raise TypeError(f"affine_grid_generator(): argument 'align_corners' (position 3) must "
+                        f"be bool, not {type(align_corners).__name__}")
+    return nn_functional.affine_grid(theta, list(size), bool(align_corners))
+
+
+def is_distributed(input: Tensor) -> bool:  # noqa: A002
+    """``torch.is_distributed``: False for every jflow tensor, as PyTorch answers for dense
+    ones (a global tensor says so with ``is_global``)."""
+    return _tensor_arg("is_distributed", "input", input).is_distributed()
+
+
+# -- torch.segment_reduce ------------------------------------------------------------------------
+
+_SEGMENT_REDUCTIONS = ("sum", "mean", "max", "min", "prod")
+#: what an empty segment holds without ``initial`` (PyTorch's)
+_SEGMENT_EMPTY = {"sum": 0.0, "mean": math.nan, "max": -math.inf, "min": math.inf, "prod": 1.0}
+_SEGMENT_SCATTER = {"max": "amax", "min": "amin", "prod": "prod"}
+
+
+def _segment_lengths(data: Tensor, lengths: Tensor | None, offsets: Tensor | None,
+                     indices: Tensor | None) -> Tensor:
+    if indices is not None:
+        raise RuntimeError("segment_reduce(): indices based reduction is not supported yet.")
+    if lengths is None and offsets is None:
+        raise RuntimeError("segment_reduce(): Either lengths or offsets must be defined.")
+    seg = lengths if lengths is not None else offsets
+    name = "lengths" if lengths is not None else "offsets"
+    _tensor_arg("segment_reduce", name, seg)
+    if seg.dtype not in (_dt.int64, _dt.int32):
+        raise RuntimeError(f"segment_reduce(): {name} must be an int64 or int32 tensor, got "
+                           f"{seg.dtype}")
+    if seg.ndim == 0:
+        raise RuntimeError(f"segment_reduce(): {name} must have at least one dimension")
+    if lengths is not None:
+        return lengths.long()
+    return (offsets[..., 1:] - offsets[..., :-1]).long()
+
+
+def segment_reduce(data: Tensor, reduce: str, *, lengths: Tensor | None = None,
+                   indices: Tensor | None = None, offsets: Tensor | None = None,
+                   axis: int = 0, unsafe: bool = False, initial: Any = None) -> Tensor:
+    """``torch.segment_reduce``: ``data`` reduced (``sum``, ``mean``, ``max``, ``min`` or
+    ``prod``) over consecutive segments along ``axis``; the segments' ``lengths`` (or their
+    ``offsets``, one more than segments) have the shape ``data.shape[:axis] + (S,)`` and the
+    result ``data``'s shape with ``S`` at ``axis``. An empty segment holds ``initial`` if
+    given, else 0 / NaN / -inf / inf / 1 (sum / mean / max / min / prod); ``initial`` also
+    enters every segment's reduction (``mean``: ``(initial + sum) / length``), as PyTorch's.
+    Lengths are checked (non-negative, summing to ``data.shape[axis]``) unless ``unsafe``;
+    floating data only, as PyTorch's kernels. Differentiable: sum and mean as PyTorch's,
+    max / min share the gradient among tied elements, prod's is exact with zeros. A traced
+    ``lengths`` works (the segment ids are computed on the device)."""
+    _tensor_arg("segment_reduce", "data", data)
+    if reduce not in _SEGMENT_REDUCTIONS:
+        raise RuntimeError(f"reduce argument must be either sum, prod, mean, amax or amin, got "
+                           f"{reduce}")
+    if not data.is_floating_point():
+        raise NotImplementedError(f"segment_reduce(): not implemented for {data.dtype} data "
+                                  f"(PyTorch's kernels take floating point data only)")
+    lens = _segment_lengths(data, lengths, offsets, indices)
+    ax = wrap_dim("segment_reduce", axis, data.ndim)
+    if lens.ndim - 1 != ax:
+        raise RuntimeError(f"segment_reduce(): Expected axis to be the last dimension of "
+                           f"lengths but got {ax}.")
+    if tuple(lens.shape[:-1]) != tuple(data.shape[:ax]):
+        raise RuntimeError(f"segment_reduce(): lengths of shape {list(lens.shape)} must have "
+                           f"data's dims before axis {ax} ({list(data.shape[:ax])}) first")
+    n, s = int(data.shape[ax]), int(lens.shape[-1])
+    if not unsafe and not isinstance(lens._meta, jax.core.Tracer):
+        h = np.asarray(lens.detach().numpy())
+        if (h < 0).any():
+            raise RuntimeError("lengths contains negative value!")
+        if (h.sum(axis=-1) != n).any():
+            raise RuntimeError("segment_reduce(): Expected all rows of lengths along axis to "
+                               "sum to data.size(lengths.dim()-1) when !unsafe.")
+    # the segment of each element along axis: how many segment ends lie at or before it
+    # (elements past the last end, with unsafe lengths summing short, land in a dropped row)
+    ends = F.cumsum(lens, -1)
+    pos = arange(n, dtype=_dt.int64).reshape((1,) * ax + (n,)).expand(*data.shape[:ax], n)
+    ids = F.searchsorted(ends.contiguous(), pos.contiguous(), right=True)
+    ids = ids.reshape(tuple(ids.shape) + (1,) * (data.ndim - ax - 1)).expand(*data.shape)
+    out_shape = tuple(data.shape[:ax]) + (s + 1,) + tuple(data.shape[ax + 1:])
+    counts = lens.to(data.dtype).reshape(tuple(lens.shape) + (1,) * (data.ndim - ax - 1))
+    if reduce in ("sum", "mean"):
+        total = F.scatter_add(zeros(out_shape, dtype=data.dtype), ax, ids, data)
+        total = total.narrow(ax, 0, s)
+        if initial is not None:
+            total = total + initial
+        if reduce == "sum":
+            return total
+        mean = total / counts
+        if initial is not None:  # (an empty segment holds initial, not initial / 0)
+            mean = F.where(counts == 0, full((), float(initial), dtype=data.dtype), mean)
+        return mean
+    # the data's own reduction (ties share the gradient), then initial joined as a number: a
+    # datum equal to it keeps its whole gradient, as PyTorch's
+    start = _SEGMENT_EMPTY[reduce] if initial is None or reduce == "prod" else float(initial)
+    out = full(out_shape, start, dtype=data.dtype).scatter_reduce(
+        ax, ids, data, _SEGMENT_SCATTER[reduce], include_self=False).narrow(ax, 0, s)
+    if initial is None:
+        return out
+    init = full((), float(initial), dtype=data.dtype)
+    if reduce == "prod":
+        return out * init
+    keep = out >= init if reduce == "max" else out <= init
+    return F.where(keep, out, init)

@@ -1,7 +1,8 @@
 """``torch.*`` questions about objects and the ``sym_*`` number helpers, as PyTorch answers
 them for concrete values: ``typename``, ``is_storage``, ``get_device``, ``is_neg``,
 ``is_inference``, ``sym_int`` / ``sym_float`` / ``sym_max`` / ``sym_min`` / ``sym_not`` /
-``sym_ite`` / ``sym_sum`` / ``sym_sqrt``. (PyTorch's ``sym_*`` also take its symbolic integers while
+``sym_ite`` / ``sym_sum`` / ``sym_sqrt``, and ``get_device_module`` (the ``flow.<device>``
+module of a device). (PyTorch's ``sym_*`` also take its symbolic integers while
 ``torch.compile`` traces; jflow's traces see concrete Python numbers, so plain arithmetic is
 their whole meaning here.)
 """
@@ -13,11 +14,19 @@ import math
 from collections.abc import Iterable
 from typing import Any
 
+from . import cpu as _cpu
+from . import cuda as _cuda
+from .accelerator import current_accelerator
+from .device import device as _device
 from .storage import TypedStorage, UntypedStorage
 from .tensor import Tensor
 
 __all__ = ["typename", "is_storage", "get_device", "is_neg", "is_inference", "sym_int", "sym_float",
-           "sym_max", "sym_min", "sym_not", "sym_ite", "sym_sum", "sym_sqrt"]
+           "sym_max", "sym_min", "sym_not", "sym_ite", "sym_sum", "sym_sqrt", "get_device_module"]
+
+#: device type -> the ``flow.<name>`` module of its device (ROCm GPUs are ``flow.cuda``'s, as
+#: PyTorch's ``torch.cuda``)
+_DEVICE_MODULES = {"cpu": _cpu, "cuda": _cuda, "rocm": _cuda}
 
 
 def typename(obj: Any) -> str:
@@ -103,3 +112,25 @@ def sym_sum(args: Iterable[Any]) -> Any:
 def sym_sqrt(a: Any) -> float:
     """``math.sqrt(a)``."""
     return math.sqrt(a)
+
+
+def get_device_module(device: Any = None) -> Any:
+    """``torch.get_device_module``: the module of ``device``'s type (a ``flow.device`` or a
+    string such as ``"cuda:0"``): ``flow.cuda`` or ``flow.cpu``; without one, the current
+    accelerator's (``flow.accelerator``), or ``flow.cpu`` when there is none. A device type
+    without a jflow module (``"tpu"``, ``"xpu"`` ...) raises PyTorch's error."""
+    if isinstance(device, _device):
+        name = device.type
+    elif isinstance(device, str):
+        name = device.split(":")[0]
+    elif device is None:
+        acc = current_accelerator()
+        name = "cpu" if acc is None else acc.type
+    else:
+        raise RuntimeError(f"Invalid value of device '{device}', expect torch.device, str, or "
+                           f"None")
+    module = _DEVICE_MODULES.get(name)
+    if module is None:
+        raise RuntimeError(f"Device '{name}' does not have a corresponding module registered "
+                           f"as 'torch.{name}' (jflow has flow.cpu and flow.cuda)")
+    return module

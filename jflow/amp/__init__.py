@@ -1,7 +1,9 @@
 """``flow.amp``: automatic mixed precision, as ``torch.amp``.
 
 * :class:`autocast` (also ``flow.autocast`` and ``flow.cuda.amp.autocast``): matrix products
-  and convolutions in bfloat16 / float16 inside a block (:mod:`.autocast_mode`);
+  and convolutions in bfloat16 / float16 inside a block, and the state functions ``torch.*``
+  has (``get_autocast_dtype``, ``set_autocast_enabled`` ...: :mod:`.autocast_mode`; the
+  deprecated per-device forms: :mod:`.autocast_legacy`);
 * :class:`GradScaler` (also ``flow.cuda.amp.GradScaler``): dynamic loss scaling
   (:mod:`.grad_scaler`);
 * :class:`inference_mode` (``flow.inference_mode``; :mod:`.inference_mode`).
@@ -18,8 +20,13 @@ from ..tensor import Tensor
 from .autocast_mode import (
     ELIGIBLE,
     autocast,
+    autocast_decrement_nesting,
+    autocast_increment_nesting,
+    clear_autocast_cache,
     get_autocast_dtype,
+    is_autocast_cache_enabled,
     is_autocast_enabled,
+    set_autocast_cache_enabled,
     set_autocast_dtype,
     set_autocast_enabled,
 )
@@ -27,8 +34,10 @@ from .grad_scaler import GradScaler
 from .inference_mode import inference_mode, is_inference_mode_enabled
 
 __all__ = ["autocast", "GradScaler", "is_autocast_enabled", "get_autocast_dtype",
-           "set_autocast_enabled", "set_autocast_dtype", "inference_mode",
-           "is_inference_mode_enabled", "custom_fwd", "custom_bwd"]
+           "set_autocast_enabled", "set_autocast_dtype", "is_autocast_cache_enabled",
+           "set_autocast_cache_enabled", "clear_autocast_cache", "autocast_increment_nesting",
+           "autocast_decrement_nesting", "inference_mode", "is_inference_mode_enabled",
+           "custom_fwd", "custom_bwd"]
 
 
 def _cast(value: Any, dtype: Any) -> Any:

@@ -1,6 +1,7 @@
 """Factory ops (no tensor inputs, or only a PRNG key): full, arange, linspace, eye and the
-random draws. Random ops take the generator's key and a draw counter as inputs, so a new
-draw never recompiles and the same (seed, counter) always gives the same numbers."""
+random draws, with the draws whose parameters are tensors (``poisson``, ``binomial``). Random
+ops take the generator's key and a draw counter as inputs, so a new draw never recompiles and
+the same (seed, counter) always gives the same numbers."""
 
 from __future__ import annotations
 
@@ -11,7 +12,7 @@ import jax
 import jax.numpy as jnp
 
 from ..kernels.registry import register_kernel
-from .infer import FLOAT, INT, check_dtype, desc
+from .infer import FLOAT, INT, broadcast_shapes, check_dtype, desc
 from .primitive import define_op
 from .registry import Attr
 
@@ -138,3 +139,73 @@ define_op("randint", inputs=["key", "counter"], outputs=["out"], traits=_FACTORY
 register_kernel("randint", lambda key, counter, shape, dtype, low, high: flat_draw(
     lambda n: jax.random.randint(_key_of(key, counter), n, low, high, dtype), shape),
     name="randint_xla")
+
+
+# -- random draws with tensor parameters: poisson, binomial ---------------------------------
+# inputs (params..., key uint32[2], counter int64[]); half-precision parameters are drawn in
+# float32 and rounded. Not NoGrad: PyTorch's outputs require grad when a parameter does
+# (poisson's gradient is zero, binomial's raises: autograd/rules/factory.py).
+
+_HALF = (jnp.float16, jnp.bfloat16)
+
+
+def _check_key(key: Any) -> None:
+    if tuple(key.shape) != (2,) or key.dtype != jnp.uint32:
+        raise TypeError(f"key must be a uint32[2] PRNG key, got {key.dtype}{list(key.shape)}")
+
+
+def _draw_dtype(dtype: Any) -> Any:
+    return jnp.float32 if dtype in _HALF else dtype
+
+
+def _poisson_infer(rate: Any, key: Any, counter: Any) -> Any:
+    check_dtype(rate, FLOAT, "input")
+    _check_key(key)
+    return desc(rate.shape, rate.dtype)
+
+
+def _poisson_kernel(rate: Any, key: Any, counter: Any) -> Any:
+    lam = rate.astype(_draw_dtype(rate.dtype)).reshape(-1)
+    n = flat_draw(lambda s: jax.random.poisson(_key_of(key, counter), lam, s, jnp.int64),
+                  rate.shape)
+    return n.astype(rate.dtype)
+
+
+define_op("poisson", inputs=["rate", "key", "counter"], outputs=["out"],
+          infer=_poisson_infer,
+          doc="one Poisson draw per element of the non-negative rates (JAX's Knuth / "
+              "transformed-rejection sampler), in the rates' dtype")
+register_kernel("poisson", _poisson_kernel, name="poisson_xla")
+
+
+def _binomial_infer(count: Any, prob: Any, key: Any, counter: Any) -> Any:
+    check_dtype(count, FLOAT, "count")
+    check_dtype(prob, FLOAT, "prob")
+    if count.dtype != prob.dtype:
+        raise TypeError(f"count and prob must have the same dtype, got {count.dtype} and "
+                        f"{prob.dtype}")
+    _check_key(key)
+    return desc(broadcast_shapes(count.shape, prob.shape), count.dtype)
+
+
+def _binomial_kernel(count: Any, prob: Any, key: Any, counter: Any) -> Any:
+    shape = jnp.broadcast_shapes(count.shape, prob.shape)
+    d = _draw_dtype(count.dtype)
+    n = jnp.broadcast_to(count, shape).astype(d)
+    p = jnp.broadcast_to(prob, shape).astype(d)
+    # PyTorch's sampler (ATen's sample_binomial): 0 where count <= 0 or prob <= 0, count
+    # where prob >= 1; JAX's draw only sees parameters inside its domain
+    zero, full = (n <= 0) | (p <= 0), p >= 1
+    safe_n = jnp.where(zero | full, jnp.ones((), d), n).reshape(-1)
+    safe_p = jnp.where(zero | full, jnp.full((), 0.5, d), p).reshape(-1)
+    draw = flat_draw(lambda s: jax.random.binomial(_key_of(key, counter), safe_n, safe_p, s, d),
+                     shape)
+    out = jnp.where(zero, jnp.zeros((), d), jnp.where(full, n, draw))
+    return out.astype(count.dtype)
+
+
+define_op("binomial", inputs=["count", "prob", "key", "counter"], outputs=["out"],
+          infer=_binomial_infer,
+          doc="one binomial draw per element of (count, prob), broadcast; 0 where count <= 0 "
+              "or prob <= 0 and count where prob >= 1 (PyTorch's sampler)")
+register_kernel("binomial", _binomial_kernel, name="binomial_xla")

@@ -1,7 +1,7 @@
 """Tensor methods about memory and storage: ``data_ptr`` / ``const_data_ptr``,
 ``untyped_storage`` / ``storage`` / ``storage_type``, ``is_shared`` / ``share_memory_``,
-``resize_`` / ``resize_as_`` (and the deprecated ``resize`` / ``resize_as``), ``set_`` /
-``is_set_to``, ``record_stream``.
+``resize_`` / ``resize_as_`` (and the deprecated ``resize`` / ``resize_as``), ``as_strided_``,
+``set_`` / ``is_set_to``, ``record_stream``.
 
 jflow's storages are :mod:`jflow.storage`'s: a tensor's storage is its storage root's
 elements (a view's base, else the tensor itself), read-only, at the address of the root's
@@ -40,8 +40,8 @@ from ..views.layout import contiguous_strides
 from .inplace_shape import _rebase
 
 __all__ = ["data_ptr_method", "untyped_storage", "storage", "storage_type", "is_shared",
-           "share_memory_", "resize_", "resize_as_", "resize", "resize_as", "set_", "is_set_to",
-           "record_stream"]
+           "share_memory_", "resize_", "as_strided_", "resize_as_", "resize", "resize_as", "set_",
+           "is_set_to", "record_stream"]
 
 _INTS = (int, np.integer)
 
@@ -178,6 +178,25 @@ def resize_(self: Tensor, *sizes: Any, memory_format: Any = None) -> Tensor:
             new = F.cat([flat, self.new_zeros(n - flat.shape[0])])
         new = new.reshape(sizes)
     return _rebase(self, new, "resize_")
+
+
+def as_strided_(self: Tensor, size: Any, stride: Any, storage_offset: int | None = None
+                ) -> Tensor:
+    """PyTorch's ``as_strided_``: this tensor becomes ``as_strided(size, stride,
+    storage_offset)`` of its storage, in place. A tensor that is not a view takes that value
+    (its version bumps, its history continues through the strided read, as PyTorch's; a leaf
+    that requires grad is refused in grad mode, as PyTorch); its storage is then its new
+    elements, so a later ``as_strided_`` reaches only those (PyTorch's keeps the old storage:
+    reaching past the new elements raises here). A view is re-pointed into its base (still
+    aliasing it), and refused when it requires grad in grad mode (jflow's views take their
+    gradient from their base's: use the out-of-place ``as_strided``)."""
+    if self._aliases:
+        if self.requires_grad and is_grad_enabled():
+            raise RuntimeError("as_strided_(): a view that requires grad cannot be re-strided "
+                               "in place in jflow; use the out-of-place as_strided(), or call "
+                               "it under no_grad()")
+        return _as_view_of(self, as_strided(self, size, stride, storage_offset))
+    return _rebase(self, as_strided(self, size, stride, storage_offset), "as_strided_")
 
 
 def resize_as_(self: Tensor, the_template: Tensor, *, memory_format: Any = None) -> Tensor:
@@ -328,6 +347,7 @@ Tensor.share_memory_ = share_memory_  # type: ignore[attr-defined]
 Tensor.record_stream = record_stream  # type: ignore[attr-defined]
 Tensor.resize_ = resize_  # type: ignore[attr-defined]
 Tensor.resize_as_ = resize_as_  # type: ignore[attr-defined]
+Tensor.as_strided_ = as_strided_  # type: ignore[attr-defined]
 Tensor.resize = resize  # type: ignore[attr-defined]
 Tensor.resize_as = resize_as  # type: ignore[attr-defined]
 Tensor.set_ = set_  # type: ignore[attr-defined]

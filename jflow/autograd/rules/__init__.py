@@ -6,6 +6,7 @@ from . import (  # noqa: F401
     attention,
     complex,
     conv,
+    factory,
     fft,
     fused,
     index,

@@ -1,4 +1,5 @@
-"""Functors of the factory ops: defaults (float32 / int64), devices and generators."""
+"""Functors of the factory ops: defaults (float32 / int64), devices and generators; the draws
+with tensor parameters (``poisson``, ``binomial``) with their value checks."""
 
 from __future__ import annotations
 
@@ -7,11 +8,13 @@ from collections import OrderedDict
 from typing import Any
 
 import jax
+import jax.numpy as jnp
 import numpy as np
 
 from ... import dtypes as _dt
 from ...device import device as _device
 from ...dispatch import _WATCH
+from ...lazy_mode.checks import defer_check
 from ...lazy_values import LOCAL, LazyTensor
 from ...meta import meta_value
 from ...ops import get
@@ -20,6 +23,7 @@ from ...tensor import HOST_DATA, Tensor, _wants_meta, _wrap
 from ...value_bounds import note as note_bounds
 from ..promotion import scalar_tensor
 from ..registry import functor
+from ._checks import torch_name
 
 _full, _arange, _linspace, _eye = (get(n).apply for n in ("full", "arange", "linspace", "eye"))
 _uniform, _normal, _randint = (get(n).apply for n in ("uniform", "normal", "randint"))
@@ -259,6 +263,88 @@ def randint(low: int, high: int, size: tuple, generator: Any, dtype: Any, device
         return _meta(size, d.np)
     key, counter = (generator or default_generator)._next()
     return on_device(_randint(key, counter, shape=size, dtype=d.np, low=low, high=high), device)
+
+
+# -- draws with tensor parameters: poisson, binomial ---------------------------------------------
+
+_poisson_op, _binomial_op = get("poisson").apply, get("binomial").apply
+
+
+def _check_values(t: Tensor, stats: Any, check: Any) -> None:
+    """``check(*stats(values of t))``: now when the values are at hand (on the host), when the
+    lazy segment runs when they are pending (no flush: ``stats``' jitted twin recorded in the
+    segment), never under a trace (the draw is then defined by the op for any values, as the
+    other random functions' arguments are unchecked there)."""
+    if isinstance(t._meta, jax.core.Tracer) or t._meta.size == 0 or t.is_meta:
+        return
+    if defer_check(_JITTED[stats], (t,), check, host=stats):
+        return
+    check(*stats(np.asarray(t._value)))
+
+
+def _rate_stats(x: Any) -> tuple[Any, Any]:
+    """(a rate is negative or NaN, a rate is infinite): NumPy or traced JAX arrays."""
+    xp = np if isinstance(x, np.ndarray) else jnp
+    return xp.any(xp.isnan(x) | (x < 0)), xp.any(xp.isinf(x))
+
+
+def _check_rates(bad: Any, inf: Any) -> None:
+    if bool(bad):
+        raise RuntimeError("invalid Poisson rate, expected rate to be non-negative")
+    if bool(inf):
+        raise RuntimeError("poisson(): a rate is inf; its draw is undefined (PyTorch returns "
+                           "a meaningless number there), so jflow refuses it")
+
+
+@functor("Poisson")
+def poisson(input: Tensor, generator: Any) -> Tensor:  # noqa: A002  (PyTorch's name)
+    """torch.poisson: one draw from Poisson(``input``) per element, in ``input``'s dtype
+    (floating), from ``generator`` (default: the global one). Rates must be finite and
+    non-negative (checked on concrete values; under a trace they are not). The gradient is
+    zero, as PyTorch's."""
+    if not input.is_floating_point():
+        raise NotImplementedError(f"poisson(): expected a floating point tensor of rates, got "
+                                  f"{input.dtype} (PyTorch: \"poisson\" not implemented for "
+                                  f"'{torch_name(input._meta.dtype)}')")
+    _check_values(input, _rate_stats, _check_rates)
+    key, counter = (generator or default_generator)._next()
+    return _poisson_op(input, key, counter)
+
+
+def _count_stats(x: Any) -> tuple[Any]:
+    """(a count is not a whole finite number,): NumPy or traced JAX arrays."""
+    xp = np if isinstance(x, np.ndarray) else jnp
+    return (xp.any(~xp.isfinite(x) | (x != xp.round(x))),)
+
+
+#: the value checks' jitted twins (one object each: a lazy segment's structure names them)
+_JITTED = {f: jax.jit(f) for f in (_rate_stats, _count_stats)}
+
+
+def _check_counts(bad: Any) -> None:
+    if bool(bad):
+        raise RuntimeError("binomial(): count must hold whole, finite numbers of trials "
+                           "(PyTorch's sampler gives no binomial draw for others: it loops "
+                           "forever on nan); jflow refuses them")
+
+
+@functor("Binomial")
+def binomial(count: Tensor, prob: Tensor, generator: Any) -> Tensor:
+    """torch.binomial: one draw from Binomial(``count``, ``prob``) per element (the two
+    broadcast), in their floating dtype, from ``generator`` (default: the global one). As
+    PyTorch's sampler: 0 where ``count <= 0`` or ``prob <= 0``, ``count`` where ``prob >= 1``,
+    NaN where ``prob`` is NaN. Counts must be whole and finite (checked on concrete values).
+    No derivative: a backward through it raises, as PyTorch's."""
+    if not count.is_floating_point():
+        raise ValueError(f"binomial only supports floating-point dtypes for count, got: "
+                         f"{torch_name(count._meta.dtype)}")
+    if prob._meta.dtype != count._meta.dtype:
+        raise RuntimeError(f"binomial(): Found dtype {torch_name(prob._meta.dtype)} but "
+                           f"expected {torch_name(count._meta.dtype)} (prob must have "
+                           f"count's dtype)")
+    _check_values(count, _count_stats, _check_counts)
+    key, counter = (generator or default_generator)._next()
+    return _binomial_op(count, prob, key, counter)
 
 
 # -- more factories (logspace & co.) -------------------------------------------------------------

@@ -233,3 +233,84 @@ register_samples(
                             np.float32, "integer"),
             ErrorSample([_K0, _C0], {"shape": (3,), "dtype": np.int64, "low": 5, "high": 5},
                         ValueError, "less than")])
+
+# -- draws with tensor parameters: poisson, binomial ---------------------------------------
+# inputs (params..., key, counter); verify: shape / dtype, whole non-negative values, the
+# parameters' fixed points (rate 0; count 0, prob 0 or 1), determinism for the same (key,
+# counter) and other numbers for another counter, and the mean of a large draw.
+
+# (float64, gradient-checked: rates under 10, where JAX draws by Knuth's product of uniforms,
+# piecewise constant in the rate at the finite differences' scale, and none at 0, whose
+# negative neighbour has no draw; the rejection sampler's rates (10 and up) are in the
+# float32 sample, rate 0 in the bfloat16 one)
+_P_RATES = np.array([0.25, 0.5, 3.0, 2.0, 7.5, 1.0], np.float64)
+
+
+def _verify_poisson(outs: list[np.ndarray], rate: np.ndarray, key: np.ndarray,
+                    counter: np.ndarray) -> None:
+    out, rate = outs[0], np.asarray(rate)
+    assert out.shape == rate.shape and out.dtype == rate.dtype, \
+        f"poisson: {out.dtype}{out.shape}, expected {rate.dtype}{rate.shape}"
+    x = out.astype(np.float64)
+    assert np.all(x >= 0) and np.all(x == np.round(x)), "poisson: not whole non-negative numbers"
+    assert np.all(x[rate == 0] == 0), "poisson: rate 0 drew a non-zero count"
+    assert np.array_equal(out, rerun("poisson", [rate, key, counter], {})[0]), \
+        "poisson: the same key and counter gave other numbers"
+    if out.size >= 16 and rate.min() > 0:
+        assert not np.array_equal(out, rerun("poisson", [rate, key, counter + 1], {})[0]), \
+            "poisson: counters gave the same numbers"
+    if out.size >= 1000:  # all rates equal here: the mean within 6 standard errors
+        lam = float(rate.astype(np.float64).mean())
+        assert abs(x.mean() - lam) < 6 * np.sqrt(lam / x.size) + 1e-3 * lam, \
+            f"poisson: mean {x.mean()}, rate {lam}"
+
+
+def _verify_binomial(outs: list[np.ndarray], count: np.ndarray, prob: np.ndarray,
+                     key: np.ndarray, counter: np.ndarray) -> None:
+    out = outs[0]
+    count, prob = np.broadcast_arrays(np.asarray(count), np.asarray(prob))
+    assert out.shape == count.shape and out.dtype == count.dtype, \
+        f"binomial: {out.dtype}{out.shape}, expected {count.dtype}{count.shape}"
+    x, n, p = (a.astype(np.float64) for a in (out, count, prob))
+    assert np.all((x >= 0) & (x <= np.maximum(n, 0))) and np.all(x == np.round(x)), \
+        "binomial: values outside 0 .. count"
+    assert np.all(x[(n <= 0) | (p <= 0)] == 0), "binomial: count or prob 0 drew successes"
+    assert np.all(x[(p >= 1) & (n > 0)] == n[(p >= 1) & (n > 0)]), \
+        "binomial: prob 1 drew fewer than count"
+    assert np.array_equal(out, rerun("binomial", [count, prob, key, counter], {})[0]), \
+        "binomial: the same key and counter gave other numbers"
+    if out.size >= 1000:
+        mean, var = float((n * p).mean()), float((n * p * (1 - p)).mean())
+        assert abs(x.mean() - mean) < 6 * np.sqrt(var / x.size) + 1e-3 * mean, \
+            f"binomial: mean {x.mean()}, n p {mean}"
+
+
+register_samples(
+    "poisson",
+    [Sample([_P_RATES, _K0, _C0], batch=[_P_RATES * 2, _key(5), _C1]),
+     Sample([np.full(2000, 25.0, np.float32), _K1, _C1], vmap=False),
+     Sample([np.array([[0.0, 2.0], [7.5, 1.0]], _BF16), _K0, _C1], vmap=False),
+     Sample([np.zeros((0, 3), np.float32), _K0, _C0], vmap=False)],
+    verify=_verify_poisson,
+    errors=[ErrorSample([np.array([1, 2], np.int64), _K0, _C0], {}, TypeError, "floating"),
+            ErrorSample([np.ones(2, np.float32), _K0.astype(np.int32), _C0], {}, TypeError,
+                        "uint32")])
+
+_B_COUNT = np.array([[5.0, 0.0, 10.0, 3.0, 20.0, 7.0]], np.float64)
+_B_PROB = np.array([[0.3], [1.0], [0.0], [0.7]], np.float64)
+
+register_samples(
+    "binomial",
+    [Sample([_B_COUNT, _B_PROB, _K0, _C0], name="broadcast; prob 0 and 1, count 0",
+            batch=[_B_COUNT * 2, _B_PROB * 0.5, _key(5), _C1]),
+     Sample([np.full(2000, 30.0, np.float32), np.full(2000, 0.25, np.float32), _K1, _C1],
+            vmap=False)],
+    verify=_verify_binomial,
+    errors=[ErrorSample([np.ones(2, np.float32), np.ones(2, np.float64) / 2, _K0, _C0], {},
+                        TypeError, "same dtype"),
+            ErrorSample([np.ones(2, np.int64), np.ones(2, np.int64), _K0, _C0], {}, TypeError,
+                        "floating"),
+            ErrorSample([np.ones(2, np.float32), np.ones(3, np.float32), _K0, _C0], {},
+                        ValueError, "broadcast")],
+    grad_error=ErrorSample([_B_COUNT, np.full((1, 6), 0.5), _K0, _C0], {},
+                           NotImplementedError, "derivative for aten::binomial"))
