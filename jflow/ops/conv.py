@@ -219,8 +219,8 @@ _define_conv(3, "input_size")
 #   19-31 ms against 0.45 ms, its input gradient 28 ms against 0.54. As shifted slices --
 #   per kernel tap, a strided slice of the padded input times that tap's weights, the taps
 #   fused by XLA into one loop -- it takes 0.45 ms, the input gradient (the same form: the
-#   flipped kernel over the stride-dilated gradient) 0.58 ms, the weight gradient (a reduction
-#   per tap, channels last) 7.9 ms against PyTorch's 8.9 (one core);
+#   flipped kernel over the stride-dilated gradient) 0.58 ms, the weight gradient (JAX's
+#   transpose of the slices, a reduction per tap) 5 ms against PyTorch's 12;
 # - 1x1 (groups == 1): over (16, 160, 16, 16) to 40 channels 1.7 ms against PyTorch's 0.75;
 #   as a matrix product of the weight with the (strided) input and one transpose, 0.53 ms.
 # These CPU kernels (priority OPTIMIZED) run conv2d / conv3d and their gradient ops in those
@@ -305,34 +305,6 @@ def _depthwise_input_grad(dy: Any, w: Any, size: Any, stride: Any, padding: Any,
     return acc.sum(axis=2).astype(dy.dtype)
 
 
-def _depthwise_weight_grad(x: Any, dy: Any, kernel: Any, stride: Any, padding: Any,
-                           dilation: Any) -> Any:
-    """The weight gradient of :func:`_depthwise`: per kernel tap, the sum over the batch and
-    the output positions of the input that tap reads times ``dy``, channels last, so that each
-    tap's reduction runs down contiguous channel vectors. (JAX's transpose of the slices
-    reduces channels-first, one channel's positions at a time: 2.6x as long for a 7x7 one over
-    (16, 40, 16, 16), 25x over (16, 320, 2, 2).)"""
-    nd = x.ndim - 2
-    n, c = x.shape[:2]
-    m = dy.shape[1] // c
-    out = tuple(dy.shape[2:])
-    acc_dtype = jnp.promote_types(x.dtype, jnp.float32)
-    last = (0,) + tuple(range(2, nd + 2)) + (1,)
-    xp = lax.pad(jnp.transpose(x.astype(acc_dtype), last), jnp.zeros((), acc_dtype),
-                 [(0, 0, 0)] + [(padding[2 * i], padding[2 * i + 1], 0) for i in range(nd)] +
-                 [(0, 0, 0)])[..., None]                          # (N, *padded, C, 1)
-    d = jnp.transpose(dy.astype(acc_dtype), last).reshape((n,) + out + (c, m))
-    taps = []
-    for tap in np.ndindex(*kernel):
-        start = (0,) + tuple(t * dl for t, dl in zip(tap, dilation)) + (0, 0)
-        limit = (n,) + tuple(st + (o - 1) * sd + 1 for st, o, sd in
-                             zip(start[1:], out, stride)) + (c, 1)
-        piece = lax.slice(xp, start, limit, (1,) + tuple(stride) + (1, 1))
-        taps.append(jnp.sum(piece * d, axis=tuple(range(nd + 1))))   # (C, m)
-    dw = jnp.stack(taps, -1).reshape((c * m, 1) + tuple(kernel))
-    return dw.astype(x.dtype)
-
-
 def _pointwise_input(x: Any, stride: Any, padding: Any) -> Any:
     """The input positions a 1x1 convolution reads: padded, then every ``stride``-th."""
     nd = x.ndim - 2
@@ -408,7 +380,9 @@ def _register_cpu(nd: int, size_attr: str) -> None:
         if form == "pointwise":
             return _pointwise_weight_grad(x, dy, stride, padding)
         if form == "depthwise":
-            return _depthwise_weight_grad(x, dy, ws[2:], stride, padding, dilation)
+            _, vjp = jax.vjp(lambda w: _depthwise(x, w, stride, padding, dilation),
+                             jnp.zeros(ws, x.dtype))
+            return vjp(dy)[0]
         return _weight_grad(x, dy, kernel_size, stride, padding, dilation, groups)
 
     for op, fn in ((name, conv), (f"{name}_input_grad", input_grad),
