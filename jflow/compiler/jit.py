@@ -153,6 +153,16 @@ def _attrs(modules: Any) -> dict[tuple[int, str], Any]:
 _MISSING = object()
 
 
+class _HookAttribute(RuntimeError):
+    """A forward pre-hook set a module attribute to a tensor computed in the trace (the hook
+    form of weight_norm / spectral_norm / pruning): ``flow.jit`` raises it, ``flow.compile``
+    runs that signature eagerly (a graph break, as the value cannot leave the step)."""
+
+    def __init__(self, hooks: str, message: str) -> None:
+        super().__init__(message)
+        self.read = f"a forward pre-hook ({hooks}) sets a module attribute on every call"
+
+
 def _check_attrs(name: str, before: dict[tuple[int, str], Any], modules: Any) -> None:
     """A module attribute set inside the trace to a traced tensor would leak the tracer into
     the next call: put the old attribute back and say what to do instead."""
@@ -168,6 +178,17 @@ def _check_attrs(name: str, before: dict[tuple[int, str], Any], modules: Any) ->
         else:
             object.__setattr__(m, k, prev)
     where = ", ".join(f"{type(m).__name__}.{k}" for m, k, _ in leaked)
+    hooks = [f"{type(h).__name__} on {type(m).__name__}.{k}" for m, k, _ in leaked
+             for h in getattr(m, "_forward_pre_hooks", {}).values()
+             if k in (getattr(h, "name", None), getattr(h, "_tensor_name", None))]
+    if hooks:  # the hook form of a reparametrization: it sets the attribute every forward
+        raise _HookAttribute(", ".join(hooks),
+            f"flow.jit({name}): a forward pre-hook ({', '.join(hooks)}) computes a module "
+            f"attribute on every call (the hook form of weight_norm / spectral_norm / "
+            f"pruning); that value would exist only inside the compiled step. Use the "
+            f"parametrization form (nn.utils.parametrizations.weight_norm / spectral_norm, "
+            f"nn.utils.parametrize.register_parametrization), which compiles, or make it "
+            f"permanent before compiling (nn.utils.remove_weight_norm, prune.remove).")
     raise RuntimeError(f"flow.jit({name}): the step stored a tensor it computed on a module "
                        f"attribute ({where}); that value exists only inside the compiled step. "
                        f"Build it outside the step and register it as a buffer "
@@ -337,6 +358,11 @@ class CompiledFunction(Opaque):
             return self.fn(*args, **kwargs)
         try:
             return self._run(entry, key, state, leaves, slow)
+        except _HookAttribute as e:
+            if not self.graph_breaks:
+                drop_traceback_note(e)
+                raise
+            return self._graph_break(entry, e.read, e, args, kwargs)
         except Exception as e:
             read = traced_read(e)
             if read is None:
