@@ -283,6 +283,11 @@ def test_is_distributed_device_modules_and_dlpack() -> None:
     cap = flow.to_dlpack(x)
     assert type(cap).__name__ == type(torch.to_dlpack(torch.ones(1))).__name__ == "PyCapsule"
     np.testing.assert_array_equal(torch.from_dlpack(cap).numpy(), x.numpy())
+    for make in (flow.to_dlpack, lambda t: torch.to_dlpack(torch.tensor(t.numpy()))):
+        cap = make(x)      # a capsule in: jflow's own and PyTorch's, consumed once
+        np.testing.assert_array_equal(flow.from_dlpack(cap).numpy(), x.numpy())
+        with pytest.raises(TypeError, match="consumed only once"):
+            flow.from_dlpack(cap)
 
 
 _SEG = np.array([[1.0, 2.0], [3.0, 4.0], [5.0, 6.0], [7.0, 8.0], [9.0, 10.0]], np.float32)

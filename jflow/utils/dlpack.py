@@ -34,10 +34,42 @@ def _local_value(t: Tensor, fname: str) -> jax.Array:
     return v
 
 
+class _Capsule:
+    """A legacy DLPack capsule (``torch.utils.dlpack.to_dlpack``'s, :func:`to_dlpack`'s) behind
+    the protocol JAX's ``from_dlpack`` takes: ``__dlpack__`` hands the capsule over once and
+    ``__dlpack_device__`` reads the device from its ``DLTensor`` (DLPack's C layout: a data
+    pointer, then ``int32 device_type, int32 device_id``; a versioned capsule's tensor follows
+    its version, manager context, deleter and flags)."""
+
+    def __init__(self, capsule: Any) -> None:
+        import ctypes  # noqa: PLC0415  (only for capsules)
+
+        get_name = ctypes.pythonapi.PyCapsule_GetName
+        get_name.restype, get_name.argtypes = ctypes.c_char_p, [ctypes.py_object]
+        name = get_name(capsule)
+        if name not in (b"dltensor", b"dltensor_versioned"):
+            raise TypeError(f"an invalid capsule ({name!r}): a DLPack capsule can be consumed "
+                            f"only once")
+        get = ctypes.pythonapi.PyCapsule_GetPointer
+        get.restype, get.argtypes = ctypes.c_void_p, [ctypes.py_object, ctypes.c_char_p]
+        tensor = get(capsule, name) + (32 if name == b"dltensor_versioned" else 0)
+        device = (ctypes.c_int32 * 2).from_address(tensor + ctypes.sizeof(ctypes.c_void_p))
+        self.device = (int(device[0]), int(device[1]))
+        self.capsule = capsule
+
+    def __dlpack__(self, **_: Any) -> Any:
+        return self.capsule
+
+    def __dlpack_device__(self) -> tuple[int, int]:
+        return self.device
+
+
 def from_dlpack(ext: Any) -> Tensor:
     """A tensor sharing the memory of ``ext``: any object with ``__dlpack__`` (a NumPy array,
-    a PyTorch or JAX array, ...) or a legacy DLPack capsule."""
+    a PyTorch or JAX array, ...) or a legacy DLPack capsule (consumed, as PyTorch's)."""
     try:
+        if type(ext).__name__ == "PyCapsule":
+            ext = _Capsule(ext)
         value = jax.dlpack.from_dlpack(ext)
     except (TypeError, ValueError, RuntimeError) as e:
         raise TypeError(f"flow.from_dlpack: cannot import {type(ext).__name__}: {e}") from None
