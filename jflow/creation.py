@@ -14,10 +14,13 @@ from jax.core import Tracer
 from jflow.functional import api_default  # absolute: ruff resolves it for B008
 
 from . import dtypes as _dt
+from .device import DEFAULT_IS_META as _DEFAULT_IS_META
 from .functional import F
+from .host_transfer import to_device
 from .lazy_values import LazyRef, LazyTensor
 from .memory_format import check_layout, check_memory_format
-from .tensor import Tensor, _sizes, _tensor_value, _wrap
+from .tensor import HOST_DATA, Tensor, _sizes, _tensor_value, _wrap
+from .value_bounds import note_host as _note_bounds
 from .views import as_strided
 
 __all__ = ["tensor", "from_numpy", "as_tensor", "zeros", "ones", "full", "empty", "arange",
@@ -31,6 +34,21 @@ def tensor(data: Any, dtype: Any = None, device: Any = None,
     """A new tensor holding a copy of ``data`` (nested lists, scalars, NumPy or JAX arrays,
     tensors). Python floats become float32, ints int64, bools bool; arrays keep their dtype.
     With ``placement=`` and ``sbp=`` the data is the logical value of a global tensor."""
+    if (data.__class__ is np.ndarray and dtype is None and device is None and placement is None
+            and sbp is None and HOST_DATA[0] is None and not _DEFAULT_IS_META[0]
+            and data.dtype in _dt.BY_NUMPY_DTYPE):
+        # (a training loop's batch: _tensor_value's path for an array of a jflow dtype to the
+        # default device, outside lazy mode, without its branches: ~1.7 us of ~9)
+        value = to_device(data)  # (a private copy: jflow.host_transfer)
+        if data.dtype.kind in "iu":
+            _note_bounds(value, data)
+        t = _wrap(value)
+        if requires_grad:
+            if not t.is_floating_point():
+                raise RuntimeError("flow.tensor: only floating point tensors can require "
+                                   "gradients")
+            t.requires_grad_()
+        return t
     d = None if dtype is None else _dt.as_dtype(dtype)
     t = _wrap(_tensor_value(data, d, device, "flow.tensor", pending=True))
     if t._meta.__class__ is LazyRef:  # (lazy mode: the data moves with the pending run)

@@ -101,6 +101,8 @@ limited_dtypes = (uint16, uint32, uint64, float8_e4m3fn, float8_e5m2, float8_e4m
                   float8_e5m2fnuz, float8_e8m0fnu)
 
 _BY_NP = {d.np: d for d in all_dtypes + limited_dtypes}
+#: the NumPy dtypes jflow has (keys: NumPy dtypes, values: jflow's), read-only by convention
+BY_NUMPY_DTYPE = _BY_NP
 _BY_NAME = {d.name: d for d in all_dtypes + limited_dtypes}
 _ALIASES = {"float": float32, "double": float64, "half": float16, "long": int64, "int": int32,
             "short": int16, "char": int8, "byte": uint8, "cfloat": complex64,
