@@ -41,10 +41,14 @@ from ...tensor import Tensor
 from .. import functional as F
 from .. import init
 from ..parameter import Parameter
-from ..utils.rnn import PackedSequence, _host_ints, _valid_rows
-from ..utils.rnn import _index as _rows
-from ..utils.rnn import _lengths as _packed_lengths
-from ..utils.rnn import _padded_positions as _packed_positions
+from ..utils.rnn import (
+    PackedSequence,
+    host_ints,
+    lengths_of,
+    packed_from_padded,
+    padded_from_packed,
+    steps_at,
+)
 from .module import Module
 
 __all__ = ["RNNBase", "RNN", "LSTM", "GRU", "RNNCellBase", "RNNCell", "LSTMCell", "GRUCell"]
@@ -88,15 +92,6 @@ def _check_tensor(input: Any, name: str, packed_too: bool) -> None:
     if not isinstance(input, Tensor):
         raise TypeError(f"{name}: expected a Tensor{' or a PackedSequence' if packed_too else ''}"
                         f" input, got {type(input).__name__}")
-
-
-def _steps_at(x: Tensor, index: np.ndarray) -> Tensor:
-    """``out[t, j] = x[index[t, j], j]`` for a time-major ``x`` ``(T, N, ...)``: a per-sequence
-    choice of steps (one ``index_select``)."""
-    steps, n = x.shape[0], x.shape[1]
-    flat = _C.reshape(x, (steps * n, *x.shape[2:]))
-    out = _C.index_select(flat, 0, _rows((index * n + np.arange(n)).ravel(), flat))
-    return _C.reshape(out, (*index.shape, *x.shape[2:]))
 
 
 class RNNBase(Module):
@@ -284,10 +279,10 @@ class RNNBase(Module):
                 if not ragged:
                     y, _, ends = self._direction(x, state, layer, d, reverse=d == 1)
                 else:  # the backward direction runs each sequence flipped within its length
-                    xd = _steps_at(x, flip) if d == 1 else x
+                    xd = steps_at(x, flip) if d == 1 else x
                     y, history, _ = self._direction(xd, state, layer, d, reverse=False)
-                    ends = [_C.squeeze(_steps_at(s, last), 0) for s in history]
-                    y = _steps_at(y, flip) if d == 1 else y
+                    ends = [_C.squeeze(steps_at(s, last), 0) for s in history]
+                    y = steps_at(y, flip) if d == 1 else y
                 outs.append(y)
                 for k in range(n_state):
                     finals[k].append(ends[k])
@@ -322,8 +317,8 @@ class RNNBase(Module):
         if data.shape[-1] != self.input_size:
             raise RuntimeError(f"input.size(-1) must be equal to input_size. Expected "
                                f"{self.input_size}, got {data.shape[-1]}")
-        batch_sizes = _host_ints(packed.batch_sizes, name, "input.batch_sizes")
-        lengths = _packed_lengths(batch_sizes)
+        batch_sizes = host_ints(packed.batch_sizes, name, "input.batch_sizes")
+        lengths = lengths_of(batch_sizes)
         hs = hx if isinstance(hx, (tuple, list)) else ((hx,) if hx is not None else ())
         if self.mode == "LSTM" and hx is not None and (not isinstance(hx, (tuple, list))
                                                        or len(hx) != 2):
@@ -332,13 +327,9 @@ class RNNBase(Module):
             hs = tuple(_C.index_select(h, 1, packed.sorted_indices.to(device=h.device))
                        for h in hs)
         self._check_states(hs, lengths.size)
-        x = _C.reshape(_C.index_select(_C.cat([data, zeros(1, data.shape[1], dtype=data.dtype,
-                                                                device=data.device)], 0),
-                                       0, _rows(_packed_positions(batch_sizes), data)),
-                       (batch_sizes.size, lengths.size, data.shape[1]))
+        x = padded_from_packed(data, batch_sizes, batch_sizes.size)
         out, finals = self._run(x, hs or None, lengths)
-        flat = _C.reshape(out, (-1, out.shape[2]))
-        out = _C.index_select(flat, 0, _rows(_valid_rows(batch_sizes), flat))
+        out = packed_from_padded(out, batch_sizes)
         states = [_C.stack(f, 0) for f in finals]
         if packed.unsorted_indices is not None:
             states = [_C.index_select(s, 1, packed.unsorted_indices.to(device=s.device))

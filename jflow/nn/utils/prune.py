@@ -306,9 +306,9 @@ class L1Unstructured(_Unstructured):
         return super().apply(module, name, amount=amount, importance_scores=importance_scores)
 
 
-class RandomStructured(BasePruningMethod):
-    """Prunes ``amount`` whole channels (an int, or a fraction of them) along ``dim``, chosen
-    at random (jflow's generator)."""
+class _Structured(BasePruningMethod):
+    """Prunes ``amount`` whole channels (an int, or a fraction of them) along ``dim``: the
+    channels :meth:`_kept` does not keep."""
 
     PRUNING_TYPE = "structured"
 
@@ -317,8 +317,12 @@ class RandomStructured(BasePruningMethod):
         self.amount = amount
         self.dim = dim
 
+    def _kept(self, t: Tensor, size: int, n_prune: int) -> Tensor:
+        """The channels to keep: a boolean mask over the ``size`` channels, or their indices."""
+        raise NotImplementedError
+
     def compute_mask(self, t: Tensor, default_mask: Tensor) -> Tensor:
-        """``default_mask`` times a mask zeroing ``amount`` random channels along ``dim``."""
+        """``default_mask`` times a mask zeroing ``amount`` channels along ``dim``."""
         _validate_structured_pruning(t)
         _validate_pruning_dim(t, self.dim)
         tensor_size = t.shape[self.dim]
@@ -326,10 +330,17 @@ class RandomStructured(BasePruningMethod):
         _validate_pruning_amount(nparams_toprune, tensor_size)
         if nparams_toprune == 0:
             return default_mask
-        prob = rand(tensor_size)
-        threshold = _C.kthvalue(prob, k=nparams_toprune).values
-        mask = _channel_mask(t, self.dim, prob > threshold)
+        mask = _channel_mask(t, self.dim, self._kept(t, tensor_size, nparams_toprune))
         return mask * default_mask.to(dtype=mask.dtype)
+
+
+class RandomStructured(_Structured):
+    """Prunes ``amount`` whole channels (an int, or a fraction of them) along ``dim``, chosen
+    at random (jflow's generator)."""
+
+    def _kept(self, t: Tensor, size: int, n_prune: int) -> Tensor:
+        prob = rand(size)
+        return prob > _C.kthvalue(prob, k=n_prune).values
 
     @classmethod
     def apply(cls, module: Module, name: str, amount: int | float,  # type: ignore[override]
@@ -339,33 +350,18 @@ class RandomStructured(BasePruningMethod):
         return super().apply(module, name, amount=amount, dim=dim)
 
 
-class LnStructured(BasePruningMethod):
+class LnStructured(_Structured):
     """Prunes the ``amount`` channels (an int, or a fraction of them) along ``dim`` of smallest
     ``n``-norm (``n``: any order ``flow.norm`` takes: an int, a float, ``inf``, ``-inf``,
     ``"fro"``, ``"nuc"``)."""
 
-    PRUNING_TYPE = "structured"
-
     def __init__(self, amount: int | float, n: Any, dim: int = -1) -> None:
-        _validate_pruning_amount_init(amount)
-        self.amount = amount
+        super().__init__(amount, dim)
         self.n = n
-        self.dim = dim
 
-    def compute_mask(self, t: Tensor, default_mask: Tensor) -> Tensor:
-        """``default_mask`` times a mask keeping the channels of largest ``n``-norm."""
-        _validate_structured_pruning(t)
-        _validate_pruning_dim(t, self.dim)
-        tensor_size = t.shape[self.dim]
-        nparams_toprune = _compute_nparams_toprune(self.amount, tensor_size)
-        nparams_tokeep = tensor_size - nparams_toprune
-        _validate_pruning_amount(nparams_toprune, tensor_size)
-        if nparams_toprune == 0:
-            return default_mask
+    def _kept(self, t: Tensor, size: int, n_prune: int) -> Tensor:
         norm = _compute_norm(t, self.n, self.dim)
-        topk = _C.topk(norm, k=nparams_tokeep, largest=True)
-        mask = _channel_mask(t, self.dim, topk.indices)
-        return mask * default_mask.to(dtype=mask.dtype)
+        return _C.topk(norm, k=size - n_prune, largest=True).indices
 
     @classmethod
     def apply(cls, module: Module, name: str, amount: int | float,  # type: ignore[override]

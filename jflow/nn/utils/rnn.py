@@ -56,13 +56,13 @@ def unpad_sequence(padded_sequences: Tensor, lengths: Any,
     """The inverse of :func:`pad_sequence` (right padding): the first ``lengths[i]`` steps
     of each sequence."""
     x = padded_sequences if batch_first else padded_sequences.transpose(0, 1)
-    return [x[i, :int(n)] for i, n in enumerate(_host_ints(lengths, "unpad_sequence",
+    return [x[i, :int(n)] for i, n in enumerate(host_ints(lengths, "unpad_sequence",
                                                            "lengths"))]
 
 
 # -- host-side layout --------------------------------------------------------------------------
 
-def _host_ints(x: Any, fn: str, arg: str) -> np.ndarray:
+def host_ints(x: Any, fn: str, arg: str) -> np.ndarray:
     """``x`` (a list, array or tensor of integers) as a 1-D int64 NumPy array, or an error
     naming ``fn`` and ``arg`` when it is not concrete (a traced tensor) or not 1-D."""
     if isinstance(x, Tensor):
@@ -92,7 +92,7 @@ def _batch_sizes(lengths: np.ndarray) -> np.ndarray:
     return (lengths[None, :] > steps[:, None]).sum(1).astype(np.int64)
 
 
-def _lengths(batch_sizes: np.ndarray) -> np.ndarray:
+def lengths_of(batch_sizes: np.ndarray) -> np.ndarray:
     """Each (sorted) sequence's length, from the steps' batch sizes."""
     return (batch_sizes[None, :] > np.arange(int(batch_sizes[0]))[:, None]).sum(1)
 
@@ -104,21 +104,41 @@ def _valid_rows(batch_sizes: np.ndarray) -> np.ndarray:
     return np.concatenate([t * b + np.arange(n) for t, n in enumerate(batch_sizes)])
 
 
-def _padded_positions(batch_sizes: np.ndarray, steps: int | None = None) -> np.ndarray:
-    """For each row ``t * B + j`` of a padded time-major ``(steps * B, ...)`` batch, the row of
-    the packed ``data`` it reads, or ``len(data)`` (a padding row appended after it)."""
-    n = int(batch_sizes.sum())
-    src = np.full((batch_sizes.size if steps is None else steps) * int(batch_sizes[0]), n,
-                  np.int64)
+def padded_from_packed(data: Tensor, batch_sizes: np.ndarray, steps: int,
+                       padding_value: float = 0.0) -> Tensor:
+    """A packed ``data`` as its padded time-major batch ``(steps, B, *)``, sequences in sorted
+    order, ``padding_value`` past each one's end: one ``index_select`` of ``data`` with one
+    padding row appended (differentiable in ``data``)."""
+    n, b = int(batch_sizes.sum()), int(batch_sizes[0])
+    src = np.full(steps * b, n, np.int64)  # (row n: the padding row)
     src[_valid_rows(batch_sizes)] = np.arange(n)
-    return src
+    pad = full((1, *data.shape[1:]), padding_value, dtype=data.dtype, device=data.device)
+    out = _C.index_select(_C.cat([data, pad], 0), 0, _index(src, data))
+    return _C.reshape(out, (steps, b, *data.shape[1:]))
+
+
+def packed_from_padded(x: Tensor, batch_sizes: np.ndarray) -> Tensor:
+    """The packed ``data`` of a padded time-major batch ``x`` ``(T, B, *)`` (sequences in
+    sorted order, at least ``len(batch_sizes)`` steps): its valid rows, in packed order."""
+    steps, b = batch_sizes.size, x.shape[1]
+    flat = _C.reshape(x[:steps], (steps * b, *x.shape[2:]))
+    return _C.index_select(flat, 0, _index(_valid_rows(batch_sizes), flat))
+
+
+def steps_at(x: Tensor, index: np.ndarray) -> Tensor:
+    """``out[t, j] = x[index[t, j], j]`` for a time-major ``x`` ``(T, N, ...)``: a per-sequence
+    choice of steps (one ``index_select``)."""
+    steps, n = x.shape[0], x.shape[1]
+    flat = _C.reshape(x, (steps * n, *x.shape[2:]))
+    out = _C.index_select(flat, 0, _index((index * n + np.arange(n)).ravel(), flat))
+    return _C.reshape(out, (*index.shape, *x.shape[2:]))
 
 
 def invert_permutation(permutation: Tensor | None) -> Tensor | None:
     """The permutation that undoes ``permutation`` (None stays None), as PyTorch's."""
     if permutation is None:
         return None
-    p = _host_ints(permutation, "invert_permutation", "permutation")
+    p = host_ints(permutation, "invert_permutation", "permutation")
     inv = np.empty_like(p)
     inv[p] = np.arange(p.size)
     return tensor(inv, device=permutation.device if isinstance(permutation, Tensor) else None)
@@ -148,7 +168,7 @@ class PackedSequence(_PackedFields):
                                 "(data, batch_sizes) pair")
             data, batch_sizes = data
         if not isinstance(batch_sizes, Tensor):
-            batch_sizes = tensor(_host_ints(batch_sizes, "PackedSequence", "batch_sizes"))
+            batch_sizes = tensor(host_ints(batch_sizes, "PackedSequence", "batch_sizes"))
         elif batch_sizes.device.type != "cpu":
             raise ValueError("PackedSequence: batch_sizes should always be on the CPU "
                              f"(got {batch_sizes.device}); build it with "
@@ -232,7 +252,7 @@ def pack_padded_sequence(input: Tensor, lengths: Any, batch_first: bool = False,
     otherwise the batch is sorted (stably) and the permutation kept. Differentiable in
     ``input``; ``lengths`` must be known on the host."""
     fn = "pack_padded_sequence"
-    n = _host_ints(lengths, fn, "lengths")
+    n = host_ints(lengths, fn, "lengths")
     if not isinstance(input, Tensor):
         raise TypeError(f"{fn}: input must be a Tensor, got {type(input).__name__}")
     if input.dim() < 2:
@@ -262,11 +282,8 @@ def pack_padded_sequence(input: Tensor, lengths: Any, batch_first: bool = False,
         input = _C.index_select(input, b_dim, _index(order, input))
     if batch_first:
         input = input.transpose(0, 1)
-    t_max, b = int(n[0]), input.shape[1]
-    flat = _C.reshape(input[:t_max], (t_max * b, *input.shape[2:]))
     bs = _batch_sizes(n)
-    data = _C.index_select(flat, 0, _index(_valid_rows(bs), flat))
-    return PackedSequence(data, tensor(bs), sorted_indices, None)
+    return PackedSequence(packed_from_padded(input, bs), tensor(bs), sorted_indices, None)
 
 
 def pad_packed_sequence(sequence: PackedSequence, batch_first: bool = False,
@@ -280,22 +297,18 @@ def pad_packed_sequence(sequence: PackedSequence, batch_first: bool = False,
     if not isinstance(sequence, PackedSequence):
         raise TypeError(f"{fn}: expected a PackedSequence, got {type(sequence).__name__}")
     data = sequence.data
-    bs = _host_ints(sequence.batch_sizes, fn, "sequence.batch_sizes")
-    t_max, b = bs.size, int(bs[0])
-    steps = t_max
+    bs = host_ints(sequence.batch_sizes, fn, "sequence.batch_sizes")
+    t_max = steps = bs.size
     if total_length is not None:
         if total_length < t_max:
             raise ValueError(f"{fn}: Expected total_length to be at least the length of the "
                              f"longest sequence in input, but got total_length={total_length} "
                              f"and max sequence length being {t_max}")
         steps = int(total_length)
-    src = _padded_positions(bs, steps)
-    pad = full((1, *data.shape[1:]), padding_value, dtype=data.dtype, device=data.device)
-    out = _C.index_select(_C.cat([data, pad], 0), 0, _index(src, data))
-    out = _C.reshape(out, (steps, b, *data.shape[1:]))
-    lengths = _lengths(bs)
+    out = padded_from_packed(data, bs, steps, padding_value)
+    lengths = lengths_of(bs)
     if sequence.unsorted_indices is not None:
-        unsort = _host_ints(sequence.unsorted_indices, fn, "sequence.unsorted_indices")
+        unsort = host_ints(sequence.unsorted_indices, fn, "sequence.unsorted_indices")
         out = _C.index_select(out, 1, _index(unsort, out))
         lengths = lengths[unsort]
     if batch_first:
