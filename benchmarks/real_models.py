@@ -30,7 +30,10 @@ Modes (columns): PyTorch eager at one thread (the ratios' reference); PyTorch ea
 default thread count, every core (``torch eager mt``: the same program and weights);
 ``torch.compile`` of the model (the step around it eager, as
 it is usually used; it may fail or compile for a long time: a failure is caught and shown);
-jflow eager; jflow lazy (``with flow.lazy():`` around the eager step, docs/lazy.md); jflow
+jflow eager; jflow lean (eager, with the eager step's two fused programs off:
+``flow.config.set_whole_graph_backward(False)`` and ``set_fused_optimizer_step(False)``,
+the backward rule by rule and AdamW op by op — what memory those programs cost, and what
+speed they buy); jflow lazy (``with flow.lazy():`` around the eager step, docs/lazy.md); jflow
 ``nn.Graph`` (forward + backward + AdamW as one executable, docs/compile.md); ``flow.jit`` of
 the same eager step function (closure over the model and the optimizer).
 
@@ -123,7 +126,8 @@ MODELS: dict[str, tuple[str, dict[str, Any], dict[str, Any]]] = {
 
 TORCH_EAGER, TORCH_MT, TORCH_COMPILE = "torch eager", "torch eager mt", "torch.compile"
 EAGER, LAZY, GRAPH, JIT = "jflow eager", "jflow lazy", "jflow nn.Graph", "flow.jit"
-MODES = (TORCH_EAGER, TORCH_MT, TORCH_COMPILE, EAGER, LAZY, GRAPH, JIT)
+LEAN = "jflow lean"
+MODES = (TORCH_EAGER, TORCH_MT, TORCH_COMPILE, EAGER, LEAN, LAZY, GRAPH, JIT)
 #: PyTorch's thread count per PyTorch mode, set by main(): ``--torch-threads`` for torch eager
 #: and torch.compile, PyTorch's own default (every core) for torch eager mt. Each PyTorch
 #: runner sets its count at every step, since the modes take turns in one process.
@@ -332,6 +336,15 @@ def make_runner(mode: str, kind: str, cfg: dict[str, Any], init: dict[str, np.nd
 
     if mode == EAGER:
         step = lambda x, y: train_step(flow, model, opt, x, y)  # noqa: E731
+    elif mode == LEAN:
+        def step(x: Any, y: Any) -> Any:  # (process-wide switches: the modes take turns)
+            fused = flow.config.set_fused_optimizer_step(False)
+            whole = flow.config.set_whole_graph_backward(False)
+            try:
+                return train_step(flow, model, opt, x, y)
+            finally:
+                flow.config.set_fused_optimizer_step(fused)
+                flow.config.set_whole_graph_backward(whole)
     elif mode == LAZY:
         def step(x: Any, y: Any) -> Any:
             with flow.lazy():

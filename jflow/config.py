@@ -29,6 +29,10 @@ Optimizers: :func:`set_fused_optimizer_step` ``(False)`` makes an eager ``optimi
 run op by op every step (by default an optimizer's first step, and later a step whose new
 structure repeated 3 times, runs as one executable: :mod:`jflow.lazy_mode.optimizer_step`;
 float16 parameters excepted, whose fused update XLA CPU would not round op by op).
+:func:`set_whole_graph_backward` ``(False)`` makes an eager ``loss.backward()`` run rule by
+rule (by default a graph runs its whole backward as one executable). Both switches trade
+speed for memory: the two fused programs are the eager training step's largest, and XLA CPU
+holds each compiled program whole (docs/autograd.md, "Memory or speed").
 
 Start-up: JAX's persistent compilation cache is on (a per-user directory, bounded;
 :mod:`jflow.compilation_cache`): :func:`set_compilation_cache` moves or (``None``) disables
@@ -71,7 +75,7 @@ _device = importlib.import_module("jflow.device")
 __all__ = ["load_library", "loaded_libraries", "Library", "LibraryError",
            "enable_pallas_interpret", "pallas_interpret", "pallas_interpret_enabled",
            "cache_limits", "set_cache_limit", "set_executable_limit", "executable_limit",
-           "set_release_lowerings", "set_fused_optimizer_step",
+           "set_release_lowerings", "set_fused_optimizer_step", "set_whole_graph_backward",
            "executable_stats", "clear_compiled", "set_collective_check", "collective_check",
            "set_lazy", "is_lazy", "set_lazy_call_sites", "set_codegen", "codegen_enabled",
            "set_compilation_cache", "compilation_cache_dir"]
@@ -126,6 +130,7 @@ executable_stats = _budget.stats
 clear_compiled = _budget.clear
 set_release_lowerings = _budget.set_release_lowerings
 set_fused_optimizer_step = _optimizer_step.set_fused_eager
+set_whole_graph_backward = _engine.set_whole_graph
 
 
 def enable_pallas_interpret(flag: bool = True) -> bool:

@@ -360,6 +360,32 @@ def test_a_repeated_graph_runs_as_one_compiled_backward() -> None:
         np.testing.assert_allclose(gx.numpy(), np.exp(X * W) * W, rtol=1e-12)
 
 
+def test_whole_graph_backward_switch_runs_rule_by_rule() -> None:
+    """``flow.config.set_whole_graph_backward(False)``: the same gradients, and no
+    whole-graph executable is compiled (the memory-lean eager backward)."""
+    from jflow.autograd.engine import graph_cache
+
+    with pytest.raises(TypeError, match="set_whole_graph_backward: flag must be a bool"):
+        flow.config.set_whole_graph_backward(0)
+    x, w = leaf(X), leaf(W)
+    graph_cache.compiled.clear()
+    old = flow.config.set_whole_graph_backward(False)
+    try:
+        assert old is True
+        for _ in range(2):
+            x.grad = w.grad = None
+            ((x * w).tanh() * x).sum().backward()
+            t = np.tanh(X * W)
+            np.testing.assert_allclose(x.grad.numpy(), (1 - t ** 2) * W * X + t, rtol=1e-12)
+            np.testing.assert_allclose(w.grad.numpy(), (1 - t ** 2) * X * X, rtol=1e-12)
+        assert len(graph_cache.compiled) == 0
+    finally:
+        assert flow.config.set_whole_graph_backward(old) is False
+    x.grad = None
+    ((x * w).tanh() * x).sum().backward()
+    assert len(graph_cache.compiled) == 1  # on again: the whole graph compiles
+
+
 @pytest.mark.parametrize("name,fn,ref,x0", _second_derivative_cases(),
                          ids=[c[0] for c in _second_derivative_cases()])
 def test_second_derivatives_with_jax_hessian(name, fn, ref, x0) -> None:

@@ -39,7 +39,7 @@ from .rule import get_rule, is_differentiable_dtype, run_rule, structure_saved
 from .saved import saved_tensors, wrap_saved
 
 __all__ = ["run_backward", "backward", "grad", "register_leaf_hook", "set_recording_hook",
-           "set_leaf_gradients_hook", "set_node_check", "CACHE_SIZE"]
+           "set_leaf_gradients_hook", "set_node_check", "set_whole_graph", "CACHE_SIZE"]
 
 #: Compiled rules kept per op (distinct attrs / needs / shapes); the oldest are dropped.
 CACHE_SIZE = 256
@@ -88,6 +88,22 @@ _NODE_CHECK: list[Any] = [None]
 def set_node_check(fn: Any) -> Any:
     """Install ``fn`` (see :data:`_NODE_CHECK`; None removes it); returns the previous one."""
     old, _NODE_CHECK[0] = _NODE_CHECK[0], fn
+    return old
+
+
+#: whether an eager backward runs as one whole-graph executable (``flow.config
+#: .set_whole_graph_backward``). False: rule by rule, each rule a cached executable, as a
+#: graph with hooks does. The whole graph is the faster (one call, XLA fuses across rules);
+#: rule by rule holds fewer compiled programs (docs/autograd.md, "Memory or speed").
+_WHOLE_GRAPH: list[bool] = [True]
+
+
+def set_whole_graph(flag: bool) -> bool:
+    """Set :data:`_WHOLE_GRAPH`; returns the old setting."""
+    if not isinstance(flag, bool):
+        raise TypeError(f"flow.config.set_whole_graph_backward: flag must be a bool, got "
+                        f"{type(flag).__name__}")
+    old, _WHOLE_GRAPH[0] = _WHOLE_GRAPH[0], flag
     return old
 
 
@@ -447,6 +463,7 @@ def run_backward(tensors: Sequence[Tensor], grad_tensors: Sequence[Any], retain_
 
     check = _NODE_CHECK[0]
     if not create_graph and order and check is None and \
+            (_WHOLE_GRAPH[0] or recorder is not None) and \
             _run_graph_compiled(order, node_roots, node_targets, needed, deliver_leaf,
                                 results, retain_graph, recorder):
         flush_hooked()
