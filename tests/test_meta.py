@@ -171,6 +171,20 @@ def test_module_forward_and_backward_on_meta():
         _same_meta(got, want)
 
 
+def test_backward_through_an_unused_output_on_meta():
+    """A multi-output op with an output no loss reads (chunk's second half, an LSTM's final
+    states) gives that output zeros on meta, not on the CPU: gradients meta, as PyTorch's."""
+    outs = {}
+    for L in (flow, torch):
+        x = L.empty(4, 6, device="meta", requires_grad=True)
+        x.chunk(2)[0].sum().backward()
+        lstm = L.nn.LSTM(3, 4, device="meta")
+        lstm(L.empty(5, 2, 3, device="meta"))[0].sum().backward()
+        outs[L] = [x.grad] + [p.grad for p in lstm.parameters()]
+    for got, want in zip(outs[flow], outs[torch]):
+        _same_meta(got, want)
+
+
 def test_meta_ops_compile_nothing():
     """An op on a meta tensor is only JAX's shape inference: building a model on meta (its
     initialisers' arithmetic), its forward and backward compile no XLA program (JAX used to

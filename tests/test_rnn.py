@@ -89,6 +89,28 @@ def test_rnn_relu_without_bias_default_hx():
     _check(jm, tm, [jx], [tx])
 
 
+@pytest.mark.parametrize("name,kw,with_hx", [
+    ("GRU", dict(num_layers=2, bidirectional=True, batch_first=True), True),
+    ("GRU", dict(bias=False), False),
+    ("GRU", dict(num_layers=2, batch_first=True, bias=False), True),
+    ("RNN", dict(num_layers=2, bidirectional=True, nonlinearity="relu"), True),
+    ("RNN", dict(batch_first=True, bias=False), True),
+    ("RNN", dict(num_layers=2, nonlinearity="relu", batch_first=True, bias=False), False),
+])
+def test_gru_and_rnn_layers(name, kw, with_hx):
+    """The gru_layer / rnn_layer ops (both directions, tanh and relu, b_hh absent) in every
+    layout: outputs, final state and every gradient as PyTorch's."""
+    jm, tm = _pair(name, input_size=I, hidden_size=H, **kw)
+    layers = kw.get("num_layers", 1) * (2 if kw.get("bidirectional") else 1)
+    x_shape = (B, T, I) if kw.get("batch_first") else (T, B, I)
+    if with_hx:
+        (jx, jh), (tx, th) = _inputs(x_shape, (layers, B, H), seed=7)
+        _check(jm, tm, [jx, jh], [tx, th])
+    else:
+        (jx,), (tx,) = _inputs(x_shape, seed=7)
+        _check(jm, tm, [jx], [tx])
+
+
 def test_lstm_two_layers():
     jm, tm = _pair("LSTM", input_size=I, hidden_size=H, num_layers=2)
     (jx, jh, jc), (tx, th, tc) = _inputs((T, B, I), (2, B, H), (2, B, H))
@@ -116,22 +138,32 @@ def _nodes(t):
     return len(seen)
 
 
-def test_lstm_records_one_node_per_layer_whatever_the_length():
-    jm, _ = _pair("LSTM", input_size=I, hidden_size=H, num_layers=2)
+@pytest.mark.parametrize("name", ["LSTM", "GRU", "RNN"])
+def test_records_one_node_per_layer_whatever_the_length(name):
+    jm, _ = _pair(name, input_size=I, hidden_size=H, num_layers=2)
     short, long = (flow.tensor(np.ones((t, B, I)), requires_grad=True) for t in (T, 4 * T))
     assert _nodes(jm(short)[0]) == _nodes(jm(long)[0])
 
 
-def test_lstm_forward_mode_and_second_derivative():
-    """jvp through the LSTM (the recurrence's tangent op) equals central differences; a
+def _last_state(out):
+    """(output, h_n) or (output, (h_n, c_n)): the last state (an LSTM's c_n)."""
+    return out[1][-1] if isinstance(out[1], tuple) else out[1]
+
+
+@pytest.mark.parametrize("name,kw", [("LSTM", {}), ("GRU", dict(bidirectional=True)),
+                                     ("RNN", {}),
+                                     ("RNN", dict(nonlinearity="relu", bidirectional=True))])
+def test_forward_mode_and_second_derivative(name, kw):
+    """jvp through the layer (the recurrence's tangent op) equals central differences; a
     second derivative on the tape (create_graph) equals PyTorch's."""
-    jm, tm = _pair("LSTM", input_size=I, hidden_size=H)
+    jm, tm = _pair(name, input_size=I, hidden_size=H, **kw)
     rng = np.random.default_rng(3)
     x0, t0 = rng.standard_normal((T, B, I)), rng.standard_normal((T, B, I))
 
     def f(m, x):
-        out, (h, c) = m(x)
-        return out.sum() + (c * c).sum()
+        out = m(x)
+        s = _last_state(out)
+        return out[0].sum() + (s * s).sum()
 
     _, tangent = flow.func.jvp(lambda x: f(jm, x), (flow.tensor(x0),), (flow.tensor(t0),))
     eps = 1e-6
@@ -147,6 +179,23 @@ def test_lstm_forward_mode_and_second_derivative():
     for k, p in tm.named_parameters():
         np.testing.assert_allclose(dict(jm.named_parameters())[k].grad.numpy(),
                                    p.grad.numpy(), rtol=RTOL, atol=ATOL, err_msg=k)
+
+
+def test_hessian_through_jax():
+    """jax.hessian (flow.func.hessian: forward mode over reverse mode, through the gradient
+    op's rule) equals PyTorch's Hessian (double backward); a short sequence (the gradient
+    op's rule is a step-by-step form)."""
+    jm, tm = _pair("GRU", input_size=I, hidden_size=H)
+    x0 = np.random.default_rng(8).standard_normal((3, 1, I))
+
+    def f(m, x):
+        out = m(x)
+        s = _last_state(out)
+        return (out[0] * out[0]).sum() + (s * s * s).sum()
+
+    got = flow.func.hessian(lambda x: f(jm, x))(flow.tensor(x0))
+    want = torch.autograd.functional.hessian(lambda x: f(tm, x), torch.tensor(x0))
+    np.testing.assert_allclose(got.numpy(), want.numpy(), rtol=RTOL, atol=ATOL)
 
 
 def test_gru_bidirectional():
@@ -191,29 +240,34 @@ def test_cells(name, kw):
 
 # -- flow.jit ---------------------------------------------------------------------------------
 
-def test_lstm_under_jit_equals_eager():
-    jm, _ = _pair("LSTM", input_size=I, hidden_size=H, num_layers=2)
+@pytest.mark.parametrize("name", ["LSTM", "GRU", "RNN"])
+def test_training_step_under_jit_equals_eager(name):
+    """A training step (forward, backward, SGD update) under flow.jit: one scan op per layer
+    in the compiled program; loss, output, gradients and updated weights as eager."""
+    models = [_pair(name, input_size=I, hidden_size=H, num_layers=2)[0] for _ in range(2)]
+    opts = [flow.optim.SGD(m.parameters(), lr=0.1) for m in models]
     x = flow.tensor(np.random.default_rng(2).standard_normal((T, B, I)))
 
-    @flow.jit
-    def step(x):
-        out, (h, c) = jm(x)
-        loss = (out * out).sum() + (c * c).sum()
+    def step(m, opt, x):
+        opt.zero_grad()
+        out = m(x)
+        s = _last_state(out)
+        loss = (out[0] * out[0]).sum() + (s * s).sum()
         loss.backward()
-        return out, h, loss
+        grads = [p.grad.detach().clone() for p in m.parameters()]
+        opt.step()
+        return out[0], loss, grads
 
-    co, ch, cl = step(x)
-    cgrads = {k: p.grad.numpy().copy() for k, p in jm.named_parameters()}
-    for p in jm.parameters():
-        p.grad = None
-    out, (h, c) = jm(x)
-    loss = (out * out).sum() + (c * c).sum()
-    loss.backward()
-    np.testing.assert_allclose(co.numpy(), out.detach().numpy(), rtol=RTOL, atol=ATOL)
-    np.testing.assert_allclose(ch.numpy(), h.detach().numpy(), rtol=RTOL, atol=ATOL)
-    np.testing.assert_allclose(float(cl), float(loss), rtol=RTOL)
-    for k, p in jm.named_parameters():
-        np.testing.assert_allclose(cgrads[k], p.grad.numpy(), rtol=RTOL, atol=ATOL, err_msg=k)
+    co, cl, cg = flow.jit(lambda x: step(models[0], opts[0], x))(x)
+    eo, el, eg = step(models[1], opts[1], x)
+    np.testing.assert_allclose(co.numpy(), eo.detach().numpy(), rtol=RTOL, atol=ATOL)
+    np.testing.assert_allclose(float(cl), float(el), rtol=RTOL)
+    names = [k for k, _ in models[0].named_parameters()]
+    for k, a, b in zip(names, cg, eg):
+        np.testing.assert_allclose(a.numpy(), b.numpy(), rtol=RTOL, atol=ATOL, err_msg=k)
+    for (k, a), b in zip(models[0].named_parameters(), models[1].parameters()):
+        np.testing.assert_allclose(a.detach().numpy(), b.detach().numpy(), rtol=RTOL,
+                                   atol=ATOL, err_msg=k)
 
 
 # -- errors -----------------------------------------------------------------------------------
@@ -228,6 +282,21 @@ def test_errors():
         m(flow.zeros(T, B, I), flow.zeros(2, B, H))
     with pytest.raises(RuntimeError, match="input_size"):
         m(flow.zeros(T, B, I + 1))
+
+
+@pytest.mark.parametrize("op,gates,attrs", [("gru_layer", 3, {}),
+                                            ("rnn_layer", 1, {"nonlinearity": "relu"})])
+def test_recurrence_op_names_a_wrong_argument(op, gates, attrs):
+    """The recurrence op checks its operands: a wrong-shaped h0 is a ValueError naming the op
+    and the argument."""
+    apply = flow.ops.get(op).apply
+    gi, w, b = (flow.zeros(*s, dtype=flow.float64)
+                for s in ((T, B, gates * H), (gates * H, H), (gates * H,)))
+    with pytest.raises(ValueError, match=rf"{op}: h0 must be float64\[{B}, {H}\]"):
+        apply(gi, flow.zeros(B, H + 1, dtype=flow.float64), w, b, **attrs)
+    with pytest.raises(ValueError, match=rf"{op}: w_hh must be"):
+        apply(gi, flow.zeros(B, H, dtype=flow.float64),
+              flow.zeros(gates * H, H + 1, dtype=flow.float64), b, **attrs)
 
 
 # -- binary cross-entropy ---------------------------------------------------------------------
@@ -264,7 +333,8 @@ def test_bce_errors():
 
 
 def test_register_tangent_needs_the_backward_rule():
-    """A tangent rule reads what the backward rule saves (lstm_layer's is the only one)."""
+    """A tangent rule reads what the backward rule saves (the recurrence ops' are the only
+    ones)."""
     with pytest.raises(ValueError, match="register the backward rule first"):
         flow.autograd.register_tangent("argmax")(lambda ctx, *t: None)
     with pytest.raises(ValueError, match="already has a tangent rule"):

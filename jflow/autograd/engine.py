@@ -177,6 +177,9 @@ def _run_direct(node: Node, grads: list[Any], create_graph: bool) -> list[Any]:
     full = []
     for g, aval in zip(grads, node.out_avals):
         if g is None and is_differentiable_dtype(aval.dtype):
+            if like is not None and is_meta_value(like._meta):  # meta gradients: meta zeros
+                full.append(_wrap_value(meta_value(aval.shape, aval.dtype)))
+                continue
             g = _wrap_value(jnp.zeros(aval.shape, aval.dtype))
             if like is not None and like._global is not None:  # zeros on the same placement
                 g = g.to_global(like._global[0], _broadcast_sbp(like._global[0]))

@@ -1,10 +1,11 @@
-"""The LSTM recurrence as one op per layer and direction: ``lstm_layer`` and its gradient.
+"""The recurrences of nn.LSTM, nn.GRU and nn.RNN as one op per layer and direction:
+``lstm_layer``, ``gru_layer``, ``rnn_layer``, each with its gradient and tangent ops.
 
 Why one op: written with per-step jflow ops, a 35-step 2-layer LSTM is ~560 eager op calls a
 step, and a compiled step unrolls every time step into XLA's program (the real-model LSTM's
 whole step took 15-20 s to compile on CPU, 650+ MiB). Here the recurrence is one
 ``lax.scan`` (the compile no longer grows with the sequence length) and its gradient a second
-scan, backwards in time, written by hand from the saved cell states and gate activations.
+scan, backwards in time, written by hand from the saved states and gate activations.
 
 ``lstm_layer(gi, h0, c0, w_hh, b_hh, reverse)``: ``gi`` is the input projection of every step
 (``x W_ih^T + b_ih``, time-major ``(T, N, 4H)``, one matmul outside), gates in PyTorch's order
@@ -13,11 +14,22 @@ gradient reads: every step's cell state ``c (T, N, H)`` and activated gates
 ``gates (T, N, 4H)``. ``reverse`` runs from the last step to the first (a bidirectional
 layer's backward direction); outputs stay in time order.
 
-Forward mode (``jax.jvp``, ``jacfwd``) has an op of its own, ``lstm_layer_jvp`` (JAX's jvp
-of the scan), registered as ``lstm_layer``'s tangent rule: transposing the backward rule
-would differentiate ``lstm_layer_grad`` in its output gradients, step by step. Second derivatives
-(``create_graph=True``, ``jax.hessian``) go through the same computations written step by
-step with jflow ops (jflow/autograd/rules/rnn.py): slow, but exact to any order.
+``gru_layer(gi, h0, w_hh, b_hh, reverse)``: ``gi`` ``(T, N, 3H)``, gates in PyTorch's order
+r, z, n, with ``b_hn`` inside the reset product (``n = tanh(i_n + r * (h W_hn^T + b_hn))``,
+``h' = (1 - z) * n + z * h``). Outputs ``y (T, N, H)``, ``h_n (N, H)``, and what the gradient
+reads: every step's activated gates ``gates (T, N, 3H)`` and the hidden projection's n part
+``ghn = h W_hn^T + b_hn`` ``(T, N, H)``.
+
+``rnn_layer(gi, h0, w_hh, b_hh, reverse, nonlinearity)``: ``gi`` ``(T, N, H)``,
+``h' = act(gi + h W_hh^T + b_hh)`` with act ``"tanh"`` or ``"relu"``. Outputs ``y (T, N, H)``
+and ``h_n (N, H)``: the gradient reads only ``y`` (tanh' = 1 - y², relu' = [y > 0], 0 at 0
+as PyTorch's).
+
+Forward mode (``jax.jvp``, ``jacfwd``) has an op of its own per recurrence, ``*_layer_jvp``
+(JAX's jvp of the scan), registered as the layer op's tangent rule: transposing the backward
+rule would differentiate ``*_layer_grad`` in its output gradients, step by step. Second
+derivatives (``create_graph=True``, ``jax.hessian``) go through the same computations written
+step by step with jflow ops (jflow/autograd/rules/rnn.py): slow, but exact to any order.
 """
 
 from __future__ import annotations
@@ -38,20 +50,44 @@ from .registry import Attr
 _OP = "lstm_layer"
 
 
-def _check(gi: Any, h0: Any, c0: Any, w_hh: Any, b_hh: Any, op: str = _OP) -> tuple[int, ...]:
-    """(T, N, H) from the operands, or a ValueError naming the op and the argument."""
+def _check_layer(op: str, gates: int, gi: Any, states: tuple[tuple[str, Any], ...], w_hh: Any,
+                 b_hh: Any) -> tuple[int, ...]:
+    """(T, N, H) of a recurrence of ``gates`` gates from its operands (``states``: the
+    initial states' (name, value)), or a ValueError naming the op and the argument."""
     check_dtype(gi, FLOAT, "gi")
-    if len(gi.shape) != 3 or gi.shape[2] % 4:
-        raise ValueError(f"{op}: gi must be (T, N, 4*H), got shape {tuple(gi.shape)}")
-    t, n, h4 = gi.shape
-    h = h4 // 4
-    for name, x, shape in (("h0", h0, (n, h)), ("c0", c0, (n, h)), ("w_hh", w_hh, (h4, h)),
-                           ("b_hh", b_hh, (h4,))):
+    if len(gi.shape) != 3 or gi.shape[2] % gates:
+        raise ValueError(f"{op}: gi must be (T, N, {f'{gates}*' if gates > 1 else ''}H), got "
+                         f"shape {tuple(gi.shape)}")
+    t, n, hg = gi.shape
+    h = hg // gates
+    for name, x, shape in (*[(s, x, (n, h)) for s, x in states], ("w_hh", w_hh, (hg, h)),
+                           ("b_hh", b_hh, (hg,))):
         if tuple(x.shape) != shape or x.dtype != gi.dtype:
             raise ValueError(f"{op}: {name} must be {jnp.dtype(gi.dtype).name}{list(shape)} "
                              f"(gi is {jnp.dtype(gi.dtype).name}{list(gi.shape)}), got "
                              f"{jnp.dtype(x.dtype).name}{list(x.shape)}")
     return t, n, h
+
+
+def _check_like(op: str, gi: Any, named: tuple[tuple[str, Any, tuple[int, ...]], ...]) -> None:
+    """Each (name, value, shape) has that shape and gi's dtype, or a ValueError naming it."""
+    for name, x, shape in named:
+        if tuple(x.shape) != shape or x.dtype != gi.dtype:
+            raise ValueError(f"{op}: {name} must be {jnp.dtype(gi.dtype).name}{list(shape)}, "
+                             f"got {jnp.dtype(x.dtype).name}{list(x.shape)}")
+
+
+def _check_tangents(op: str, pairs: tuple[tuple[str, Any, Any], ...]) -> None:
+    """Each (name, tangent, primal): the tangent has its primal's shape and dtype."""
+    for name, x, p in pairs:
+        if tuple(x.shape) != tuple(p.shape) or x.dtype != p.dtype:
+            raise ValueError(f"{op}: {name} must be {jnp.dtype(p.dtype).name}{list(p.shape)} "
+                             f"(its primal's), got {jnp.dtype(x.dtype).name}{list(x.shape)}")
+
+
+def _check(gi: Any, h0: Any, c0: Any, w_hh: Any, b_hh: Any, op: str = _OP) -> tuple[int, ...]:
+    """(T, N, H) from the operands, or a ValueError naming the op and the argument."""
+    return _check_layer(op, 4, gi, (("h0", h0), ("c0", c0)), w_hh, b_hh)
 
 
 def _infer(gi: Any, h0: Any, c0: Any, w_hh: Any, b_hh: Any, reverse: bool) -> Any:
@@ -99,13 +135,10 @@ def _grad_infer(gi: Any, h0: Any, c0: Any, w_hh: Any, b_hh: Any, y: Any, c: Any,
                 dy: Any, dh_n: Any, dc_n: Any, dc: Any, dgates: Any, reverse: bool) -> Any:
     op = "lstm_layer_grad"
     t, n, h = _check(gi, h0, c0, w_hh, b_hh, op)
-    for name, x, shape in (("y", y, (t, n, h)), ("c", c, (t, n, h)),
-                           ("gates", gates, (t, n, 4 * h)), ("dy", dy, (t, n, h)),
-                           ("dh_n", dh_n, (n, h)), ("dc_n", dc_n, (n, h)),
-                           ("dc", dc, (t, n, h)), ("dgates", dgates, (t, n, 4 * h))):
-        if tuple(x.shape) != shape or x.dtype != gi.dtype:
-            raise ValueError(f"{op}: {name} must be {jnp.dtype(gi.dtype).name}{list(shape)}, "
-                             f"got {jnp.dtype(x.dtype).name}{list(x.shape)}")
+    _check_like(op, gi, (("y", y, (t, n, h)), ("c", c, (t, n, h)),
+                         ("gates", gates, (t, n, 4 * h)), ("dy", dy, (t, n, h)),
+                         ("dh_n", dh_n, (n, h)), ("dc_n", dc_n, (n, h)),
+                         ("dc", dc, (t, n, h)), ("dgates", dgates, (t, n, 4 * h))))
     d = gi.dtype
     return (desc(gi.shape, d), desc((n, h), d), desc((n, h), d), desc(w_hh.shape, d),
             desc(b_hh.shape, d))
@@ -170,11 +203,8 @@ def _jvp_infer(gi: Any, h0: Any, c0: Any, w_hh: Any, b_hh: Any, t_gi: Any, t_h0:
                t_c0: Any, t_w_hh: Any, t_b_hh: Any, reverse: bool) -> Any:
     op = "lstm_layer_jvp"
     _check(gi, h0, c0, w_hh, b_hh, op)
-    for name, x, p in (("t_gi", t_gi, gi), ("t_h0", t_h0, h0), ("t_c0", t_c0, c0),
-                       ("t_w_hh", t_w_hh, w_hh), ("t_b_hh", t_b_hh, b_hh)):
-        if tuple(x.shape) != tuple(p.shape) or x.dtype != p.dtype:
-            raise ValueError(f"{op}: {name} must be {jnp.dtype(p.dtype).name}{list(p.shape)} "
-                             f"(its primal's), got {jnp.dtype(x.dtype).name}{list(x.shape)}")
+    _check_tangents(op, (("t_gi", t_gi, gi), ("t_h0", t_h0, h0), ("t_c0", t_c0, c0),
+                         ("t_w_hh", t_w_hh, w_hh), ("t_b_hh", t_b_hh, b_hh)))
     return _infer(gi, h0, c0, w_hh, b_hh, reverse)
 
 
@@ -195,3 +225,267 @@ define_op("lstm_layer_jvp",
           doc="lstm_layer's outputs' tangents along the inputs' tangents t_* (forward mode: "
               "jax.jvp, jacfwd through nn.LSTM)")
 register_kernel("lstm_layer_jvp", _lstm_jvp, name="lstm_layer_jvp_xla")
+
+
+# -- GRU ---------------------------------------------------------------------------------------
+
+_GRU = "gru_layer"
+
+
+def _gru_check(gi: Any, h0: Any, w_hh: Any, b_hh: Any, op: str = _GRU) -> tuple[int, ...]:
+    """(T, N, H) from the operands, or a ValueError naming the op and the argument."""
+    return _check_layer(op, 3, gi, (("h0", h0),), w_hh, b_hh)
+
+
+def _gru_infer(gi: Any, h0: Any, w_hh: Any, b_hh: Any, reverse: bool) -> Any:
+    t, n, h = _gru_check(gi, h0, w_hh, b_hh)
+    d = gi.dtype
+    return desc((t, n, h), d), desc((n, h), d), desc((t, n, 3 * h), d), desc((t, n, h), d)
+
+
+def _gru(gi: Any, h0: Any, w_hh: Any, b_hh: Any, reverse: bool) -> Any:
+    h = h0.shape[-1]
+    wt = w_hh.T
+
+    def step(hp: Any, g: Any) -> Any:
+        gh = jnp.matmul(hp, wt, precision=float32_products()) + b_hh
+        r = jax.nn.sigmoid(g[:, :h] + gh[:, :h])
+        z = jax.nn.sigmoid(g[:, h:2 * h] + gh[:, h:2 * h])
+        ghn = gh[:, 2 * h:]
+        n = jnp.tanh(g[:, 2 * h:] + r * ghn)
+        hn = n + z * (hp - n)          # = (1 - z) * n + z * h, as PyTorch computes it
+        return hn, (hn, jnp.concatenate([r, z, n], -1), ghn)
+
+    h_n, (y, gates, ghn) = lax.scan(step, h0, gi, reverse=reverse)
+    return y, h_n, gates, ghn
+
+
+def _gru_sbp(in_shapes: Any, n_out: int = 4, **_: Any) -> list[Signature]:
+    """Split the batch: axis 1 of the time-major tensors, axis 0 of the state; the weights
+    broadcast."""
+    return [Signature((S(1), S(0), B, B), (S(1), S(0), S(1), S(1)))]
+
+
+define_op(_GRU, inputs=["gi", "h0", "w_hh", "b_hh"], outputs=["y", "h_n", "gates", "ghn"],
+          attrs=[Attr("reverse", "bool", False)], infer=_gru_infer, sbp=_gru_sbp,
+          doc="a GRU layer's recurrence over time-major input projections gi (gates r, z, n; "
+              "b_hn inside the reset product): every step's hidden state, the final hidden "
+              "state, and every step's activated gates and hidden projection's n part "
+              "h W_hn^T + b_hn (what the gradient reads)")
+register_kernel(_GRU, _gru, name="gru_layer_xla")
+
+
+def _gru_grad_infer(gi: Any, h0: Any, w_hh: Any, b_hh: Any, y: Any, gates: Any, ghn: Any,
+                    dy: Any, dh_n: Any, dgates: Any, dghn: Any, reverse: bool) -> Any:
+    op = "gru_layer_grad"
+    t, n, h = _gru_check(gi, h0, w_hh, b_hh, op)
+    _check_like(op, gi, (("y", y, (t, n, h)), ("gates", gates, (t, n, 3 * h)),
+                         ("ghn", ghn, (t, n, h)), ("dy", dy, (t, n, h)), ("dh_n", dh_n, (n, h)),
+                         ("dgates", dgates, (t, n, 3 * h)), ("dghn", dghn, (t, n, h))))
+    d = gi.dtype
+    return desc(gi.shape, d), desc((n, h), d), desc(w_hh.shape, d), desc(b_hh.shape, d)
+
+
+def _gru_grad(gi: Any, h0: Any, w_hh: Any, b_hh: Any, y: Any, gates: Any, ghn: Any, dy: Any,
+              dh_n: Any, dgates: Any, dghn: Any, reverse: bool) -> Any:
+    """Backpropagation through time. In processing order (time flipped for ``reverse``), step
+    t read h[t-1] (h0 first); the gradient of its gate pre-activations gives the input
+    projections' (``dgi``) and, with the n part taken before the reset product, the hidden
+    projection's (``dgh``): that gives the previous state's (carried backwards) and, summed
+    over steps in one matmul, the weights'."""
+    h = h0.shape[-1]
+    if gi.shape[0] == 0:  # no step: the final state is the initial one
+        return jnp.zeros_like(gi), dh_n, jnp.zeros_like(w_hh), jnp.zeros_like(b_hh)
+    flip = (lambda v: v[::-1]) if reverse else (lambda v: v)
+    y, gates, ghn, dy, dgates, dghn = map(flip, (y, gates, ghn, dy, dgates, dghn))
+    h_prev = jnp.concatenate([h0[None], y[:-1]], 0)
+
+    def step(dh_next: Any, xs: Any) -> Any:
+        dy_t, dg_t, dghn_t, g_t, ghn_t, hp_t = xs
+        r, z, n = g_t[:, :h], g_t[:, h:2 * h], g_t[:, 2 * h:]
+        dh = dy_t + dh_next
+        dan = (dh * (1 - z) + dg_t[:, 2 * h:]) * (1 - n * n)
+        dar = (dan * ghn_t + dg_t[:, :h]) * r * (1 - r)
+        daz = (dh * (hp_t - n) + dg_t[:, h:2 * h]) * z * (1 - z)
+        dgh = jnp.concatenate([dar, daz, dan * r + dghn_t], -1)
+        dgi = jnp.concatenate([dar, daz, dan], -1)
+        return dh * z + jnp.matmul(dgh, w_hh, precision=float32_products()), (dgi, dgh)
+
+    dh0, (dgi, dgh) = lax.scan(step, dh_n, (dy, dgates, dghn, gates, ghn, h_prev),
+                               reverse=True)
+    dw = jnp.einsum("tng,tnh->gh", dgh, h_prev, precision=float32_products())
+    db = jnp.sum(dgh, axis=(0, 1))
+    return flip(dgi), dh0, dw, db
+
+
+def _gru_grad_sbp(in_shapes: Any, n_out: int = 4, **_: Any) -> list[Signature]:
+    """As the forward: the batch split; the weights' gradients are partial sums over it."""
+    t3, st = S(1), S(0)
+    return [Signature((t3, st, B, B, t3, t3, t3, t3, st, t3, t3), (t3, st, P, P))]
+
+
+define_op("gru_layer_grad",
+          inputs=["gi", "h0", "w_hh", "b_hh", "y", "gates", "ghn", "dy", "dh_n", "dgates",
+                  "dghn"],
+          outputs=["dgi", "dh0", "dw_hh", "db_hh"], attrs=[Attr("reverse", "bool", False)],
+          infer=_gru_grad_infer, sbp=_gru_grad_sbp,
+          doc="the gradient of gru_layer (all four outputs) with respect to gi, h0, w_hh and "
+              "b_hh: backpropagation through time from the saved gates and hidden projections")
+register_kernel("gru_layer_grad", _gru_grad, name="gru_layer_grad_xla")
+
+
+def _gru_jvp_infer(gi: Any, h0: Any, w_hh: Any, b_hh: Any, t_gi: Any, t_h0: Any, t_w_hh: Any,
+                   t_b_hh: Any, reverse: bool) -> Any:
+    op = "gru_layer_jvp"
+    _gru_check(gi, h0, w_hh, b_hh, op)
+    _check_tangents(op, (("t_gi", t_gi, gi), ("t_h0", t_h0, h0), ("t_w_hh", t_w_hh, w_hh),
+                         ("t_b_hh", t_b_hh, b_hh)))
+    return _gru_infer(gi, h0, w_hh, b_hh, reverse)
+
+
+def _gru_jvp(gi: Any, h0: Any, w_hh: Any, b_hh: Any, t_gi: Any, t_h0: Any, t_w_hh: Any,
+             t_b_hh: Any, reverse: bool) -> Any:
+    """JAX's forward mode through the scan: the four outputs' tangents."""
+    return jax.jvp(lambda *p: _gru(*p, reverse), (gi, h0, w_hh, b_hh),
+                   (t_gi, t_h0, t_w_hh, t_b_hh))[1]
+
+
+define_op("gru_layer_jvp",
+          inputs=["gi", "h0", "w_hh", "b_hh", "t_gi", "t_h0", "t_w_hh", "t_b_hh"],
+          outputs=["t_y", "t_h_n", "t_gates", "t_ghn"],
+          attrs=[Attr("reverse", "bool", False)], infer=_gru_jvp_infer,
+          sbp=lambda in_shapes, n_out=4, **_: [Signature(
+              (S(1), S(0), B, B, S(1), S(0), B, B), (S(1), S(0), S(1), S(1)))],
+          doc="gru_layer's outputs' tangents along the inputs' tangents t_* (forward mode: "
+              "jax.jvp, jacfwd through nn.GRU)")
+register_kernel("gru_layer_jvp", _gru_jvp, name="gru_layer_jvp_xla")
+
+
+# -- Elman RNN (tanh / relu) -------------------------------------------------------------------
+
+_RNN = "rnn_layer"
+
+
+def _rnn_check(gi: Any, h0: Any, w_hh: Any, b_hh: Any, op: str = _RNN) -> tuple[int, ...]:
+    """(T, N, H) from the operands, or a ValueError naming the op and the argument."""
+    return _check_layer(op, 1, gi, (("h0", h0),), w_hh, b_hh)
+
+
+def _nonlinearity_check(op: str) -> Any:
+    def check(reverse: bool, nonlinearity: str) -> None:
+        if nonlinearity not in ("tanh", "relu"):
+            raise ValueError(f"{op}: nonlinearity must be 'tanh' or 'relu', got "
+                             f"{nonlinearity!r}")
+    return check
+
+
+def _rnn_infer(gi: Any, h0: Any, w_hh: Any, b_hh: Any, reverse: bool, nonlinearity: str) -> Any:
+    t, n, h = _rnn_check(gi, h0, w_hh, b_hh)
+    return desc((t, n, h), gi.dtype), desc((n, h), gi.dtype)
+
+
+def _rnn(gi: Any, h0: Any, w_hh: Any, b_hh: Any, reverse: bool, nonlinearity: str) -> Any:
+    # jax.nn.relu: its derivative at 0 is 0 (PyTorch's), which the tangent op inherits
+    act = jax.nn.relu if nonlinearity == "relu" else jnp.tanh
+    wt = w_hh.T
+
+    def step(hp: Any, g: Any) -> Any:
+        hn = act(g + (jnp.matmul(hp, wt, precision=float32_products()) + b_hh))
+        return hn, hn
+
+    h_n, y = lax.scan(step, h0, gi, reverse=reverse)
+    return y, h_n
+
+
+def _rnn_sbp(in_shapes: Any, n_out: int = 2, **_: Any) -> list[Signature]:
+    """Split the batch: axis 1 of the time-major tensors, axis 0 of the state; the weights
+    broadcast."""
+    return [Signature((S(1), S(0), B, B), (S(1), S(0)))]
+
+
+_NONLINEARITY = Attr("nonlinearity", "string", "tanh")
+
+define_op(_RNN, inputs=["gi", "h0", "w_hh", "b_hh"], outputs=["y", "h_n"],
+          attrs=[Attr("reverse", "bool", False), _NONLINEARITY], infer=_rnn_infer,
+          check=_nonlinearity_check(_RNN), sbp=_rnn_sbp,
+          doc="an Elman RNN layer's recurrence over time-major input projections gi, "
+              "h' = act(gi + h W_hh^T + b_hh) with act tanh or relu: every step's hidden "
+              "state (all the gradient reads) and the final one")
+register_kernel(_RNN, _rnn, name="rnn_layer_xla")
+
+
+def _rnn_grad_infer(gi: Any, h0: Any, w_hh: Any, b_hh: Any, y: Any, dy: Any, dh_n: Any,
+                    reverse: bool, nonlinearity: str) -> Any:
+    op = "rnn_layer_grad"
+    t, n, h = _rnn_check(gi, h0, w_hh, b_hh, op)
+    _check_like(op, gi, (("y", y, (t, n, h)), ("dy", dy, (t, n, h)), ("dh_n", dh_n, (n, h))))
+    d = gi.dtype
+    return desc(gi.shape, d), desc((n, h), d), desc(w_hh.shape, d), desc(b_hh.shape, d)
+
+
+def _rnn_grad(gi: Any, h0: Any, w_hh: Any, b_hh: Any, y: Any, dy: Any, dh_n: Any,
+              reverse: bool, nonlinearity: str) -> Any:
+    """Backpropagation through time. In processing order (time flipped for ``reverse``), step
+    t read h[t-1] (h0 first); its pre-activation's gradient ``da`` (the activation's
+    derivative read from the step's output) is the input projection's, gives the previous
+    state's (carried backwards) and, summed over steps in one matmul, the weights'."""
+    if gi.shape[0] == 0:  # no step: the final state is the initial one
+        return jnp.zeros_like(gi), dh_n, jnp.zeros_like(w_hh), jnp.zeros_like(b_hh)
+    flip = (lambda v: v[::-1]) if reverse else (lambda v: v)
+    y, dy = flip(y), flip(dy)
+    h_prev = jnp.concatenate([h0[None], y[:-1]], 0)
+    relu = nonlinearity == "relu"
+
+    def step(dh_next: Any, xs: Any) -> Any:
+        dy_t, y_t = xs
+        g = dy_t + dh_next
+        # relu' = [y > 0] (0 at 0, PyTorch's), tanh' = 1 - y²
+        da = jnp.where(y_t > 0, g, jnp.zeros((), g.dtype)) if relu else g * (1 - y_t * y_t)
+        return jnp.matmul(da, w_hh, precision=float32_products()), da
+
+    dh0, da = lax.scan(step, dh_n, (dy, y), reverse=True)
+    dw = jnp.einsum("tng,tnh->gh", da, h_prev, precision=float32_products())
+    db = jnp.sum(da, axis=(0, 1))
+    return flip(da), dh0, dw, db
+
+
+def _rnn_grad_sbp(in_shapes: Any, n_out: int = 4, **_: Any) -> list[Signature]:
+    """As the forward: the batch split; the weights' gradients are partial sums over it."""
+    t3, st = S(1), S(0)
+    return [Signature((t3, st, B, B, t3, t3, st), (t3, st, P, P))]
+
+
+define_op("rnn_layer_grad", inputs=["gi", "h0", "w_hh", "b_hh", "y", "dy", "dh_n"],
+          outputs=["dgi", "dh0", "dw_hh", "db_hh"],
+          attrs=[Attr("reverse", "bool", False), _NONLINEARITY], infer=_rnn_grad_infer,
+          check=_nonlinearity_check("rnn_layer_grad"), sbp=_rnn_grad_sbp,
+          doc="the gradient of rnn_layer (both outputs) with respect to gi, h0, w_hh and "
+              "b_hh: backpropagation through time from the saved hidden states")
+register_kernel("rnn_layer_grad", _rnn_grad, name="rnn_layer_grad_xla")
+
+
+def _rnn_jvp_infer(gi: Any, h0: Any, w_hh: Any, b_hh: Any, t_gi: Any, t_h0: Any, t_w_hh: Any,
+                   t_b_hh: Any, reverse: bool, nonlinearity: str) -> Any:
+    op = "rnn_layer_jvp"
+    _rnn_check(gi, h0, w_hh, b_hh, op)
+    _check_tangents(op, (("t_gi", t_gi, gi), ("t_h0", t_h0, h0), ("t_w_hh", t_w_hh, w_hh),
+                         ("t_b_hh", t_b_hh, b_hh)))
+    return _rnn_infer(gi, h0, w_hh, b_hh, reverse, nonlinearity)
+
+
+def _rnn_jvp(gi: Any, h0: Any, w_hh: Any, b_hh: Any, t_gi: Any, t_h0: Any, t_w_hh: Any,
+             t_b_hh: Any, reverse: bool, nonlinearity: str) -> Any:
+    """JAX's forward mode through the scan: both outputs' tangents."""
+    return jax.jvp(lambda *p: _rnn(*p, reverse, nonlinearity), (gi, h0, w_hh, b_hh),
+                   (t_gi, t_h0, t_w_hh, t_b_hh))[1]
+
+
+define_op("rnn_layer_jvp",
+          inputs=["gi", "h0", "w_hh", "b_hh", "t_gi", "t_h0", "t_w_hh", "t_b_hh"],
+          outputs=["t_y", "t_h_n"], attrs=[Attr("reverse", "bool", False), _NONLINEARITY],
+          infer=_rnn_jvp_infer, check=_nonlinearity_check("rnn_layer_jvp"),
+          sbp=lambda in_shapes, n_out=2, **_: [Signature(
+              (S(1), S(0), B, B, S(1), S(0), B, B), (S(1), S(0)))],
+          doc="rnn_layer's outputs' tangents along the inputs' tangents t_* (forward mode: "
+              "jax.jvp, jacfwd through nn.RNN)")
+register_kernel("rnn_layer_jvp", _rnn_jvp, name="rnn_layer_jvp_xla")

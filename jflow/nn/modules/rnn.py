@@ -4,25 +4,25 @@
 Parameter names, shapes, gate order (LSTM ``i, f, g, o``; GRU ``r, z, n``) and initialisation
 (every parameter ~ U(±1/√hidden_size)) follow PyTorch, so a PyTorch ``state_dict`` loads as is.
 
-The input projection of a whole layer is one matmul. An LSTM layer's recurrence is then one
-op, ``lstm_layer`` (jflow/ops/rnn.py: a ``lax.scan``, its gradient a hand-written scan
-backwards in time), so eagerly it is one call per layer and direction and a compiled step's
-program does not grow with the sequence length. RNN and GRU layers loop over the time steps
-in Python with jflow ops (each step one ``linear`` on the hidden state plus the gate
-arithmetic): eagerly every step records on the autograd tape; under ``flow.jit`` /
-``jax.jit`` the loop is unrolled into the trace (sequence length is static). No cuDNN kernel
-is used, so there is nothing to ``flatten_parameters`` (a no-op, kept for code that calls
-it). Second derivatives through an LSTM (``create_graph=True``) take a slower step-by-step
-form of the same recurrence.
+The input projection of a whole layer is one matmul. The recurrence is then one op per layer
+and direction, ``lstm_layer``, ``gru_layer`` or ``rnn_layer`` (jflow/ops/rnn.py: a
+``lax.scan``, its gradient a hand-written scan backwards in time), so eagerly it is one call per
+layer and direction, and a compiled step's (``flow.jit`` / ``nn.Graph``) program does not grow
+with the sequence length. No cuDNN kernel is used, so there is nothing to
+``flatten_parameters`` (a no-op, kept for code that calls it). Second derivatives
+(``create_graph=True``) take a slower step-by-step form of the same recurrences.
 
 A :class:`~jflow.nn.utils.rnn.PackedSequence` input runs as its padded batch (sorted by
 length): each sequence's final states are read at its own last step, and its backward
 direction runs it flipped within its length (one ``index_select`` each way), so every layer
-kind and the LSTM op serve packed batches unchanged; the steps past a sequence's end compute on
-padding that nothing reads (as PyTorch's CPU kernel does not; the result is the same).
+kind and its recurrence op serve packed batches unchanged; the steps past a sequence's end
+compute on padding that nothing reads (as PyTorch's CPU kernel does not; the result is the
+same).
 
-An LSTM with projections (``proj_size > 0``) loops over the steps in Python as RNN and GRU
-layers do.
+An LSTM with projections (``proj_size > 0``) loops over the time steps in Python with jflow
+ops (each step one ``linear`` on the hidden state, the gate arithmetic and the projection): the
+``lstm_layer`` op has no projection. The cells (``RNNCell``, ``LSTMCell``, ``GRUCell``) run
+one step with jflow ops (``_rnn_step``, ``_lstm_step``, ``_gru_step``).
 """
 
 from __future__ import annotations
@@ -54,9 +54,11 @@ from .module import Module
 __all__ = ["RNNBase", "RNN", "LSTM", "GRU", "RNNCellBase", "RNNCell", "LSTMCell", "GRUCell"]
 
 _GATES = {"RNN_TANH": 1, "RNN_RELU": 1, "LSTM": 4, "GRU": 3}
-#: an LSTM layer's recurrence, one op per layer and direction (forward, gradient and tangent
+#: each layer kind's recurrence, one op per layer and direction (forward, gradient and tangent
 #: each a lax.scan: jflow/ops/rnn.py)
 _LSTM_LAYER = _get_op("lstm_layer").apply
+_GRU_LAYER = _get_op("gru_layer").apply
+_RNN_LAYER = _get_op("rnn_layer").apply
 
 
 # -- one time step of each cell kind (shared by the layers and the cells) ----------------------
@@ -234,23 +236,19 @@ class RNNBase(Module):
                 hs_[t], cs[t] = state
             y = _C.stack(hs_, 0)
             return y, [y, _C.stack(cs, 0)], state
-        if self.mode == "LSTM":  # the whole recurrence: one op (jflow/ops/rnn.py)
-            b = b_hh if b_hh is not None else zeros(
-                w_hh.shape[0], dtype=w_hh.dtype, device=w_hh.device)
-            y, h_n, c_n, c, _ = _LSTM_LAYER(F.linear(x, w_ih, b_ih), state[0], state[1], w_hh,
-                                            b, reverse=reverse)
+        # the whole recurrence: one op (jflow/ops/rnn.py); the input projection one matmul
+        gi = F.linear(x, w_ih, b_ih)
+        b = b_hh if b_hh is not None else zeros(w_hh.shape[0], dtype=w_hh.dtype,
+                                                device=w_hh.device)
+        if self.mode == "LSTM":
+            y, h_n, c_n, c, _ = _LSTM_LAYER(gi, state[0], state[1], w_hh, b, reverse=reverse)
             return y, [y, c], [h_n, c_n]
-        steps = x.shape[0]
-        gi = _C.unbind(F.linear(x, w_ih, b_ih), 0)   # one matmul for all steps
-        ys: list[Any] = [None] * steps
-        for t in (range(steps - 1, -1, -1) if reverse else range(steps)):
-            if self.mode == "GRU":
-                state = [_gru_step(gi[t], state[0], w_hh, b_hh)]
-            else:
-                state = [_rnn_step(gi[t], state[0], w_hh, b_hh, self.mode == "RNN_RELU")]
-            ys[t] = state[0]
-        y = _C.stack(ys, 0)
-        return y, [y], state
+        if self.mode == "GRU":
+            y, h_n, _, _ = _GRU_LAYER(gi, state[0], w_hh, b, reverse=reverse)
+        else:
+            y, h_n = _RNN_LAYER(gi, state[0], w_hh, b, reverse=reverse,
+                                nonlinearity="relu" if self.mode == "RNN_RELU" else "tanh")
+        return y, [y], [h_n]
 
     def _run(self, x: Tensor, hs: Any, lengths: np.ndarray | None = None
              ) -> tuple[Tensor, list[list[Tensor]]]:
