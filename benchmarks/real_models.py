@@ -18,7 +18,9 @@ same source runs on ``torch`` and on ``jflow``:
 - CIFAR ResNet-18 at 1/4 width: 3x3 stem, 2-2-2-2 BasicBlocks of 16-32-64-128 channels,
   BatchNorm (training mode), batch 32 of 3x32x32;
 - LSTM LM: pytorch/examples' word_language_model shape (2 layers, 35 steps, batch 20),
-  byte vocabulary 256, embedding 128, hidden 256, ``nn.LSTM(batch_first=True)``.
+  byte vocabulary 256, embedding 128, hidden 256, ``nn.LSTM(batch_first=True)``;
+- GRU LM: the same with ``nn.GRU`` (its recurrence, as the LSTM's, one op per layer:
+  jflow/ops/rnn.py).
 
 No dropout anywhere (the two libraries' random streams differ; the losses must agree).
 Every model's ``forward(x, y)`` returns the mean cross-entropy, and one training step is
@@ -122,6 +124,9 @@ MODELS: dict[str, tuple[str, dict[str, Any], dict[str, Any]]] = {
     "lstm": ("LSTM LM 2x256, T=35, batch 20",
              dict(vocab=256, emb=128, hidden=256, layers=2, bptt=35, batch=20),
              dict(vocab=32, emb=8, hidden=16, layers=1, bptt=4, batch=2)),
+    "gru": ("GRU LM 2x256, T=35, batch 20",
+            dict(vocab=256, emb=128, hidden=256, layers=2, bptt=35, batch=20),
+            dict(vocab=32, emb=8, hidden=16, layers=1, bptt=4, batch=2)),
 }
 
 TORCH_EAGER, TORCH_MT, TORCH_COMPILE = "torch eager", "torch eager mt", "torch.compile"
@@ -239,12 +244,14 @@ def build(torch: Any, kind: str, cfg: dict[str, Any]) -> Any:
 
         return WithLoss(ResNet())
 
-    if kind == "lstm":
+    if kind in ("lstm", "gru"):
+        cell = nn.LSTM if kind == "lstm" else nn.GRU
+
         class LSTMLM(nn.Module):
             def __init__(self):
                 super().__init__()
                 self.emb = nn.Embedding(cfg["vocab"], cfg["emb"])
-                self.rnn = nn.LSTM(cfg["emb"], cfg["hidden"], cfg["layers"], batch_first=True)
+                self.rnn = cell(cfg["emb"], cfg["hidden"], cfg["layers"], batch_first=True)
                 self.head = nn.Linear(cfg["hidden"], cfg["vocab"])
 
             def forward(self, idx):
