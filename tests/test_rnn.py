@@ -54,27 +54,58 @@ def _flat(out):
     return [out]
 
 
-def _check(jm, tm, j_args, t_args):
+def _check(jm, tm, j_args, t_args, rtol=RTOL, atol=ATOL):
     """Forward and backward of sum(out_k^2) in both; compares outputs and every gradient."""
     jo, to = _flat(jm(*j_args)), _flat(tm(*t_args))
     assert len(jo) == len(to)
     for a, b in zip(jo, to):
         assert tuple(a.shape) == tuple(b.shape)
-        np.testing.assert_allclose(a.detach().numpy(), b.detach().numpy(), rtol=RTOL, atol=ATOL)
+        np.testing.assert_allclose(a.detach().numpy(), b.detach().numpy(), rtol=rtol, atol=atol)
     # d sum_k sum(out_k^2): backward from the outputs with 2 out_k as their gradients (one
     # compiled backward, no mul / sum / add programs per output shape)
     flow.autograd.backward(jo, [flow.tensor(2 * o.detach().numpy()) for o in jo])
     torch.autograd.backward(to, [2 * o.detach() for o in to])
     for a, b in zip(_flat(j_args), _flat(t_args)):
-        np.testing.assert_allclose(a.grad.numpy(), b.grad.numpy(), rtol=RTOL, atol=ATOL)
+        np.testing.assert_allclose(a.grad.numpy(), b.grad.numpy(), rtol=rtol, atol=atol)
     jp, tp = dict(jm.named_parameters()), dict(tm.named_parameters())
     assert set(jp) == set(tp)
     for k in tp:
-        np.testing.assert_allclose(jp[k].grad.numpy(), tp[k].grad.numpy(), rtol=RTOL,
-                                   atol=ATOL, err_msg=k)
+        np.testing.assert_allclose(jp[k].grad.numpy(), tp[k].grad.numpy(), rtol=rtol,
+                                   atol=atol, err_msg=k)
 
 
 # -- layers -----------------------------------------------------------------------------------
+
+class _Autocast:
+    """A layer called inside an autocast block (bfloat16) of its library."""
+
+    def __init__(self, lib, module):
+        self.lib, self.module = lib, module
+
+    def __call__(self, *args):
+        with self.lib.autocast("cpu", dtype=self.lib.bfloat16):
+            return self.module(*args)
+
+    def named_parameters(self):
+        return self.module.named_parameters()
+
+
+@pytest.mark.parametrize("name", ["GRU", "RNN", "LSTM"])
+def test_layers_under_autocast_run_unlowered_in_their_input_dtype(name):
+    """Under autocast a recurrent layer runs in its input's dtype, its products not lowered:
+    float32 in, float32 out, the values PyTorch's layer gives without autocast (compared here).
+    PyTorch's own CPU layers differ by kernel under autocast: its GRU returns float32 from
+    bfloat16 products, its RNN bfloat16, its LSTM fails in oneDNN. Without this, the
+    recurrence ops, which take one dtype, refused the lowered input projection."""
+    torch.manual_seed(0)
+    tm = getattr(torch.nn, name)(input_size=I, hidden_size=H, batch_first=True)
+    jm = getattr(nn, name)(input_size=I, hidden_size=H, batch_first=True, device="meta")
+    _load(jm, tm)
+    x = np.random.default_rng(0).standard_normal((B, T, I)).astype(np.float32)
+    jx, tx = flow.tensor(x, requires_grad=True), torch.tensor(x, requires_grad=True)
+    assert _Autocast(flow, jm)(jx)[0].dtype == flow.float32
+    _check(_Autocast(flow, jm), tm, [jx], [tx], rtol=1e-5, atol=1e-6)
+
 
 def test_rnn_tanh_two_layers_bidirectional_batch_first():
     jm, tm = _pair("RNN", input_size=I, hidden_size=H, num_layers=2, batch_first=True,

@@ -19,6 +19,11 @@ kind and its recurrence op serve packed batches unchanged; the steps past a sequ
 compute on padding that nothing reads (as PyTorch's CPU kernel does not; the result is the
 same).
 
+Under autocast a layer runs unlowered in its input's dtype (float32 in, float32 out): the
+recurrence ops take one dtype for the input, states and weights. PyTorch's CPU layers differ
+by kernel there (its GRU returns float32 from bfloat16 products, its RNN bfloat16, its LSTM
+fails in oneDNN); jflow's values are PyTorch's without autocast (docs/porting.md).
+
 An LSTM with projections (``proj_size > 0``) loops over the time steps in Python with jflow
 ops (each step one ``linear`` on the hidden state, the gate arithmetic and the projection): the
 ``lstm_layer`` op has no projection. The cells (``RNNCell``, ``LSTMCell``, ``GRUCell``) run
@@ -35,6 +40,7 @@ from typing import Any
 import numpy as np
 
 from ... import _C
+from ...amp import autocast_mode as _autocast
 from ...creation import empty, zeros
 from ...ops import get as _get_op
 from ...tensor import Tensor
@@ -257,6 +263,9 @@ class RNNBase(Module):
         decreasing) ends sequence ``j`` after ``lengths[j]`` steps: its final states are
         those of its own last step, and its backward direction starts there (the steps
         past its end run on padding and are read by nothing)."""
+        if _autocast.state.dtype is not None:  # (autocast: the recurrence in x's dtype)
+            with _autocast.autocast(_autocast.state.device, enabled=False):
+                return self._run(x, hs, lengths)
         n_state = 2 if self.mode == "LSTM" else 1
         n_dirs = self._num_dirs
         if hs is None:
