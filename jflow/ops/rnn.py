@@ -60,21 +60,19 @@ def _check_layer(op: str, gates: int, gi: Any, states: tuple[tuple[str, Any], ..
                          f"shape {tuple(gi.shape)}")
     t, n, hg = gi.shape
     h = hg // gates
-    for name, x, shape in (*[(s, x, (n, h)) for s, x in states], ("w_hh", w_hh, (hg, h)),
-                           ("b_hh", b_hh, (hg,))):
-        if tuple(x.shape) != shape or x.dtype != gi.dtype:
-            raise ValueError(f"{op}: {name} must be {jnp.dtype(gi.dtype).name}{list(shape)} "
-                             f"(gi is {jnp.dtype(gi.dtype).name}{list(gi.shape)}), got "
-                             f"{jnp.dtype(x.dtype).name}{list(x.shape)}")
+    _check_like(op, gi, (*[(s, x, (n, h)) for s, x in states], ("w_hh", w_hh, (hg, h)),
+                         ("b_hh", b_hh, (hg,))),
+                f" (gi is {jnp.dtype(gi.dtype).name}{list(gi.shape)})")
     return t, n, h
 
 
-def _check_like(op: str, gi: Any, named: tuple[tuple[str, Any, tuple[int, ...]], ...]) -> None:
+def _check_like(op: str, gi: Any, named: tuple[tuple[str, Any, tuple[int, ...]], ...],
+                note: str = "") -> None:
     """Each (name, value, shape) has that shape and gi's dtype, or a ValueError naming it."""
     for name, x, shape in named:
         if tuple(x.shape) != shape or x.dtype != gi.dtype:
-            raise ValueError(f"{op}: {name} must be {jnp.dtype(gi.dtype).name}{list(shape)}, "
-                             f"got {jnp.dtype(x.dtype).name}{list(x.shape)}")
+            raise ValueError(f"{op}: {name} must be {jnp.dtype(gi.dtype).name}{list(shape)}"
+                             f"{note}, got {jnp.dtype(x.dtype).name}{list(x.shape)}")
 
 
 def _check_tangents(op: str, pairs: tuple[tuple[str, Any, Any], ...]) -> None:
@@ -88,6 +86,35 @@ def _check_tangents(op: str, pairs: tuple[tuple[str, Any, Any], ...]) -> None:
 def _check(gi: Any, h0: Any, c0: Any, w_hh: Any, b_hh: Any, op: str = _OP) -> tuple[int, ...]:
     """(T, N, H) from the operands, or a ValueError naming the op and the argument."""
     return _check_layer(op, 4, gi, (("h0", h0), ("c0", c0)), w_hh, b_hh)
+
+
+def _define_jvp(layer: str, primal: Any, check: Any, infer: Any, sbp: Any, inputs: list[str],
+                outputs: list[str], attrs: list[Attr], attr_check: Any = None) -> None:
+    """Define ``<layer>_jvp``: the layer op's outputs' tangents along its inputs' tangents
+    ``t_*`` (forward mode: JAX's jvp of the ``primal`` scan), registered as the layer's
+    tangent rule (jflow/autograd/rules/rnn.py). Inference checks the primals (``check``) and
+    that each tangent has its primal's shape and dtype; the SBP is the layer's, the tangents
+    split as their primals."""
+    op, k = f"{layer}_jvp", len(inputs)
+
+    def jvp_infer(*args: Any, **kw: Any) -> Any:
+        check(*args[:k], op=op)
+        _check_tangents(op, tuple((f"t_{n}", t, x)
+                                  for n, t, x in zip(inputs, args[k:], args[:k])))
+        return infer(*args[:k], **kw)
+
+    def jvp(*args: Any, **kw: Any) -> Any:
+        return jax.jvp(lambda *p: primal(*p, **kw), tuple(args[:k]), tuple(args[k:]))[1]
+
+    def jvp_sbp(in_shapes: Any, n_out: int = len(outputs), **kw: Any) -> list[Signature]:
+        return [Signature(s.inputs * 2, s.outputs) for s in sbp(in_shapes[:k], **kw)]
+
+    define_op(op, inputs=inputs + [f"t_{n}" for n in inputs],
+              outputs=[f"t_{n}" for n in outputs], attrs=attrs, infer=jvp_infer,
+              check=attr_check, sbp=jvp_sbp,
+              doc=f"{layer}'s outputs' tangents along the inputs' tangents t_* (forward mode: "
+                  f"jax.jvp of its scan, jacfwd through the module)")
+    register_kernel(op, jvp, name=f"{op}_xla")
 
 
 def _infer(gi: Any, h0: Any, c0: Any, w_hh: Any, b_hh: Any, reverse: bool) -> Any:
@@ -199,32 +226,8 @@ register_kernel("lstm_layer_grad", _lstm_grad, name="lstm_layer_grad_xla")
 
 # -- forward mode ----------------------------------------------------------------------------
 
-def _jvp_infer(gi: Any, h0: Any, c0: Any, w_hh: Any, b_hh: Any, t_gi: Any, t_h0: Any,
-               t_c0: Any, t_w_hh: Any, t_b_hh: Any, reverse: bool) -> Any:
-    op = "lstm_layer_jvp"
-    _check(gi, h0, c0, w_hh, b_hh, op)
-    _check_tangents(op, (("t_gi", t_gi, gi), ("t_h0", t_h0, h0), ("t_c0", t_c0, c0),
-                         ("t_w_hh", t_w_hh, w_hh), ("t_b_hh", t_b_hh, b_hh)))
-    return _infer(gi, h0, c0, w_hh, b_hh, reverse)
-
-
-def _lstm_jvp(gi: Any, h0: Any, c0: Any, w_hh: Any, b_hh: Any, t_gi: Any, t_h0: Any,
-              t_c0: Any, t_w_hh: Any, t_b_hh: Any, reverse: bool) -> Any:
-    """JAX's forward mode through the scan: the five outputs' tangents."""
-    return jax.jvp(lambda *p: _lstm(*p, reverse), (gi, h0, c0, w_hh, b_hh),
-                   (t_gi, t_h0, t_c0, t_w_hh, t_b_hh))[1]
-
-
-define_op("lstm_layer_jvp",
-          inputs=["gi", "h0", "c0", "w_hh", "b_hh", "t_gi", "t_h0", "t_c0", "t_w_hh", "t_b_hh"],
-          outputs=["t_y", "t_h_n", "t_c_n", "t_c", "t_gates"],
-          attrs=[Attr("reverse", "bool", False)], infer=_jvp_infer,
-          sbp=lambda in_shapes, n_out=5, **_: [Signature(
-              (S(1), S(0), S(0), B, B, S(1), S(0), S(0), B, B),
-              (S(1), S(0), S(0), S(1), S(1)))],
-          doc="lstm_layer's outputs' tangents along the inputs' tangents t_* (forward mode: "
-              "jax.jvp, jacfwd through nn.LSTM)")
-register_kernel("lstm_layer_jvp", _lstm_jvp, name="lstm_layer_jvp_xla")
+_define_jvp(_OP, _lstm, _check, _infer, _sbp, ["gi", "h0", "c0", "w_hh", "b_hh"],
+            ["y", "h_n", "c_n", "c", "gates"], [Attr("reverse", "bool", False)])
 
 
 # -- GRU ---------------------------------------------------------------------------------------
@@ -334,31 +337,8 @@ define_op("gru_layer_grad",
 register_kernel("gru_layer_grad", _gru_grad, name="gru_layer_grad_xla")
 
 
-def _gru_jvp_infer(gi: Any, h0: Any, w_hh: Any, b_hh: Any, t_gi: Any, t_h0: Any, t_w_hh: Any,
-                   t_b_hh: Any, reverse: bool) -> Any:
-    op = "gru_layer_jvp"
-    _gru_check(gi, h0, w_hh, b_hh, op)
-    _check_tangents(op, (("t_gi", t_gi, gi), ("t_h0", t_h0, h0), ("t_w_hh", t_w_hh, w_hh),
-                         ("t_b_hh", t_b_hh, b_hh)))
-    return _gru_infer(gi, h0, w_hh, b_hh, reverse)
-
-
-def _gru_jvp(gi: Any, h0: Any, w_hh: Any, b_hh: Any, t_gi: Any, t_h0: Any, t_w_hh: Any,
-             t_b_hh: Any, reverse: bool) -> Any:
-    """JAX's forward mode through the scan: the four outputs' tangents."""
-    return jax.jvp(lambda *p: _gru(*p, reverse), (gi, h0, w_hh, b_hh),
-                   (t_gi, t_h0, t_w_hh, t_b_hh))[1]
-
-
-define_op("gru_layer_jvp",
-          inputs=["gi", "h0", "w_hh", "b_hh", "t_gi", "t_h0", "t_w_hh", "t_b_hh"],
-          outputs=["t_y", "t_h_n", "t_gates", "t_ghn"],
-          attrs=[Attr("reverse", "bool", False)], infer=_gru_jvp_infer,
-          sbp=lambda in_shapes, n_out=4, **_: [Signature(
-              (S(1), S(0), B, B, S(1), S(0), B, B), (S(1), S(0), S(1), S(1)))],
-          doc="gru_layer's outputs' tangents along the inputs' tangents t_* (forward mode: "
-              "jax.jvp, jacfwd through nn.GRU)")
-register_kernel("gru_layer_jvp", _gru_jvp, name="gru_layer_jvp_xla")
+_define_jvp(_GRU, _gru, _gru_check, _gru_infer, _gru_sbp, ["gi", "h0", "w_hh", "b_hh"],
+            ["y", "h_n", "gates", "ghn"], [Attr("reverse", "bool", False)])
 
 
 # -- Elman RNN (tanh / relu) -------------------------------------------------------------------
@@ -464,28 +444,6 @@ define_op("rnn_layer_grad", inputs=["gi", "h0", "w_hh", "b_hh", "y", "dy", "dh_n
 register_kernel("rnn_layer_grad", _rnn_grad, name="rnn_layer_grad_xla")
 
 
-def _rnn_jvp_infer(gi: Any, h0: Any, w_hh: Any, b_hh: Any, t_gi: Any, t_h0: Any, t_w_hh: Any,
-                   t_b_hh: Any, reverse: bool, nonlinearity: str) -> Any:
-    op = "rnn_layer_jvp"
-    _rnn_check(gi, h0, w_hh, b_hh, op)
-    _check_tangents(op, (("t_gi", t_gi, gi), ("t_h0", t_h0, h0), ("t_w_hh", t_w_hh, w_hh),
-                         ("t_b_hh", t_b_hh, b_hh)))
-    return _rnn_infer(gi, h0, w_hh, b_hh, reverse, nonlinearity)
-
-
-def _rnn_jvp(gi: Any, h0: Any, w_hh: Any, b_hh: Any, t_gi: Any, t_h0: Any, t_w_hh: Any,
-             t_b_hh: Any, reverse: bool, nonlinearity: str) -> Any:
-    """JAX's forward mode through the scan: both outputs' tangents."""
-    return jax.jvp(lambda *p: _rnn(*p, reverse, nonlinearity), (gi, h0, w_hh, b_hh),
-                   (t_gi, t_h0, t_w_hh, t_b_hh))[1]
-
-
-define_op("rnn_layer_jvp",
-          inputs=["gi", "h0", "w_hh", "b_hh", "t_gi", "t_h0", "t_w_hh", "t_b_hh"],
-          outputs=["t_y", "t_h_n"], attrs=[Attr("reverse", "bool", False), _NONLINEARITY],
-          infer=_rnn_jvp_infer, check=_nonlinearity_check("rnn_layer_jvp"),
-          sbp=lambda in_shapes, n_out=2, **_: [Signature(
-              (S(1), S(0), B, B, S(1), S(0), B, B), (S(1), S(0)))],
-          doc="rnn_layer's outputs' tangents along the inputs' tangents t_* (forward mode: "
-              "jax.jvp, jacfwd through nn.RNN)")
-register_kernel("rnn_layer_jvp", _rnn_jvp, name="rnn_layer_jvp_xla")
+_define_jvp(_RNN, _rnn, _rnn_check, _rnn_infer, _rnn_sbp, ["gi", "h0", "w_hh", "b_hh"],
+            ["y", "h_n"], [Attr("reverse", "bool", False), _NONLINEARITY],
+            attr_check=_nonlinearity_check("rnn_layer_jvp"))
