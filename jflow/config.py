@@ -28,7 +28,9 @@ it").
 Optimizers: :func:`set_fused_optimizer_step` ``(False)`` makes an eager ``optimizer.step()``
 run op by op every step (by default an optimizer's first step, and later a step whose new
 structure repeated 3 times, runs as one executable: :mod:`jflow.lazy_mode.optimizer_step`;
-float16 parameters excepted, whose fused update XLA CPU would not round op by op).
+float16 parameters excepted, whose fused update XLA CPU would not round op by op; and by
+default, ``None``, Adam / AdamW, whose update is one op per parameter already: ``True``
+fuses theirs too).
 :func:`set_whole_graph_backward` ``(False)`` makes an eager ``loss.backward()`` run rule by
 rule (by default a graph runs its whole backward as one executable). Both switches trade
 speed for memory: the two fused programs are the eager training step's largest, and XLA CPU

@@ -541,11 +541,85 @@ def test_an_eager_step_that_repeats_runs_as_one_executable(monkeypatch):
         # the optimizer's first structure runs fused from step 1 (its state made first): the
         # trace runs the step's code once on tracers, then every step is one call
         assert len(calls) == (1 if fused else len(grads))
-    with pytest.raises(TypeError, match="set_fused_optimizer_step: flag must be a bool"):
+    with pytest.raises(TypeError, match="set_fused_optimizer_step: flag must be a bool or None"):
         flow.config.set_fused_optimizer_step(1)
 
 
-def test_the_first_fused_step_makes_state_only_where_pytorch_does(monkeypatch):
+def test_by_default_only_steps_of_several_ops_per_parameter_fuse():
+    """Default (None): Adam / AdamW, whose update is one ``adam_update`` op per parameter,
+    step op by op, and compile nothing ahead; AMSGrad (several ops) and SGD fuse; True fuses
+    AdamW too. Values: the formulas'."""
+    from jflow.lazy_mode import optimizer_step
+
+    assert flow.config.set_fused_optimizer_step(None) is None  # (the default)
+    p0 = np.random.default_rng(4).standard_normal((3, 4))
+    grads = _grads(5, (3, 4), n=4)
+    cases = [(lambda ps: optim.AdamW(ps, lr=0.01), None, 0),
+             (lambda ps: optim.Adam(ps, lr=0.01, amsgrad=True), None, 1),
+             (lambda ps: optim.SGD(ps, lr=0.1, momentum=0.9), None, 1),
+             (lambda ps: optim.AdamW(ps, lr=0.01), True, 1)]
+    for make, mode, traced in cases:
+        old = flow.config.set_fused_optimizer_step(mode)
+        try:
+            p, opt, got = _run_jflow(make, p0, grads)
+        finally:
+            flow.config.set_fused_optimizer_step(old)
+        assert optimizer_step.traced_steps(opt) == traced, (opt, mode)
+    np.testing.assert_allclose(got[-1], ref_adam(p0, grads, lr=0.01, weight_decay=0.01,
+                                                 decoupled=True)[-1], rtol=1e-10)
+    (w, b, u), opt, _ = _ahead_case()  # (AdamW by default: nothing compiled ahead)
+    _ahead_loss(w, b).backward()
+    assert opt not in optimizer_step._AHEAD
+
+
+def test_a_fused_step_writes_into_the_buffers_it_updates_unless_they_are_shared():
+    """The fused eager step donates the parameters and state it updates: the new values
+    take the old buffers (same addresses). A parameter whose array another tensor shares
+    (``copy.deepcopy`` shares immutable arrays: an EMA model's copy) is not given up: the
+    copy keeps its values, readable, and the step still follows SGD's formula."""
+    import copy
+
+    rng = np.random.default_rng(8)
+    p0, grads = rng.standard_normal((6, 5)), _grads(9, (6, 5), n=4)
+
+    def sgd_ref(steps):
+        p, buf = p0.copy(), None
+        for g in grads[:steps]:
+            buf = g if buf is None else 0.9 * buf + g
+            p = p - 0.1 * buf
+        return p
+
+    p = nn.Parameter(flow.tensor(p0))
+    opt = optim.SGD([p], lr=0.1, momentum=0.9)
+    for g in grads[:2]:
+        p.grad = flow.tensor(g)
+        opt.step()
+    addr = p._meta.unsafe_buffer_pointer()
+    buf_addr = opt.state[p]["momentum_buffer"]._meta.unsafe_buffer_pointer()
+    p.grad = flow.tensor(grads[2])
+    opt.step()
+    assert p._meta.unsafe_buffer_pointer() == addr  # (donated: updated in its own buffer)
+    assert opt.state[p]["momentum_buffer"]._meta.unsafe_buffer_pointer() == buf_addr
+    np.testing.assert_allclose(p.detach().numpy(), sgd_ref(3), rtol=1e-12)
+    ema = copy.deepcopy(p)  # (shares p's array)
+    before = ema.detach().numpy().copy()
+    p.grad = flow.tensor(grads[3])
+    opt.step()
+    np.testing.assert_array_equal(ema.detach().numpy(), before)
+    np.testing.assert_allclose(p.detach().numpy(), sgd_ref(4), rtol=1e-12)
+
+
+@pytest.fixture
+def fused_always():
+    """Every optimizer's eager step fused, Adam's too (by default Adam / AdamW, one op per
+    parameter already, step op by op: optimizer_step.fuses)."""
+    old = flow.config.set_fused_optimizer_step(True)
+    yield
+    flow.config.set_fused_optimizer_step(old)
+
+
+def test_the_first_fused_step_makes_state_only_where_pytorch_does(monkeypatch,
+                                                                 fused_always):
     """The first step runs fused with its state made first, for the parameters with a
     gradient only (PyTorch's state and state_dict); a later, new structure (another parameter
     gets a gradient) runs op by op until its EAGER_AFTER-th sighting, so a loop whose
@@ -618,7 +692,7 @@ def _traced_hit(opt):
     return hit
 
 
-def test_the_first_step_compiles_while_the_first_backward_does():
+def test_the_first_step_compiles_while_the_first_backward_does(fused_always):
     """The first backward reaching a new optimizer's parameters starts the compile of its
     first fused step (the leaves it reaches: w and b, not the unused u) and leaves no trace
     of it: no state (PyTorch makes it at the step), the gradients the backward's. The step
@@ -649,7 +723,8 @@ def test_the_first_step_compiles_while_the_first_backward_does():
     assert u.grad is None and u not in opt.state
 
 
-def test_a_first_step_that_differs_from_the_one_compiled_ahead_runs_as_before():
+def test_a_first_step_that_differs_from_the_one_compiled_ahead_runs_as_before(
+        fused_always):
     """A gradient dropped between the backward and the step (another structure), or an
     executable compiled ahead that cannot run (a failed compile): the step goes on through
     jit as without it, with the right values and PyTorch's state."""

@@ -27,8 +27,14 @@ Eager code uses the same traced function: outside lazy mode, an optimizer's firs
 structure from its first step (the state made beforehand), any later one once seen
 :data:`EAGER_AFTER` times, runs as one ``jax.jit`` call (:func:`run_step_eagerly`) — one
 executable for every parameter's update instead of one or more dispatches per parameter
-(measured on the GPT benchmark's 53 parameters: AdamW's step 4.3 -> 2.1 ms).
-``flow.config.set_fused_optimizer_step(False)`` turns that off.
+(measured on the GPT benchmark's 53 parameters: AdamW's step 4.3 -> 2.1 ms). By default
+not for an optimizer whose update is one op per parameter already (Adam, AdamW: little
+faster fused, much larger to compile; :func:`fuses`);
+``flow.config.set_fused_optimizer_step(True)`` fuses every optimizer's, ``(False)`` none.
+The eager executable *donates* the parameters and state it updates (:func:`_eager_jit`):
+the update writes into their buffers instead of holding every old and new value at once;
+a step whose values are read elsewhere too (another tensor sharing an array, a graph kept
+for a second backward) runs a second, non-donating executable (:func:`_exclusive`).
 
 A new optimizer's first fused step is compiled *ahead*, while the first backward that reaches
 its parameters compiles: the engine calls :func:`compile_ahead` with the leaves that
@@ -43,6 +49,7 @@ else goes on as without them (measured: see :data:`_AHEAD`).
 
 from __future__ import annotations
 
+import sys
 import weakref
 from collections import OrderedDict
 from collections.abc import Sequence
@@ -66,7 +73,7 @@ from ..tensor import Tensor, _wrap
 from . import segment as _segment
 
 __all__ = ["record_step", "run_step_eagerly", "set_fused_eager", "traced_steps", "lr_value",
-           "note_new", "compile_ahead", "KEEP", "EAGER_AFTER"]
+           "note_new", "compile_ahead", "fuses", "KEEP", "EAGER_AFTER"]
 
 #: traced step structures kept per optimizer (least recently used dropped beyond it)
 KEEP = 8
@@ -83,12 +90,20 @@ _UNTRACEABLE = object()  # a structure whose step cannot be traced: it runs op b
 class _Traced:
     """A step structure's pure function and what it writes."""
 
-    __slots__ = ("fn", "changed", "bumps", "jitted", "ahead")
+    __slots__ = ("fn", "changed", "bumps", "donate", "kept", "jitted", "plain", "ahead")
 
-    def __init__(self, fn: Any, changed: tuple[int, ...], bumps: tuple[int, ...]) -> None:
+    def __init__(self, fn: Any, changed: tuple[int, ...], bumps: tuple[int, ...],
+                 donate: tuple[int, ...], n: int) -> None:
         self.fn, self.changed, self.bumps = fn, changed, bumps
-        self.jitted: Any = None  # jax.jit(fn), made at the first eager run
-        #: its executable compiled ahead (a Future, then the jax.stages.Compiled), or None
+        #: the inputs an eager run gives up to the outputs (a changed tensor whose new value
+        #: has its old aval), and the others
+        self.donate = donate
+        self.kept = tuple(i for i in range(n) if i not in set(donate))
+        #: the eager forms, made at the first eager run (:func:`_eager_jit`): ``jitted``
+        #: donates, ``plain`` (for a step whose donated values are held elsewhere) does not
+        self.jitted: Any = None
+        self.plain: Any = None
+        #: the donating executable compiled ahead (a Future, then the Compiled), or None
         self.ahead: Any = None
 
 
@@ -190,6 +205,8 @@ def _trace(opt: Any, step: Any, tensors: list[Tensor], lrs: list[Any]) -> _Trace
         now = [t._meta for t in tensors]
         changed = tuple(i for i, (a, b) in enumerate(zip(now, vals)) if a is not b)
         record["changed"] = changed
+        record["donate"] = tuple(i for i in changed if now[i].shape == vals[i].shape
+                                 and now[i].dtype == vals[i].dtype)
         record["bumps"] = tuple(t._version - b[3] for t, b in zip(tensors, before))
         return [now[i] for i in changed]
 
@@ -224,7 +241,7 @@ def _trace(opt: Any, step: Any, tensors: list[Tensor], lrs: list[Any]) -> _Trace
 
     def fn(vals: list[Any], lr_vals: list[Any]) -> list[Any]:
         return flat(*vals, *lr_vals)
-    return _Traced(fn, record["changed"], record["bumps"])  # (add_lists compiles it)
+    return _Traced(fn, record["changed"], record["bumps"], record["donate"], len(tensors))
 
 
 def traced_steps(opt: Any) -> int:
@@ -284,19 +301,35 @@ def record_step(opt: Any, step: Any) -> bool:
 #: subset of parameters with gradients) does not compile a program per step
 EAGER_AFTER = 3
 
-#: whether eager steps run fused (flow.config.set_fused_optimizer_step)
-EAGER = [True]
+#: whether eager steps run fused (flow.config.set_fused_optimizer_step): True always, False
+#: never, None (default) where it pays -- see :func:`fuses`
+EAGER: list[bool | None] = [None]
 _F16 = np.dtype(np.float16)
 
 
-def set_fused_eager(flag: bool) -> bool:
-    """Whether an eager ``optimizer.step()`` whose structure repeats runs as one executable
-    (default True; False: op by op, every step); returns the old setting."""
-    if not isinstance(flag, bool):
-        raise TypeError(f"flow.config.set_fused_optimizer_step: flag must be a bool, got "
-                        f"{type(flag).__name__}")
+def set_fused_eager(flag: bool | None) -> bool | None:
+    """Whether an eager ``optimizer.step()`` whose structure repeats runs as one executable:
+    True always, False never (op by op, every step), None (default) where it pays
+    (:func:`fuses`); returns the old setting."""
+    if flag is not None and not isinstance(flag, bool):
+        raise TypeError(f"flow.config.set_fused_optimizer_step: flag must be a bool or None, "
+                        f"got {type(flag).__name__}")
     old, EAGER[0] = EAGER[0], flag
     return old
+
+
+def fuses(opt: Any) -> bool:
+    """Whether ``opt``'s eager steps run fused. By default (None) every optimizer's does
+    but one whose update is already one op per parameter (``Optimizer._one_op_per_parameter``:
+    Adam / AdamW's ``adam_update``), where the whole step as one program buys little and
+    costs much. Measured on the GPT benchmark's eager steps (benchmarks/real_models.py,
+    53 parameters, 2026-12-05's host): AdamW fused 85.6-88.7 ms per step against 90.6 op
+    by op, but its program of 318 fusions took +58 MiB to compile and the first three
+    steps' peak RSS grew 126-130 MiB cold and 86-88 warm against 71 and 70; SGD with
+    momentum 80.9 against 96.8 ms and RMSprop 83.0 against 117.3, whose fused programs
+    cost 12 and 37 MiB more cold."""
+    mode = EAGER[0]
+    return mode if mode is not None else not opt._one_op_per_parameter()
 
 
 def _make_first_state(opt: Any) -> None:
@@ -334,7 +367,7 @@ def compile_ahead(leaves: Sequence[Tensor]) -> None:
     structure it will then have, and start XLA's compile of it on the worker thread."""
     if not _NEW:
         return
-    if not EAGER[0] or _WATCH[0] is not None or _segment.active() is not None:
+    if EAGER[0] is False or _WATCH[0] is not None or _segment.active() is not None:
         return
     ids = {id(t) for t in leaves}
     for opt in list(_NEW):
@@ -342,7 +375,8 @@ def compile_ahead(leaves: Sequence[Tensor]) -> None:
             _NEW.discard(opt)
         elif any(id(p) in ids for g in opt.param_groups for p in g["params"]):
             _NEW.discard(opt)  # (one try per optimizer)
-            _prepare_ahead(opt, ids)
+            if fuses(opt):
+                _prepare_ahead(opt, ids)
 
 
 def _prepare_ahead(opt: Any, ids: set[int]) -> None:
@@ -368,8 +402,9 @@ def _prepare_ahead(opt: Any, ids: set[int]) -> None:
         traced = _trace(opt, step, tensors, lrs)
         if traced is None:
             return
-        traced.jitted = jax.jit(traced.fn, compiler_options=EAGER_ROUNDING)
-        lowered = traced.jitted.lower([t._meta for t in tensors], lrs)
+        traced.jitted = _eager_jit(traced, True)
+        lowered = traced.jitted.lower([tensors[i]._meta for i in traced.donate],
+                                      [tensors[i]._meta for i in traced.kept], lrs)
     except Exception:  # noqa: BLE001  (nothing ahead: the step goes on as without it)
         return
     finally:
@@ -427,14 +462,47 @@ def _first_step(opt: Any) -> bool:
     return True
 
 
-def _run_ahead(hit: _Traced, vals: list[Any], lrs: list[Any]) -> Any:
+def _eager_jit(hit: _Traced, donating: bool) -> Any:
+    """``hit``'s step as ``jax.jit`` of (donated values, kept values, learning rates), with
+    the options of every eager op (bfloat16 rounded per op). Donating, the update writes
+    into the old parameter and state buffers: without it XLA allocates every new value
+    while every old one is live, and the step's peak holds the optimizer's state twice
+    (AdamW fused on the GPT benchmark: its first three steps' peak RSS growth, warm,
+    102-103 -> 86-88 MiB)."""
+    fn, donate, kept, n = hit.fn, hit.donate, hit.kept, len(hit.donate) + len(hit.kept)
+
+    def split(given: list[Any], rest: list[Any], lrs: list[Any]) -> list[Any]:
+        vals: list[Any] = [None] * n
+        for i, v in zip(donate, given):
+            vals[i] = v
+        for i, v in zip(kept, rest):
+            vals[i] = v
+        return fn(vals, lrs)
+    return jax.jit(split, donate_argnums=(0,) if donating else (),
+                   compiler_options=EAGER_ROUNDING)
+
+
+_refs = sys.getrefcount
+
+
+def _exclusive(given: list[Any]) -> bool:
+    """Whether each array in ``given`` is held only by its tensor (and ``given``): then
+    donating it deletes nothing anyone else reads (another tensor sharing the array, a
+    graph kept for a second backward, the user's own reference to it)."""
+    for v in given:
+        if _refs(v) != 4:  # (its tensor's slot, ``given``, ``v``, the call's argument)
+            return False
+    return True
+
+
+def _run_ahead(hit: _Traced, given: list[Any], rest: list[Any], lrs: list[Any]) -> Any:
     """Call the executable compiled ahead; None when it cannot take these values (it then
     goes: ``hit.jitted`` compiles for them) or its compile failed."""
     exe = hit.ahead
     try:
         if exe.__class__ is Future:
             exe = hit.ahead = exe.result()
-        return exe(vals, lrs)
+        return exe(given, rest, lrs)
     except Exception:  # noqa: BLE001  (other shardings, a failed compile: jit's own path)
         hit.ahead = None
         return None
@@ -450,7 +518,7 @@ def run_step_eagerly(opt: Any, step: Any) -> bool:
     tensor (XLA CPU computes a fused float16 chain without rounding each op's result: the
     update would differ from the ops' in the last bit), or a step that cannot be traced (see
     the module docstring)."""
-    if not EAGER[0] or _WATCH[0] is not None:
+    if _WATCH[0] is not None or not fuses(opt):
         return False
     first = _first_step(opt)  # (the optimizer's first structure: traced at once, EAGER_AFTER)
     got = _gather(opt)
@@ -465,13 +533,21 @@ def run_step_eagerly(opt: Any, step: Any) -> bool:
     hit = _lookup(opt, step, got, 1 if first else EAGER_AFTER)
     if hit is None:
         return False
-    vals = [t._meta for t in tensors]
-    outs = None if hit.ahead is None else _run_ahead(hit, vals, got[2])
-    if outs is None:
-        if hit.jitted is None:  # (the options of every eager op: bfloat16 rounded per op)
-            hit.jitted = jax.jit(hit.fn, compiler_options=EAGER_ROUNDING)
-            _malloc_trim.before_large_compile(len(tensors))  # (its compile: at the call)
-        outs = hit.jitted(vals, got[2])
+    given = [tensors[i]._meta for i in hit.donate]
+    rest = [tensors[i]._meta for i in hit.kept]
+    if _exclusive(given):
+        outs = None if hit.ahead is None else _run_ahead(hit, given, rest, got[2])
+        if outs is None:
+            if hit.jitted is None:
+                hit.jitted = _eager_jit(hit, True)
+                _malloc_trim.before_large_compile(len(tensors))  # (its compile: at the call)
+            outs = hit.jitted(given, rest, got[2])
+    else:  # (a donated value read elsewhere too: the step's other executable, not donating)
+        if hit.plain is None:
+            hit.plain = _eager_jit(hit, False)
+            _malloc_trim.before_large_compile(len(tensors))
+        outs = hit.plain(given, rest, got[2])
+    del given, rest
     for i, o in zip(hit.changed, outs):
         tensors[i]._meta = o
     for t, b in zip(tensors, hit.bumps):

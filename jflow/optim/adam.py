@@ -67,6 +67,10 @@ class Adam(Optimizer):
     def _initial_state(self, p: Tensor, group: dict[str, Any]) -> dict[str, Any]:
         return self._init_state(p, group["amsgrad"])
 
+    def _one_op_per_parameter(self) -> bool:
+        # (AMSGrad updates with several ops)
+        return not any(g["amsgrad"] for g in self.param_groups)
+
     def _fused_update(self, p: Tensor, g: Tensor, state: dict[str, Any], lr: Any, b1: float,
                       b2: float, eps: float, wd: float, lrs: dict[Any, Tensor]) -> None:
         """The whole update as one ``adam_update`` op (jflow/ops/optim.py); the results are

@@ -150,6 +150,12 @@ class Optimizer:
         else:
             p.add_(update, alpha=-lr)
 
+    def _one_op_per_parameter(self) -> bool:
+        """Whether this optimizer's eager step already updates each parameter with one
+        fused op: then its step does not run as one whole-step executable by default
+        (``lazy_mode.optimizer_step.fuses``: little faster, much larger to compile)."""
+        return False
+
     def _initial_state(self, p: Tensor, group: dict[str, Any]) -> dict[str, Any] | None:
         """The state ``step()`` would create for ``p`` on its first update, if creating it
         beforehand gives the same updates (None: state stays lazy)."""
