@@ -32,10 +32,12 @@ Modes (columns): PyTorch eager at one thread (the ratios' reference); PyTorch ea
 default thread count, every core (``torch eager mt``: the same program and weights);
 ``torch.compile`` of the model (the step around it eager, as
 it is usually used; it may fail or compile for a long time: a failure is caught and shown);
-jflow eager; jflow lean (eager, with the eager step's two fused programs off:
-``flow.config.set_whole_graph_backward(False)`` and ``set_fused_optimizer_step(False)``,
-the backward rule by rule and AdamW op by op — what memory those programs cost, and what
-speed they buy); jflow lazy (``with flow.lazy():`` around the eager step, docs/lazy.md); jflow
+jflow eager (its backward one whole-graph program; AdamW op by op, as Adam / AdamW are
+by default, docs/autograd.md "Memory or speed"); jflow lean (eager, with the eager step's
+fused programs off: ``flow.config.set_whole_graph_backward(False)`` and
+``set_fused_optimizer_step(False)``, the backward rule by rule — since session 22 the one
+difference from jflow eager with AdamW: what memory the whole-graph backward costs, and
+what speed it buys); jflow lazy (``with flow.lazy():`` around the eager step, docs/lazy.md); jflow
 ``nn.Graph`` (forward + backward + AdamW as one executable, docs/compile.md); ``flow.jit`` of
 the same eager step function (closure over the model and the optimizer).
 

@@ -211,6 +211,10 @@ def _root_pointer(root: Tensor, what: str) -> int:
         root._value = v = jax.device_put(v, v.sharding, may_alias=False)
         ptr = v.unsafe_buffer_pointer()
         _OWNERS.claim(root, ptr)
+    # (the caller reads the elements at that address, as PyTorch's are there: wait until the
+    # array's computation or copy has written them -- the address of a pending copy's buffer
+    # is known before its bytes are, and a read then saw uninitialized memory)
+    v.block_until_ready()
     return ptr
 
 

@@ -232,6 +232,7 @@ def test_large_first_compiles_trim_before(monkeypatch):
     ps = [nn.Parameter(flow.tensor(np.full(3, 0.5, np.float32)))
           for _ in range(_malloc_trim.LARGE // 4 + 1)]  # (4 tensors a parameter, + steps)
     opt = flow.optim.Adam(ps, lr=0.01)
+    monkeypatch.setattr(optimizer_step, "EAGER", [True])  # (Adam's eager steps fused too)
     calls.clear()
     for _ in range(optimizer_step.EAGER_AFTER + 2):
         for p in ps:

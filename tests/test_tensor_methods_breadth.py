@@ -100,6 +100,23 @@ def test_data_ptr_is_where_the_elements_are():
     np.testing.assert_array_equal(_read(row.data_ptr(), 12), fx[1].numpy().reshape(-1))
 
 
+def test_data_ptr_waits_for_the_elements_to_be_written():
+    """The address of a result still computing (dispatch is asynchronous), or of the copy a
+    tensor sharing another's array is given, holds the elements when ``data_ptr`` returns:
+    it waits for them (it returned the buffer's address at once, and a read there saw
+    uninitialized memory: safetensors' save under mock_torch, intermittently)."""
+    a = flow.randn(1200, 1200)
+    for _ in range(3):
+        b = a @ a  # (pending: ~10-100 ms of work)
+        np.testing.assert_array_equal(_read(b.data_ptr(), b.numel()), b.numpy().reshape(-1))
+        lin = flow.nn.Linear(1200, 1200)
+        twin = copy.deepcopy(lin)  # (shares the weight's array: its address is a copy's)
+        lin.weight.data_ptr()
+        w = twin.weight
+        np.testing.assert_array_equal(_read(w.data_ptr(), w.numel()),
+                                      w.detach().numpy().reshape(-1))
+
+
 def test_tensors_holding_one_array_get_their_own_buffers():
     """jflow tensors that hold the same immutable array without aliasing each other
     (``flow.tensor(a)``, ``copy_``, ``Parameter(a)``) report different addresses: one of them

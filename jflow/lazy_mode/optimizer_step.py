@@ -98,7 +98,8 @@ class _Traced:
         #: the inputs an eager run gives up to the outputs (a changed tensor whose new value
         #: has its old aval), and the others
         self.donate = donate
-        self.kept = tuple(i for i in range(n) if i not in set(donate))
+        given = set(donate)
+        self.kept = tuple(i for i in range(n) if i not in given)
         #: the eager forms, made at the first eager run (:func:`_eager_jit`): ``jitted``
         #: donates, ``plain`` (for a step whose donated values are held elsewhere) does not
         self.jitted: Any = None
@@ -322,12 +323,13 @@ def fuses(opt: Any) -> bool:
     """Whether ``opt``'s eager steps run fused. By default (None) every optimizer's does
     but one whose update is already one op per parameter (``Optimizer._one_op_per_parameter``:
     Adam / AdamW's ``adam_update``), where the whole step as one program buys little and
-    costs much. Measured on the GPT benchmark's eager steps (benchmarks/real_models.py,
-    53 parameters, 2026-12-05's host): AdamW fused 85.6-88.7 ms per step against 90.6 op
-    by op, but its program of 318 fusions took +58 MiB to compile and the first three
-    steps' peak RSS grew 126-130 MiB cold and 86-88 warm against 71 and 70; SGD with
-    momentum 80.9 against 96.8 ms and RMSprop 83.0 against 117.3, whose fused programs
-    cost 12 and 37 MiB more cold."""
+    costs much. Measured on benchmarks/real_models.py's GPT (53 parameters, 2026-12-05's
+    host): AdamW's fused program of 318 fusions took +58 MiB to compile, and the first three
+    eager steps' peak RSS grew 126-130 MiB cold / 86-88 warm with it against 72-74 / 68-71
+    without (PyTorch: 46-49), for a step 88.6 against 100.6 ms (interleaved in one process;
+    the update alone, benchmarks/optimizer_steps.py: 5.2 against 10.9 ms, PyTorch's 10.4).
+    SGD with momentum (80.9 against 96.8 ms) and RMSprop (83.0 against 117.3) gain more
+    from theirs, which cost 12 and 37 MiB more cold."""
     mode = EAGER[0]
     return mode if mode is not None else not opt._one_op_per_parameter()
 
@@ -482,15 +484,32 @@ def _eager_jit(hit: _Traced, donating: bool) -> Any:
                    compiler_options=EAGER_ROUNDING)
 
 
-_refs = sys.getrefcount
+def _refcounts(given: list[Any]) -> list[int]:
+    return [sys.getrefcount(v) for v in given]
+
+
+class _Holder:
+    __slots__ = ("value",)  # (a tensor's one reference to its array)
+
+
+def _baseline() -> int:
+    """The reference count :func:`_refcounts` sees for an array only its tensor holds (the
+    interpreter's own references differ between Python versions: measured, not assumed)."""
+    h = _Holder()
+    h.value = object()
+    return _refcounts([h.value])[0]
+
+
+_BASELINE = _baseline()
 
 
 def _exclusive(given: list[Any]) -> bool:
     """Whether each array in ``given`` is held only by its tensor (and ``given``): then
     donating it deletes nothing anyone else reads (another tensor sharing the array, a
     graph kept for a second backward, the user's own reference to it)."""
-    for v in given:
-        if _refs(v) != 4:  # (its tensor's slot, ``given``, ``v``, the call's argument)
+    base = _BASELINE
+    for c in _refcounts(given):
+        if c != base:
             return False
     return True
 
