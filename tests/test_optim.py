@@ -554,19 +554,22 @@ def test_by_default_only_steps_of_several_ops_per_parameter_fuse():
     assert flow.config.set_fused_optimizer_step(None) is None  # (the default)
     p0 = np.random.default_rng(4).standard_normal((3, 4))
     grads = _grads(5, (3, 4), n=4)
-    cases = [(lambda ps: optim.AdamW(ps, lr=0.01), None, 0),
-             (lambda ps: optim.Adam(ps, lr=0.01, amsgrad=True), None, 1),
-             (lambda ps: optim.SGD(ps, lr=0.1, momentum=0.9), None, 1),
-             (lambda ps: optim.AdamW(ps, lr=0.01), True, 1)]
-    for make, mode, traced in cases:
+    adamw = ref_adam(p0, grads, lr=0.01, weight_decay=0.01, decoupled=True)
+    cases = [(lambda ps: optim.AdamW(ps, lr=0.01), None, 0, adamw),
+             (lambda ps: optim.Adam(ps, lr=0.01, amsgrad=True), None, 1,
+              ref_adam(p0, grads, lr=0.01, amsgrad=True)),
+             (lambda ps: optim.SGD(ps, lr=0.1, momentum=0.9), None, 1,
+              ref_sgd(p0, grads, lr=0.1, momentum=0.9)),
+             (lambda ps: optim.AdamW(ps, lr=0.01), True, 1, adamw)]
+    for make, mode, traced, want in cases:
         old = flow.config.set_fused_optimizer_step(mode)
         try:
             p, opt, got = _run_jflow(make, p0, grads)
         finally:
             flow.config.set_fused_optimizer_step(old)
         assert optimizer_step.traced_steps(opt) == traced, (opt, mode)
-    np.testing.assert_allclose(got[-1], ref_adam(p0, grads, lr=0.01, weight_decay=0.01,
-                                                 decoupled=True)[-1], rtol=1e-10)
+        for a, b in zip(got, want):
+            np.testing.assert_allclose(a, b, rtol=1e-10, atol=1e-12)
     (w, b, u), opt, _ = _ahead_case()  # (AdamW by default: nothing compiled ahead)
     _ahead_loss(w, b).backward()
     assert opt not in optimizer_step._AHEAD

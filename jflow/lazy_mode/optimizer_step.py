@@ -507,11 +507,7 @@ def _exclusive(given: list[Any]) -> bool:
     """Whether each array in ``given`` is held only by its tensor (and ``given``): then
     donating it deletes nothing anyone else reads (another tensor sharing the array, a
     graph kept for a second backward, the user's own reference to it)."""
-    base = _BASELINE
-    for c in _refcounts(given):
-        if c != base:
-            return False
-    return True
+    return all(c == _BASELINE for c in _refcounts(given))
 
 
 def _run_ahead(hit: _Traced, given: list[Any], rest: list[Any], lrs: list[Any]) -> Any:
@@ -566,7 +562,6 @@ def run_step_eagerly(opt: Any, step: Any) -> bool:
             hit.plain = _eager_jit(hit, False)
             _malloc_trim.before_large_compile(len(tensors))
         outs = hit.plain(given, rest, got[2])
-    del given, rest
     for i, o in zip(hit.changed, outs):
         tensors[i]._meta = o
     for t, b in zip(tensors, hit.bumps):
