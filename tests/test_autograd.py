@@ -268,6 +268,100 @@ def _second_derivative_cases():
     ]
 
 
+def test_chunk_spans_split_saved_bytes_evenly() -> None:
+    from jflow.autograd import compiled_graph as cg
+
+    mib = 1 << 20
+    assert cg.chunk_spans([mib] * 20) == ((0, 20),)  # under two CHUNK_BYTES: one program
+    sizes = [0] * 10 + [4 * mib] * 10 + [0] * 30 + [2 * mib] * 20
+    spans = cg.chunk_spans(sizes)
+    total = sum(sizes)
+    k = total // cg.CHUNK_BYTES
+    assert len(spans) == k == 5
+    assert spans[0][0] == 0 and spans[-1][1] == len(sizes)
+    assert all(a[1] == b[0] for a, b in zip(spans, spans[1:]))  # contiguous
+    assert all(hi - lo >= cg.CHUNK_NODES for lo, hi in spans)
+    for c, (_, hi) in enumerate(spans[:-1]):  # cut once the spans so far carry their share
+        assert sum(sizes[:hi]) * k >= total * (c + 1)
+    assert cg.chunk_spans([mib] * 64) == ((0, 16), (16, 32), (32, 48), (48, 64))
+    assert cg.chunk_spans([cg.CHUNK_BYTES] * (2 * cg.CHUNK_NODES - 1)) == \
+        ((0, 2 * cg.CHUNK_NODES - 1),)  # too few nodes for two spans
+    assert cg.chunk_spans([]) == ((0, 0),)
+
+
+def _after_h(lib, x, w, h):
+    """The loss of :func:`_spanned_loss` from its first node's value ``h`` on (``h`` is
+    used twice, ``w`` at three depths, ``x`` at two), with ``lib`` jflow or jax.numpy."""
+    a = lib.exp(lib.tanh(h) * w) * x
+    b = lib.tanh(lib.sin(a) * w + h)
+    return lib.sum(lib.cos(b * 1.3) * x * w)
+
+
+def _spanned_loss(lib, x, w):
+    h = x * w
+    return h, _after_h(lib, x, w, h)
+
+
+def test_a_large_graph_runs_its_backward_span_by_span(monkeypatch) -> None:
+    """A graph whose saved values exceed ``CHUNK_BYTES`` runs its backward as a chain of
+    executables (compiled_graph.Chunked): the same gradients as JAX's autodiff (a leaf used
+    in several spans summed across them), a middle node's gradient captured, retain_graph,
+    and each span's saved values let go before the next span runs."""
+    from jflow.autograd import compiled_graph as cg
+    from jflow.autograd.engine import graph_cache
+
+    monkeypatch.setattr(cg, "CHUNK_BYTES", 1)
+    monkeypatch.setattr(cg, "CHUNK_NODES", 2)
+    released: list[int] = []  # per span call: how many nodes had let their values go
+    call = cg.Chunked.__call__
+
+    def counting(f, nodes):
+        def run(part, incoming):
+            released.append(-1 if nodes is None else sum(n.saved is None for n in nodes))
+            return f(part, incoming)
+        return run
+
+    def watched(self, saved, roots, release=None):
+        spans = self.spans
+        self.spans = [(lo, hi, counting(f, release)) for lo, hi, f in spans]
+        try:
+            return call(self, saved, roots, release)
+        finally:
+            self.spans = spans
+
+    monkeypatch.setattr(cg.Chunked, "__call__", watched)
+    gx_want, gw_want = jax.grad(lambda a, b: _spanned_loss(jnp, a, b)[1], (0, 1))(X, W)
+    x, w = leaf(X), leaf(W)
+    graph_cache.clear()
+    for _ in range(2):
+        x.grad = w.grad = None
+        released.clear()
+        _spanned_loss(flow, x, w)[1].backward()
+        np.testing.assert_allclose(x.grad.numpy(), gx_want, rtol=1e-12)
+        np.testing.assert_allclose(w.grad.numpy(), gw_want, rtol=1e-12)
+        ((f, plan),) = graph_cache.compiled.values()
+        assert isinstance(f, cg.Chunked) and len(plan.chunks) >= 4
+        # each span's nodes let their saved values go once it is called (the running call
+        # holds them): span k starts with spans 0..k-1 released
+        assert released == [lo for lo, _ in plan.chunks]
+    assert len(graph_cache.compiled) == 1  # the second step reused the chain
+    # a middle node's gradient captured (autograd.grad: h's feeds two spans), a leaf's beside
+    gh_want = jax.grad(lambda h: _after_h(jnp, X, W, h))(X * W)
+    h, loss = _spanned_loss(flow, x, w)
+    gh, gx = flow.autograd.grad(loss, [h, x])
+    np.testing.assert_allclose(gh.numpy(), gh_want, rtol=1e-12)
+    np.testing.assert_allclose(gx.numpy(), gx_want, rtol=1e-12)
+    # retain_graph: nothing is let go, and a second backward through the kept values adds up
+    x.grad = w.grad = None
+    released.clear()
+    loss = _spanned_loss(flow, x, w)[1]
+    loss.backward(retain_graph=True)
+    assert released and released == [-1] * len(released)
+    loss.backward()
+    np.testing.assert_allclose(x.grad.numpy(), 2 * gx_want, rtol=1e-12)
+    np.testing.assert_allclose(w.grad.numpy(), 2 * gw_want, rtol=1e-12)
+
+
 @pytest.mark.parametrize("name,fn,ref,x0", _second_derivative_cases(),
                          ids=[c[0] for c in _second_derivative_cases()])
 def test_second_derivatives_with_create_graph(name, fn, ref, x0) -> None:

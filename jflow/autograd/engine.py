@@ -32,7 +32,7 @@ from ..ops.registry import get as _get_op
 from ..sharding.sbp import broadcast
 from ..tensor import Tensor, mark_constant
 from ..tensor import _wrap as _wrap_value
-from .compiled_graph import GraphCache, traced_rule
+from .compiled_graph import Chunked, GraphCache, traced_rule
 from .grad_mode import set_grad_enabled
 from .graph import LEAF, Node
 from .rule import get_rule, is_differentiable_dtype, run_rule, structure_saved
@@ -245,7 +245,11 @@ def _run_graph_compiled(order: list[Node], node_roots: list[tuple[Node, int, Any
         leaf_grads, captured = recorder.add_backward(plan, saved, [g for _, _, g in node_roots])
     else:
         try:
-            leaf_grads, captured = f(saved, [g._value for _, _, g in node_roots])
+            roots = [g._value for _, _, g in node_roots]
+            if f.__class__ is Chunked:  # (its spans' saved values go as each span runs)
+                leaf_grads, captured = f(saved, roots, None if retain_graph else order)
+            else:
+                leaf_grads, captured = f(saved, roots)
         except jax.errors.JaxRuntimeError:
             _reraise_host_error()  # a python kernel in a rule failed: its own error
     if not retain_graph:
