@@ -32,7 +32,8 @@ float16 parameters excepted, whose fused update XLA CPU would not round op by op
 default, ``None``, Adam / AdamW, whose update is one op per parameter already: ``True``
 fuses theirs too).
 :func:`set_whole_graph_backward` ``(False)`` makes an eager ``loss.backward()`` run rule by
-rule (by default a graph runs its whole backward as one executable). Both switches trade
+rule (by default a graph runs its whole backward as one executable, or, with over 32 MiB of
+saved values, as a chain of them: :mod:`jflow.autograd.compiled_graph`). Both switches trade
 speed for memory: the two fused programs are the eager training step's largest, and XLA CPU
 holds each compiled program whole (docs/autograd.md, "Memory or speed").
 

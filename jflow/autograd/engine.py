@@ -92,7 +92,8 @@ def set_node_check(fn: Any) -> Any:
 
 
 #: whether an eager backward runs as one whole-graph executable (``flow.config
-#: .set_whole_graph_backward``). False: rule by rule, each rule a cached executable, as a
+#: .set_whole_graph_backward``; a graph with large saved values as a chain of them:
+#: compiled_graph.Chunked). False: rule by rule, each rule a cached executable, as a
 #: graph with hooks does. The whole graph is the faster (one call, XLA fuses across rules);
 #: rule by rule holds fewer compiled programs (docs/autograd.md, "Memory or speed").
 _WHOLE_GRAPH: list[bool] = [True]
