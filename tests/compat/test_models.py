@@ -132,6 +132,22 @@ def test_forward_and_gradients_match_pytorch(name):
                                    tm.bn1.running_mean.numpy(), rtol=1e-5, atol=1e-6)
 
 
+@pytest.mark.parametrize("name", ["gpt", "resnet"])
+def test_a_chained_backward_matches_pytorch(name, monkeypatch):
+    """The same comparison with the eager backward run as a chain of span executables
+    (jflow.autograd.compiled_graph.Chunked, for graphs whose saved values pass CHUNK_BYTES:
+    here every graph of 8 nodes or more)."""
+    from jflow.autograd import compiled_graph as cg
+    from jflow.autograd.engine import graph_cache
+
+    monkeypatch.setattr(cg, "CHUNK_BYTES", 1)
+    monkeypatch.setattr(cg, "CHUNK_NODES", 4)
+    graph_cache.clear()
+    test_forward_and_gradients_match_pytorch(name)
+    assert any(isinstance(f, cg.Chunked) and len(f.spans) >= 3
+               for f, _ in graph_cache.compiled.values())
+
+
 _TRAINING = {  # model, batch, loss, compiled modes checked step by step against eager
     # (the GPT one block deep: a second block of the same kind runs the same eager ops, the
     # ones test_forward_and_gradients_match_pytorch[gpt] checks against PyTorch with two, and
