@@ -432,7 +432,8 @@ def _rss_kib(field: str) -> int:
 def first_steps_child(kind: str, mode: str, quick: bool, cache_dir: str, steps: int = 3) -> dict:
     """(Runs in the fresh process.) Build ``mode``'s model, then time its first ``steps``
     steps, each loss read; returns seconds, peak RSS growth (MiB), losses, whether JAX's
-    cache was on, and the setup's seconds (model, weights, optimizer, batches)."""
+    cache was on, the setup's seconds (model, weights, optimizer and batches) and, in
+    ``events``, those steps' seconds in each of :data:`COMPILE_EVENTS`."""
     jax_cache = jax.config.jax_compilation_cache_dir
     if jax_cache:  # a persistent cache is configured: cold and warm use our directory instead
         jax.config.update("jax_compilation_cache_dir", os.path.join(cache_dir, "jax"))
@@ -447,12 +448,28 @@ def first_steps_child(kind: str, mode: str, quick: bool, cache_dir: str, steps: 
             f.write("5")
     except OSError:
         pass
+    events = dict.fromkeys(COMPILE_EVENTS, 0.0)
+    names = {v: k for k, v in COMPILE_EVENTS.items()}
+
+    def listen(event: str, secs: float, **_kw: Any) -> None:
+        if event in names:
+            events[names[event]] += secs
+
+    jax.monitoring.register_event_duration_secs_listener(listen)
     t0 = time.perf_counter()
     losses = [r.value(r.step()) for _ in range(steps)]
     seconds = time.perf_counter() - t0
     peak = _rss_kib("VmHWM")
     return dict(seconds=seconds, rss_mib=max(0, peak - before) / 1024, losses=losses,
-                jax_cache=bool(jax_cache), setup=setup)
+                jax_cache=bool(jax_cache), setup=setup, events=events)
+
+
+#: JAX's compile events (``jax.monitoring`` durations) that :func:`first_steps_child` sums:
+#: tracing to a jaxpr, lowering it to the module whose hash is the persistent cache's key, and
+#: XLA's compile (or, on a cache hit, the executable's load)
+COMPILE_EVENTS = {"tracing": "/jax/core/compile/jaxpr_trace_duration",
+                  "lowering": "/jax/core/compile/jaxpr_to_mlir_module_duration",
+                  "compile or load": "/jax/core/compile/backend_compile_duration"}
 
 
 #: the pseudo-mode of :func:`first_steps_child` that measures XLA's compile of the whole step

@@ -1,7 +1,7 @@
-"""What bounds two of issue 40's targets on XLA CPU, measured (benchmarks/real_models.py has
+"""What bounds issue 40's targets on XLA CPU, measured (benchmarks/real_models.py has
 the targets; its results file quotes this script's output).
 
-    python benchmarks/real_models_floors.py            # the real shapes (~2 min on 2 cores)
+    python benchmarks/real_models_floors.py            # the real shapes (~3 min on 2 cores)
     python benchmarks/real_models_floors.py --quick    # tiny shapes (the test's run)
 
 **conv** — eager ResNet (target <= 1.2x PyTorch eager). An eager convolution is its own
@@ -22,6 +22,19 @@ at least that recording plus its executables' run, and no executable of the step
 than ``nn.Graph``'s one executable of all of it. This part times, interleaved, PyTorch eager,
 jflow ``nn.Graph`` and jflow lazy (real_models' step, with the forward's recording timed and
 checked to run nothing) on the GPT: the floor is ``nn.Graph + the forward's recording``.
+
+**saved** — the memory target (peak growth within 1.5x PyTorch's). Is it what the step keeps
+for its backward? This part builds each model in both libraries from the same weights, runs
+one training forward, and sums the bytes of the arrays each library saved for the backward:
+PyTorch's through ``torch.autograd.graph.saved_tensors_hooks``, jflow's from its tape (every
+node's saved values, reached from the loss's ``grad_fn``), each distinct storage / array
+once, the parameters left out (they are live anyway).
+
+**warm** — start-up on a warm cache (target: the first 3 steps of the GPT <= 1.0 s, the
+ResNet's <= 2.0 s). In a fresh process per run, cold (a new JAX cache directory) then warm
+(the same directory again), the first three eager steps, with JAX's compile events summed
+(``jax.monitoring``): what of a warm start is lowering each program to the module whose hash
+is the cache key, what is reading executables back, and what is left (Python, running).
 
 No timing is asserted anywhere: tests/test_benchmarks_real_models.py runs ``--quick``.
 """
@@ -235,20 +248,118 @@ def lazy_floor(quick: bool, rounds: int, steps: int, out: Callable[[str], None])
         f"({(graph + rec) / pt:.2f}x)")
 
 
+def _torch_saved(torch: Any, model: Any, x: Any, y: Any) -> int:
+    """Bytes PyTorch saves for the backward of ``model(x, y)``: each storage once, the
+    parameters' left out."""
+    params = {p.untyped_storage().data_ptr() for p in model.parameters()}
+    seen: dict[int, int] = {}
+
+    def pack(t: Any) -> Any:
+        st = t.untyped_storage()
+        if st.data_ptr() not in params:
+            seen[st.data_ptr()] = st.nbytes()
+        return t
+
+    with torch.autograd.graph.saved_tensors_hooks(pack, lambda t: t):
+        model(x, y)
+    return sum(seen.values())
+
+
+def _jflow_saved(model: Any, loss: Any) -> int:
+    """Bytes jflow's tape saves for the backward of ``loss``: every node's saved arrays,
+    each once, the parameters' left out."""
+    from jflow.autograd.graph import LEAF, Node
+    params = {id(p._value) for p in model.parameters()}
+    seen: dict[int, int] = {}
+    todo, done = [loss.grad_fn], set()
+    while todo:
+        n = todo.pop()
+        if id(n) in done:
+            continue
+        done.add(id(n))
+        for value, *_ in n.saved or ():
+            if isinstance(value, jax.Array) and id(value) not in params:
+                seen[id(value)] = value.nbytes
+        todo.extend(e[0] for e in n.next_edges
+                    if e is not None and e[1] != LEAF and isinstance(e[0], Node))
+    return sum(seen.values())
+
+
+def saved_bytes(quick: bool, out: Callable[[str], None]) -> dict[str, tuple[int, int]]:
+    """The activations each library keeps for the backward of one training forward, per
+    model: ``{kind: (torch_bytes, jflow_bytes)}``."""
+    import real_models as rm
+    import torch
+
+    import jflow as flow
+    res = {}
+    out(f"saved: activations kept for the backward of one training forward "
+        f"({'quick' if quick else 'real'} configs; each array once, parameters left out)")
+    for kind in ("gpt", "resnet"):
+        cfg = rm.MODELS[kind][2 if quick else 1]
+        init, (x, y) = rm.initial_state(kind, cfg), rm.batches(kind, cfg, 1)[0]
+        tm = rm.build(torch, kind, cfg)
+        tm.load_state_dict({k: torch.as_tensor(v) for k, v in init.items()})
+        fm = rm.build(flow, kind, cfg)
+        fm.load_state_dict({k: flow.tensor(v) for k, v in init.items()})
+        t = _torch_saved(torch, tm, torch.as_tensor(x), torch.as_tensor(y))
+        f = _jflow_saved(fm, fm(flow.tensor(x), flow.tensor(y)))
+        res[kind] = (t, f)
+        out(f"  {rm.MODELS[kind][0]}: PyTorch {t / 2**20:.2f} MiB, jflow {f / 2**20:.2f} MiB "
+            f"({f / t:.2f}x)")
+    return res
+
+
+def warm_split(quick: bool, out: Callable[[str], None], kinds: Sequence[str] = ("gpt", "resnet")
+               ) -> dict[str, list[dict[str, Any]]]:
+    """Cold, then warm, first 3 eager steps per model (real_models.first_steps: a fresh
+    process each, the same JAX cache directory): ``{kind: [cold, warm]}``."""
+    import tempfile
+
+    import real_models as rm
+    res = {}
+    out(f"warm: the first 3 eager steps ({'quick' if quick else 'real'} configs), cold then "
+        f"warm (the same JAX cache directory), a fresh process each; seconds, and of them "
+        f"JAX's compile events")
+    for kind in kinds:
+        with tempfile.TemporaryDirectory() as d:
+            runs = []
+            for label in ("cold", "warm"):
+                r = rm.first_steps(kind, rm.EAGER, quick, d, 1)
+                if "error" in r:
+                    raise RuntimeError(f"real_models_floors: {kind} {label}: {r['error']}")
+                runs.append(r)
+                ev = r["events"]
+                split = ", ".join(f"{k} {v:.2f}" for k, v in ev.items())
+                out(f"  {rm.MODELS[kind][0]} {label}: {r['seconds']:.2f} s ({split}; the rest "
+                    f"{r['seconds'] - sum(ev.values()):.2f})")
+            res[kind] = runs
+    return res
+
+
+PARTS = ("conv", "lazy", "saved", "warm")
+
+
 def main(argv: Sequence[str] | None = None, out: Callable[[str], None] = print) -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--quick", action="store_true", help="tiny shapes, few repeats")
-    ap.add_argument("--parts", default="conv,lazy", help="comma-separated: conv, lazy")
+    ap.add_argument("--parts", default=",".join(PARTS),
+                    help=f"comma-separated: {', '.join(PARTS)}")
     args = ap.parse_args(argv)
     parts = args.parts.split(",")
-    bad = sorted(set(parts) - {"conv", "lazy"})
+    bad = sorted(set(parts) - set(PARTS))
     if bad:
-        raise SystemExit(f"real_models_floors: unknown --parts {bad}; expected conv, lazy")
+        raise SystemExit(f"real_models_floors: unknown --parts {bad}; expected "
+                         f"{', '.join(PARTS)}")
     out(machine())
     if "conv" in parts:
         conv_floor(args.quick, 3 if args.quick else 25, out)
     if "lazy" in parts:
         lazy_floor(args.quick, 2 if args.quick else 7, 2 if args.quick else 5, out)
+    if "saved" in parts:
+        saved_bytes(args.quick, out)
+    if "warm" in parts:
+        warm_split(args.quick, out)
 
 
 if __name__ == "__main__":

@@ -111,8 +111,13 @@ def test_loss_check_catches_a_mode_with_other_weights(rm: ModuleType) -> None:
 
 
 def test_first_steps_in_a_fresh_process(rm: ModuleType, tmp_path: Path) -> None:
+    """A cold run in a fresh process: its seconds, memory, losses and setup, and its compile
+    events (a cold run traces, lowers and compiles; that a warm run reads the executables
+    back is tests/test_compilation_cache.py's)."""
     res = rm.first_steps("gpt", rm.EAGER, True, str(tmp_path), 1)
     assert "error" not in res, res
+    ev = res["events"]
+    assert set(ev) == set(rm.COMPILE_EVENTS) and all(v > 0 for v in ev.values()), ev
     assert res["seconds"] > 0 and res["rss_mib"] >= 0 and len(res["losses"]) == 3
     assert 0 < res["setup"] < 60  # model, weights, optimizer and batches, before the steps
     cfg = rm.MODELS["gpt"][2]
@@ -131,17 +136,24 @@ def test_the_compile_floor_compiles_the_whole_step(rm: ModuleType) -> None:
     assert res["flops"] >= 3 * 2 * c["batch"] * c["block"] * c["d"] * c["vocab"], (res, c)
 
 
-def test_floors_quick_mode_measures_both_parts(rm: ModuleType) -> None:
-    """benchmarks/real_models_floors.py (what bounds the eager-ResNet and lazy-GPT targets):
-    both parts run and print their sums, and each library-convolution flag its verdict, read
-    from the compiled program: a custom fusion, as XLA CPU calls a library, is recognised."""
+@pytest.fixture(scope="module")
+def floors(rm: ModuleType) -> ModuleType:
+    """benchmarks/real_models_floors.py, loaded as a module."""
     spec = importlib.util.spec_from_file_location("_bench_real_models_floors",
                                                   BENCH / "real_models_floors.py")
     floors = importlib.util.module_from_spec(spec)
     sys.modules["real_models"] = rm  # (the script imports its sibling by that name)
     spec.loader.exec_module(floors)
+    return floors
+
+
+def test_floors_quick_mode_measures_its_parts(floors: ModuleType) -> None:
+    """benchmarks/real_models_floors.py (what bounds the eager-ResNet, lazy-GPT and memory
+    targets): the conv and lazy parts run and print their sums, and each library-convolution
+    flag its verdict, read from the compiled program: a custom fusion, as XLA CPU calls a
+    library, is recognised; the saved part finds each library's saved activations."""
     lines: list[str] = []
-    floors.main(["--quick"], out=lines.append)
+    floors.main(["--quick", "--parts", "conv,lazy"], out=lines.append)
     text = "\n".join(lines)
     assert "conv: 6 convolutions of the ResNet step" in text, text
     assert "XLA's convolutions + PyTorch's other work =" in text, text
@@ -152,5 +164,41 @@ def test_floors_quick_mode_measures_both_parts(rm: ModuleType) -> None:
     assert "refused" not in flags and "library kernel" in text, text
     assert "lazy: the GPT (quick config)" in text and "nn.Graph + that =" in text
     assert "(nothing ran meanwhile)" in text, text
+    # the saved part: both libraries' saved activations found (the tape walked to its end:
+    # the same activations within a quarter, in bytes), and printed
+    saved = floors.saved_bytes(True, lines.append)
+    assert set(saved) == {"gpt", "resnet"}
+    for kind, (t, f) in saved.items():
+        assert t > 0 and 0.8 < f / t < 1.25, (kind, t, f)
+    assert "saved: activations kept for the backward" in "\n".join(lines)
     with pytest.raises(SystemExit, match="unknown --parts"):
         floors.main(["--parts", "bogus"], out=lines.append)
+
+
+def test_floors_warm_part_prints_each_runs_split(floors: ModuleType, rm: ModuleType,
+                                                 monkeypatch: pytest.MonkeyPatch) -> None:
+    """The warm part runs each model cold, then warm, in one cache directory
+    (real_models.first_steps, measured in test_first_steps_in_a_fresh_process) and prints
+    each run's seconds with its compile events and what is left of them."""
+    calls = []
+
+    def fake(kind, mode, quick, d, threads):
+        calls.append((kind, mode, d))
+        cold = len(calls) % 2
+        return {"seconds": 3.0 if cold else 1.0,
+                "events": {"tracing": 0.25, "lowering": 0.5,
+                           "compile or load": 2.0 if cold else 0.25}}
+
+    monkeypatch.setattr(rm, "first_steps", fake)
+    lines: list[str] = []
+    res = floors.warm_split(True, lines.append)
+    assert [c[:2] for c in calls] == [("gpt", rm.EAGER)] * 2 + [("resnet", rm.EAGER)] * 2
+    assert calls[0][2] == calls[1][2] != calls[2][2] == calls[3][2]  # one directory a model
+    assert list(res) == ["gpt", "resnet"] and len(lines) == 5
+    assert lines[1].endswith("cold: 3.00 s (tracing 0.25, lowering 0.50, compile or load "
+                             "2.00; the rest 0.25)"), lines
+    assert lines[2].endswith("warm: 1.00 s (tracing 0.25, lowering 0.50, compile or load "
+                             "0.25; the rest 0.00)"), lines
+    monkeypatch.setattr(rm, "first_steps", lambda *a: {"error": "boom"})
+    with pytest.raises(RuntimeError, match="gpt cold: boom"):
+        floors.warm_split(True, lines.append)
