@@ -282,6 +282,28 @@ def test_cpu_conv_forms_random(nd):
                                RS.standard_normal(bs)], attrs)
 
 
+@pytest.mark.parametrize("nd", [1, 2, 3])
+def test_cpu_depthwise_weight_grad_loop_random(nd):
+    """Depthwise convolutions of at least WEIGHT_GRAD_LOOP_TAPS kernel taps, whose weight
+    gradient jflow's CPU kernel runs as a loop over the taps (ops/conv.py), against PyTorch:
+    random strides, paddings, dilations and channel multipliers."""
+    from jflow.ops.conv import WEIGHT_GRAD_LOOP_TAPS, _cpu_form
+
+    rs = np.random.RandomState(50 + nd)
+    k = {1: [11], 2: [4, 3], 3: [3, 2, 2]}[nd]
+    assert np.prod(k) >= WEIGHT_GRAD_LOOP_TAPS
+    c = int(rs.randint(1, 4))
+    s = [int(rs.randint(1, 4)) for _ in range(nd)]
+    d = [int(rs.randint(1, 3)) for _ in range(nd)]
+    p = [int(rs.randint(0, 3)) for _ in range(nd)]
+    size = [dd * (kk - 1) + 1 + int(rs.randint(0, 6)) for kk, dd in zip(k, d)]
+    ws = (c * int(rs.randint(1, 3)), 1, *k)
+    assert _cpu_form((*ws[:2], *([1] if nd == 1 else []), *ws[2:]), c, c) == "depthwise"
+    fn = {1: (F.conv1d, TF.conv1d), 2: (F.conv2d, TF.conv2d), 3: (F.conv3d, TF.conv3d)}[nd]
+    _parity(fn[0], fn[1], [RS.standard_normal((2, c, *size)), RS.standard_normal(ws)],
+            dict(stride=s, padding=p, dilation=d, groups=c))
+
+
 def test_cpu_depthwise_conv_float32_and_bfloat16():
     """A ConvNeXt block's 7x7 depthwise convolution in float32 (its forward and gradients to
     float32 rounding) and bfloat16 (its taps summed in float32)."""
@@ -293,3 +315,14 @@ def test_cpu_depthwise_conv_float32_and_bfloat16():
     t = TF.conv2d(torch.tensor(x).bfloat16(), torch.tensor(w).bfloat16(), padding=3, groups=6)
     np.testing.assert_allclose(y.to(flow.float32).numpy(), t.float().numpy(), rtol=2e-2,
                                atol=6e-2)
+    # the bfloat16 weight gradient (a loop over the 49 taps, summed in float32) against
+    # PyTorch's float32 one
+    g = RS.standard_normal((2, 6, 9, 9)).astype(np.float32)
+    wb = flow.tensor(w).to(flow.bfloat16).requires_grad_()
+    F.conv2d(flow.tensor(x).to(flow.bfloat16), wb, padding=3, groups=6).backward(
+        flow.tensor(g).to(flow.bfloat16))
+    tw = torch.tensor(w, requires_grad=True)
+    TF.conv2d(torch.tensor(x), tw, padding=3, groups=6).backward(torch.tensor(g))
+    assert wb.grad.dtype == flow.bfloat16
+    np.testing.assert_allclose(wb.grad.to(flow.float32).numpy(), tw.grad.numpy(), rtol=3e-2,
+                               atol=0.3)

@@ -101,6 +101,14 @@ _G = {"stride": [1, 2], "padding": [1, 0, 1, 1], "dilation": [1, 1], "groups": 2
 _DW = {"stride": [2, 1], "padding": [1, 2, 0, 1], "dilation": [1, 2], "groups": 2}
 _PW = {"stride": [2, 1], "padding": [0, 1, 1, 0], "dilation": [1, 1], "groups": 1}
 
+#: the depthwise samples whose weight gradient runs as a loop over its taps (a 4x3 kernel:
+#: ops/conv.py WEIGHT_GRAD_LOOP_TAPS), drawn from a stream of their own
+_loop_rng = np.random.default_rng(41)
+
+
+def _l(*shape):
+    return _loop_rng.standard_normal(shape)
+
 register_samples("conv2d", [
     Sample([_f(2, 2, 5, 5), _f(3, 2, 3, 3)], dict(_A), name="plain"),
     Sample([_f(2, 2, 5, 5, dtype=np.float64), _f(2, 2, 2, 3, dtype=np.float64)], dict(_B),
@@ -112,6 +120,8 @@ register_samples("conv2d", [
     # channels per input channel), 1x1 as a matrix product
     Sample([_f(1, 2, 5, 6, dtype=np.float64), _f(4, 1, 3, 2, dtype=np.float64)], dict(_DW),
            name="depthwise, multiplier 2"),
+    Sample([_l(1, 2, 7, 8), _l(4, 1, 4, 3)], dict(_DW),
+           name="depthwise 4x3, multiplier 2 (its weight gradient a loop over the taps)"),
     Sample([_f(2, 3, 5, 4, dtype=np.float64), _f(2, 3, 1, 1, dtype=np.float64)], dict(_PW),
            name="1x1, stride, padding"),
 ], _conv2d_ref, errors=[
@@ -145,6 +155,8 @@ register_samples("conv2d_weight_grad", [
     Sample([_f(1, 4, 4, 5), _f(1, 4, 4, 3)], {**_G, "kernel_size": [2, 2]}, name="groups"),
     Sample([_f(1, 2, 5, 6, dtype=np.float64), _f(1, 4, 3, 5, dtype=np.float64)],
            {**_DW, "kernel_size": [3, 2]}, name="depthwise, multiplier 2"),
+    Sample([_l(1, 2, 7, 8), _l(1, 4, 4, 5)], {**_DW, "kernel_size": [4, 3]},
+           name="depthwise 4x3, multiplier 2 (a loop over the taps)"),
     Sample([_f(2, 3, 5, 4, dtype=np.float64), _f(2, 2, 3, 5, dtype=np.float64)],
            {**_PW, "kernel_size": [1, 1]}, name="1x1, stride, padding"),
 ], _weight_grad_ref, errors=[
