@@ -317,7 +317,7 @@ def _depthwise_weight_grad(x: Any, dy: Any, w_shape: Any, stride: Any, padding: 
     output positions of the slice of the padded input that tap reads times ``dy``.
 
     JAX's transpose of the shifted slices is one reduction per tap, each its own kernel in
-    XLA's program: a 7x7 one compiled in 1.4-2.0 s on this host (a 3x3 one in ~0.25 s), in
+    XLA's program: a 7x7 one compiled in 1.4-2.0 s on a 2-core host (a 3x3 one in ~0.25 s), in
     every program that holds it, a whole backward among them. From
     :data:`WEIGHT_GRAD_LOOP_TAPS` taps on it runs as a loop instead, whose body -- one
     tap's slice, found by a dynamic offset, and its reduction -- XLA compiles once:
@@ -327,7 +327,8 @@ def _depthwise_weight_grad(x: Any, dy: Any, w_shape: Any, stride: Any, padding: 
     0.34 against 0.88 ms). The stride is met by splitting each padded axis into
     (position // stride, position % stride), the phases in front, so that every tap's
     slice is a contiguous block of one phase. Accumulates in float32 at least, as the
-    forward."""
+    forward. (benchmarks/results_ecosystem_models_cpu.txt, session 25: what it does to the
+    first steps of library conv nets.)"""
     nd = x.ndim - 2
     n, c = x.shape[:2]
     kernel = tuple(w_shape[2:])
