@@ -8,13 +8,18 @@ RSS growth 92-98 MiB without trimming, 75-80 MiB with a trim after its one large
 (executable_budget calls :func:`trim` after a compile of 0.2 s or more: a trim costs 2-8 ms
 there; after every few small compiles it cost a compile-bound test run 3-5%).
 
-Any compile (executable_budget) also leaves a trim *pending* for the next ``Tensor.item()``
-(the loss a training loop reads at the end of its step: :func:`trim_pending`). The step
-that compiled freed its buffers among the compiler's live allocations; the next steps, which compile
-nothing, allocate theirs in another order, find those holes too small and grow the heap
-while the holes stay resident. Trimming once at the end of that step returns the holes'
-pages: the GPT's eager steps 2-3 then peak ~77 instead of ~90 MiB over the start (measured
-on 2026-12-03's host, where the whole first three steps peaked at 88-96).
+Any compile (executable_budget) also leaves trims *pending* for the next two
+``Tensor.item()`` calls (the loss a training loop reads at the end of its step:
+:func:`trim_pending`). The step that compiled freed its buffers among the compiler's live
+allocations; the next steps, which compile nothing, allocate theirs in another order, find
+those holes too small and grow the heap while the holes stay resident. Trimming at the end
+of that step returns the holes' pages: the GPT's eager steps 2-3 then peak ~77 instead of
+~90 MiB over the start (measured on 2026-12-03's host, where the whole first three steps
+peaked at 88-96). The first step that compiled nothing leaves holes of its own, among what
+the compiling step left live (the optimizer's state, the executables); from then on the
+steps repeat its order of allocations and reuse them, so one more trim, at its end, is the
+last (:data:`AFTER_COMPILE`; a trim costs ~2 ms and the next step's page faults ~4 ms on
+the GPT: never every step). Measured in session 26: see :data:`AFTER_COMPILE`.
 
 Before a compile known to be large -- an eager training step's whole backward and its fused
 optimizer step, at their first call -- :func:`before_large_compile` trims as well: the
@@ -66,13 +71,18 @@ def trim() -> bool:
 #: ``[False]`` turns :func:`before_large_compile` off (``flow.config.set_release_lowerings``)
 ENABLED = [True]
 
-#: ``[True]`` from a compile (executable_budget) until the next ``Tensor.item()`` trims
-PENDING = [False]
+#: how many ``Tensor.item()`` calls trim after a compile: the step that compiled and the
+#: next one (see the module docstring)
+AFTER_COMPILE = 2
+
+#: ``[n]``: the trims still pending, :data:`AFTER_COMPILE` from a compile (executable_budget)
+#: on, one less at each ``Tensor.item()``
+PENDING = [0]
 
 
 def trim_pending() -> None:
-    """The pending trim, once (called by ``Tensor.item`` when :data:`PENDING` is set)."""
-    PENDING[0] = False
+    """One pending trim (called by ``Tensor.item`` while :data:`PENDING` is set)."""
+    PENDING[0] -= 1
     trim()
 
 

@@ -42,7 +42,8 @@ from .tensor import NEW_FIELDS_SRC
 from .tensor import Tensor as _Tensor
 from .tensor import _wrap as _new_tensor
 
-__all__ = ["make_apply", "primitive_impl", "CACHE_SIZE", "watch_inputs", "executables"]
+__all__ = ["make_apply", "primitive_impl", "CACHE_SIZE", "watch_inputs", "executables",
+           "donating_executable"]
 
 #: ``[fn or None]``: while set (by ``flow.jit`` while it traces), every op call first passes
 #: the op and its inputs (tensors; None or lists for optional / variadic inputs) to ``fn``, so
@@ -61,7 +62,8 @@ def watch_inputs(fn: Callable[[Any, tuple], None] | None) -> Callable[[Any, tupl
 CACHE_SIZE = 512
 
 
-def _make_executable(op: Any, params: dict[str, Any]) -> Callable[..., Any]:
+def _make_executable(op: Any, params: dict[str, Any],
+                     donate: tuple[int, ...] = ()) -> Callable[..., Any]:
     prim = op.primitive
     if len(op.outputs) == 1 and not op.outputs[0].variadic:
         def run(*args: Any) -> Any:
@@ -71,7 +73,7 @@ def _make_executable(op: Any, params: dict[str, Any]) -> Callable[..., Any]:
             return prim.bind(*args, **params)
     run.__name__ = op.name
     run.__qualname__ = f"jflow.{op.name}"
-    return jax.jit(run)
+    return jax.jit(run, donate_argnums=donate) if donate else jax.jit(run)
 
 
 def _store(cache: dict, key: Any, value: Any) -> None:
@@ -602,6 +604,33 @@ def set_profiled(op: Any, on: bool) -> None:
     codes = getattr(op.apply, "_codes", None)
     if codes is not None:  # (off: the code of the current mode, generated or plain)
         op.apply.__code__ = codes[1] if on else _codegen.current_code(op.apply)
+
+
+#: op -> {(attrs..., donated positions): executable} of :func:`donating_executable`
+_DONATING: dict[Any, dict[Any, Any]] = {}
+
+
+def donating_executable(op: Any, donate: tuple[int, ...], **attrs: Any) -> Callable[..., Any]:
+    """``op``'s eager executable for ``attrs`` that *donates* its inputs at positions
+    ``donate``: called on arrays, it returns the outputs' arrays, written into the donated
+    inputs' buffers where shapes allow (XLA's input/output aliasing), and those inputs are
+    deleted. For a caller that replaces the donated values by the results and knows nothing
+    else reads them — an optimizer's per-parameter update of its parameter and state
+    (``optim.Adam``): no new buffer per step, no old and new value at once. The caller passes
+    concrete, local arrays (not tracers, lazy or global values) and takes ``op.apply``
+    otherwise; the primitive's abstract evaluation checks shapes and dtypes as ``op.apply``'s
+    does. Bounded cache per op (:data:`CACHE_SIZE`)."""
+    if op.structured or op.dynamic_attrs:
+        raise ValueError(f"donating_executable(): op '{op.name}' has optional or variadic "
+                         f"inputs or dynamic attrs; only ops with fixed inputs and static "
+                         f"attrs have one")
+    cache = _DONATING.setdefault(op, {})
+    key = (*attrs.items(), donate)
+    f = cache.get(key)
+    if f is None:
+        f = _make_executable(op, op.normalize_attrs(attrs), donate)
+        _store(cache, key, f)
+    return f
 
 
 def executables(op: Any) -> int:

@@ -81,7 +81,7 @@ def set_release_lowerings(flag: bool) -> bool:
     old = _state["release_lowerings"]
     _state["release_lowerings"] = _malloc_trim.ENABLED[0] = flag
     if not flag:
-        _malloc_trim.PENDING[0] = False
+        _malloc_trim.PENDING[0] = 0
     return old
 
 
@@ -106,7 +106,7 @@ def _on_compile(event: str, duration: float, **_: Any) -> None:
             if duration >= TRIM_AFTER_S and _malloc_trim.available():
                 _state["trims"] += 1
                 _malloc_trim.trim()
-            _malloc_trim.PENDING[0] = True  # a trim at the next host read
+            _malloc_trim.PENDING[0] = _malloc_trim.AFTER_COMPILE  # trims at host reads
         _maybe_arm()
 
 

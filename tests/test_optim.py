@@ -520,14 +520,14 @@ def test_an_eager_step_that_repeats_runs_as_one_executable(monkeypatch):
     p0 = np.random.default_rng(4).standard_normal((3, 4))
     grads = _grads(5, (3, 4), n=7)
     want = ref_adam(p0, grads, lr=0.01, weight_decay=0.01, decoupled=True)
-    real = adam._ADAM
+    real = adam.Adam._fused_update  # (one call per parameter update, donating or not)
     calls = []
 
     def counted(*args, **kw):
         calls.append(1)
         return real(*args, **kw)
 
-    monkeypatch.setattr(adam, "_ADAM", counted)
+    monkeypatch.setattr(adam.Adam, "_fused_update", counted)
     for fused in (True, False):
         old = flow.config.set_fused_optimizer_step(fused)
         try:
@@ -612,6 +612,72 @@ def test_a_fused_step_writes_into_the_buffers_it_updates_unless_they_are_shared(
     np.testing.assert_allclose(p.detach().numpy(), sgd_ref(4), rtol=1e-12)
 
 
+def test_an_eager_adam_update_writes_into_its_buffers_unless_they_are_shared():
+    """Op by op (Adam / AdamW's default), each parameter's adam_update donates the
+    parameter and its moments when nothing else holds their arrays: the new values take the
+    old buffers and the old arrays are gone. A parameter or moment whose array something
+    else holds (a deep copy shares it, the user kept the array) is not given up: the holder
+    keeps the old values, readable, and every step follows AdamW's formula."""
+    import copy
+    import weakref
+
+    rng = np.random.default_rng(31)
+    p0, grads = rng.standard_normal((5, 3)), _grads(32, (5, 3), n=5)
+    want = ref_adam(p0, grads, lr=0.02, weight_decay=0.1, decoupled=True)
+    p = nn.Parameter(flow.tensor(p0))
+    opt = optim.AdamW([p], lr=0.02, weight_decay=0.1)
+    assert flow.config.set_fused_optimizer_step(None) is None  # (the default: op by op)
+
+    def arrays():
+        s = opt.state[p]
+        return [p._meta, s["exp_avg"]._meta, s["exp_avg_sq"]._meta]
+
+    for i, g in enumerate(grads):
+        p.grad = flow.tensor(g)
+        if i >= 1:  # (step 1 makes the state; weak references do not hold the arrays)
+            olds = [weakref.ref(a) for a in arrays()]
+            addrs = [a().unsafe_buffer_pointer() for a in olds]
+        if i == 3:
+            ema = copy.deepcopy(p)  # shares p's array
+            kept = opt.state[p]["exp_avg_sq"]._meta  # the user's own reference to a moment
+            ema_before, kept_before = ema.detach().numpy().copy(), np.asarray(kept).copy()
+        opt.step()
+        np.testing.assert_allclose(p.detach().numpy(), want[i], rtol=1e-12, atol=1e-14)
+        if i in (1, 2, 4):  # donated: updated in place, the old arrays deleted
+            assert [a.unsafe_buffer_pointer() for a in arrays()] == addrs
+            assert all(a() is None or a().is_deleted() for a in olds)
+        elif i == 3:  # shared: nothing given up, the holders read the old values
+            assert [a.unsafe_buffer_pointer() for a in arrays()] != addrs
+            np.testing.assert_array_equal(ema.detach().numpy(), ema_before)
+            np.testing.assert_array_equal(np.asarray(kept), kept_before)
+            del kept
+
+
+def test_donatable_takes_only_plain_local_values_held_once():
+    """``optimizer_step.donatable``: the arrays for plain, local, concrete tensors whose
+    donated arrays their tensors alone hold; None for a view, a shared array, a value held
+    elsewhere, a traced value and while a lazy segment records."""
+    from jflow.lazy_mode.optimizer_step import donatable
+
+    a, b, k = flow.ones(3), flow.zeros(3), flow.tensor(2.0)
+    vals = donatable((a, b), (k,))
+    assert vals is not None and vals[0] is a._meta and vals[2] is k._meta
+    del vals
+    assert donatable((a[:2],), ()) is None  # a view
+    held = b._meta
+    assert donatable((a, b), (k,)) is None  # b's array held here too
+    del held
+    assert donatable((a, b), (k,)) is not None
+    c = flow.utils.from_jax(a._meta)
+    assert donatable((a,), ()) is None and donatable((c,), ()) is None  # one array, two tensors
+    del c
+    with flow.lazy():
+        assert donatable((a,), ()) is None
+    seen = []
+    jax.jit(lambda x: seen.append(donatable((flow.utils.from_jax(x),), ())) or x)(1.0)
+    assert seen == [None]
+
+
 @pytest.fixture
 def fused_always():
     """Every optimizer's eager step fused, Adam's too (by default Adam / AdamW, one op per
@@ -633,8 +699,9 @@ def test_the_first_fused_step_makes_state_only_where_pytorch_does(monkeypatch,
     rng = np.random.default_rng(11)
     a0, b0 = rng.standard_normal((2, 5)), rng.standard_normal(3)
     ga, gb = _grads(12, (2, 5), n=5), _grads(13, (3,), n=5)
-    real, calls = adam._ADAM, []
-    monkeypatch.setattr(adam, "_ADAM", lambda *x, **k: calls.append(1) or real(*x, **k))
+    real, calls = adam.Adam._fused_update, []  # (one call per parameter update)
+    monkeypatch.setattr(adam.Adam, "_fused_update",
+                        lambda *x, **k: calls.append(1) or real(*x, **k))
     a = nn.Parameter(flow.tensor(a0, dtype=flow.float64))
     b = nn.Parameter(flow.tensor(b0, dtype=flow.float64))
     opt = optim.Adam([a, b], lr=0.01)

@@ -510,6 +510,24 @@ def _exclusive(given: list[Any]) -> bool:
     return all(c == _BASELINE for c in _refcounts(given))
 
 
+def donatable(donated: Sequence[Any], kept: Sequence[Any]) -> list[Any] | None:
+    """The arrays of the tensors ``donated`` then ``kept`` when an eager op may donate the
+    first ones' (an optimizer's per-parameter update, ``optim.Adam``): every tensor plain,
+    local and concrete (no view, global, pending lazy or traced value), no lazy segment
+    recording on this thread, no watcher on dispatch, and each donated array held by its
+    tensor alone (:func:`_exclusive`). None otherwise: the caller takes ``op.apply``."""
+    if _WATCH[0] is not None or LOCAL.active is not None:
+        return None
+    for t in (*donated, *kept):
+        if t.__class__ not in _LAZY_OF or t._global is not None or t._aliases or \
+                not isinstance(t._meta, jax.Array) or isinstance(t._meta, Tracer):
+            return None
+    given = [t._meta for t in donated]  # (no other local may hold them: counted references)
+    if not _exclusive(given):
+        return None
+    return given + [t._meta for t in kept]
+
+
 def _run_ahead(hit: _Traced, given: list[Any], rest: list[Any], lrs: list[Any]) -> Any:
     """Call the executable compiled ahead; None when it cannot take these values (it then
     goes: ``hit.jitted`` compiles for them) or its compile failed."""
