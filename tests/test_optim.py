@@ -678,6 +678,22 @@ def test_donatable_takes_only_plain_local_values_held_once():
     assert seen == [None]
 
 
+def test_donating_executables_are_kept_per_attrs_and_only_for_fixed_inputs():
+    """``dispatch.donating_executable``: one executable per op, attrs and donated positions
+    (the same object again); an op with optional inputs (linear's bias) has none: a
+    ValueError naming it."""
+    from jflow.dispatch import donating_executable
+    from jflow.ops import get
+
+    adam = get("adam_update")
+    a = donating_executable(adam, (0, 2, 3), beta1=0.9, weight_decay=0.1, decoupled=True)
+    assert donating_executable(adam, (0, 2, 3), beta1=0.9, weight_decay=0.1,
+                               decoupled=True) is a
+    assert donating_executable(adam, (0,), beta1=0.9, weight_decay=0.1, decoupled=True) is not a
+    with pytest.raises(ValueError, match="op 'linear' has optional or variadic inputs"):
+        donating_executable(get("linear"), (0,))
+
+
 @pytest.fixture
 def fused_always():
     """Every optimizer's eager step fused, Adam's too (by default Adam / AdamW, one op per
