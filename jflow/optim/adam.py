@@ -85,9 +85,10 @@ class Adam(Optimizer):
         writes the new values into the old buffers, as PyTorch updates in place. Without it
         every step allocates three new buffers per parameter while the old ones are live and
         frees the old ones after, and the C heap's layout drifts from step to step (the GPT
-        benchmark's first three eager steps, warm, five fresh processes each: peak RSS
-        growth 65-68 MiB, one 96, against 67-80: benchmarks/results_real_models_cpu.txt,
-        session 26). Same executable otherwise, same values."""
+        benchmark's first three eager steps, warm, six fresh processes each: peak RSS growth
+        62.8-73.9 MiB against 69.6-78.8, and 64.4-66.0 with the second trim after a compile,
+        jflow/_malloc_trim.py: benchmarks/results_real_models_cpu.txt, session 26). The same
+        op and values as ``op.apply``'s, the same step time."""
         step, m, v = state["step"], state["exp_avg"], state["exp_avg_sq"]
         step.add_(1)
         if isinstance(lr, Tensor):
