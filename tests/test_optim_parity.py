@@ -116,6 +116,41 @@ def test_matches_torch(name, kw, dtype):
     assert set(sd["param_groups"][0]) == tgroup
 
 
+@pytest.mark.parametrize("dtype", ["float32", "float64", "bfloat16"])
+@pytest.mark.parametrize("name, wd", [("Adam", 0.0), ("Adam", 0.05), ("AdamW", 0.1)])
+def test_adam_in_place_effects_match_torch(name, wd, dtype):
+    """Eager Adam / AdamW update the parameter in place (jflow donates its buffers when held
+    once): random parameters and gradients, 4 steps, the values PyTorch's; what a user kept
+    sees what it sees in PyTorch -- ``detach()`` and ``.data`` the updated values, a
+    ``copy.deepcopy`` the values at the copy."""
+    import copy
+
+    rng = np.random.default_rng(60)
+    p0 = rng.standard_normal((4, 6)).astype(np.float32)
+    gs = [rng.standard_normal((4, 6)).astype(np.float32) for _ in range(4)]
+    tp = torch.nn.Parameter(torch.tensor(p0).to(getattr(torch, dtype)))
+    fp = nn.Parameter(flow.tensor(p0).to(getattr(flow, dtype)))
+    to = getattr(torch.optim, name)([tp], lr=0.01, weight_decay=wd)
+    fo = getattr(optim, name)([fp], lr=0.01, weight_decay=wd)
+    kept_t = (tp.detach(), tp.data, copy.deepcopy(tp))
+    kept_f = (fp.detach(), fp.data, copy.deepcopy(fp))
+    for g in gs:
+        tp.grad = torch.tensor(g).to(tp.dtype)
+        fp.grad = flow.tensor(g).to(fp.dtype)
+        to.step()
+        fo.step()
+
+    def host(t):
+        return t.detach().float().numpy() if isinstance(t, torch.Tensor) else \
+            t.detach().to(flow.float32).numpy()
+
+    tol = {"float32": 1e-6, "float64": 1e-14, "bfloat16": 2e-3}[dtype]
+    np.testing.assert_allclose(host(fp), host(tp), rtol=tol, atol=tol)
+    for a, b in zip(kept_f, kept_t):
+        np.testing.assert_allclose(host(a), host(b), rtol=tol, atol=tol)
+    np.testing.assert_array_equal(host(kept_f[2]), host(torch.tensor(p0).to(tp.dtype)))
+
+
 @pytest.mark.parametrize("name, kw", [CASES[1], CASES[8], CASES[11], CASES[13], CASES[15],
                                       ("Adam", dict(lr=0.02, amsgrad=True)),
                                       ("SGD", dict(lr=0.05, momentum=0.9, dampening=0.1)),
