@@ -366,6 +366,19 @@ def test_norm_modules_against_numpy():
     assert nn.LayerNorm(4, elementwise_affine=False).weight is None
 
 
+def test_group_norm_of_an_empty_batch_as_pytorch():
+    """A batch of 0 samples: an empty output and zero weight / bias gradients, as PyTorch
+    (the kernel reshaped to (n, groups, -1), which divides by n: a ZeroDivisionError)."""
+    gn = nn.GroupNorm(3, 6)
+    x = flow.zeros(0, 6, 4, requires_grad=True)
+    y = gn(x)
+    assert y.shape == flow.Size([0, 6, 4])
+    (y * 2).sum().backward()
+    assert x.grad.shape == flow.Size([0, 6, 4])
+    np.testing.assert_array_equal(gn.weight.grad.numpy(), np.zeros(6, np.float32))
+    np.testing.assert_array_equal(gn.bias.grad.numpy(), np.zeros(6, np.float32))
+
+
 def test_embedding_module():
     flow.manual_seed(0)
     emb = nn.Embedding(10, 3, padding_idx=2)
