@@ -150,10 +150,12 @@ def _stat_shape(fname: str, c: int, **tensors: Any) -> None:
 def instance_norm(input: Tensor, running_mean: Any, running_var: Any, weight: Any, bias: Any,
                   use_input_stats: bool, momentum: float, eps: float) -> Tensor:
     """torch.nn.functional.instance_norm: each (sample, channel) of (N, C, *) normalised over
-    its spatial elements (``use_input_stats``; the batch_norm op on a (1, N * C, *) view), or
-    with the running statistics. With input statistics the running ones, when given, are
-    updated in place under no_grad with the batch average of the per-instance mean and
-    unbiased variance: ``running = (1 - momentum) * running + momentum * stat``."""
+    its spatial elements (``use_input_stats``; the group_norm op with one group per channel,
+    weight and bias included: one program, where batch_norm on a (1, N * C, *) view and the
+    affine ops were six), or with the running statistics. With input statistics the running
+    ones, when given, are updated in place under no_grad with the batch average of the
+    per-instance mean and unbiased variance: ``running = (1 - momentum) * running + momentum
+    * stat``."""
     fname = "instance_norm"
     _float_input(fname, input)
     shape = tuple(input._meta.shape)
@@ -169,9 +171,13 @@ def instance_norm(input: Tensor, running_mean: Any, running_var: Any, weight: An
         if m <= 1:
             raise ValueError(f"{fname}(): expected more than 1 spatial element when using input "
                              f"statistics, got input size {list(shape)}")
-        y, mean, inv_std = _batch_norm(_reshape(input, shape=(1, n * c) + shape[2:]), None, None,
-                                       eps=float(eps))
-        y = _reshape(y, shape=shape)
+        if c:
+            y, mean, inv_std = _group_norm(input, weight, bias, num_groups=c, eps=float(eps))
+            weight = bias = None  # (applied)
+        else:  # (no channel: no group to make)
+            y, mean, inv_std = _batch_norm(_reshape(input, shape=(1, 0) + shape[2:]), None,
+                                           None, eps=float(eps))
+            y = _reshape(y, shape=shape)
         if running_mean is not None or running_var is not None:
             mom = float(momentum)
             with no_grad():
