@@ -202,7 +202,8 @@ def _batch_norm(x: Any, weight: Any, bias: Any, eps: float) -> Any:
     pshape = (1, x.shape[1]) + (1,) * (x.ndim - 2)
     # (the per-channel factor r * weight first, then one product with d: written as
     # d * r * weight, XLA CPU compiles the program ~4x slower, 0.6 against 0.15 s for a
-    # (32, 16, 32, 32) batch, and runs it slower: benchmarks/results_real_models_cpu.txt)
+    # (32, 16, 32, 32) batch, and runs it slower: benchmarks/results_ecosystem_models_cpu.txt,
+    # session 27)
     scale = r if weight is None else r * weight.astype(xf.dtype).reshape(pshape)
     y = d * scale
     if bias is not None:

@@ -183,7 +183,7 @@ def _batch_norm(ctx, dy, dmean, dr):
     were used) enter only the per-channel b and c, and the full-size work is two reductions
     and one elementwise pass (the op-by-op form, r * (dy w - xhat mean(dy w xhat) -
     mean(dy w)), ran 3.6 against 2.3 ms for a (32, 16, 32, 32) batch on XLA CPU:
-    benchmarks/results_real_models_cpu.txt, session 27)."""
+    benchmarks/results_ecosystem_models_cpu.txt, session 27)."""
     x, w, mean, r = ctx.saved_tensors
     has = _present(ctx, 3)
     shape = tuple(ctx.input_shapes[0])
