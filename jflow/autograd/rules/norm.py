@@ -8,6 +8,8 @@ from __future__ import annotations
 
 import math
 
+import numpy as np
+
 from ..rule import register_backward
 from ._util import O, scalar_like
 
@@ -18,27 +20,33 @@ def _present(ctx, n_inputs):
     return [True] * n_inputs if lay is None else [bool(k) for k in lay]
 
 
-def _normalize_backward(x, w, mean, r, dy, dmean, dr, axes, bshape, n, centered):
-    """Gradient of x for y = xhat * w with xhat = (x - mean) * r (``centered``) or x * r, given
-    also the gradients of the statistics (mean and r, of shape ``bshape`` after reshape)."""
+def _normalize_backward(x, mean, r, g, dmean, dr, axes, bshape, n):
+    """Gradient of x for y = xhat with xhat = (x - mean) * r, given its gradient ``g`` and
+    those of the statistics (mean and r, of shape ``bshape`` after reshape)."""
     r_b = O.reshape(r, shape=bshape)
-    if centered:
-        mean_b = O.reshape(mean, shape=bshape)
-        xhat = O.mul(O.sub(x, mean_b), r_b)
-    else:
-        xhat = O.mul(x, r_b)
-    g = dy if w is None else O.mul(dy, w)
-    inner = O.mul(xhat, O.reduce_mean(O.mul(g, xhat), axis=axes, keepdim=True))
-    if centered:
-        inner = O.add(inner, O.reduce_mean(g, axis=axes, keepdim=True))
+    xhat = O.mul(O.sub(x, O.reshape(mean, shape=bshape)), r_b)
+    inner = O.add(O.mul(xhat, O.reduce_mean(O.mul(g, xhat), axis=axes, keepdim=True)),
+                  O.reduce_mean(g, axis=axes, keepdim=True))
     dx = O.mul(r_b, O.sub(g, inner))
     inv_n = scalar_like(1.0 / n if n else 0.0, x)
     # d r / d x = -r^3 (x - mean) / n = -r^2 xhat / n
     dr_b = O.reshape(dr, shape=bshape)
     dx = O.sub(dx, O.mul(O.mul(dr_b, O.mul(r_b, r_b)), O.mul(xhat, inv_n)))
-    if centered:
-        dx = O.add(dx, O.mul(O.reshape(dmean, shape=bshape), inv_n))
+    dx = O.add(dx, O.mul(O.reshape(dmean, shape=bshape), inv_n))
     return dx, xhat
+
+
+def _float32(*ts):
+    """Half-precision tensors in float32, the dtype the forward kernels compute in (and
+    PyTorch's CPU kernels accumulate these gradients in); None and wider ones as they are."""
+    return [t if t is None or t._meta.dtype.itemsize >= 4 else O.cast(t, dtype=np.float32)
+            for t in ts]
+
+
+def _as_inputs(ctx, grads):
+    """``grads`` (one per input, or None) cast back to the inputs' dtypes."""
+    return [g if g is None or g._meta.dtype == dt else O.cast(g, dtype=dt)
+            for g, dt in zip(grads, ctx.input_dtypes)]
 
 
 def _sum_lead(t, b):
@@ -150,7 +158,7 @@ def _rms_norm_grad(ctx, gx, gw):
 
 @register_backward("group_norm", save=["x", "weight", "mean", "inv_std"])
 def _group_norm(ctx, dy, dmean, dr):
-    x, w, mean, r = ctx.saved_tensors
+    x, w, mean, r, dy, dmean, dr = _float32(*ctx.saved_tensors, dy, dmean, dr)
     has = _present(ctx, 3)
     shape = tuple(ctx.input_shapes[0])
     n, c, g = shape[0], shape[1], ctx.num_groups
@@ -158,8 +166,8 @@ def _group_norm(ctx, dy, dmean, dr):
     pshape = (1, c) + (1,) * (len(shape) - 2)
     gy = dy if w is None else O.mul(dy, O.reshape(w, shape=pshape))
     xg = O.reshape(x, shape=(n, g, m))
-    dxg, xhat = _normalize_backward(xg, None, mean, r, O.reshape(gy, shape=(n, g, m)), dmean,
-                                    dr, (2,), (n, g, 1), m, True)
+    dxg, xhat = _normalize_backward(xg, mean, r, O.reshape(gy, shape=(n, g, m)), dmean, dr,
+                                    (2,), (n, g, 1), m)
     grads = [O.reshape(dxg, shape=shape)]
     red = (0,) + tuple(range(2, len(shape)))
     if has[1]:
@@ -167,7 +175,7 @@ def _group_norm(ctx, dy, dmean, dr):
                                   keepdim=False))
     if has[2]:
         grads.append(O.reduce_sum(dy, axis=red, keepdim=False))
-    return grads
+    return _as_inputs(ctx, grads)
 
 
 @register_backward("batch_norm", save=["x", "weight", "mean", "inv_std"])
@@ -184,7 +192,7 @@ def _batch_norm(ctx, dy, dmean, dr):
     and one elementwise pass (the op-by-op form, r * (dy w - xhat mean(dy w xhat) -
     mean(dy w)), ran 3.6 against 2.3 ms for a (32, 16, 32, 32) batch on XLA CPU:
     benchmarks/results_ecosystem_models_cpu.txt, session 27)."""
-    x, w, mean, r = ctx.saved_tensors
+    x, w, mean, r, dy, dmean, dr = _float32(*ctx.saved_tensors, dy, dmean, dr)
     has = _present(ctx, 3)
     shape = tuple(ctx.input_shapes[0])
     c = shape[1]
@@ -206,4 +214,4 @@ def _batch_norm(ctx, dy, dmean, dr):
         grads.append(O.mul(dot, r))
     if has[2]:
         grads.append(total)
-    return grads
+    return _as_inputs(ctx, grads)
