@@ -13,7 +13,18 @@ so they are remembered here, per device array, and the check reads them instead.
 
 Sound because a ``jax.Array`` never changes: an in-place op gives its tensor a new array. The
 table holds weak references (an entry goes with its array) and at most :data:`SIZE` entries.
-Only arrays placed off the CPU are noted (on CPU reading in place costs nothing).
+Only arrays placed off the CPU are noted here (on CPU reading a ready array in place costs
+nothing).
+
+A second table holds what is known of *computed* integer arrays, on any device: every element
+lies in ``[lo, hi]`` or equals one exceptional value (:func:`note_within`). HF's causal-LM loss
+pads its labels with the ignore index and slices them; the padded labels' bounds are the
+labels' plus the pad value, known when the pad is issued, and a cross-entropy's target check
+reads them instead of the computed array -- which, even on CPU, waits behind every computation
+queued before it (XLA CPU runs executions in order: the check held HF GPT-2's eager step at
+4.6-6.8 ms a step, benchmarks/results_ecosystem_models_cpu.txt, session 28). These bounds are
+a superset of the values (a slice keeps some of them), so they can pass a check, never give
+an exact min or max.
 """
 
 from __future__ import annotations
@@ -24,7 +35,7 @@ from typing import Any
 import jax
 import numpy as np
 
-__all__ = ["note", "note_host", "known", "SIZE"]
+__all__ = ["note", "note_host", "known", "note_within", "within", "SIZE"]
 
 #: arrays remembered at most (the oldest dropped first)
 SIZE = 256
@@ -46,16 +57,21 @@ def _off_cpu(value: Any) -> bool:
 
 def note(value: Any, lo: int, hi: int) -> None:
     """Remember that every element of the device array ``value`` lies in ``[lo, hi]``."""
-    if not _off_cpu(value):
-        return
+    if _off_cpu(value):
+        _put(_TABLE, value, int(lo), int(hi))
+
+
+def _put(table: dict, value: Any, *entry: Any) -> None:
+    """``table[id(value)] = (a weak reference to value, *entry)``: the entry goes with its
+    array, and the oldest goes when the table holds :data:`SIZE`."""
     key = id(value)
     try:
-        ref = weakref.ref(value, lambda _, k=key: _TABLE.pop(k, None))
+        ref = weakref.ref(value, lambda _, k=key: table.pop(k, None))
     except TypeError:
         return
-    if len(_TABLE) >= SIZE:
-        _TABLE.pop(next(iter(_TABLE)), None)
-    _TABLE[key] = (ref, int(lo), int(hi))
+    if len(table) >= SIZE:
+        table.pop(next(iter(table)), None)
+    table[key] = (ref, *entry)
 
 
 def note_host(value: Any, host: np.ndarray) -> None:
@@ -71,3 +87,25 @@ def known(value: Any) -> tuple[int, int] | None:
     if hit is None or hit[0]() is not value:
         return None
     return hit[1], hit[2]
+
+
+_WITHIN: dict[int, tuple[Any, int, int, int | None]] = {}
+
+
+def note_within(value: Any, lo: int, hi: int, extra: int | None = None) -> None:
+    """Remember that every element of the computed array ``value`` lies in ``[lo, hi]`` or
+    equals ``extra`` (None: no exception); any device, weakly, at most :data:`SIZE`."""
+    if not isinstance(value, jax.core.Tracer):
+        _put(_WITHIN, value, int(lo), int(hi), None if extra is None else int(extra))
+
+
+def within(value: Any) -> tuple[int, int, int | None] | None:
+    """``(lo, hi, extra)``: every element of ``value`` lies in ``[lo, hi]`` or equals
+    ``extra`` -- from :func:`note` (exact, no exception) or :func:`note_within` -- else None."""
+    b = known(value)
+    if b is not None:
+        return b[0], b[1], None
+    hit = _WITHIN.get(id(value))
+    if hit is None or hit[0]() is not value:
+        return None
+    return hit[1], hit[2], hit[3]

@@ -92,3 +92,68 @@ def test_integer_tensor_with_a_device_inside_flow_jit() -> None:
         return x + flow.tensor([1, 2, 3], device=x.device)
 
     np.testing.assert_array_equal(f(flow.ones(3)).numpy(), [2.0, 3.0, 4.0])
+
+
+def _causal_lm_targets(labels, value=-100):
+    """HF's causal-LM loss: the labels padded with the ignore index, shifted, flattened."""
+    return F.pad(labels, (0, 1), value=value)[..., 1:].contiguous().view(-1)
+
+
+def test_padded_labels_are_checked_from_their_bounds(monkeypatch) -> None:
+    """Labels padded with the ignore index and sliced (HF's causal-LM loss) carry the labels'
+    bounds and the pad value: the target check passes without reading the computed targets
+    (the read would wait for every queued computation), and the loss is PyTorch's."""
+    torch = pytest.importorskip("torch")
+    rng = np.random.default_rng(0)
+    a = rng.integers(0, 7, (3, 5))
+    logits = rng.standard_normal((15, 7)).astype(np.float32)
+    labels = flow.tensor(a)
+    tgt = _causal_lm_targets(labels)
+    assert value_bounds.within(F.pad(labels, (0, 1), value=-100)._value) == \
+        (a.min(), a.max(), -100)
+    from jflow.functional.functors import index
+
+    def no_read(t):
+        raise AssertionError("the target check read the targets")
+
+    monkeypatch.setattr(index, "host_min_max", no_read)
+    got = F.cross_entropy(flow.tensor(logits), tgt)
+    ttgt = torch.nn.functional.pad(torch.tensor(a), (0, 1), value=-100)[..., 1:].reshape(-1)
+    want = torch.nn.functional.cross_entropy(torch.tensor(logits), ttgt)
+    np.testing.assert_allclose(got.item(), want.item(), rtol=1e-6)
+
+
+@pytest.mark.parametrize("case", ["label out of range", "pad value not ignored",
+                                  "negative label"])
+def test_padded_labels_with_a_bad_value_still_raise(case: str) -> None:
+    """Bounds that do not pass the check leave it to read the targets: a bad value raises as
+    before, whatever the bounds say."""
+    a = np.array([[1, 2, 3], [4, 0, 2]])
+    if case == "label out of range":
+        a[1, 2] = 9
+    if case == "negative label":
+        a[0, 2] = -3
+    value = -1 if case == "pad value not ignored" else -100
+    tgt = _causal_lm_targets(flow.tensor(a), value)
+    with pytest.raises(IndexError, match="out of bounds"):
+        F.cross_entropy(flow.randn(6, 5), tgt)
+
+
+def test_bounds_follow_only_value_keeping_steps() -> None:
+    """A padded tensor's bounds hold for its slices made contiguous; not for a tensor of
+    another dtype, a pad value the dtype cannot hold, or a changed array."""
+    from jflow.views.bounds import bounds_within
+
+    t = flow.tensor(np.array([[5, 6], [7, 8]], np.int64))
+    p = F.pad(t, (1, 0), value=6)
+    assert bounds_within(p) == (5, 8, None)          # (the pad value inside the range)
+    assert bounds_within(p[:, 1:].contiguous()) == (5, 8, None)
+    assert bounds_within(F.pad(t, (1, 0), value=3)) == (5, 8, 3)
+    q = F.pad(t, (0, 2), value=-100)
+    assert bounds_within(q.t().contiguous()) == (5, 8, -100)
+    assert bounds_within(F.pad(q, (0, 1), value=50)) == (-100, 8, 50)  # one exception kept
+    assert bounds_within(q.view(flow.int32)) is None  # (another dtype's view: other values)
+    u = F.pad(flow.tensor(np.array([1, 2], np.uint8)), (0, 1), value=-1)
+    assert value_bounds.within(u._value) is None     # (-1 is 255 in uint8: not noted)
+    q.add_(1000)                                     # a new array: nothing known of it
+    assert value_bounds.within(q._value) is None

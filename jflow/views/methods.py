@@ -21,6 +21,7 @@ from ..memory_format import check_memory_format, is_contiguous_as
 from ..ops import get as _get_op
 from ..tensor import Tensor, _wrap, mark_constant
 from .alias import _ALIAS, _as_strided_read, alias, base_of, detach, layout_of, unview
+from .bounds import note_bounds_like
 from .layout import Layout, flat_index, is_contiguous
 
 __all__ = ["as_strided", "diagonal"]
@@ -66,7 +67,10 @@ def _contiguous(self: Tensor, memory_format: Any = None) -> Tensor:
     check_memory_format("Tensor.contiguous", memory_format, self.ndim)
     if not self._aliases or is_contiguous(layout_of(self)):
         return self
-    return unview(self)
+    out = unview(self)
+    if out._meta.dtype.kind in "iu":  # (sliced labels: their base's bounds, for a loss's check)
+        note_bounds_like(out, self)
+    return out
 
 
 def _is_view(self: Tensor) -> bool:

@@ -20,6 +20,7 @@ import numpy as np
 from ...lazy_mode.checks import host_value
 from ...ops import get
 from ...tensor import Tensor, _wrap
+from ...views.bounds import bounds_within
 from ..promotion import cast, scalar_tensor
 from ..registry import api as _api
 from ..registry import functor
@@ -110,6 +111,10 @@ def _check_targets(fname: str, target: Tensor, c: int, ignore_index: int) -> boo
         bad = t[((t < 0) | (t >= c)) & (t != ignore_index)]
         if bad.size:
             raise IndexError(f"{fname}(): target {int(bad[0])} is out of bounds (classes: {c})")
+    w = bounds_within(target)  # (known without reading: padded labels, jflow/views/bounds.py)
+    if w is not None and 0 <= w[0] and w[1] < c and \
+            (w[2] is None or w[2] == ignore_index or 0 <= w[2] < c):
+        return w[2] != ignore_index and not w[0] <= ignore_index <= w[1]
     mm = checked_min_max(target, check)
     return mm is not None and not mm[0] <= ignore_index <= mm[1]
 

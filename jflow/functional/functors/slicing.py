@@ -9,6 +9,7 @@ from typing import Any
 from ...ops import get
 from ...tensor import Tensor
 from ...views import alias
+from ...views.bounds import note_bounds_like
 from ..registry import FUNCTORS, functor
 from ._shape_util import wrap_dim
 
@@ -73,7 +74,10 @@ def pad(input: Tensor, pad: tuple[int, ...], mode: str, value: Any) -> Tensor:
     v = 0.0 if value is None else float(value)
     if mode != "constant" and any(p < 0 for p in pad):
         return _pad_cropping(input, tuple(int(p) for p in pad), mode)
-    return _pad(input, pad=pad, mode=mode, value=v)
+    out = _pad(input, pad=pad, mode=mode, value=v)
+    if input._meta.dtype.kind in "iu":  # (padded labels: their bounds, for a loss's check)
+        note_bounds_like(out, input, v if mode == "constant" else None)
+    return out
 
 
 def _pad_cropping(input: Tensor, pad: tuple[int, ...], mode: str) -> Tensor:
