@@ -157,3 +157,25 @@ def test_bounds_follow_only_value_keeping_steps() -> None:
     assert value_bounds.within(u._value) is None     # (-1 is 255 in uint8: not noted)
     q.add_(1000)                                     # a new array: nothing known of it
     assert value_bounds.within(q._value) is None
+
+
+@pytest.mark.parametrize("value", [-100, 0, 3])
+@pytest.mark.parametrize("reduction", ["mean", "sum", "none"])
+def test_padded_label_losses_match_pytorch(value: int, reduction: str) -> None:
+    """The loss of padded, shifted labels, decided from their bounds (the ignore index as the
+    pad value, or a class: then every target counts in the mean), is PyTorch's on random
+    labels and logits, and so is its gradient."""
+    torch = pytest.importorskip("torch")
+    rng = np.random.default_rng(abs(value) + 7)
+    a = rng.integers(0, 6, (4, 9))
+    logits = rng.standard_normal((36, 6)).astype(np.float32)
+    x = flow.tensor(logits, requires_grad=True)
+    got = F.cross_entropy(x, _causal_lm_targets(flow.tensor(a), value), reduction=reduction)
+    got.sum().backward()
+    tx = torch.tensor(logits, requires_grad=True)
+    ttgt = torch.nn.functional.pad(torch.tensor(a), (0, 1), value=value)[..., 1:].reshape(-1)
+    want = torch.nn.functional.cross_entropy(tx, ttgt, reduction=reduction)
+    want.sum().backward()
+    np.testing.assert_allclose(got.detach().numpy(), want.detach().numpy(), rtol=1e-5,
+                               atol=1e-6)
+    np.testing.assert_allclose(x.grad.numpy(), tx.grad.numpy(), rtol=1e-5, atol=1e-7)

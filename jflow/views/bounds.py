@@ -16,13 +16,25 @@ from jax.core import Tracer
 from ..tensor import Tensor
 from ..value_bounds import note_within, within
 
-__all__ = ["bounds_within", "note_bounds_like", "READ_IN_PLACE"]
+__all__ = ["bounds_within", "note_bounds_like", "source_through", "SAME_VALUES", "READ_IN_PLACE"]
 
-#: view steps after which a view holds some of its base's values (as they are: no dtype change)
-_SUBSET_STEPS = frozenset({"reshape", "transpose", "squeeze", "unsqueeze", "expand", "narrow",
-                           "slice", "index", "as_strided"})
+#: view steps after which a view holds exactly its base's values, rearranged
+SAME_VALUES = frozenset({"reshape", "transpose", "squeeze", "unsqueeze", "expand"})
+#: view steps after which a view holds some of its base's values (none changes the dtype)
+_SUBSET_STEPS = SAME_VALUES | {"narrow", "slice", "index", "as_strided"}
 #: elements of a ready CPU array :func:`bounds_within` reads in place for its bounds
 READ_IN_PLACE = 1 << 16
+
+
+def source_through(t: Tensor, kinds: frozenset) -> Tensor:
+    """The base of the (non-empty) view ``t`` when every step from it is one of ``kinds``,
+    else ``t``."""
+    while t._aliases and t._meta.size:
+        m = t._view
+        if not all(kind in kinds for kind, _ in m.steps):
+            break
+        t = m.base
+    return t
 
 
 def bounds_within(t: Tensor) -> tuple[int, int, int | None] | None:
@@ -32,12 +44,9 @@ def bounds_within(t: Tensor) -> tuple[int, int, int | None] | None:
     (a view's are its base's, some of them): it can pass a check, not give an exact min or
     max. The source: ``t``'s base through views that keep values; its array's noted bounds,
     or, for a small CPU array already computed, the array read in place."""
-    while t._aliases and t._meta.size:
-        m = t._view
-        if m.base._meta.dtype != t._meta.dtype or \
-                not all(kind in _SUBSET_STEPS for kind, _ in m.steps):
-            return None
-        t = m.base
+    t = source_through(t, _SUBSET_STEPS)
+    if t._aliases:  # (a view that changes values, e.g. another dtype's: not materialised here)
+        return None
     v = t._meta
     if not isinstance(v, jax.Array) or isinstance(v, Tracer) or v.size == 0 or \
             v.dtype.kind not in "iu":

@@ -30,6 +30,7 @@ from ...lazy_mode.checks import defer_check, host_value
 from ...ops import get
 from ...tensor import Tensor, _wrap
 from ...value_bounds import known as known_bounds
+from ...views.bounds import SAME_VALUES, source_through
 from ..promotion import cast, scalar_result_dtype, scalar_tensor
 from ..registry import api, functor
 
@@ -57,8 +58,6 @@ def _min_max(x: jax.Array) -> tuple[jax.Array, jax.Array]:
     return jnp.min(x), jnp.max(x)
 
 
-#: view steps after which a view holds exactly its base's values, rearranged
-_SAME_VALUES = frozenset({"reshape", "transpose", "squeeze", "unsqueeze", "expand"})
 
 
 def host_min_max(t: Tensor) -> tuple[int, int] | None:
@@ -94,12 +93,7 @@ def values_source(t: Tensor) -> Tensor:
     base's), else ``t``. In lazy mode the view may be pending while its base is not (a
     target batch's ``y.reshape(-1)``): its check then reads the base now instead of being
     deferred — a deferred check waits for its whole segment's run before recording goes on."""
-    while t._aliases and t._meta.size:
-        m = t._view
-        if not all(kind in _SAME_VALUES for kind, _ in m.steps):
-            break
-        t = m.base
-    return t
+    return source_through(t, SAME_VALUES)
 
 
 def checked_min_max(t: Tensor, check: Any) -> tuple[int, int] | None:
